@@ -1,0 +1,34 @@
+"""styleeval: evaluate text style transfer and meta-evaluate its metrics against human ratings.
+
+Public entry points (imported lazily so that ``import styleeval`` stays fast):
+
+- :class:`styleeval.LogProb` -- the LogProb content-preservation / style-strength metric (Pauli et al. 2025).
+- :func:`styleeval.load_corpus` -- the human-rated corpora as ``datasets.Dataset`` objects.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = ["LogProb", "LogProbScores", "load_corpus", "__version__"]
+
+_LAZY = {
+    "LogProb": ("styleeval.logprob", "LogProb"),
+    "LogProbScores": ("styleeval.logprob", "LogProbScores"),
+    "load_corpus": ("styleeval.corpora", "load_corpus"),
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from styleeval.corpora import load_corpus
+    from styleeval.logprob import LogProb, LogProbScores
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'styleeval' has no attribute {name!r}")

@@ -1,0 +1,36 @@
+"""The ``styleeval`` command line: one sub-command per job (``score``, ``metaeval``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from styleeval import __version__
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every sub-command registered."""
+    from styleeval.commands import metaeval, score
+
+    parser = argparse.ArgumentParser(prog="styleeval", description="Evaluate text style transfer.")
+    parser.add_argument("--version", action="version", version=f"styleeval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    score.register(sub)
+    metaeval.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``styleeval`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ValueError as err:  # bad input: one clear line, no traceback
+        print(f"styleeval {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the ``styleeval`` CLI; each module exposes ``register(subparsers)``."""
