@@ -1,0 +1,212 @@
+"""The scoring engine: per-token log-probabilities of many (prompt, continuation) pairs under a causal LM.
+
+One batching path for every log-likelihood the project computes (lm-evaluation-harness style):
+
+1. the longest token prefix shared by all prompts (the chat template's system turn) is run once and its KV
+   cache is reused by every row (a fresh ``DynamicCache`` per batch, expanded to the batch size);
+2. rows are sorted by length (longest first) and packed into batches under a token budget; the suffixes are
+   right-padded and get explicit position ids ``P + arange(L)``, so with the causal mask no real token ever
+   attends to padding;
+3. only the hidden states that predict a continuation token go through the LM head, in float32, and each
+   log-probability is ``logit[target] - logsumexp(logits)``;
+4. results are restored to input order. On CUDA out-of-memory the batch is split in half and the token budget
+   halved for the rest of the run.
+
+Results do not depend on batch size, order or padding (up to float32 rounding, ~1e-6).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+
+@dataclass(frozen=True)
+class _Row:
+    index: int  # position in the caller's list
+    suffix: list[int]  # prompt[P:] + continuation[:-1]: the tokens fed after the shared prefix
+    start: int  # index in ``suffix`` of the hidden state that predicts continuation[0]
+    targets: list[int]  # the continuation: the scored token ids
+
+
+def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
+    """Length of the longest token prefix shared by all ``sequences`` (0 for an empty list)."""
+    if not sequences:
+        return 0
+    first = sequences[0]
+    n = min(len(s) for s in sequences)
+    for seq in sequences[1:]:
+        i = 0
+        while i < n and seq[i] == first[i]:
+            i += 1
+        n = i
+        if n == 0:
+            break
+    return n
+
+
+class ScoringEngine:
+    """Computes per-token log-probabilities of continuations given prompts with a Hugging Face causal LM.
+
+    Args:
+        model: a ``*ForCausalLM`` model (its ``.model`` backbone and ``lm_head`` are used directly).
+        batch_tokens: token budget of one batch (rows x padded suffix length).
+        max_batch_rows: upper bound on rows per batch (``None``: only the token budget limits).
+        reuse_prefix: run the prefix shared by all prompts once and reuse its KV cache.
+        progress: show a progress bar over rows.
+    """
+
+    def __init__(
+        self,
+        model,
+        batch_tokens: int = 1024,
+        max_batch_rows: int | None = None,
+        reuse_prefix: bool = True,
+        progress: bool = False,
+    ) -> None:
+        if batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be positive, got {batch_tokens}")
+        if max_batch_rows is not None and max_batch_rows < 1:
+            raise ValueError(f"max_batch_rows must be positive, got {max_batch_rows}")
+        self.model = model
+        self.batch_tokens = int(batch_tokens)
+        self.max_batch_rows = max_batch_rows
+        self.reuse_prefix = reuse_prefix
+        self.progress = progress
+        self._head_weight: torch.Tensor | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # -- public -------------------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def token_logprobs(
+        self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]
+    ) -> list[torch.Tensor]:
+        """Log-probability of every continuation token given its prompt and the preceding continuation tokens.
+
+        Returns one float32 CPU tensor per pair, in input order, of length ``len(continuation)``.
+        Every prompt must have at least one token; an empty continuation gives an empty tensor.
+        """
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
+        results: list[torch.Tensor | None] = [None] * len(prompts)
+        live = [i for i, c in enumerate(continuations) if len(c) > 0]
+        for i in set(range(len(prompts))) - set(live):
+            results[i] = torch.empty(0, dtype=torch.float32)
+        if not live:
+            return results  # type: ignore[return-value]
+
+        prefix_len = 0
+        if self.reuse_prefix:
+            # keep at least one prompt token per row outside the prefix: it predicts the first target
+            prefix_len = min(common_prefix_length([prompts[i] for i in live]), min(len(prompts[i]) for i in live) - 1)
+        rows = []
+        for i in live:
+            prompt, cont = list(prompts[i]), list(continuations[i])
+            rows.append(_Row(i, prompt[prefix_len:] + cont[:-1], len(prompt) - prefix_len - 1, cont))
+        rows.sort(key=lambda r: len(r.suffix), reverse=True)
+
+        prefix_cache = self._run_prefix(list(prompts[live[0]][:prefix_len])) if prefix_len > 0 else None
+        bar = tqdm(total=len(rows), desc="scoring", unit="seq", disable=not self.progress, leave=False)
+        try:
+            pos = 0
+            while pos < len(rows):
+                batch = self._next_batch(rows, pos)
+                for row, lp in self._score_batch_safely(batch, prefix_len, prefix_cache):
+                    results[row.index] = lp
+                pos += len(batch)
+                bar.update(len(batch))
+        finally:
+            bar.close()
+        return results  # type: ignore[return-value]
+
+    # -- internals ----------------------------------------------------------------------------------------
+    def _next_batch(self, rows: list[_Row], pos: int) -> list[_Row]:
+        longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
+        size = max(1, self.batch_tokens // longest)
+        if self.max_batch_rows is not None:
+            size = min(size, self.max_batch_rows)
+        return rows[pos : pos + size]
+
+    def _run_prefix(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
+        out = self.model.model(input_ids=ids, use_cache=True)
+        return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+
+    def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache):
+        try:
+            return self._score_batch(batch, prefix_len, prefix_cache)
+        except torch.OutOfMemoryError:
+            if len(batch) == 1:
+                raise
+            if self.device.type == "cuda":
+                torch.cuda.empty_cache()
+            self.batch_tokens = max(1, self.batch_tokens // 2)
+            warnings.warn(
+                f"out of memory on a batch of {len(batch)} rows; halving it (batch_tokens={self.batch_tokens})",
+                stacklevel=2,
+            )
+            half = len(batch) // 2
+            return self._score_batch_safely(batch[:half], prefix_len, prefix_cache) + self._score_batch_safely(
+                batch[half:], prefix_len, prefix_cache
+            )
+
+    def _score_batch(self, batch: list[_Row], prefix_len: int, prefix_cache) -> list[tuple[_Row, torch.Tensor]]:
+        from transformers import DynamicCache
+
+        device = self.device
+        n_rows, width = len(batch), max(len(r.suffix) for r in batch)
+        ids = torch.zeros((n_rows, width), dtype=torch.long)
+        for b, row in enumerate(batch):
+            ids[b, : len(row.suffix)] = torch.tensor(row.suffix, dtype=torch.long)
+        ids = ids.to(device)
+        positions = torch.arange(prefix_len, prefix_len + width, device=device)
+        kwargs = {}
+        if prefix_cache is not None:
+            # a fresh cache per batch: a forward pass extends the cache it is given in place
+            kwargs["past_key_values"] = DynamicCache(
+                [(k.expand(n_rows, -1, -1, -1), v.expand(n_rows, -1, -1, -1)) for k, v in prefix_cache],
+                config=self.model.config,
+            )
+        hidden = self.model.model(
+            input_ids=ids,
+            position_ids=positions.unsqueeze(0).expand(n_rows, -1),
+            cache_position=positions,
+            use_cache=prefix_cache is not None,
+            **kwargs,
+        ).last_hidden_state
+
+        row_idx = torch.cat([torch.full((len(r.targets),), b, dtype=torch.long) for b, r in enumerate(batch)])
+        pos_idx = torch.cat([torch.arange(r.start, r.start + len(r.targets)) for r in batch])
+        targets = torch.cat([torch.tensor(r.targets, dtype=torch.long) for r in batch]).to(device)
+        logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets).cpu()
+        out, offset = [], 0
+        for row in batch:
+            out.append((row, logprobs[offset : offset + len(row.targets)]))
+            offset += len(row.targets)
+        return out
+
+    def _head_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """``log softmax(lm_head(hidden))[target]`` in float32, on the scored positions only."""
+        head = self.model.get_output_embeddings()
+        if self._head_weight is None:
+            weight = head.weight
+            self._head_weight = weight if weight.dtype == torch.float32 else weight.float()
+        logits = torch.nn.functional.linear(hidden.float(), self._head_weight)
+        bias = getattr(head, "bias", None)
+        if bias is not None:
+            logits = logits + bias.float()
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        target_logits = logits.gather(1, targets[:, None]).squeeze(1)
+        return target_logits - torch.logsumexp(logits, dim=-1)

@@ -1,0 +1,216 @@
+"""LogProb: content preservation and style strength from a chat LLM's token probabilities.
+
+Pauli, Augenstein & Assent (2025), "Mind the Style Gap", section 4. For a source X, a rewrite
+X~ = x~_1..x~_n and a target style S, the rewrite is scored after three contexts (system prompt + one user
+instruction, :mod:`styleeval.chat`): rewrite to style S (t_s), paraphrase (t_pa), repeat (t_r). With
+p_i^t the probability of rewrite token i after context t and the preceding rewrite tokens:
+
+    content C = 1/n sum_i log max(p_i^ts, p_i^tpa, p_i^tr)            (equation 1)
+    style   S = 1/n sum_i (p_i^ts - max(p_i^tpa, p_i^tr))             (equation 2, probabilities)
+
+Every rewrite token is scored, the first one included, followed by the template's end-of-turn token
+(``end_of_turn=False`` drops it). The authors' script skips the first rewrite token and scores the
+end-of-turn token, so its numbers differ slightly from ours.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from styleeval import __version__
+from styleeval.chat import CONTEXTS, ChatFormat, user_message
+from styleeval.engine import ScoringEngine
+from styleeval.models import DEFAULT_MODEL, load_model, resolve_device, resolve_dtype
+from styleeval.signature import format_signature
+from styleeval.validation import broadcast_texts, check_texts
+
+
+def logprob_equations(
+    style: torch.Tensor, paraphrase: torch.Tensor, repeat: torch.Tensor
+) -> tuple[float, float]:
+    """Content preservation (eq. 1) and style strength (eq. 2) from per-token log-probabilities.
+
+    The three tensors hold log p_i under the style, paraphrase and repeat contexts, one entry per scored
+    token. Returns ``(nan, nan)`` when no token is scored.
+    """
+    if style.numel() == 0:
+        return math.nan, math.nan
+    style, paraphrase, repeat = style.double(), paraphrase.double(), repeat.double()
+    best_log = torch.maximum(torch.maximum(style, paraphrase), repeat)  # log max p = max log p
+    content = best_log.mean()
+    strength = (style.exp() - torch.maximum(paraphrase, repeat).exp()).mean()
+    return float(content), float(strength)
+
+
+class LogProbScores(list):
+    """Per-row LogProb results (dicts with ``content`` and ``style``) in input order, with a ``signature``."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], signature: str) -> None:
+        super().__init__(rows)
+        self.signature = signature
+
+    @property
+    def content(self) -> list[float]:
+        """The content-preservation score of every row."""
+        return [row["content"] for row in self]
+
+    @property
+    def style(self) -> list[float]:
+        """The style-strength score of every row."""
+        return [row["style"] for row in self]
+
+    def __repr__(self) -> str:
+        return f"LogProbScores({len(self)} rows, signature={self.signature!r})"
+
+
+class LogProb:
+    """The LogProb metric with a causal chat LLM.
+
+    Args:
+        model: a preset (``"1b"``, ``"3b"``, ``"8b"``: the paper's Llama 3.x Instruct models), a Hub id, a
+            local path, or a loaded ``*ForCausalLM`` object. Default: ``meta-llama/Llama-3.2-1B-Instruct``.
+        tokenizer: the tokenizer; loaded from the model id when omitted.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``; ``None`` picks CUDA when available.
+        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``. The LM head always runs in float32.
+        batch_tokens: token budget of one forward pass.
+        max_batch_rows: at most this many sequences per forward pass.
+        end_of_turn: score the template's end-of-turn token after each rewrite.
+        chat_template: a Jinja chat template, for models whose tokenizer has none.
+        on_overflow: ``"error"`` (default) or ``"skip"``: a row longer than the model's context gets NaN
+            scores and a warning.
+        revision: model revision (branch, tag or commit) for Hub ids.
+        trust_remote_code: allow model code from the Hub (off by default).
+        reuse_prefix: reuse the KV cache of the shared system prompt (exact; off only for testing).
+        progress: show a progress bar.
+    """
+
+    def __init__(
+        self,
+        model: Any = DEFAULT_MODEL,
+        tokenizer: Any = None,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype = "float32",
+        batch_tokens: int = 1024,
+        max_batch_rows: int | None = None,
+        end_of_turn: bool = True,
+        chat_template: str | None = None,
+        on_overflow: str = "error",
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+        reuse_prefix: bool = True,
+        progress: bool = True,
+    ) -> None:
+        if on_overflow not in ("error", "skip"):
+            raise ValueError(f"on_overflow must be 'error' or 'skip', got {on_overflow!r}")
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype)
+        self.model, self.tokenizer, self.model_name, self.revision = load_model(
+            model, tokenizer, self.device, self.dtype, revision, trust_remote_code
+        )
+        self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn)
+        self.engine = ScoringEngine(
+            self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows,
+            reuse_prefix=reuse_prefix, progress=progress,
+        )
+        self.on_overflow = on_overflow
+        self.max_length = getattr(self.model.config, "max_position_embeddings", None)
+
+    @property
+    def signature(self) -> str:
+        """Everything that determines a score: model and revision, dtype, template, end-of-turn, version."""
+        return format_signature(
+            "logprob",
+            {
+                "model": f"{self.model_name}@{self.revision}",
+                "dtype": str(self.dtype).removeprefix("torch."),
+                "tmpl": self.chat.template_hash,
+                "eot": self.chat.end_of_turn,
+                "first": True,
+                "version": __version__,
+            },
+        )
+
+    def score(
+        self,
+        sources: Sequence[str],
+        rewrites: Sequence[str],
+        styles: Sequence[str] | str,
+        return_tokens: bool = False,
+    ) -> LogProbScores:
+        """Score rewrites of sources towards target styles.
+
+        Args:
+            sources: the original texts.
+            rewrites: the rewritten texts (an empty rewrite scores only the end-of-turn token).
+            styles: the target style of each row (e.g. ``"polite"``), or one string for all rows.
+            return_tokens: add a ``tokens`` list per row: for every scored token its text and its
+                log-probability under each context (keys ``style``, ``paraphrase``, ``repeat``).
+
+        Returns:
+            :class:`LogProbScores`: one dict per row, in input order, with ``content`` (mean log of the best
+            of the three probabilities, <= 0) and ``style`` (mean probability gain of the style instruction,
+            in [-1, 1]).
+        """
+        sources = check_texts("sources", sources)
+        n = len(sources)
+        rewrites = check_texts("rewrites", rewrites, n)
+        styles = broadcast_texts("styles", styles, n, allow_empty=False)
+
+        targets = self.chat.rewrite_ids(rewrites)
+        prompts = {
+            ctx: self.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles)])
+            for ctx in CONTEXTS
+        }
+        skipped = self._check_lengths(prompts, targets)
+        live = [i for i in range(n) if i not in skipped]
+        flat_prompts = [prompts[ctx][i] for ctx in CONTEXTS for i in live]
+        flat_targets = [targets[i] for _ in CONTEXTS for i in live]
+        flat = self.engine.token_logprobs(flat_prompts, flat_targets)
+        per_ctx = {ctx: dict(zip(live, flat[k * len(live) : (k + 1) * len(live)])) for k, ctx in enumerate(CONTEXTS)}
+
+        if any(len(t) == 0 for i, t in enumerate(targets) if i not in skipped):
+            warnings.warn("some rewrites have no scored token (empty rewrite, end_of_turn=False): NaN", stacklevel=2)
+        rows = []
+        for i in range(n):
+            if i in skipped:
+                row: dict[str, Any] = {"content": math.nan, "style": math.nan}
+                if return_tokens:
+                    row["tokens"] = []
+                rows.append(row)
+                continue
+            lp = [per_ctx[ctx][i] for ctx in CONTEXTS]
+            content, strength = logprob_equations(*lp)
+            row = {"content": content, "style": strength}
+            if return_tokens:
+                row["tokens"] = [
+                    {"token": self.tokenizer.decode([tok]), **{ctx: float(lp[k][j]) for k, ctx in enumerate(CONTEXTS)}}
+                    for j, tok in enumerate(targets[i])
+                ]
+            rows.append(row)
+        return LogProbScores(rows, self.signature)
+
+    def _check_lengths(self, prompts: dict[str, list[list[int]]], targets: list[list[int]]) -> set[int]:
+        if not self.max_length:
+            return set()
+        skipped = set()
+        for i, target in enumerate(targets):
+            longest = max(len(prompts[ctx][i]) for ctx in CONTEXTS) + len(target)
+            if longest > self.max_length:
+                if self.on_overflow == "error":
+                    raise ValueError(
+                        f"row {i}: prompt + rewrite is {longest} tokens, longer than the model's context of "
+                        f"{self.max_length}; shorten it or pass on_overflow='skip'"
+                    )
+                skipped.add(i)
+        if skipped:
+            warnings.warn(
+                f"{len(skipped)} rows longer than the model's context of {self.max_length} tokens were skipped "
+                f"(NaN scores): rows {sorted(skipped)[:10]}",
+                stacklevel=3,
+            )
+        return skipped

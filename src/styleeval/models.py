@@ -1,0 +1,94 @@
+"""Loading causal chat models: model ids, presets, devices and dtypes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+PRESETS: dict[str, str] = {
+    "1b": "meta-llama/Llama-3.2-1B-Instruct",
+    "3b": "meta-llama/Llama-3.2-3B-Instruct",
+    "8b": "meta-llama/Llama-3.1-8B-Instruct",
+}
+"""The paper's three backbones (appendix D.1); ``1b`` is the default."""
+
+DEFAULT_MODEL = PRESETS["1b"]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """A ``torch.device`` from ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"`` or ``None`` (CUDA if available)."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"device: unknown device {device!r} (use 'cpu', 'cuda', 'cuda:N' or 'mps')") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r} requested but CUDA is not available on this machine")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device: {device!r} requested but only {torch.cuda.device_count()} CUDA devices exist")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device: {device!r} requested but MPS is not available on this machine")
+    if dev.type not in {"cpu", "cuda", "mps"}:
+        raise ValueError(f"device: unsupported device type {dev.type!r} (use 'cpu', 'cuda' or 'mps')")
+    return dev
+
+
+def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """A floating ``torch.dtype`` from a name such as ``"float32"`` or ``"bfloat16"``."""
+    if isinstance(dtype, torch.dtype):
+        if not dtype.is_floating_point:
+            raise ValueError(f"dtype: {dtype} is not a floating-point dtype")
+        return dtype
+    if isinstance(dtype, str) and dtype.lower() in DTYPES:
+        return DTYPES[dtype.lower()]
+    raise ValueError(f"dtype: unknown dtype {dtype!r}; use one of {sorted(set(DTYPES))}")
+
+
+def load_model(
+    model: Any,
+    tokenizer: Any = None,
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+) -> tuple[Any, Any, str, str]:
+    """Load (or adopt) a causal LM and its tokenizer.
+
+    ``model`` is a preset name (``"1b"``, ``"3b"``, ``"8b"``), a Hub id, a local path, or an already loaded
+    model object. Returns ``(model, tokenizer, model_name, revision)`` with the model in eval mode on
+    ``device`` in ``dtype``.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = device or torch.device("cpu")
+    if isinstance(model, str):
+        name = PRESETS.get(model.lower(), model)
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            name, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
+        )
+    elif isinstance(model, torch.nn.Module):
+        name = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or "<model object>"
+        if tokenizer is None:
+            if not name or name == "<model object>":
+                raise ValueError("tokenizer: a model object was given without a tokenizer; pass tokenizer=...")
+            tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
+        model = model.to(dtype)
+    else:
+        raise ValueError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
+    if not hasattr(model, "model") or model.get_output_embeddings() is None:
+        raise ValueError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
+    commit = revision or getattr(model.config, "_commit_hash", None) or "local"
+    return model.to(device).eval(), tokenizer, str(name), str(commit)

@@ -1,0 +1,266 @@
+"""LogProb and the scoring engine against a slow, obviously-correct per-sample implementation."""
+
+from __future__ import annotations
+
+import csv
+import math
+import random
+import warnings
+
+import pytest
+import torch
+
+from styleeval import LogProb, LogProbScores
+from styleeval.chat import SYSTEM_PROMPT, ChatFormat
+from styleeval.engine import ScoringEngine, common_prefix_length
+from styleeval.testing import CHATML_TEMPLATE, build_model, build_tokenizer
+
+CONTEXT_INSTRUCTIONS = {
+    "style": "Rewrite the following sentence to be {style}: {source}",
+    "paraphrase": "Paraphrase the following sentence: {source}",
+    "repeat": "Repeat the following sentence: {source}",
+}
+
+
+@pytest.fixture(scope="module")
+def rows(data_dir):
+    """24 real (source, rewrite, style) rows of the test set, of varied lengths, plus an empty rewrite."""
+    out = []
+    for k in (1, 3, 4, 6):
+        with open(data_dir / "style_gap_testset" / "data" / f"syntest_anno{k}.csv", encoding="utf-8") as fh:
+            for row in list(csv.DictReader(fh))[:6]:
+                out.append((row["input"], row["output"], row["style_to"]))
+    out.append(("Thanks for nothing.", "", "polite"))
+    return out
+
+
+def slow_token_logprobs(model, tokenizer, source, rewrite, style, context, end_of_turn=True):
+    """One full forward pass per (sample, context), full-vocabulary log-softmax at every position."""
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": CONTEXT_INSTRUCTIONS[context].format(style=style, source=source)},
+    ]
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    target = tokenizer(rewrite, add_special_tokens=False)["input_ids"]
+    if end_of_turn:
+        target = target + [tokenizer.convert_tokens_to_ids("<|eot_id|>")]
+    ids = torch.tensor([prompt_ids + target])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids).logits[0].float(), dim=-1)
+    return [logp[len(prompt_ids) - 1 + j, tok].item() for j, tok in enumerate(target)]
+
+
+def slow_scores(model, tokenizer, source, rewrite, style, end_of_turn=True):
+    lp = {c: slow_token_logprobs(model, tokenizer, source, rewrite, style, c, end_of_turn) for c in CONTEXT_INSTRUCTIONS}
+    n = len(lp["style"])
+    content = sum(max(s, pa, r) for s, pa, r in zip(lp["style"], lp["paraphrase"], lp["repeat"])) / n
+    style = sum(math.exp(s) - max(math.exp(pa), math.exp(r)) for s, pa, r in zip(*lp.values())) / n
+    return content, style, lp
+
+
+@pytest.fixture(scope="module")
+def expected(tiny_model, tiny_tokenizer, rows):
+    return [slow_scores(tiny_model, tiny_tokenizer, *row) for row in rows]
+
+
+@pytest.mark.parametrize("reuse_prefix", [True, False])
+@pytest.mark.parametrize("batch_rows", [1, 3, 64])
+def test_engine_equals_slow_path(tiny_model, tiny_tokenizer, rows, expected, batch_rows, reuse_prefix):
+    order = list(range(len(rows)))
+    random.Random(batch_rows).shuffle(order)
+    shuffled = [rows[i] for i in order]
+    lp = LogProb(
+        tiny_model, tokenizer=tiny_tokenizer, device="cpu", max_batch_rows=batch_rows,
+        reuse_prefix=reuse_prefix, progress=False,
+    )
+    got = lp.score(*map(list, zip(*shuffled)), return_tokens=True)
+    assert isinstance(got, LogProbScores) and len(got) == len(rows)
+    worst = 0.0
+    for k, i in enumerate(order):
+        content, style, slow_lp = expected[i]
+        tokens = got[k]["tokens"]
+        assert len(tokens) == len(slow_lp["style"])
+        for ctx in CONTEXT_INSTRUCTIONS:
+            worst = max(worst, max(abs(t[ctx] - s) for t, s in zip(tokens, slow_lp[ctx])))
+        assert got[k]["content"] == pytest.approx(content, abs=1e-4)
+        assert got[k]["style"] == pytest.approx(style, abs=1e-6)
+    assert worst <= 1e-4
+    # the last token of every row is the end-of-turn token, including the empty rewrite's only token
+    assert got[order.index(len(rows) - 1)]["tokens"][0]["token"] == "<|eot_id|>"
+
+
+def test_results_independent_of_batching(tiny_model, tiny_tokenizer, rows):
+    sources, rewrites, styles = map(list, zip(*rows))
+    base = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
+    tight = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=40, progress=False)
+    other = tight.score(sources, rewrites, styles)
+    assert [r["content"] for r in other] == pytest.approx([r["content"] for r in base], abs=1e-5)
+    assert other.style == pytest.approx(base.style, abs=1e-7)
+
+
+def test_score_ranges(tiny_model, tiny_tokenizer):
+    """Content is a mean log-probability (<= 0); style is a mean difference of probabilities (in [-1, 1])."""
+    lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False)
+    got = lp.score(["a b c"], ["a b c"], "formal")
+    assert got[0]["content"] <= 0.0
+    assert -1.0 <= got[0]["style"] <= 1.0
+
+
+def test_prompt_and_token_sets_are_pinned(tiny_tokenizer):
+    chat = ChatFormat(tiny_tokenizer)
+    text = chat.prompt_text("Paraphrase the following sentence: hi")
+    assert text == (
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n" + SYSTEM_PROMPT + "<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nParaphrase the following sentence: hi<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    )
+    eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    assert chat.end_of_turn_id == eot
+    assert chat.rewrite_ids(["hello", ""]) == [tiny_tokenizer("hello", add_special_tokens=False)["input_ids"] + [eot], [eot]]
+    chatml = ChatFormat(tiny_tokenizer, chat_template=CHATML_TEMPLATE)
+    assert chatml.end_of_turn_id == tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert chatml.template_hash != chat.template_hash
+    assert ChatFormat(tiny_tokenizer, end_of_turn=False).rewrite_ids(["hello"]) == [
+        tiny_tokenizer("hello", add_special_tokens=False)["input_ids"]
+    ]
+
+
+def test_end_of_turn_off(tiny_model, tiny_tokenizer, rows):
+    source, rewrite, style = rows[0]
+    lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", end_of_turn=False, progress=False)
+    got = lp.score([source], [rewrite], style, return_tokens=True)
+    content, strength, _ = slow_scores(tiny_model, tiny_tokenizer, source, rewrite, style, end_of_turn=False)
+    assert got[0]["content"] == pytest.approx(content, abs=1e-4)
+    assert len(got[0]["tokens"]) == len(tiny_tokenizer(rewrite, add_special_tokens=False)["input_ids"])
+    assert "eot:no" in got.signature
+    with pytest.warns(UserWarning, match="no scored token"):
+        empty = lp.score(["x"], [""], "polite")
+    assert math.isnan(empty[0]["content"]) and math.isnan(empty[0]["style"])
+
+
+def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
+    lp = LogProb(str(tiny_model_dir), device="cpu", progress=False)
+    sig = lp.signature
+    assert sig.startswith(f"logprob|model:{tiny_model_dir}@local|dtype:float32|tmpl:")
+    assert "|eot:yes|first:yes|version:" in sig
+    assert lp.score(["a"], ["b"], "polite").signature == sig
+
+
+def test_model_path_equals_model_object(tiny_model, tiny_tokenizer, tiny_model_dir, rows):
+    sources, rewrites, styles = map(list, zip(*rows[:4]))
+    a = LogProb(str(tiny_model_dir), device="cpu", progress=False).score(sources, rewrites, styles)
+    b = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
+    assert a.content == pytest.approx(b.content, abs=1e-6)
+
+
+def test_bfloat16_runs_and_is_close(tiny_model_dir, rows):
+    sources, rewrites, styles = map(list, zip(*rows[:4]))
+    fp32 = LogProb(str(tiny_model_dir), device="cpu", progress=False).score(sources, rewrites, styles)
+    bf16 = LogProb(str(tiny_model_dir), device="cpu", dtype="bfloat16", progress=False)
+    assert "dtype:bfloat16" in bf16.signature
+    assert bf16.score(sources, rewrites, styles).content == pytest.approx(fp32.content, abs=0.5)
+
+
+def test_out_of_memory_halves_the_batch(tiny_model, tiny_tokenizer, rows):
+    sources, rewrites, styles = map(list, zip(*rows))
+    base = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
+    lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=4096, progress=False)
+    real = lp.engine._score_batch
+    sizes = []
+
+    def limited(batch, *args):  # the device "has memory" for 4 rows at most
+        sizes.append(len(batch))
+        if len(batch) > 4:
+            raise torch.OutOfMemoryError("simulated")
+        return real(batch, *args)
+
+    lp.engine._score_batch = limited
+    with pytest.warns(UserWarning, match="out of memory"):
+        got = lp.score(sources, rewrites, styles)
+    assert got.content == pytest.approx(base.content, abs=1e-5)
+    assert lp.engine.batch_tokens < 4096 and max(s for s in sizes if s <= 4) <= 4
+
+
+# -- engine details --------------------------------------------------------------------------------------
+
+
+def test_common_prefix_length():
+    assert common_prefix_length([[1, 2, 3], [1, 2, 4], [1, 2]]) == 2
+    assert common_prefix_length([[5, 1], [1, 5]]) == 0
+    assert common_prefix_length([]) == 0
+
+
+def test_engine_without_shared_prefix_and_empty_continuation(tiny_model):
+    engine = ScoringEngine(tiny_model, batch_tokens=8)
+    prompts, conts = [[5, 6, 7], [9], [5, 6]], [[10, 11], [12, 13, 14], []]
+    got = engine.token_logprobs(prompts, conts)
+    assert got[2].numel() == 0
+    for p, c, lp in zip(prompts[:2], conts[:2], got[:2]):
+        with torch.no_grad():
+            logp = torch.log_softmax(tiny_model(torch.tensor([p + c])).logits[0], -1)
+        slow = torch.tensor([logp[len(p) - 1 + j, t].item() for j, t in enumerate(c)])
+        assert torch.allclose(lp, slow, atol=1e-5)
+    with pytest.raises(ValueError, match="prompt 0 is empty"):
+        engine.token_logprobs([[]], [[1]])
+
+
+# -- bad input -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lp(tiny_model, tiny_tokenizer):
+    return LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False)
+
+
+def test_mismatched_lengths(lp):
+    with pytest.raises(ValueError, match=r"rewrites has 1 rows but 2 were expected"):
+        lp.score(["a", "b"], ["a"], "polite")
+    with pytest.raises(ValueError, match=r"styles has 3 rows but 2 were expected"):
+        lp.score(["a", "b"], ["a", "b"], ["x", "y", "z"])
+
+
+def test_none_and_non_strings(lp):
+    with pytest.raises(ValueError, match=r"rewrites\[1\] is None"):
+        lp.score(["a", "b"], ["a", None], "polite")
+    with pytest.raises(ValueError, match=r"sources\[0\] is int"):
+        lp.score([3], ["a"], "polite")
+    with pytest.raises(ValueError, match=r"styles\[1\] is empty"):
+        lp.score(["a", "b"], ["a", "b"], ["polite", " "])
+    with pytest.raises(ValueError, match="sources must be a list of strings"):
+        lp.score("abc", ["a"], "polite")
+
+
+def test_unknown_device(tiny_model, tiny_tokenizer):
+    with pytest.raises(ValueError, match="device: unknown device 'gpu0'"):
+        LogProb(tiny_model, tokenizer=tiny_tokenizer, device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cuda")
+    with pytest.raises(ValueError, match="dtype: unknown dtype"):
+        LogProb(tiny_model, tokenizer=tiny_tokenizer, dtype="float8")
+
+
+def test_model_without_chat_template(tiny_model):
+    plain = build_tokenizer(chat_template=None)
+    with pytest.raises(ValueError, match="has no chat template"):
+        LogProb(tiny_model, tokenizer=plain, device="cpu")
+    ok = LogProb(tiny_model, tokenizer=plain, device="cpu", chat_template=CHATML_TEMPLATE, progress=False)
+    assert ok.chat.end_of_turn_id == plain.convert_tokens_to_ids("<|im_end|>")
+    assert ok.score(["a"], ["b"], "polite")[0]["content"] <= 0
+
+
+def test_overflow_error_and_skip(tiny_tokenizer):
+    short = build_model("tiny", vocab_size=len(tiny_tokenizer), max_position_embeddings=256)
+    long_source = "word " * 200
+    lp = LogProb(short, tokenizer=tiny_tokenizer, device="cpu", progress=False)
+    with pytest.raises(ValueError, match=r"row 1: prompt \+ rewrite is \d+ tokens, longer than the model's context of 256"):
+        lp.score(["hi", long_source], ["hello", "x"], "polite")
+    skip = LogProb(short, tokenizer=tiny_tokenizer, device="cpu", on_overflow="skip", progress=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = skip.score(["hi", long_source], ["hello", "x"], "polite")
+    assert any("skipped" in str(w.message) for w in caught)
+    assert not math.isnan(got[0]["content"]) and math.isnan(got[1]["content"]) and math.isnan(got[1]["style"])
+    with pytest.raises(ValueError, match="on_overflow must be"):
+        LogProb(short, tokenizer=tiny_tokenizer, on_overflow="truncate")
