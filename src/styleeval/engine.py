@@ -78,6 +78,7 @@ class ScoringEngine:
         self.reuse_prefix = reuse_prefix
         self.progress = progress
         self._head_weight: torch.Tensor | None = None
+        self._no_out_dtype = False
 
     @property
     def device(self) -> torch.device:
@@ -198,10 +199,12 @@ class ScoringEngine:
     def _head_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """``log softmax(lm_head(hidden))[target]`` in float32, on the scored positions only."""
         head = self.model.get_output_embeddings()
-        if self._head_weight is None:
-            weight = head.weight
-            self._head_weight = weight if weight.dtype == torch.float32 else weight.float()
-        logits = torch.nn.functional.linear(hidden.float(), self._head_weight)
+        logits = self._half_head_float_logits(hidden, head.weight)
+        if logits is None:
+            if self._head_weight is None:  # a float32 copy of a half-precision head, made once
+                weight = head.weight
+                self._head_weight = weight if weight.dtype == torch.float32 else weight.float()
+            logits = torch.nn.functional.linear(hidden.float(), self._head_weight)
         bias = getattr(head, "bias", None)
         if bias is not None:
             logits = logits + bias.float()
@@ -210,3 +213,17 @@ class ScoringEngine:
             logits = torch.tanh(logits / cap) * cap
         target_logits = logits.gather(1, targets[:, None]).squeeze(1)
         return target_logits - torch.logsumexp(logits, dim=-1)
+
+    def _half_head_float_logits(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor | None:
+        """On CUDA, a bf16/fp16 head as one tensor-core GEMM with float32 accumulation and float32 output.
+
+        The products of half-precision inputs are exact in float32, so this equals the float32 GEMM of the
+        upcast inputs up to summation order, without a float32 copy of the head. ``None`` where unsupported.
+        """
+        if hidden.device.type != "cuda" or weight.dtype not in (torch.bfloat16, torch.float16) or self._no_out_dtype:
+            return None
+        try:
+            return torch.mm(hidden.to(weight.dtype), weight.t(), out_dtype=torch.float32)
+        except (RuntimeError, TypeError, NotImplementedError):
+            self._no_out_dtype = True
+            return None
