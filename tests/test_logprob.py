@@ -264,3 +264,13 @@ def test_overflow_error_and_skip(tiny_tokenizer):
     assert not math.isnan(got[0]["content"]) and math.isnan(got[1]["content"]) and math.isnan(got[1]["style"])
     with pytest.raises(ValueError, match="on_overflow must be"):
         LogProb(short, tokenizer=tiny_tokenizer, on_overflow="truncate")
+
+
+def test_accepts_any_iterable_of_strings(lp):
+    import numpy as np
+
+    a = lp.score(("x y", "z"), np.array(["x", "z z"]), iter(["polite", "formal"]))
+    b = lp.score(["x y", "z"], ["x", "z z"], ["polite", "formal"])
+    assert a.content == b.content and a.style == b.style
+    with pytest.raises(ValueError, match="styles must be a list of strings, got dict"):
+        lp.score(["a"], ["b"], {"style": "polite"})

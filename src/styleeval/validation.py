@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
 def check_texts(name: str, values: Any, n: int | None = None, allow_empty: bool = True) -> list[str]:
     """Return ``values`` as a list of strings, or raise a ``ValueError`` naming ``name`` and the bad row.
 
+    Any iterable of strings is accepted (a list, a tuple, a pandas Series, a NumPy array of ``str``...);
     ``n`` is the expected length (``None``: any). Empty strings are accepted unless ``allow_empty`` is false.
     """
-    if isinstance(values, str) or not isinstance(values, Sequence):
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
         raise ValueError(f"{name} must be a list of strings, got {type(values).__name__}")
     values = list(values)
     if n is not None and len(values) != n:

@@ -1,0 +1,79 @@
+"""Human-rated style-transfer corpora, built from their original public sources in one long schema.
+
+>>> from styleeval.corpora import load_corpus
+>>> ds = load_corpus("style_gap_testset")            # 500 rows, RATING_FEATURES
+
+``data_dir=`` (or ``$STYLEEVAL_DATA_DIR``) points at a local mirror laid out like ``../shared/data``;
+then nothing is downloaded. Otherwise files are downloaded from their pinned raw URLs into
+``~/.cache/styleeval`` (``$STYLEEVAL_CACHE_DIR``) and checked against pinned checksums. A missing,
+corrupted or malformed file raises :class:`CorpusError` (a ``ValueError``) naming the file, the line and
+the source URL.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any
+
+from datasets import Dataset, concatenate_datasets
+
+from styleeval.corpora._files import ChecksumError, CorpusError, MissingFileError
+from styleeval.corpora.schema import RATING_FEATURES, STEL_FEATURES
+
+RATING_CORPORA: tuple[str, ...] = (
+    "style_gap_testset",
+    "lai_formality",
+    "mir_yelp",
+    "asset",
+    "ziegenbein_appropriateness",
+)
+CORPORA: tuple[str, ...] = (*RATING_CORPORA, "stel")
+
+__all__ = [
+    "CORPORA",
+    "RATING_CORPORA",
+    "RATING_FEATURES",
+    "STEL_FEATURES",
+    "ChecksumError",
+    "CorpusError",
+    "MissingFileError",
+    "load_corpus",
+    "load_rating_corpora",
+]
+
+
+def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **options: Any) -> Dataset:
+    """Load one corpus as a ``datasets.Dataset`` with declared ``Features``.
+
+    Args:
+        name: one of :data:`CORPORA`.
+        data_dir: local mirror laid out like ``../shared/data``; defaults to ``$STYLEEVAL_DATA_DIR``; when
+            neither is set the pinned source files are downloaded (and cached).
+        **options: loader-specific options: ``stel`` takes ``include_dimensions=True`` to add the
+            formality/simplicity samples (licence-restricted, local use only);
+            ``ziegenbein_appropriateness`` takes ``ratings=False`` to build the 1350 items without scores.
+
+    Returns:
+        Rating corpora: one row per rated rewrite with :data:`RATING_FEATURES` (``extra`` is a JSON
+        string). ``stel``: one row per task with :data:`STEL_FEATURES`.
+
+    Raises:
+        KeyError: unknown name.
+        CorpusError: a source file is missing, fails its checksum, or has a malformed row.
+    """
+    if name not in CORPORA:
+        raise KeyError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
+    module = importlib.import_module(f"styleeval.corpora.{name}")
+    return module.load(data_dir, **options)
+
+
+def load_rating_corpora(
+    names: tuple[str, ...] | list[str] = ("style_gap_testset", "lai_formality", "mir_yelp", "asset"),
+    data_dir: str | os.PathLike[str] | None = None,
+) -> Dataset:
+    """Several rating corpora concatenated into one long table (they share :data:`RATING_FEATURES`)."""
+    unknown = [n for n in names if n not in RATING_CORPORA]
+    if unknown:
+        raise KeyError(f"not rating corpora: {unknown}; choose from {', '.join(RATING_CORPORA)}")
+    return concatenate_datasets([load_corpus(n, data_dir) for n in names])

@@ -1,0 +1,168 @@
+"""Locating, downloading and checksumming the source files of the corpora.
+
+Every source file is addressed by ``(Source, path)`` where ``path`` is its path inside the source
+repository. With a local mirror (``data_dir=`` or ``$STYLEEVAL_DATA_DIR``) the file is read from
+``<mirror>/<source.folder>/<path>`` and nothing is downloaded; otherwise it is downloaded once from
+``https://raw.githubusercontent.com/<repo>/<commit>/<path>`` into
+``<cache>/<source.folder>/<commit>/<path>`` (``$STYLEEVAL_CACHE_DIR``, default ``~/.cache/styleeval``).
+Either way the file is checked against its pinned checksum before it is parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from styleeval.corpora._checksums import GIT_BLOB_SHA1, SHA256
+
+ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
+ENV_CACHE_DIR = "STYLEEVAL_CACHE_DIR"
+
+
+class CorpusError(ValueError):
+    """A source file is missing, corrupted or malformed.
+
+    The message names the file, the line (when the problem is in one row) and the URL the file comes from.
+    """
+
+    def __init__(self, message: str, *, file: str | os.PathLike[str], url: str, line: int | None = None):
+        self.file = str(file)
+        self.url = url
+        self.line = line
+        where = f"{self.file}, line {line}" if line is not None else self.file
+        super().__init__(f"{message} [file: {where}; source: {url}]")
+
+
+class ChecksumError(CorpusError):
+    """A source file does not have its pinned size or checksum."""
+
+
+class MissingFileError(CorpusError, FileNotFoundError):
+    """A source file is absent from the local mirror (or could not be downloaded)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A public GitHub repository pinned at one commit, mirrored under ``folder``."""
+
+    folder: str
+    repo: str
+    commit: str
+
+    def url(self, path: str) -> str:
+        """The raw download URL of ``path`` at the pinned commit."""
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{path}"
+
+
+def local_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | None:
+    """The local mirror to read from: ``data_dir`` if given, else ``$STYLEEVAL_DATA_DIR``, else None."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    env = os.environ.get(ENV_DATA_DIR)
+    return Path(env).expanduser() if env else None
+
+
+def cache_dir() -> Path:
+    """Where downloaded files are kept: ``$STYLEEVAL_CACHE_DIR`` or ``~/.cache/styleeval``."""
+    env = os.environ.get(ENV_CACHE_DIR)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "styleeval"
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The git blob id of a file: SHA-1 of ``b"blob <size>\\0" + content``."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def sha256(path: Path) -> str:
+    """The SHA-256 hex digest of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_VERIFIED: dict[tuple[str, int, int], str] = {}
+
+
+def verify(path: Path, key: str, url: str) -> None:
+    """Check ``path`` against the checksum pinned for ``key``; raise :class:`ChecksumError` if it differs."""
+    stat = path.stat()
+    memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if _VERIFIED.get(memo) == key:
+        return
+    if key in SHA256:
+        expected, size = SHA256[key]
+        if stat.st_size != size:
+            raise ChecksumError(f"size {stat.st_size} bytes, expected {size}", file=path, url=url)
+        actual = sha256(path)
+        if actual != expected:
+            raise ChecksumError(f"SHA-256 {actual}, expected {expected}", file=path, url=url)
+    elif key in GIT_BLOB_SHA1:
+        actual = git_blob_sha1(path)
+        if actual != GIT_BLOB_SHA1[key]:
+            raise ChecksumError(f"git blob SHA-1 {actual}, expected {GIT_BLOB_SHA1[key]}", file=path, url=url)
+    else:  # a programming error: every file a loader reads must be pinned
+        raise KeyError(f"no pinned checksum for {key!r}")
+    _VERIFIED[memo] = key
+
+
+def download(url: str, dest: Path) -> None:
+    """Download ``url`` to ``dest`` (atomically) with a tqdm progress bar."""
+    from tqdm.auto import tqdm
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False, suffix=".part") as tmp:
+        tmp_path = Path(tmp.name)
+        try:
+            with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 (pinned https URL)
+                total = int(response.headers.get("Content-Length") or 0) or None
+                with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, leave=False) as bar:
+                    for block in iter(lambda: response.read(1 << 16), b""):
+                        tmp.write(block)
+                        bar.update(len(block))
+        except BaseException:
+            tmp.close()
+            tmp_path.unlink(missing_ok=True)
+            raise
+    shutil.move(str(tmp_path), dest)
+
+
+def resolve(source: Source, path: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The verified local path of ``path`` from ``source``: from the mirror, the cache, or downloaded.
+
+    Raises:
+        MissingFileError: the file is not in the local mirror, or the download failed.
+        ChecksumError: the file does not match its pinned checksum.
+    """
+    key = f"{source.folder}/{path}"
+    url = source.url(path)
+    mirror = local_data_dir(data_dir)
+    if mirror is not None:
+        local = mirror / source.folder / path
+        if not local.is_file():
+            raise MissingFileError(
+                f"missing from the local data mirror {mirror} (download it from the source URL)",
+                file=local,
+                url=url,
+            )
+        verify(local, key, url)
+        return local
+    cached = cache_dir() / source.folder / source.commit / path
+    if not cached.is_file():
+        try:
+            download(url, cached)
+        except OSError as err:
+            raise MissingFileError(f"download failed ({err})", file=cached, url=url) from err
+    try:
+        verify(cached, key, url)
+    except ChecksumError:
+        cached.unlink(missing_ok=True)  # do not keep a bad download around
+        raise
+    return cached
