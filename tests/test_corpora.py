@@ -50,7 +50,7 @@ def read_csv_rows(path: Path) -> list[dict]:
 
 def test_corpora_names():
     assert CORPORA == ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness", "stel")
-    with pytest.raises(KeyError, match="unknown corpus"):
+    with pytest.raises(ValueError, match="unknown corpus"):
         load_corpus("yelp")
 
 

@@ -59,11 +59,11 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
         string). ``stel``: one row per task with :data:`STEL_FEATURES`.
 
     Raises:
-        KeyError: unknown name.
+        ValueError: unknown name.
         CorpusError: a source file is missing, fails its checksum, or has a malformed row.
     """
     if name not in CORPORA:
-        raise KeyError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
+        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
     module = importlib.import_module(f"styleeval.corpora.{name}")
     return module.load(data_dir, **options)
 
@@ -75,5 +75,5 @@ def load_rating_corpora(
     """Several rating corpora concatenated into one long table (they share :data:`RATING_FEATURES`)."""
     unknown = [n for n in names if n not in RATING_CORPORA]
     if unknown:
-        raise KeyError(f"not rating corpora: {unknown}; choose from {', '.join(RATING_CORPORA)}")
+        raise ValueError(f"not rating corpora: {unknown}; choose from {', '.join(RATING_CORPORA)}")
     return concatenate_datasets([load_corpus(n, data_dir) for n in names])

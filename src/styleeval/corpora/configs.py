@@ -60,7 +60,7 @@ def build_configs(
     ``include_restricted=True`` adds STEL's licence-restricted formality/simplicity configs (local use only).
     """
     if name not in CONFIGS:
-        raise KeyError(f"unknown dataset {name!r}; choose from {', '.join(CONFIGS)}")
+        raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(CONFIGS)}")
     wanted = [c for c in CONFIGS[name] if include_restricted or not c.restricted]
     if name == "stel":
         full = load_corpus("stel", data_dir, include_dimensions=include_restricted)
