@@ -274,3 +274,8 @@ def test_accepts_any_iterable_of_strings(lp):
     assert a.content == b.content and a.style == b.style
     with pytest.raises(ValueError, match="styles must be a list of strings, got dict"):
         lp.score(["a"], ["b"], {"style": "polite"})
+
+
+def test_empty_input(lp):
+    got = lp.score([], [], [])
+    assert got == [] and got.signature == lp.signature

@@ -160,6 +160,8 @@ class LogProb:
         n = len(sources)
         rewrites = check_texts("rewrites", rewrites, n)
         styles = broadcast_texts("styles", styles, n, allow_empty=False)
+        if n == 0:
+            return LogProbScores([], self.signature)
 
         targets = self.chat.rewrite_ids(rewrites)
         prompts = {
@@ -214,3 +216,31 @@ class LogProb:
                 stacklevel=3,
             )
         return skipped
+
+
+_SHARED: dict[tuple, LogProb] = {}
+
+
+def shared_logprob(
+    model: str = DEFAULT_MODEL,
+    device: str | None = None,
+    dtype: str = "float32",
+    revision: str | None = None,
+    **options: Any,
+) -> LogProb:
+    """A :class:`LogProb` whose weights are loaded once per process per (model, device, dtype, revision).
+
+    Other ``options`` (``batch_tokens``, ``max_batch_rows``, ``end_of_turn``...) give cheap views that share the
+    loaded model. Used by the ``evaluate`` module so that repeated ``compute`` calls do not reload weights.
+    """
+    base_key = (model, device, str(dtype), revision)
+    key = (*base_key, *sorted(options.items()))
+    if key not in _SHARED:
+        base = _SHARED.get(base_key)
+        if base is None:
+            _SHARED[base_key] = base = LogProb(model, device=device, dtype=dtype, revision=revision, progress=False)
+        _SHARED[key] = LogProb(
+            base.model, tokenizer=base.tokenizer, device=base.device, dtype=base.dtype,
+            revision=base.revision, progress=False, **options,
+        )
+    return _SHARED[key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -72,8 +73,10 @@ def load_model(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = device or torch.device("cpu")
-    if isinstance(model, str):
-        name = PRESETS.get(model.lower(), model)
+    if isinstance(model, (str, os.PathLike)):
+        name = PRESETS.get(str(model).lower(), str(model))
+        if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote
+            name = os.path.realpath(name)
         if tokenizer is None:
             tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(

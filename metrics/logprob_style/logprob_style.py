@@ -1,0 +1,137 @@
+# Copyright 2025 The styleeval developers.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""LogProb: content preservation and style strength of style-transfer rewrites (Pauli et al., 2025).
+
+A thin `evaluate` wrapper: all the work is done by ``styleeval.LogProb``.
+"""
+
+import math  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
+
+import datasets
+import evaluate
+import styleeval.logprob
+
+_CITATION = """\
+@misc{pauli2025mindthestylegap,
+    title = {Mind the Style Gap: Meta-Evaluation of Style and Attribute Transfer Metrics},
+    author = {Pauli, Amalie Brogaard and Augenstein, Isabelle and Assent, Ira},
+    year = {2025},
+}
+"""
+
+_DESCRIPTION = """\
+LogProb scores a rewrite of a source text towards a target style with the token probabilities of a small
+chat LLM (by default Llama 3.2 1B Instruct). Every rewrite token is scored after three instructions: rewrite
+the source to the target style, paraphrase it, and repeat it. Content preservation is the mean log of the
+highest of the three probabilities (a token is fine if it is explained by the style change, by paraphrasing
+or by copying), style strength is the mean gain in probability of the style instruction over the better of
+paraphrase and repeat. No references and no style-specific training data are needed.
+"""
+
+_KWARGS_DESCRIPTION = """
+Computes LogProb content preservation and style strength for each rewrite.
+Args:
+    predictions (`list` of `str`): the rewrites to evaluate.
+    sources (`list` of `str`): the source text of each rewrite.
+    styles (`list` of `str`, or one `str`): the target style of each rewrite, e.g. "polite", "more formal".
+    model_id (`str`, optional): preset ("1b", "3b", "8b"), Hub id or local path of a causal chat LLM.
+        Defaults to "meta-llama/Llama-3.2-1B-Instruct". Loaded once per process and reused.
+    batch_size (`int`, optional): at most this many sequences per forward pass (default: only the token
+        budget `batch_tokens` limits a batch).
+    batch_tokens (`int`, optional): token budget of one forward pass. Defaults to 1024.
+    device (`str`, optional): "cpu", "cuda", "cuda:N" or "mps". Defaults to CUDA when available, else CPU.
+    dtype (`str`, optional): "float32" (default), "bfloat16" or "float16".
+    revision (`str`, optional): model revision (branch, tag or commit) of a Hub id.
+    end_of_turn (`bool`, optional): also score the chat template's end-of-turn token after each rewrite.
+        Defaults to True.
+Returns:
+    content_preservation (`list` of `float`): per rewrite, the mean log of the best of the three token
+        probabilities; <= 0, higher is better (0: every token fully expected).
+    style_strength (`list` of `float`): per rewrite, the mean probability gain of the style instruction;
+        in [-1, 1], higher is stronger style transfer (around 0: no style-specific change).
+    content_preservation_mean (`float`): mean of `content_preservation` (NaN rows left out).
+    style_strength_mean (`float`): mean of `style_strength` (NaN rows left out).
+    signature (`str`): model, revision, dtype, chat template hash, end-of-turn and version: quote it with
+        the scores.
+Examples:
+
+    >>> logprob = evaluate.load("metrics/logprob_style")  # doctest: +SKIP
+    >>> results = logprob.compute(
+    ...     predictions=["Could you please send me the report?"],
+    ...     sources=["Send me the report now."],
+    ...     styles=["polite"],
+    ...     model_id="meta-llama/Llama-3.2-1B-Instruct",
+    ... )  # doctest: +SKIP
+    >>> sorted(results)  # doctest: +SKIP
+    ['content_preservation', 'content_preservation_mean', 'signature', 'style_strength', 'style_strength_mean']
+"""
+
+def _mean(values):
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else math.nan
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class LogprobStyle(evaluate.Metric):
+    """LogProb content preservation and style strength (Pauli, Augenstein & Assent, 2025)."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            module_type="metric",
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("string"),
+                    "sources": datasets.Value("string"),
+                    "styles": datasets.Value("string"),
+                }
+            ),
+            reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
+        )
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Like `evaluate.Metric.add_batch`; a single string `styles` applies to every prediction."""
+        if isinstance(kwargs.get("styles"), str) and predictions is not None:
+            kwargs["styles"] = [kwargs["styles"]] * len(predictions)
+        return super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def _compute(
+        self,
+        predictions,
+        sources,
+        styles,
+        model_id="meta-llama/Llama-3.2-1B-Instruct",
+        batch_size=None,
+        batch_tokens=1024,
+        device=None,
+        dtype="float32",
+        end_of_turn=True,
+        revision=None,
+    ):
+        scorer = styleeval.logprob.shared_logprob(
+            model_id, device=device, dtype=dtype, revision=revision,
+            max_batch_rows=batch_size, batch_tokens=batch_tokens, end_of_turn=end_of_turn,
+        )
+        scores = scorer.score(sources, predictions, styles)
+        content = [row["content"] for row in scores]
+        style = [row["style"] for row in scores]
+        return {
+            "content_preservation": content,
+            "style_strength": style,
+            "content_preservation_mean": _mean(content),
+            "style_strength_mean": _mean(style),
+            "signature": scores.signature,
+        }

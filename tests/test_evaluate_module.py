@@ -1,0 +1,127 @@
+"""The `evaluate` module metrics/logprob_style: loads offline from its folder, agrees with LogProb, caches the model."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+METRIC_DIR = ROOT / "metrics" / "logprob_style"
+
+SOURCES = [
+    "give me the report now.",
+    "the meeting was moved to Tuesday afternoon.",
+    "This restaurant was awful, the food was cold.",
+]
+REWRITES = [
+    "Could you please send me the report when you have a moment?",
+    "The meeting was moved to Tuesday afternoon.",
+    "This restaurant was lovely, the food was warm.",
+]
+STYLES = ["polite", "formal", "positive"]
+KEYS = {"content_preservation", "style_strength", "content_preservation_mean", "style_strength_mean", "signature"}
+
+
+@pytest.fixture(scope="module")
+def load_metric():
+    import evaluate
+
+    assert evaluate.config.HF_EVALUATE_OFFLINE, "conftest must put evaluate offline before it is imported"
+    return lambda: evaluate.load(str(METRIC_DIR), keep_in_memory=True)
+
+
+@pytest.fixture
+def model_loads(monkeypatch, load_metric):
+    """Counts real model loads (``from_pretrained``) and starts from an empty module-level cache."""
+    from transformers import AutoModelForCausalLM
+
+    import styleeval.logprob
+
+    styleeval.logprob._SHARED.clear()
+    calls: list[str] = []
+    original = AutoModelForCausalLM.from_pretrained
+
+    def counting(name, *args, **kwargs):
+        calls.append(str(name))
+        return original(name, *args, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", counting)
+    return calls
+
+
+def test_compute_matches_logprob_and_loads_the_model_once(load_metric, model_loads, tiny_model_dir):
+    from styleeval import LogProb
+
+    model_id = str(tiny_model_dir)
+    first = load_metric().compute(
+        predictions=REWRITES, sources=SOURCES, styles=STYLES, model_id=model_id, device="cpu"
+    )
+    assert set(first) == KEYS
+    expected = LogProb(model_id, device="cpu", progress=False).score(SOURCES, REWRITES, STYLES)
+    assert first["content_preservation"] == [row["content"] for row in expected]
+    assert first["style_strength"] == [row["style"] for row in expected]
+    assert first["content_preservation_mean"] == pytest.approx(sum(expected.content) / 3, abs=1e-12)
+    assert first["style_strength_mean"] == pytest.approx(sum(expected.style) / 3, abs=1e-12)
+    assert first["signature"] == expected.signature
+    assert all(c <= 0 for c in first["content_preservation"])
+    assert all(-1 <= s <= 1 for s in first["style_strength"])
+    loads_so_far = len(model_loads)  # the metric's load + the reference LogProb's load
+
+    # A second evaluate.load of the module and a second compute with other batching: the model is reused.
+    second = load_metric().compute(
+        predictions=REWRITES[:2], sources=SOURCES[:2], styles="polite", model_id=model_id, device="cpu",
+        batch_size=1, dtype="float32",
+    )
+    assert len(model_loads) == loads_so_far == 2
+    again = LogProb(model_id, device="cpu", progress=False).score(SOURCES[:2], REWRITES[:2], "polite")
+    assert second["content_preservation"] == pytest.approx(again.content, abs=1e-6)
+    assert second["style_strength"] == pytest.approx(again.style, abs=1e-6)
+    assert second["signature"] == first["signature"]
+
+
+def test_end_of_turn_off_changes_the_signature_not_the_model(load_metric, model_loads, tiny_model_dir):
+    from styleeval import LogProb
+
+    metric = load_metric()
+    kwargs = dict(predictions=REWRITES, sources=SOURCES, styles=STYLES, model_id=str(tiny_model_dir), device="cpu")
+    with_eot = metric.compute(**kwargs)
+    without = metric.compute(**kwargs, end_of_turn=False)
+    assert len(model_loads) == 1
+    assert "eot:yes" in with_eot["signature"] and "eot:no" in without["signature"]
+    expected = LogProb(str(tiny_model_dir), device="cpu", end_of_turn=False, progress=False).score(
+        SOURCES, REWRITES, STYLES
+    )
+    assert without["content_preservation"] == pytest.approx(expected.content, abs=1e-9)
+    assert without["content_preservation"] != with_eot["content_preservation"]
+
+
+def test_bad_input_is_reported(load_metric, tiny_model_dir):
+    metric = load_metric()
+    with pytest.raises(ValueError, match="styles"):
+        metric.compute(predictions=REWRITES, sources=SOURCES, styles=["polite", "", "formal"],
+                       model_id=str(tiny_model_dir), device="cpu")
+    with pytest.raises(ValueError, match="Mismatch in the number"):
+        metric.compute(predictions=REWRITES, sources=SOURCES[:2], styles=STYLES, model_id=str(tiny_model_dir))
+
+
+def test_empty_input_gives_empty_lists(load_metric, tiny_model_dir):
+    result = load_metric().compute(predictions=[], sources=[], styles=[], model_id=str(tiny_model_dir), device="cpu")
+    assert result["content_preservation"] == [] and result["style_strength"] == []
+    assert math.isnan(result["content_preservation_mean"])
+
+
+def test_module_folder_layout():
+    import yaml
+
+    assert not (ROOT / "metrics" / "__init__.py").exists(), "it would shadow the installed 'datasets'/'metrics'"
+    assert {p.name for p in METRIC_DIR.iterdir() if p.is_file()} >= {
+        "logprob_style.py", "README.md", "app.py", "requirements.txt"
+    }
+    card = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
+    header = yaml.safe_load(card.split("---")[1])
+    assert header["sdk"] == "gradio" and header["app_file"] == "app.py"
+    assert {"evaluate", "metric"} <= set(header["tags"])
+    assert {"title", "emoji", "colorFrom", "colorTo", "sdk_version", "pinned", "description"} <= set(header)
+    assert "Mind the Style Gap" in card and "end_of_turn=False" in card
