@@ -1,11 +1,77 @@
-"""`styleeval metaeval` (placeholder: being written)."""
+"""`styleeval metaeval`: correlate metrics with human ratings and write the paper-style report.
+
+    styleeval metaeval --datasets style_gap_testset,lai_formality --metrics s_bleu,s_chrf \
+        --dimension content --out results/
+
+writes ``results/correlations.csv``, ``results/wmt_kendall.csv``, ``results/report.md`` and
+``results/*.png``. Metric scores are cached per (metric signature, dataset fingerprint) under
+``--cache-dir`` so re-running is instant and an interrupted run resumes.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+
+
+def _csv_list(value: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return items
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    p = subparsers.add_parser("metaeval", help="(not yet implemented)")
-    p.set_defaults(func=lambda args: (_ for _ in ()).throw(NotImplementedError("metaeval")))
+    from styleeval.metrics.registry import DEFAULT_METRICS, available_metrics  # light: no scipy/pandas
+
+    p = subparsers.add_parser(
+        "metaeval",
+        help="correlate metrics with human ratings (paper-style tables and plots)",
+        description="Correlate metric scores with human ratings on the rated corpora and write "
+        "correlations.csv, report.md and plots.",
+    )
+    p.add_argument("--datasets", type=_csv_list, default=None,
+                   help="comma-separated corpora (default: all rating corpora: style_gap_testset, lai_formality, "
+                   "mir_yelp, asset, ziegenbein_appropriateness)")
+    p.add_argument("--metrics", type=_csv_list, default=list(DEFAULT_METRICS),
+                   help="comma-separated metric specs, options as name:key=value (default: "
+                   f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}")
+    p.add_argument("--dimension", choices=("content", "style", "fluency"), default="content")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
+    p.add_argument("--cache-dir", default=None,
+                   help="scores cache (default: $STYLEEVAL_SCORES_CACHE or ~/.cache/styleeval/scores)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the scores cache")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the meta-evaluation described by ``args``; returns the exit status."""
+    from styleeval.metaeval import (
+        DEFAULT_DATASETS,
+        ScoresCache,
+        default_cache_dir,
+        run_metaeval,
+        write_report,
+    )
+
+    if args.bootstrap < 0:
+        raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    start = time.perf_counter()
+    cache = ScoresCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    result = run_metaeval(
+        datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
+        cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
+        log=lambda msg: print(f"note: {msg}", file=sys.stderr),
+    )
+    paths = write_report(result, args.out, plots=not args.no_plots)
+    elapsed = time.perf_counter() - start
+    print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
+          f"{elapsed:.1f}s -> {paths['report'].parent}")
+    return 0

@@ -1,0 +1,83 @@
+"""On-disk cache of metric scores, one JSON file per (metric signature, dataset fingerprint).
+
+Layout: ``<root>/<metric name>/<sha256(signature)[:16]>/<fingerprint>.json`` holding the signature, the
+fingerprint, the number of rows and the scores (NaN where a row could not be scored, e.g. no reference).
+Files are written atomically (temporary file + ``os.replace``) as soon as a (metric, dataset) is done, so
+an interrupted run resumes where it stopped and a finished table is recomputed without scoring anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+DEFAULT_CACHE_DIR = Path("~/.cache/styleeval/scores")
+
+
+def default_cache_dir() -> Path:
+    """``$STYLEEVAL_SCORES_CACHE`` or ``~/.cache/styleeval/scores``."""
+    return Path(os.environ.get("STYLEEVAL_SCORES_CACHE", str(DEFAULT_CACHE_DIR))).expanduser()
+
+
+class ScoresCache:
+    """Scores keyed by (signature, fingerprint); ``root=None`` disables caching (every lookup misses)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None) -> None:
+        self.root = Path(root).expanduser() if root is not None else None
+        self.hits = 0
+        self.misses = 0
+
+    def path(self, signature: str, fingerprint: str) -> Path:
+        """Where the scores of ``signature`` on the dataset ``fingerprint`` live."""
+        if self.root is None:
+            raise ValueError("caching is disabled (no cache directory)")
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", signature.split("|", 1)[0])[:60] or "metric"
+        digest = hashlib.sha256(signature.encode("utf-8")).hexdigest()[:16]
+        return self.root / name / digest / f"{fingerprint}.json"
+
+    def load(self, signature: str, fingerprint: str, n: int) -> list[float] | None:
+        """The cached scores, or ``None`` when absent, unreadable or not for ``n`` rows."""
+        if self.root is None:
+            self.misses += 1
+            return None
+        path = self.path(signature, fingerprint)
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            self.misses += 1
+            return None
+        scores = payload.get("scores")
+        if payload.get("signature") != signature or not isinstance(scores, list) or len(scores) != n:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return [math.nan if s is None else float(s) for s in scores]
+
+    def save(self, signature: str, fingerprint: str, scores: Sequence[float], dataset: str = "") -> Path | None:
+        """Write the scores atomically; returns the path (``None`` when caching is disabled)."""
+        if self.root is None:
+            return None
+        path = self.path(signature, fingerprint)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        payload = {
+            "signature": signature,
+            "fingerprint": fingerprint,
+            "dataset": dataset,
+            "n": len(scores),
+            "scores": [None if not math.isfinite(s) else float(s) for s in scores],
+        }
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(payload, f)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path

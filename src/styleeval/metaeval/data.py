@@ -1,0 +1,135 @@
+"""The columns of a rating corpus that the meta-evaluation needs, plus its fingerprint and subsets."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+DIMENSIONS = ("content", "style", "fluency")
+#: Datasets built to stress-test metrics (the paper's constructed test set): grouped apart, per task.
+TESTSET_DATASETS = frozenset({"style_gap_testset"})
+REQUIRED = ("source", "rewrite", "target_style", "task", "system", "is_reference_rewrite")
+
+
+@dataclass
+class RatedData:
+    """One rating corpus in column form (rows in corpus order)."""
+
+    name: str
+    ids: list[str]
+    sources: list[str]
+    rewrites: list[str]
+    references: list[list[str] | None]
+    styles: list[str]
+    tasks: list[str]
+    systems: list[str]
+    source_ids: list[str]
+    is_reference: np.ndarray
+    human: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rewrites)
+
+    @classmethod
+    def from_rows(cls, rows: Any, name: str | None = None) -> RatedData:
+        """Build from a ``datasets.Dataset``, a pandas DataFrame or a list of dicts in the common long schema.
+
+        Raises ``ValueError`` naming the row and the field when a required field is missing or malformed.
+        """
+        if hasattr(rows, "to_dict") and hasattr(rows, "columns") and not hasattr(rows, "features"):
+            records: list[Mapping[str, Any]] = rows.to_dict("records")  # pandas
+        elif hasattr(rows, "features"):  # datasets.Dataset: column access is much faster than row access
+            wanted = {*REQUIRED, "id", "source_id", "reference", *(f"{d}_mean" for d in DIMENSIONS)}
+            cols = {c: rows[c] for c in rows.column_names if c in wanted}
+            records = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+        else:
+            records = list(rows)
+        if not records:
+            raise ValueError(f"dataset {name or '?'} has no rows")
+        name = name or str(records[0].get("dataset") or "dataset")
+        for i, r in enumerate(records):
+            for key in REQUIRED:
+                if key not in r:
+                    raise ValueError(f"{name} row {i}: field {key!r} is missing")
+            for key in ("source", "rewrite", "target_style"):
+                if not isinstance(r[key], str):
+                    raise ValueError(f"{name} row {i} ({r.get('id', i)}): {key} is {type(r[key]).__name__}, not str")
+        refs: list[list[str] | None] = []
+        for i, r in enumerate(records):
+            ref = r.get("reference")
+            if ref is None or (isinstance(ref, float) and np.isnan(ref)):
+                refs.append(None)
+            elif isinstance(ref, str):
+                refs.append([ref])
+            else:
+                ref = [x for x in list(ref) if x is not None]
+                if not all(isinstance(x, str) for x in ref):
+                    raise ValueError(f"{name} row {i} ({r.get('id', i)}): reference must be a list of strings")
+                refs.append(ref or None)
+        human = {}
+        for dim in DIMENSIONS:
+            col = f"{dim}_mean"
+            human[dim] = np.array(
+                [np.nan if r.get(col) is None else float(r[col]) for r in records], dtype=float
+            )
+        return cls(
+            name=name,
+            ids=[str(r.get("id", f"{name}/{i}")) for i, r in enumerate(records)],
+            sources=[r["source"] for r in records],
+            rewrites=[r["rewrite"] for r in records],
+            references=refs,
+            styles=[r["target_style"] for r in records],
+            tasks=[str(r["task"]) for r in records],
+            systems=[str(r["system"]) for r in records],
+            source_ids=[str(r.get("source_id", i)) for i, r in enumerate(records)],
+            is_reference=np.array([bool(r["is_reference_rewrite"]) for r in records]),
+            human=human,
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (first 20 hex digits) of what metrics read: source, rewrite, references, style, in order."""
+        h = hashlib.sha256()
+        for row in zip(self.sources, self.rewrites, self.references, self.styles):
+            h.update(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+            h.update(b"\n")
+        return h.hexdigest()[:20]
+
+    @property
+    def has_references(self) -> np.ndarray:
+        """Boolean mask of rows that have at least one reference."""
+        return np.array([r is not None for r in self.references])
+
+    @property
+    def kind(self) -> str:
+        """``testset``, ``system`` (only system outputs), ``reference`` (only references) or ``mixed``."""
+        if self.name in TESTSET_DATASETS:
+            return "testset"
+        if self.is_reference.all():
+            return "reference"
+        return "mixed" if self.is_reference.any() else "system"
+
+    def subsets(self, dimension: str) -> dict[str, np.ndarray]:
+        """Row indices of each subset that has ratings in ``dimension``.
+
+        ``all`` always; ``system`` and ``reference`` when the corpus has both system outputs and rated human
+        references; one subset per task when it has several tasks (the test set).
+        """
+        if dimension not in DIMENSIONS:
+            raise ValueError(f"dimension must be one of {DIMENSIONS}, got {dimension!r}")
+        rated = np.isfinite(self.human[dimension])
+        out = {"all": np.flatnonzero(rated)}
+        if self.kind == "mixed":
+            out["system"] = np.flatnonzero(rated & ~self.is_reference)
+            out["reference"] = np.flatnonzero(rated & self.is_reference)
+        tasks = np.array(self.tasks)
+        unique_tasks: Iterable[str] = list(dict.fromkeys(self.tasks))
+        if len(unique_tasks) > 1:  # type: ignore[arg-type]
+            for t in unique_tasks:
+                out[t] = np.flatnonzero(rated & (tasks == t))
+        return {k: v for k, v in out.items() if len(v)}

@@ -1,0 +1,143 @@
+"""``correlations.csv``, ``report.md`` (tables laid out like the paper's) and the plots of a meta-evaluation."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from styleeval.metaeval.correlation import format_correlation
+from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
+from styleeval.metaeval.runner import MetaevalResult
+
+DATASET_LABELS = {
+    "style_gap_testset": "Test set",
+    "lai_formality": "Lai",
+    "mir_yelp": "Mir",
+    "asset": "Alv. (ASSET)",
+    "ziegenbein_appropriateness": "Ze.",
+}
+
+
+def metric_label(name: str) -> str:
+    """``s_bleu`` -> ``S-Bleu``, ``r_ter`` -> ``R-Ter``, ``logprob_content`` -> ``LogProb content``."""
+    if name.startswith(("s_", "r_")):
+        return f"{name[0].upper()}-{name[2:].replace('_', ' ').title().replace(' ', '-')}"
+    if name.startswith("rs_"):
+        return f"RS-{name[3:].title()}"
+    if name.startswith("logprob_"):
+        return f"LogProb {name[8:]}"
+    return name
+
+
+def _p_lookup(corr: pd.DataFrame) -> dict[tuple[str, str, str], float]:
+    return {(r.metric, r.dataset, r.subset): r.spearman_p for r in corr.itertuples()}
+
+
+def _fmt(value: float, p: float | None = None) -> str:
+    if value is None or not math.isfinite(value):
+        return "–"
+    return format_correlation(value, p if p is not None else 0.0)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def group_table(result: MetaevalResult, group: Group) -> str:
+    """One of the paper's tables for ``group`` (Table 3 halves, Table 4) as markdown."""
+    corr = result.correlations
+    summary = summarize_group(corr, group, result.metrics)
+    pvals = _p_lookup(corr)
+    show_all = group.name == "testset"
+    header = ["metric"]
+    if show_all:
+        header += [f"ALL ({DATASET_LABELS.get(ds, ds)})" for ds in dict.fromkeys(d for d, _ in group.columns)]
+    header += [
+        (s if group.name == "testset" else DATASET_LABELS.get(d, d)) for d, s in group.columns
+    ] + ["avg", "avg rank"]
+    rows = []
+    for m in result.metrics:
+        row = [metric_label(m)]
+        if show_all:
+            for ds in dict.fromkeys(d for d, _ in group.columns):
+                sub = corr[(corr.metric == m) & (corr.dataset == ds) & (corr.subset == "all")]
+                row.append(_fmt(sub.spearman.iloc[0], sub.spearman_p.iloc[0]) if len(sub) else "–")
+        for col in group.columns:
+            v = summary.loc[m, column_key(*col)]
+            row.append(_fmt(v, pvals.get((m, *col))))
+        avg, rank = summary.loc[m, "avg"], summary.loc[m, "avg_rank"]
+        row.append(f"{avg:.2f}" if np.isfinite(avg) else "–")
+        row.append(f"{rank:.1f}" if np.isfinite(rank) else "–")
+        if any(c != "–" for c in row[1:]):
+            rows.append(row)
+    return _md_table(header, rows)
+
+
+def dataset_table(result: MetaevalResult) -> str:
+    """All rated rows of each dataset (``all`` subsets; Table 5's layout), with avg and avg rank."""
+    datasets = list(result.dataset_kinds)
+    group = Group("all", "All rows per dataset", tuple((d, "all") for d in datasets))
+    summary = summarize_group(result.correlations, group, result.metrics)
+    pvals = _p_lookup(result.correlations)
+    header = ["metric"] + [DATASET_LABELS.get(d, d) for d in datasets] + ["avg", "avg rank"]
+    rows = []
+    for m in result.metrics:
+        row = [metric_label(m)] + [_fmt(summary.loc[m, column_key(*c)], pvals.get((m, *c)))
+                                   for c in group.columns]
+        avg, rank = summary.loc[m, "avg"], summary.loc[m, "avg_rank"]
+        row += [f"{avg:.2f}" if np.isfinite(avg) else "–", f"{rank:.1f}" if np.isfinite(rank) else "–"]
+        if any(c != "–" for c in row[1:]):
+            rows.append(row)
+    return _md_table(header, rows)
+
+
+def wmt_table(result: MetaevalResult) -> str:
+    """Lai et al.'s segment-level Kendall tau-like and system-level Pearson, per dataset and metric."""
+    rows = [
+        [DATASET_LABELS.get(r.dataset, r.dataset), metric_label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs),
+         format_correlation(r.system_pearson, r.system_pearson_p), str(r.n_systems)]
+        for r in result.wmt.itertuples()
+    ]
+    return _md_table(["dataset", "metric", "Kendall tau-like", "pairs", "system-level r", "systems"], rows)
+
+
+def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
+    """Write ``correlations.csv``, ``wmt_kendall.csv``, ``report.md`` and the plots; returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / "correlations.csv", "wmt": out / "wmt_kendall.csv", "report": out / "report.md"}
+    result.correlations.to_csv(paths["csv"], index=False, float_format="%.6g")
+    result.wmt.to_csv(paths["wmt"], index=False, float_format="%.6g")
+    groups = paper_groups(result.dataset_kinds, result.task_subsets)
+    lines = [f"# Meta-evaluation: {result.dimension}", "",
+             f"Spearman correlation between each metric and the mean human **{result.dimension}** rating. "
+             "`*` = not significant at the 0.05 level (the paper's convention). `avg` = mean correlation over the "
+             "group's columns, `avg rank` = mean rank of the metric per column (1 = best, among metrics with a "
+             "value in every column). `–` = not applicable (no references) or not computed."]
+    if result.negated:
+        lines += ["", f"Error rates are negated before correlating (higher = better): {', '.join(result.negated)}."]
+    for g in groups:
+        lines += ["", f"## {g.title}", "", group_table(result, g)]
+    if result.dataset_kinds:
+        lines += ["", "## All rated rows per dataset", "", dataset_table(result)]
+    if len(result.wmt):
+        lines += ["", "## Lai et al. (2022): segment-level Kendall's tau-like and system-level Pearson", "",
+                  "Pairs of system outputs for the same source; human ties skipped, metric ties discordant; "
+                  "tau averaged over sources. System level: Pearson of per-system means.", "", wmt_table(result)]
+    if result.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
+    lines += ["", "Plots: `groups.png` (average correlation per group, Figure 2 style), `tasks.png` "
+              "(per-task correlations on the test set), `datasets.png` (per dataset).", ""]
+    paths["report"].write_text("\n".join(lines), encoding="utf-8")
+    if plots:
+        from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_tasks
+
+        paths["groups_png"] = plot_groups(result, groups, out / "groups.png")
+        paths["tasks_png"] = plot_tasks(result, out / "tasks.png")
+        paths["datasets_png"] = plot_datasets(result, out / "datasets.png")
+    return paths

@@ -1,0 +1,60 @@
+"""Shared plumbing of the sacrebleu metrics (BLEU, chrF, TER): one cached scorer per kind, default settings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+from styleeval.metrics.base import Inputs, Metric, targets
+
+
+@cache
+def _scorer(kind: str):
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    if kind == "bleu":
+        return BLEU(effective_order=True)  # what sacrebleu.sentence_bleu uses
+    if kind == "chrf":
+        return CHRF()
+    if kind == "ter":
+        return TER()
+    raise ValueError(f"unknown sacrebleu metric {kind!r}")
+
+
+@cache
+def sacrebleu_signature(kind: str, single_reference: bool) -> str:
+    """sacrebleu's own signature of ``kind`` at sentence level (``nrefs:var`` when references vary)."""
+    import copy
+
+    scorer = copy.deepcopy(_scorer(kind))
+    scorer.sentence_score("a b c d", ["a b c d"])  # sacrebleu needs nrefs before it signs
+    sig = str(scorer.get_signature())
+    return sig if single_reference else sig.replace("nrefs:1", "nrefs:var")
+
+
+def sentence_scores(kind: str, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
+    """Sentence-level scores of ``kind`` for each hypothesis against its own list of references."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference lists")
+    scorer = _scorer(kind)
+    return [scorer.sentence_score(h, list(r)).score for h, r in zip(hypotheses, references)]
+
+
+class SacreBleuMetric(Metric):
+    """A sacrebleu metric (``bleu``, ``chrf`` or ``ter``) comparing the rewrite with the source or references."""
+
+    def __init__(self, kind: str, inputs: Inputs = "source") -> None:
+        if inputs not in ("source", "reference"):
+            raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+        _scorer(kind)  # validates kind
+        self.kind = kind
+        self.inputs = inputs
+        self.name = f"{'s' if inputs == 'source' else 'r'}_{kind}"
+        self.higher_is_better = kind != "ter"
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}|{sacrebleu_signature(self.kind, self.inputs == 'source')}"
+
+    def _score(self, sources, rewrites, references, styles):
+        return sentence_scores(self.kind, rewrites, targets(self, sources, references))

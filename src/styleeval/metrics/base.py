@@ -1,0 +1,114 @@
+"""The metric interface shared by every baseline: a stateless function wrapped in a thin class.
+
+A metric scores ``rewrites`` against ``sources`` (``s_`` metrics), against ``references`` (``r_`` metrics)
+or both, and returns one float per row, in input order. Each metric has a sacrebleu-like ``signature``
+(name, settings, library versions) that keys the scores cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from styleeval.validation import broadcast_texts, check_texts
+
+Inputs = Literal["source", "reference", "source+reference"]
+
+
+def check_references(references: Any, n: int) -> list[list[str]]:
+    """Return ``references`` as one non-empty list of strings per row, or raise a ``ValueError`` naming the row.
+
+    A row may hold one string or a list of strings (several references).
+    """
+    if references is None:
+        raise ValueError("references are required by a reference-based metric but none were given")
+    if isinstance(references, str) or not isinstance(references, Sequence):
+        raise ValueError(f"references must be a list (one entry per row), got {type(references).__name__}")
+    if len(references) != n:
+        raise ValueError(f"references has {len(references)} rows but {n} were expected (lengths must match)")
+    out: list[list[str]] = []
+    for i, refs in enumerate(references):
+        if refs is None:
+            raise ValueError(f"references[{i}] is None: this row has no reference")
+        if isinstance(refs, str):
+            refs = [refs]
+        refs = list(refs)
+        if not refs:
+            raise ValueError(f"references[{i}] is an empty list: this row has no reference")
+        for j, r in enumerate(refs):
+            if not isinstance(r, str):
+                raise ValueError(f"references[{i}][{j}] is {type(r).__name__}, not str: {r!r:.60}")
+        out.append(refs)
+    return out
+
+
+class Metric:
+    """Base class of every metric: subclasses set the class attributes and implement :meth:`_score`.
+
+    Attributes:
+        name: the registry name (``s_bleu``, ``r_chrf``, ...).
+        inputs: what the rewrite is compared with: ``"source"``, ``"reference"`` or ``"source+reference"``.
+        higher_is_better: ``False`` for error rates (TER); the meta-evaluation negates such scores.
+        needs_styles: whether the metric reads the target style of each row (LogProb).
+    """
+
+    name: str = "metric"
+    inputs: Inputs = "source"
+    higher_is_better: bool = True
+    needs_styles: bool = False
+
+    @property
+    def signature(self) -> str:
+        """A sacrebleu-like string naming the metric, its settings and library versions."""
+        raise NotImplementedError
+
+    @property
+    def needs_references(self) -> bool:
+        """Whether rows without a reference cannot be scored."""
+        return "reference" in self.inputs
+
+    def compute(
+        self,
+        sources: Sequence[str],
+        rewrites: Sequence[str],
+        references: Sequence[Sequence[str] | str | None] | None = None,
+        styles: Sequence[str] | str | None = None,
+    ) -> list[float]:
+        """Score each rewrite; returns one float per row, in input order.
+
+        Raises ``ValueError`` naming the argument and the row on bad input (wrong type, None, length mismatch,
+        a missing reference for a reference-based metric, a missing style for a style-aware one).
+        """
+        rewrites = check_texts("rewrites", rewrites)
+        n = len(rewrites)
+        sources = check_texts("sources", sources, n)
+        refs = check_references(references, n) if self.needs_references else None
+        style_list = broadcast_texts("styles", styles, n) if self.needs_styles else None
+        if n == 0:
+            return []
+        scores = [float(s) for s in self._score(sources, rewrites, refs, style_list)]
+        if len(scores) != n:  # pragma: no cover - guards subclasses
+            raise RuntimeError(f"{self.name} returned {len(scores)} scores for {n} rows")
+        return scores
+
+    __call__ = compute
+
+    def _score(
+        self,
+        sources: list[str],
+        rewrites: list[str],
+        references: list[list[str]] | None,
+        styles: list[str] | None,
+    ) -> Sequence[float]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.signature!r})"
+
+
+def targets(metric: Metric, sources: list[str], references: list[list[str]] | None) -> list[list[str]]:
+    """What each rewrite is compared with: ``[source]`` for ``s_`` metrics, the references for ``r_`` ones."""
+    if metric.inputs == "source":
+        return [[s] for s in sources]
+    assert references is not None
+    return references

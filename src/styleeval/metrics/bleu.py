@@ -1,0 +1,26 @@
+"""Sentence BLEU with sacrebleu defaults (``s_bleu``: rewrite vs source; ``r_bleu``: rewrite vs references)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from styleeval.metrics._sacrebleu import SacreBleuMetric, sentence_scores
+
+
+def sentence_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
+    """sacrebleu sentence BLEU (0-100; exp smoothing, effective order, 13a tokenizer) of each hypothesis."""
+    return sentence_scores("bleu", hypotheses, references)
+
+
+class SourceBLEU(SacreBleuMetric):
+    """``s_bleu``: sentence BLEU of the rewrite with the source as the only reference."""
+
+    def __init__(self) -> None:
+        super().__init__("bleu", "source")
+
+
+class ReferenceBLEU(SacreBleuMetric):
+    """``r_bleu``: sentence BLEU of the rewrite against all references of the row."""
+
+    def __init__(self) -> None:
+        super().__init__("bleu", "reference")

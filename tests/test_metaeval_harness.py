@@ -1,0 +1,153 @@
+"""The harness on hand-made corpora: cache resume (counted metric calls), skips, negation of error rates."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from styleeval.metaeval import ScoresCache, run_metaeval, score_dataset
+from styleeval.metaeval.data import RatedData
+from styleeval.metrics import Metric
+
+HUMAN = [1.0, 2.0, 4.0, 3.0, 5.0, 2.0]
+
+
+def _rows(name, n=6, with_refs=False):
+    return [
+        {"id": f"{name}/{i}", "dataset": name, "task": "formality", "target_style": "formal",
+         "source_id": str(i % 3), "source": f"src {i}", "rewrite": f"rw {i} " * (i + 1),
+         "reference": [f"ref {i}"] if with_refs and i % 2 == 0 else None, "system": f"sys{i // 3}",
+         "is_reference_rewrite": False, "content_mean": HUMAN[i], "style_mean": None, "fluency_mean": None}
+        for i in range(n)
+    ]
+
+
+CORPORA = {"toy_a": _rows("toy_a"), "toy_b": _rows("toy_b", with_refs=True),
+           "unrated": [dict(r, content_mean=None) for r in _rows("unrated")]}
+
+
+def loader(name):
+    if name not in CORPORA:
+        raise FileNotFoundError(f"{name}: ratings file is not available")
+    return CORPORA[name]
+
+
+class CountingLength(Metric):
+    """Rewrite length in characters; counts how often it is computed; can fail on purpose."""
+
+    name = "len"
+    inputs = "source"
+
+    def __init__(self, interrupt_after=None, version="1"):
+        self.calls = []
+        self.interrupt_after = interrupt_after
+        self.version = version
+
+    @property
+    def signature(self):
+        return f"len|version:{self.version}"
+
+    def _score(self, sources, rewrites, references, styles):
+        if self.interrupt_after is not None and len(self.calls) >= self.interrupt_after:
+            raise KeyboardInterrupt  # as if the user pressed Ctrl-C during this corpus
+        self.calls.append(len(rewrites))
+        return [float(len(r)) for r in rewrites]
+
+
+class LowerIsBetter(CountingLength):
+    name = "neg_len"
+    higher_is_better = False
+
+    @property
+    def signature(self):
+        return "neg_len|version:1"
+
+
+def test_cache_resumes_and_recomputes_nothing(tmp_path):
+    cache = ScoresCache(tmp_path / "cache")
+    first = CountingLength(interrupt_after=1)
+    with pytest.raises(KeyboardInterrupt):  # interrupted while scoring the second corpus
+        run_metaeval(["toy_a", "toy_b"], [first], loader=loader, cache=cache, n_boot=0)
+    assert first.calls == [6]
+    files = list((tmp_path / "cache").rglob("*.json"))
+    assert len(files) == 1 and not list((tmp_path / "cache").rglob(".tmp-*"))
+    assert json.loads(files[0].read_text())["dataset"] == "toy_a"
+
+    resumed = CountingLength()
+    result = run_metaeval(["toy_a", "toy_b"], [resumed], loader=loader, cache=cache, n_boot=0)
+    assert resumed.calls == [6]  # only toy_b was scored
+    again = CountingLength()
+    result2 = run_metaeval(["toy_a", "toy_b"], [again], loader=loader, cache=cache, n_boot=0)
+    assert again.calls == []  # everything from the cache
+    assert result2.correlations.equals(result.correlations)
+    changed = CountingLength(version="2")  # new signature: cache miss
+    run_metaeval(["toy_a"], [changed], loader=loader, cache=cache, n_boot=0)
+    assert changed.calls == [6]
+
+
+def test_harness_correlations_skips_and_negation(tmp_path):
+    notes = []
+    result = run_metaeval(["toy_a", "missing", "unrated", "toy_b"], [CountingLength(), LowerIsBetter(), "r_bleu"],
+                          loader=loader, cache=None, n_boot=0, log=notes.append)
+    lengths = [len(f"rw {i} " * (i + 1)) for i in range(6)]
+    expected = stats.spearmanr(lengths, HUMAN).statistic
+    corr = result.correlations.set_index(["dataset", "subset", "metric"])
+    assert corr.loc[("toy_a", "all", "len"), "spearman"] == pytest.approx(expected)
+    assert corr.loc[("toy_a", "all", "neg_len"), "spearman"] == pytest.approx(-expected)  # negated
+    assert result.negated == ["neg_len"]
+    assert ("toy_a", "all", "r_bleu") not in corr.index  # no references: the paper's "-"
+    assert corr.loc[("toy_b", "all", "r_bleu"), "n"] == 3  # only rows with a reference
+    assert any("skipped dataset missing: it could not be loaded" in n and "ratings file" in n for n in notes)
+    assert any("skipped dataset unrated: it has no content ratings" in n for n in notes)
+    assert not result.correlations[["spearman", "pearson", "kendall"]].isna().any().any()
+
+
+class Constant(CountingLength):
+    name = "const"
+
+    @property
+    def signature(self):
+        return "const|version:1"
+
+    def _score(self, sources, rewrites, references, styles):
+        return [1.0] * len(rewrites)
+
+
+class SometimesNaN(Constant):
+    name = "nanny"
+
+    @property
+    def signature(self):
+        return "nanny|version:1"
+
+    def _score(self, sources, rewrites, references, styles):
+        return [float("nan") if i == 2 else float(i) for i in range(len(rewrites))]
+
+
+def test_constant_and_nan_scores_are_notes_not_nan_rows():
+    result = run_metaeval(["toy_a"], [Constant(), SometimesNaN(), CountingLength()], loader=loader, n_boot=0)
+    assert set(result.correlations.metric) == {"len"}
+    text = "\n".join(result.notes)
+    assert "const on toy_a/all (content): all 6 metric scores are equal (1)" in text
+    assert "nanny on toy_a/all (content): 1 of 6 metric scores are NaN or infinite (first at row 2)" in text
+
+
+def test_score_dataset_fills_nan_where_no_reference(tmp_path):
+    from styleeval.metrics import get_metric
+
+    data = RatedData.from_rows(CORPORA["toy_b"], "toy_b")
+    scores = score_dataset(get_metric("r_chrf"), data, ScoresCache(tmp_path))
+    assert np.isnan(scores[1::2]).all() and np.isfinite(scores[::2]).all()
+    again = ScoresCache(tmp_path)
+    assert np.array_equal(score_dataset(get_metric("r_chrf"), data, again), scores, equal_nan=True)
+    assert again.hits == 1
+
+
+def test_all_datasets_missing_is_an_error():
+    with pytest.raises(ValueError, match="no dataset could be used"):
+        run_metaeval(["missing"], [CountingLength()], loader=loader)
+    with pytest.raises(ValueError, match="dimension must be one of"):
+        run_metaeval(["toy_a"], [CountingLength()], dimension="humour", loader=loader)
