@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32")
     parser.add_argument("--samples", type=int, default=8, help="samples scored by the engine (cycles the test set)")
     parser.add_argument("--naive-samples", type=int, default=None, help="samples for the naive loop (default: same)")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="engine token budget (default: 1024 cpu, 32768 cuda)")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="engine token budget (default: LogProb's, 512 on CPU, 16384 on GPU)")
     parser.add_argument("--data-dir", default=os.environ.get("STYLEEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
@@ -118,7 +118,6 @@ def main() -> None:
     dtype = getattr(torch, args.dtype)
     if args.threads:
         torch.set_num_threads(args.threads)
-    batch_tokens = args.batch_tokens or (32768 if device.type == "cuda" else 1024)
     rows = load_test_set(Path(args.data_dir))
     n_engine = args.samples
     n_naive = args.naive_samples or n_engine
@@ -128,13 +127,13 @@ def main() -> None:
     corpus = [SYSTEM_PROMPT] + [t for r in rows for t in r]
     tokenizer = build_tokenizer(corpus, vocab_size=8000, chat_template=LLAMA3_TEMPLATE)
     model = build_model(args.shape, vocab_size=len(tokenizer), dtype=dtype).to(device)
-    lp = LogProb(model, tokenizer=tokenizer, device=device, dtype=dtype, batch_tokens=batch_tokens, progress=False)
+    lp = LogProb(model, tokenizer=tokenizer, device=device, dtype=dtype, batch_tokens=args.batch_tokens, progress=False)
     prompts = {ctx: lp.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles)]) for ctx in CONTEXTS}
     targets = lp.chat.rewrite_ids(rewrites)
 
     print(f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else f'{torch.get_num_threads()} threads'})"
           f" dtype={args.dtype} shape={args.shape} params={sum(p.numel() for p in model.parameters()) / 1e6:.0f}M"
-          f" vocab={model.config.vocab_size} batch_tokens={batch_tokens} torch={torch.__version__}")
+          f" vocab={model.config.vocab_size} batch_tokens={lp.engine.batch_tokens} torch={torch.__version__}")
     mean_prompt = sum(len(p) for ctx in CONTEXTS for p in prompts[ctx]) / (3 * len(data))
     print(f"tokens per sample: prompt {mean_prompt:.1f} per context, rewrite+eot {sum(map(len, targets)) / len(data):.1f}")
 

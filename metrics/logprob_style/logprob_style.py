@@ -49,7 +49,7 @@ Args:
         Defaults to "meta-llama/Llama-3.2-1B-Instruct". Loaded once per process and reused.
     batch_size (`int`, optional): at most this many sequences per forward pass (default: only the token
         budget `batch_tokens` limits a batch).
-    batch_tokens (`int`, optional): token budget of one forward pass. Defaults to 1024.
+    batch_tokens (`int`, optional): token budget of one forward pass. Defaults to 512 on CPU, 16384 on GPU.
     device (`str`, optional): "cpu", "cuda", "cuda:N" or "mps". Defaults to CUDA when available, else CPU.
     dtype (`str`, optional): "float32" (default), "bfloat16" or "float16".
     revision (`str`, optional): model revision (branch, tag or commit) of a Hub id.
@@ -115,7 +115,7 @@ class LogprobStyle(evaluate.Metric):
         styles,
         model_id="meta-llama/Llama-3.2-1B-Instruct",
         batch_size=None,
-        batch_tokens=1024,
+        batch_tokens=None,
         device=None,
         dtype="float32",
         end_of_turn=True,

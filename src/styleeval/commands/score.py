@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (default: cuda when available)")
     p.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16")
     p.add_argument("--revision", default=None, help="model revision (branch, tag or commit) for Hub ids")
-    p.add_argument("--batch-tokens", type=_positive, default=1024, help="token budget of one forward pass")
+    p.add_argument("--batch-tokens", type=_positive, default=None,
+                   help="token budget of one forward pass (default: 512 on CPU, 16384 on GPU)")
     p.add_argument("--max-batch-rows", type=_positive, default=None, help="at most this many sequences per pass")
     p.add_argument("--chunk-size", type=_positive, default=256,
                    help="rows scored and appended to OUT at a time (default: 256)")

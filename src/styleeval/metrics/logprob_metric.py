@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
 from styleeval.metrics.base import Metric
 from styleeval.signature import format_signature, parse_signature
 
-_ENGINES: dict[tuple, Any] = {}
 _LAST: dict[tuple, tuple[str, list[dict]]] = {}
 
 
@@ -30,29 +28,27 @@ class LogProbMetric(Metric):
     inputs = "source"
 
     def __init__(self, dimension: str, model: str = "1b", device: str | None = None, dtype: str = "float32",
-                 batch_tokens: int | str = 1024) -> None:
+                 batch_tokens: int | str | None = None) -> None:
         if dimension not in ("content", "style"):
             raise ValueError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
         self.dimension = dimension
         self.name = f"logprob_{dimension}"
         self.options = {"model": str(model), "device": device, "dtype": str(dtype),
-                        "batch_tokens": int(batch_tokens)}
+                        "batch_tokens": None if batch_tokens is None else int(batch_tokens)}
 
     @property
     def _key(self) -> tuple:
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _engine(self):
-        if self._key not in _ENGINES:
-            try:
-                from styleeval.logprob import LogProb
-            except ImportError as err:
-                raise ValueError(f"LogProb is not available in this installation: {err}") from err
-            try:
-                _ENGINES[self._key] = LogProb(**self.options)
-            except (OSError, ImportError, RuntimeError) as err:
-                raise ValueError(f"cannot load LogProb model {self.options['model']!r}: {err}") from err
-        return _ENGINES[self._key]
+        from styleeval.logprob import shared_logprob
+
+        opts = self.options
+        try:
+            return shared_logprob(opts["model"], device=opts["device"], dtype=opts["dtype"],
+                                  batch_tokens=opts["batch_tokens"])
+        except (OSError, ImportError, RuntimeError) as err:
+            raise ValueError(f"cannot load LogProb model {opts['model']!r}: {err}") from err
 
     @property
     def signature(self) -> str:
