@@ -279,3 +279,39 @@ def test_accepts_any_iterable_of_strings(lp):
 def test_empty_input(lp):
     got = lp.score([], [], [])
     assert got == [] and got.signature == lp.signature
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "gpt2"])
+def test_engine_on_other_architectures(arch, tiny_tokenizer):
+    """Prefix reuse and batching are exact for other decoder families too (GQA Qwen2, learned-position GPT-2)."""
+    from transformers import GPT2Config, GPT2LMHeadModel, Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    vocab = len(tiny_tokenizer)
+    if arch == "qwen2":
+        model = Qwen2ForCausalLM(Qwen2Config(
+            vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        ))
+    else:
+        model = GPT2LMHeadModel(GPT2Config(
+            vocab_size=vocab, n_embd=64, n_layer=2, n_head=4, n_positions=512, bos_token_id=0, eos_token_id=0,
+        ))
+    model.eval()
+    sources, rewrites = ["give me the report now.", "ur ready 4 the party??"], ["Could you send it?", "Are you ready?"]
+    fast = LogProb(model, tokenizer=tiny_tokenizer, device="cpu", chat_template=CHATML_TEMPLATE, progress=False)
+    got = fast.score(sources, rewrites, "polite", return_tokens=True)
+    eot = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    for k, (source, rewrite) in enumerate(zip(sources, rewrites)):
+        target = tiny_tokenizer(rewrite, add_special_tokens=False)["input_ids"] + [eot]
+        for ctx, instruction in CONTEXT_INSTRUCTIONS.items():
+            prompt = tiny_tokenizer.apply_chat_template(
+                [{"role": "system", "content": SYSTEM_PROMPT},
+                 {"role": "user", "content": instruction.format(style="polite", source=source)}],
+                chat_template=CHATML_TEMPLATE, add_generation_prompt=True, tokenize=False,
+            )
+            prompt_ids = tiny_tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            with torch.no_grad():
+                logp = torch.log_softmax(model(torch.tensor([prompt_ids + target])).logits[0], -1)
+            slow = [logp[len(prompt_ids) - 1 + j, t].item() for j, t in enumerate(target)]
+            assert [t[ctx] for t in got[k]["tokens"]] == pytest.approx(slow, abs=1e-4)

@@ -53,7 +53,7 @@ class ScoringEngine:
     """Computes per-token log-probabilities of continuations given prompts with a Hugging Face causal LM.
 
     Args:
-        model: a ``*ForCausalLM`` model (its ``.model`` backbone and ``lm_head`` are used directly).
+        model: a ``*ForCausalLM`` model (its decoder backbone and output embeddings are used directly).
         batch_tokens: token budget of one batch (rows x padded suffix length).
         max_batch_rows: upper bound on rows per batch (``None``: only the token budget limits).
         reuse_prefix: run the prefix shared by all prompts once and reuse its KV cache.
@@ -73,6 +73,7 @@ class ScoringEngine:
         if max_batch_rows is not None and max_batch_rows < 1:
             raise ValueError(f"max_batch_rows must be positive, got {max_batch_rows}")
         self.model = model
+        self.decoder = model.get_decoder()
         self.batch_tokens = int(batch_tokens)
         self.max_batch_rows = max_batch_rows
         self.reuse_prefix = reuse_prefix
@@ -140,7 +141,7 @@ class ScoringEngine:
 
     def _run_prefix(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
         ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
-        out = self.model.model(input_ids=ids, use_cache=True)
+        out = self.decoder(input_ids=ids, use_cache=True)
         return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
     def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache):
@@ -178,7 +179,7 @@ class ScoringEngine:
                 [(k.expand(n_rows, -1, -1, -1), v.expand(n_rows, -1, -1, -1)) for k, v in prefix_cache],
                 config=self.model.config,
             )
-        hidden = self.model.model(
+        hidden = self.decoder(
             input_ids=ids,
             position_ids=positions.unsqueeze(0).expand(n_rows, -1),
             cache_position=positions,

@@ -91,7 +91,7 @@ def load_model(
         model = model.to(dtype)
     else:
         raise ValueError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
-    if not hasattr(model, "model") or model.get_output_embeddings() is None:
+    if not hasattr(model, "get_decoder") or model.get_output_embeddings() is None:
         raise ValueError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
     commit = revision or getattr(model.config, "_commit_hash", None) or "local"
     return model.to(device).eval(), tokenizer, str(name), str(commit)
