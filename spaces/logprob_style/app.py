@@ -30,8 +30,8 @@ def scorer() -> LogProb:
 def score(source: str, rewrite: str, style: str):
     lp = scorer()
     row = lp.score([source], [rewrite], style, return_tokens=True)[0]
-    table = [[r["token"], r["logp_style"], r["logp_paraphrase"], r["logp_repeat"], r["best"], r["style"]]
-             for r in token_table(row)]
+    table = [[repr(r["token"]), round(r["logp_style"], 4), round(r["logp_paraphrase"], 4), round(r["logp_repeat"], 4),
+              r["best"], round(r["style"], 6)] for r in token_table(row)]
     return round(row["content"], 4), round(row["style"], 4), table, lp.signature
 
 
