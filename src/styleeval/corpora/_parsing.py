@@ -65,3 +65,17 @@ def read_csv(
             if len(fields) != len(header):
                 raise ctx.error(f"{len(fields)} fields, expected {len(header)} (as in the header)")
             yield ctx, dict(zip(header, fields))
+
+
+def read_lines(path: Path, url: str, expected: int, allow_empty: bool = True) -> list[str]:
+    """The lines of a one-sentence-per-line file (a final newline is optional); exactly ``expected`` of them."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != expected:
+        raise CorpusError(f"{len(lines)} lines, expected {expected}", file=path, url=url)
+    if not allow_empty:
+        for i, line in enumerate(lines):
+            if not line.strip():
+                raise RowContext(path, url, i + 1).error("empty line")
+    return lines

@@ -13,7 +13,7 @@ from collections import defaultdict
 from datasets import Dataset
 
 from styleeval.corpora._files import CorpusError, Source, resolve
-from styleeval.corpora._parsing import RowContext, read_csv
+from styleeval.corpora._parsing import RowContext, read_csv, read_lines
 from styleeval.corpora.schema import rating_dataset, rating_row
 
 NAME = "asset"
@@ -24,13 +24,7 @@ N_PAIRS, N_RATERS, N_REFERENCES, N_ORIGINALS = 100, 15, 10, 359
 
 
 def _lines(data_dir: str | os.PathLike[str] | None, path: str) -> list[str]:
-    local = resolve(SOURCE, path, data_dir)
-    lines = local.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) != N_ORIGINALS:
-        raise CorpusError(f"{len(lines)} lines, expected {N_ORIGINALS}", file=local, url=SOURCE.url(path))
-    return lines
+    return read_lines(resolve(SOURCE, path, data_dir), SOURCE.url(path), N_ORIGINALS)
 
 
 def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:

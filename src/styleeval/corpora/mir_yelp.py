@@ -15,7 +15,7 @@ import numpy as np
 from datasets import Dataset
 
 from styleeval.corpora._files import CorpusError, Source, resolve
-from styleeval.corpora._parsing import RowContext
+from styleeval.corpora._parsing import read_lines
 from styleeval.corpora.schema import rating_dataset, rating_row
 
 NAME = "mir_yelp"
@@ -47,16 +47,7 @@ def system_name(model: str, param: str, value: str) -> str:
 
 
 def _lines(data_dir: str | os.PathLike[str] | None, path: str) -> list[str]:
-    local = resolve(SOURCE, path, data_dir)
-    lines = local.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) != HALF:
-        raise CorpusError(f"{len(lines)} lines, expected {HALF}", file=local, url=SOURCE.url(path))
-    for i, line in enumerate(lines):
-        if not line.strip():
-            raise RowContext(local, SOURCE.url(path), i + 1).error("empty line")
-    return lines
+    return read_lines(resolve(SOURCE, path, data_dir), SOURCE.url(path), HALF, allow_empty=False)
 
 
 def _array(data_dir: str | os.PathLike[str] | None, path: str, key: str | None = None) -> np.ndarray:
