@@ -83,6 +83,13 @@ def paper_bleu(source: str, rewrite: str) -> float:
     return nltk_sentence_bleu([rewrite], source)
 
 
+def _signature(name: str, hyp: str, **extra: str) -> str:
+    from styleeval import __version__
+
+    fields = {"tok": "char", "order": 4, "hyp": hyp, "ref": "rewrite", "smooth": f"method1-{EPSILON}", "bp": "closest"}
+    return format_signature(name, {**fields, **extra, "version": __version__})
+
+
 class SourcePaperBLEU(Metric):
     """``s_paper_bleu``: the paper's BLEU (characters, source as hypothesis, rewrite as reference, method1)."""
 
@@ -91,13 +98,7 @@ class SourcePaperBLEU(Metric):
 
     @property
     def signature(self) -> str:
-        from styleeval import __version__
-
-        return format_signature(
-            self.name,
-            {"tok": "char", "order": 4, "hyp": "source", "ref": "rewrite", "smooth": f"method1-{EPSILON}",
-             "bp": "closest", "version": __version__},
-        )
+        return _signature(self.name, hyp="source")
 
     def _score(self, sources, rewrites, references, styles):
         return [paper_bleu(s, r) for s, r in zip(sources, rewrites)]
@@ -115,13 +116,7 @@ class ReferencePaperBLEU(Metric):
 
     @property
     def signature(self) -> str:
-        from styleeval import __version__
-
-        return format_signature(
-            self.name,
-            {"tok": "char", "order": 4, "hyp": "reference", "ref": "rewrite", "smooth": f"method1-{EPSILON}",
-             "bp": "closest", "multi": "max", "version": __version__},
-        )
+        return _signature(self.name, hyp="reference", multi="max")
 
     def _score(self, sources, rewrites, references, styles):
         assert references is not None
