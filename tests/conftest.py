@@ -50,3 +50,68 @@ def tiny_model_dir(tiny_model, tiny_tokenizer, tmp_path_factory) -> Path:
     tiny_model.save_pretrained(path)
     tiny_tokenizer.save_pretrained(path)
     return path
+
+
+# --- an autorater judge with known replies, and a real vLLM server serving it -------------------------------
+JUDGE_SOURCES = ["give me the report now.", "the food was cold.", "the meeting is on Tuesday."]
+JUDGE_REWRITES = ["Could you send the report?", "The food was warm.", "The meeting is on Monday."]
+JUDGE_STYLE = "polite"
+JUDGE_REPLIES = ['{"meaning": 4, "style": 2}', "A {'meaning':2,'style':5}", "I cannot rate this, sorry."]
+"""What the trained judge answers (paper-small prompt, greedy): two compliant replies and one that is not."""
+
+
+@pytest.fixture(scope="session")
+def judge_model_dir(tiny_tokenizer, tmp_path_factory) -> Path:
+    """A 'small'-shape random Llama overfit to answer the three JUDGE_* rows with JUDGE_REPLIES, saved to disk
+    (end-of-sequence = the template's end of turn, so local generation and vLLM stop at the same token)."""
+    from styleeval.autorater import Autorater
+    from styleeval.testing import build_model, train_replies
+
+    tok = tiny_tokenizer
+    model = build_model("small", vocab_size=len(tok), eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+                        pad_token_id=tok.pad_token_id)
+    judge = Autorater(model, tokenizer=tok, mode="paper", progress=False)
+    prompts = judge.chat.conversation_ids(
+        [judge.prompt.messages(s, r, JUDGE_STYLE) for s, r in zip(JUDGE_SOURCES, JUDGE_REWRITES)]
+    )
+    train_replies(model, tok, prompts, JUDGE_REPLIES, steps=400, lr=3e-3)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    path = tmp_path_factory.mktemp("judge")
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def vllm_server(judge_model_dir, tmp_path_factory):
+    """A real vLLM OpenAI-compatible server on 127.0.0.1 serving the judge model as ``judge``.
+
+    Skipped when no vLLM virtualenv is configured (``STYLEEVAL_VLLM_PYTHON``), except under ``CI=true``, where
+    a missing or failing server fails the tests.
+    """
+    from _servers import VLLMServer, vllm_python
+
+    python = vllm_python()
+    in_ci = os.environ.get("CI", "").lower() == "true"
+    if python is None:
+        message = "no vLLM virtualenv: set STYLEEVAL_VLLM_PYTHON (see .ci/run)"
+        if in_ci:
+            pytest.fail(message)
+        pytest.skip(message)
+    log = tmp_path_factory.mktemp("vllm") / "server.log"
+    try:
+        server = VLLMServer(python, judge_model_dir, log)
+    except RuntimeError as err:
+        pytest.fail(str(err))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fault_proxy(vllm_server):
+    """A fault-injecting proxy in front of the vLLM server (fresh per test)."""
+    from _servers import FaultProxy
+
+    proxy = FaultProxy(vllm_server.port)
+    yield proxy
+    proxy.close()

@@ -3,6 +3,7 @@
 Public entry points (imported lazily so that ``import styleeval`` stays fast):
 
 - :class:`styleeval.LogProb` -- the LogProb content-preservation / style-strength metric (Pauli et al. 2025).
+- :class:`styleeval.Autorater` -- an instruct LLM as a 1-5 judge of meaning and style (paper mode / expected mode).
 - :func:`styleeval.load_corpus` -- the human-rated corpora as ``datasets.Dataset`` objects.
 """
 
@@ -12,15 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["LogProb", "LogProbScores", "load_corpus", "__version__"]
+__all__ = ["Autorater", "AutoraterResults", "LogProb", "LogProbScores", "load_corpus", "__version__"]
 
 _LAZY = {
+    "Autorater": ("styleeval.autorater", "Autorater"),
+    "AutoraterResults": ("styleeval.autorater", "AutoraterResults"),
     "LogProb": ("styleeval.logprob", "LogProb"),
     "LogProbScores": ("styleeval.logprob", "LogProbScores"),
     "load_corpus": ("styleeval.corpora", "load_corpus"),
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from styleeval.autorater import Autorater, AutoraterResults
     from styleeval.corpora import load_corpus
     from styleeval.logprob import LogProb, LogProbScores
 

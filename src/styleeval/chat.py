@@ -100,6 +100,13 @@ class ChatFormat:
             )
         return int(ids[0])
 
+    def conversation_ids(self, conversations: Sequence[list[dict[str, str]]]) -> list[list[int]]:
+        """Token ids of each conversation rendered with the generation prompt (one tokenizer call)."""
+        texts = [self.render(list(messages), add_generation_prompt=True) for messages in conversations]
+        if not texts:
+            return []
+        return [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
     def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
         """Token ids of the prompts for many user messages (one tokenizer call)."""
         texts = [self.prompt_text(u, system) for u in users]

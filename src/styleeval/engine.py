@@ -29,8 +29,8 @@ from tqdm.auto import tqdm
 class _Row:
     index: int  # position in the caller's list
     suffix: list[int]  # prompt[P:] + continuation[:-1]: the tokens fed after the shared prefix
-    start: int  # index in ``suffix`` of the hidden state that predicts continuation[0]
-    targets: list[int]  # the continuation: the scored token ids
+    start: int  # index in ``suffix`` of the hidden state that predicts the first scored position
+    targets: torch.Tensor  # (positions, K) token ids scored at each position: the continuation (K=1) or candidates
 
 
 def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
@@ -104,34 +104,65 @@ class ScoringEngine:
         live = [i for i, c in enumerate(continuations) if len(c) > 0]
         for i in set(range(len(prompts))) - set(live):
             results[i] = torch.empty(0, dtype=torch.float32)
-        if not live:
-            return results  # type: ignore[return-value]
+        prefix_len = self._prefix_length([prompts[i] for i in live])
+        rows = [
+            _Row(i, list(prompts[i][prefix_len:]) + list(continuations[i][:-1]), len(prompts[i]) - prefix_len - 1,
+                 torch.tensor(list(continuations[i]), dtype=torch.long)[:, None])
+            for i in live
+        ]
+        for index, logprobs in self._run(rows, [prompts[i] for i in live], prefix_len):
+            results[index] = logprobs[:, 0]
+        return results  # type: ignore[return-value]
 
-        prefix_len = 0
-        if self.reuse_prefix:
-            # keep at least one prompt token per row outside the prefix: it predicts the first target
-            prefix_len = min(common_prefix_length([prompts[i] for i in live]), min(len(prompts[i]) for i in live) - 1)
-        rows = []
-        for i in live:
-            prompt, cont = list(prompts[i]), list(continuations[i])
-            rows.append(_Row(i, prompt[prefix_len:] + cont[:-1], len(prompt) - prefix_len - 1, cont))
-        rows.sort(key=lambda r: len(r.suffix), reverse=True)
+    @torch.inference_mode()
+    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int]) -> torch.Tensor:
+        """Log-probability of each candidate token as the next token after each prompt.
 
-        prefix_cache = self._run_prefix(list(prompts[live[0]][:prefix_len])) if prefix_len > 0 else None
+        The same batching, prefix sharing and float32 head as :meth:`token_logprobs`; the log-softmax is over the
+        whole vocabulary (renormalise over the candidates if needed). Returns a float32 CPU tensor of shape
+        ``(len(prompts), len(candidates))`` in input order. Used by the autorater's expected mode.
+        """
+        candidates = [int(c) for c in candidates]
+        if not candidates:
+            raise ValueError("candidates must hold at least one token id")
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
+        out = torch.empty((len(prompts), len(candidates)), dtype=torch.float32)
+        if not prompts:
+            return out
+        prefix_len = self._prefix_length(prompts)
+        cand = torch.tensor(candidates, dtype=torch.long)[None, :]
+        rows = [_Row(i, list(p[prefix_len:]), len(p) - prefix_len - 1, cand) for i, p in enumerate(prompts)]
+        for index, logprobs in self._run(rows, prompts, prefix_len):
+            out[index] = logprobs[0]
+        return out
+
+    # -- internals ----------------------------------------------------------------------------------------
+    def _prefix_length(self, prompts: Sequence[Sequence[int]]) -> int:
+        """Tokens shared by every prompt, keeping at least one prompt token per row outside the prefix."""
+        if not self.reuse_prefix or not prompts:
+            return 0
+        return max(0, min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1))
+
+    def _run(self, rows: list[_Row], prompts: Sequence[Sequence[int]], prefix_len: int):
+        """Score ``rows`` longest first in budget-packed batches; yields ``(row.index, (positions, K) tensor)``."""
+        if not rows:
+            return
+        rows = sorted(rows, key=lambda r: len(r.suffix), reverse=True)
+        prefix_cache = self._run_prefix(list(prompts[0][:prefix_len])) if prefix_len > 0 else None
         bar = tqdm(total=len(rows), desc="scoring", unit="seq", disable=not self.progress, leave=False)
         try:
             pos = 0
             while pos < len(rows):
                 batch = self._next_batch(rows, pos)
                 for row, lp in self._score_batch_safely(batch, prefix_len, prefix_cache):
-                    results[row.index] = lp
+                    yield row.index, lp
                 pos += len(batch)
                 bar.update(len(batch))
         finally:
             bar.close()
-        return results  # type: ignore[return-value]
 
-    # -- internals ----------------------------------------------------------------------------------------
     def _next_batch(self, rows: list[_Row], pos: int) -> list[_Row]:
         longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
         size = max(1, self.batch_tokens // longest)
@@ -189,7 +220,7 @@ class ScoringEngine:
 
         row_idx = torch.cat([torch.full((len(r.targets),), b, dtype=torch.long) for b, r in enumerate(batch)])
         pos_idx = torch.cat([torch.arange(r.start, r.start + len(r.targets)) for r in batch])
-        targets = torch.cat([torch.tensor(r.targets, dtype=torch.long) for r in batch]).to(device)
+        targets = torch.cat([r.targets for r in batch]).to(device)
         logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets).cpu()
         out, offset = [], 0
         for row in batch:
@@ -198,7 +229,10 @@ class ScoringEngine:
         return out
 
     def _head_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """``log softmax(lm_head(hidden))[target]`` in float32, on the scored positions only."""
+        """``log softmax(lm_head(hidden))[targets]`` in float32, on the scored positions only.
+
+        ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions.
+        """
         head = self.model.get_output_embeddings()
         logits = self._half_head_float_logits(hidden, head.weight)
         if logits is None:
@@ -212,8 +246,7 @@ class ScoringEngine:
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         if cap:
             logits = torch.tanh(logits / cap) * cap
-        target_logits = logits.gather(1, targets[:, None]).squeeze(1)
-        return target_logits - torch.logsumexp(logits, dim=-1)
+        return logits.gather(1, targets) - torch.logsumexp(logits, dim=-1, keepdim=True)
 
     def _half_head_float_logits(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor | None:
         """On CUDA, a bf16/fp16 head as one tensor-core GEMM with float32 accumulation and float32 output.

@@ -1,0 +1,155 @@
+"""Real servers for the tests: a vLLM OpenAI-compatible server (CPU build, its own virtualenv) and a small
+fault-injecting HTTP proxy in front of it (503s, stalls, 4xx) -- nothing is mocked.
+
+The vLLM virtualenv's Python comes from ``STYLEEVAL_VLLM_PYTHON`` (``.ci/run`` builds it in ``.ci-vllm-venv``).
+Without it the server tests are skipped locally; under ``CI=true`` they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def vllm_python() -> str | None:
+    """The Python of the vLLM virtualenv, or ``None`` when none is configured or found."""
+    candidates = [os.environ.get("STYLEEVAL_VLLM_PYTHON"), str(ROOT / ".ci-vllm-venv" / "bin" / "python")]
+    for c in candidates:
+        if c and Path(c).is_file():
+            return c
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class VLLMServer:
+    """``python -m vllm.entrypoints.openai.api_server`` on 127.0.0.1 for one local model directory."""
+
+    def __init__(self, python: str, model_dir: Path, log_path: Path, name: str = "judge",
+                 max_model_len: int = 512, startup_timeout: float = 600.0) -> None:
+        self.port = free_port()
+        self.name = name
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = log_path
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+               "DO_NOT_TRACK": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        self._log = open(log_path, "w")
+        self.process = subprocess.Popen(
+            [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
+             "--served-model-name", name, "--host", "127.0.0.1", "--port", str(self.port), "--dtype", "float32",
+             "--max-model-len", str(max_model_len), "--seed", "0"],
+            stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        )
+        self._wait(startup_timeout)
+
+    def _wait(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the vLLM server exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(1.0)
+        self.stop()
+        raise RuntimeError(f"the vLLM server did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, 15)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, 9)
+        self._log.close()
+
+
+class FaultProxy:
+    """An HTTP proxy on 127.0.0.1 that forwards to ``target`` (host:port) and injects faults.
+
+    ``plan`` is consumed one entry per request: ``"pass"``, ``"503"``, ``"429"``, or ``("stall", seconds)``;
+    when it is empty every request passes. ``reject(body) -> bool`` answers 400 to matching requests.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.plan: list = []
+        self.reject: Callable[[bytes], bool] | None = None
+        self.requests = 0
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _reply(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                with proxy.lock:
+                    proxy.requests += 1
+                    action = proxy.plan.pop(0) if proxy.plan else "pass"
+                if proxy.reject is not None and proxy.reject(body):
+                    return self._reply(400, json.dumps({"error": {"message": "rejected by the test proxy"}}).encode())
+                if action in ("503", "429"):
+                    return self._reply(int(action), b'{"error": {"message": "injected fault"}}')
+                if isinstance(action, tuple) and action[0] == "stall":
+                    time.sleep(action[1])
+                import http.client
+
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")}
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", proxy.target_port, timeout=300)
+                    conn.request(self.command, self.path, body=body or None, headers=headers)
+                    response = conn.getresponse()
+                    status, data = response.status, response.read()
+                    conn.close()
+                    self._reply(status, data)
+                except OSError:  # the client gave up (a stall test) or the server is gone (teardown)
+                    pass
+
+            do_GET = _handle
+            do_POST = _handle
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
