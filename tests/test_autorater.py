@@ -189,7 +189,12 @@ def test_expected_mode_equals_the_slow_hand_computation(tokenizer_kind, tiny_tok
         order = list(range(len(ROWS)))
         rng.shuffle(order)
         judge = Autorater(model, tokenizer=tok, mode="expected", batch_tokens=batch_tokens, progress=False)
+        assert judge._scaffold_tree() is not None  # one packed tree pass per row
         res = judge.rate(*[[ROWS[i][k] for i in order] for k in range(3)])
+        judge._tree_cache = None  # force the two-pass route (what the server backend does)
+        two_pass = judge.rate(*[[ROWS[i][k] for i in order] for k in range(3)])
+        assert two_pass.meaning == pytest.approx(res.meaning, abs=1e-6)
+        assert two_pass.style == pytest.approx(res.style, abs=1e-6)
         assert res.compliance_rate == 1.0
         for row, i in zip(res, order):
             meaning, style, mp, sp = expected[i]
@@ -236,3 +241,24 @@ def test_bad_rows_are_clear_errors(tiny_model, tiny_tokenizer):
         judge.rate([None], ["c"], "formal")
     with pytest.raises(ValueError, match="fallback must be"):
         judge.rate(["a"], ["c"], "formal", fallback="median")
+
+
+def test_engine_prompt_groups_are_exact(tiny_model, tiny_tokenizer):
+    """Grouping rows by a longer shared prompt (share_prompts) changes nothing but the work done."""
+    from styleeval.engine import ScoringEngine
+
+    rng = random.Random(3)
+    base = tiny_tokenizer("Rewrite the following sentence to be polite: ", add_special_tokens=False)["input_ids"]
+    prompts, conts = [], []
+    for k in range(24):
+        source = tiny_tokenizer(f"sentence number {k % 5} about the cat", add_special_tokens=False)["input_ids"]
+        prompts.append([1, 2, 3] + base[: rng.randint(3, len(base))] + source)
+        conts.append([rng.randrange(10, 500) for _ in range(rng.randint(0, 6))])
+    plain = ScoringEngine(tiny_model, batch_tokens=64).token_logprobs(prompts, conts)
+    for budget in (16, 64, 4096):
+        grouped = ScoringEngine(tiny_model, batch_tokens=budget, share_prompts=True, min_shared=2)
+        for a, b in zip(plain, grouped.token_logprobs(prompts, conts)):
+            assert torch.allclose(a, b, atol=1e-5)
+        cands = grouped.candidate_logprobs(prompts, [5, 6, 7])
+        ref = ScoringEngine(tiny_model, reuse_prefix=False).candidate_logprobs(prompts, [5, 6, 7])
+        assert torch.allclose(cands, ref, atol=1e-5)

@@ -1,4 +1,4 @@
-"""The ``styleeval`` command line: one sub-command per job (``score``, ``metaeval``)."""
+"""The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``metaeval``)."""
 
 from __future__ import annotations
 
@@ -11,23 +11,26 @@ from styleeval import __version__
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    from styleeval.commands import metaeval, score
+    from styleeval.commands import autorate, metaeval, score
 
     parser = argparse.ArgumentParser(prog="styleeval", description="Evaluate text style transfer.")
     parser.add_argument("--version", action="version", version=f"styleeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     score.register(sub)
+    autorate.register(sub)
     metaeval.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
+    from styleeval.server import ServerError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ValueError as err:  # bad input: one clear line, no traceback
+    except (ValueError, ServerError) as err:  # bad input, a failing server: one clear line, no traceback
         print(f"styleeval {args.command}: error: {err}", file=sys.stderr)
         return 2
 

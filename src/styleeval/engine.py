@@ -12,7 +12,11 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
 4. results are restored to input order. On CUDA out-of-memory the batch is split in half and the token budget
    halved for the rest of the run.
 
-Results do not depend on batch size, order or padding (up to float32 rounding, ~1e-6).
+With ``share_prompts=True`` rows are first grouped by a longer shared prompt prefix (sorted by prompt; a run of
+rows forms a group when its common prefix reaches ``min_shared`` tokens past the global one), each group's
+prefix is run once on top of the global cache, and batches are packed within groups.
+
+Results do not depend on batch size, order, grouping or padding (up to float32 rounding, ~1e-6).
 """
 
 from __future__ import annotations
@@ -26,11 +30,35 @@ from tqdm.auto import tqdm
 
 
 @dataclass(frozen=True)
+class TokenTree:
+    """A prompt followed by a tree of tokens, and where to read next-token log-probabilities of candidates.
+
+    ``nodes[j] = (token, parent)``: ``parent`` is ``-1`` for a child of the prompt's last token, else the index of
+    an earlier node. ``reads[r] = (position, candidates)``: the log-probabilities of ``candidates`` as the next
+    token after ``position`` (``-1``: the prompt's end; ``j``: node ``j``, given its ancestors).
+    """
+
+    prompt: Sequence[int]
+    nodes: Sequence[tuple[int, int]]
+    reads: Sequence[tuple[int, Sequence[int]]]
+
+
+@dataclass(frozen=True)
+class _Item:
+    index: int  # position in the caller's list
+    prompt: tuple[int, ...]  # the prompt's token ids
+    tail: list[int]  # continuation[:-1], or a tree's node tokens: fed after the prompt
+    targets: torch.Tensor  # (positions, K) token ids scored from the last prompt position on (tree: per read)
+    tree: TokenTree | None = None
+
+
+@dataclass(frozen=True)
 class _Row:
     index: int  # position in the caller's list
     suffix: list[int]  # prompt[P:] + continuation[:-1]: the tokens fed after the shared prefix
     start: int  # index in ``suffix`` of the hidden state that predicts the first scored position
     targets: torch.Tensor  # (positions, K) token ids scored at each position: the continuation (K=1) or candidates
+    tree: TokenTree | None = None
 
 
 def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
@@ -57,6 +85,10 @@ class ScoringEngine:
         batch_tokens: token budget of one batch (rows x padded suffix length).
         max_batch_rows: upper bound on rows per batch (``None``: only the token budget limits).
         reuse_prefix: run the prefix shared by all prompts once and reuse its KV cache.
+        share_prompts: also group rows whose prompts share a longer prefix (e.g. the autorater's instructions
+            per target style, or one prompt with several continuations) and run each group's prefix once;
+            batches are then formed within a group.
+        min_shared: tokens past the global prefix that a group must share to be worth its own prefix pass.
         progress: show a progress bar over rows.
     """
 
@@ -66,6 +98,8 @@ class ScoringEngine:
         batch_tokens: int = 1024,
         max_batch_rows: int | None = None,
         reuse_prefix: bool = True,
+        share_prompts: bool = False,
+        min_shared: int = 16,
         progress: bool = False,
     ) -> None:
         if batch_tokens < 1:
@@ -77,6 +111,8 @@ class ScoringEngine:
         self.batch_tokens = int(batch_tokens)
         self.max_batch_rows = max_batch_rows
         self.reuse_prefix = reuse_prefix
+        self.share_prompts = share_prompts and reuse_prefix
+        self.min_shared = int(min_shared)
         self.progress = progress
         self._head_weight: torch.Tensor | None = None
         self._no_out_dtype = False
@@ -101,16 +137,14 @@ class ScoringEngine:
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
         results: list[torch.Tensor | None] = [None] * len(prompts)
-        live = [i for i, c in enumerate(continuations) if len(c) > 0]
-        for i in set(range(len(prompts))) - set(live):
-            results[i] = torch.empty(0, dtype=torch.float32)
-        prefix_len = self._prefix_length([prompts[i] for i in live])
-        rows = [
-            _Row(i, list(prompts[i][prefix_len:]) + list(continuations[i][:-1]), len(prompts[i]) - prefix_len - 1,
-                 torch.tensor(list(continuations[i]), dtype=torch.long)[:, None])
-            for i in live
-        ]
-        for index, logprobs in self._run(rows, [prompts[i] for i in live], prefix_len):
+        items = []
+        for i, cont in enumerate(continuations):
+            if len(cont) == 0:
+                results[i] = torch.empty(0, dtype=torch.float32)
+            else:
+                items.append(_Item(i, tuple(prompts[i]), list(cont[:-1]),
+                                   torch.tensor(list(cont), dtype=torch.long)[:, None]))
+        for index, logprobs in self._run(items):
             results[index] = logprobs[:, 0]
         return results  # type: ignore[return-value]
 
@@ -131,11 +165,37 @@ class ScoringEngine:
         out = torch.empty((len(prompts), len(candidates)), dtype=torch.float32)
         if not prompts:
             return out
-        prefix_len = self._prefix_length(prompts)
         cand = torch.tensor(candidates, dtype=torch.long)[None, :]
-        rows = [_Row(i, list(p[prefix_len:]), len(p) - prefix_len - 1, cand) for i, p in enumerate(prompts)]
-        for index, logprobs in self._run(rows, prompts, prefix_len):
+        for index, logprobs in self._run([_Item(i, tuple(p), [], cand) for i, p in enumerate(prompts)]):
             out[index] = logprobs[0]
+        return out
+
+    @torch.inference_mode()
+    def tree_logprobs(self, trees: Sequence[TokenTree]) -> list[list[torch.Tensor]]:
+        """Next-token log-probabilities of candidate tokens at several points of a token tree after each prompt.
+
+        Each :class:`TokenTree` is packed into one sequence (its prompt, then its nodes in order) with an attention
+        mask that lets a node see only the prompt and its own ancestors and position ids that follow the tree's
+        depth, so every branch is scored exactly as if it were the only continuation -- in one forward pass,
+        with the prompt computed once. Returns, per tree, one float32 tensor per read (its candidates' log-probs).
+        """
+        for i, tree in enumerate(trees):
+            if len(tree.prompt) == 0:
+                raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
+            for j, (_, parent) in enumerate(tree.nodes):
+                if not -1 <= parent < j:
+                    raise ValueError(f"tree {i}: node {j} has parent {parent}; parents must come first")
+        out: list[list[torch.Tensor]] = [[] for _ in trees]
+        items = []
+        for i, tree in enumerate(trees):
+            width = max((len(c) for _, c in tree.reads), default=1)
+            targets = torch.zeros((len(tree.reads), width), dtype=torch.long)
+            for r, (_, cands) in enumerate(tree.reads):
+                targets[r, : len(cands)] = torch.tensor(list(cands), dtype=torch.long)
+            items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets, tree))
+        for index, logprobs in self._run(items):
+            reads = trees[index].reads
+            out[index] = [logprobs[r, : len(cands)] for r, (_, cands) in enumerate(reads)]
         return out
 
     # -- internals ----------------------------------------------------------------------------------------
@@ -145,23 +205,63 @@ class ScoringEngine:
             return 0
         return max(0, min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1))
 
-    def _run(self, rows: list[_Row], prompts: Sequence[Sequence[int]], prefix_len: int):
-        """Score ``rows`` longest first in budget-packed batches; yields ``(row.index, (positions, K) tensor)``."""
-        if not rows:
+    def _groups(self, items: list[_Item], global_len: int) -> list[tuple[int, list[_Item]]]:
+        """``[(prefix length, items)]``: one group for all items, or (``share_prompts``) runs of items, sorted by
+        prompt, whose common prefix goes at least ``min_shared`` tokens past the global prefix."""
+        if not self.share_prompts:
+            return [(global_len, items)]
+        ordered = sorted(items, key=lambda it: it.prompt)
+        groups: list[tuple[int, list[_Item]]] = []
+        members, shared = [ordered[0]], len(ordered[0].prompt) - 1
+        for item in ordered[1:]:
+            common = min(shared, common_prefix_length([members[-1].prompt, item.prompt]), len(item.prompt) - 1)
+            if common - global_len >= max(self.min_shared, (shared - global_len) // 2):
+                members.append(item)
+                shared = common
+            else:
+                groups.append((shared, members))
+                members, shared = [item], len(item.prompt) - 1
+        groups.append((shared, members))
+        return [(max(global_len, n) if n - global_len >= self.min_shared else global_len, g) for n, g in groups]
+
+    def _run(self, items: list[_Item]):
+        """Score ``items`` in budget-packed batches, longest first within each prompt group; yields
+        ``(item.index, (positions, K) tensor)``."""
+        if not items:
             return
-        rows = sorted(rows, key=lambda r: len(r.suffix), reverse=True)
-        prefix_cache = self._run_prefix(list(prompts[0][:prefix_len])) if prefix_len > 0 else None
-        bar = tqdm(total=len(rows), desc="scoring", unit="seq", disable=not self.progress, leave=False)
+        global_len = self._prefix_length([it.prompt for it in items])
+        global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
+        bar = tqdm(total=len(items), desc="scoring", unit="seq", disable=not self.progress, leave=False)
         try:
-            pos = 0
-            while pos < len(rows):
-                batch = self._next_batch(rows, pos)
-                for row, lp in self._score_batch_safely(batch, prefix_len, prefix_cache):
-                    yield row.index, lp
-                pos += len(batch)
-                bar.update(len(batch))
+            for prefix_len, group in self._groups(items, global_len):
+                cache = global_cache
+                if prefix_len > global_len:  # the group's own shared prompt, run once on top of the global one
+                    cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]), global_len)
+                rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
+                             it.targets, it.tree) for it in group]
+                rows.sort(key=lambda r: len(r.suffix), reverse=True)
+                pos = 0
+                while pos < len(rows):
+                    batch = self._next_batch(rows, pos)
+                    for row, lp in self._score_batch_safely(batch, prefix_len, cache):
+                        yield row.index, lp
+                    pos += len(batch)
+                    bar.update(len(batch))
         finally:
             bar.close()
+
+    def _extend_prefix(self, cache, tokens: list[int], start: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The KV cache of ``cache``'s tokens followed by ``tokens`` (positions from ``start``)."""
+        from transformers import DynamicCache
+
+        ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
+        positions = torch.arange(start, start + len(tokens), device=self.device)
+        kwargs = {}
+        if cache is not None:
+            kwargs["past_key_values"] = DynamicCache(list(cache), config=self.model.config)
+        out = self.decoder(input_ids=ids, position_ids=positions[None], cache_position=positions, use_cache=True,
+                           **kwargs)
+        return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
     def _next_batch(self, rows: list[_Row], pos: int) -> list[_Row]:
         longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
@@ -203,7 +303,13 @@ class ScoringEngine:
             ids[b, : len(row.suffix)] = torch.tensor(row.suffix, dtype=torch.long)
         ids = ids.to(device)
         positions = torch.arange(prefix_len, prefix_len + width, device=device)
+        position_ids = positions.unsqueeze(0).expand(n_rows, -1)
         kwargs = {}
+        trees = any(r.tree is not None for r in batch)
+        if trees:  # each node sees the prefix, the prompt and its own ancestors; positions follow the depth
+            mask, position_ids, gather = self._tree_layout(batch, prefix_len, width)
+            kwargs["attention_mask"] = mask.to(device)
+            position_ids = position_ids.to(device)
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
             kwargs["past_key_values"] = DynamicCache(
@@ -212,14 +318,17 @@ class ScoringEngine:
             )
         hidden = self.decoder(
             input_ids=ids,
-            position_ids=positions.unsqueeze(0).expand(n_rows, -1),
+            position_ids=position_ids,
             cache_position=positions,
             use_cache=prefix_cache is not None,
             **kwargs,
         ).last_hidden_state
 
         row_idx = torch.cat([torch.full((len(r.targets),), b, dtype=torch.long) for b, r in enumerate(batch)])
-        pos_idx = torch.cat([torch.arange(r.start, r.start + len(r.targets)) for r in batch])
+        if trees:
+            pos_idx = torch.cat(gather)
+        else:
+            pos_idx = torch.cat([torch.arange(r.start, r.start + len(r.targets)) for r in batch])
         targets = torch.cat([r.targets for r in batch]).to(device)
         logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets).cpu()
         out, offset = [], 0
@@ -227,6 +336,38 @@ class ScoringEngine:
             out.append((row, logprobs[offset : offset + len(row.targets)]))
             offset += len(row.targets)
         return out
+
+    @staticmethod
+    def _tree_layout(batch: list[_Row], prefix_len: int, width: int):
+        """Boolean attention mask (B, 1, L, P+L), position ids (B, L) and, per row, the suffix index of each read."""
+        n_rows = len(batch)
+        mask = torch.zeros((n_rows, 1, width, prefix_len + width), dtype=torch.bool)
+        mask[:, :, :, :prefix_len] = True
+        position_ids = torch.zeros((n_rows, width), dtype=torch.long)
+        gather = []
+        for b, row in enumerate(batch):
+            trunk = row.start + 1  # prompt tokens in the suffix
+            causal = torch.tril(torch.ones(trunk, trunk, dtype=torch.bool))
+            mask[b, 0, :trunk, prefix_len : prefix_len + trunk] = causal
+            position_ids[b, :trunk] = torch.arange(prefix_len, prefix_len + trunk)
+            nodes = row.tree.nodes if row.tree is not None else []
+            depth = []
+            for j, (_, parent) in enumerate(nodes):
+                q = trunk + j
+                if parent == -1:
+                    mask[b, 0, q, prefix_len : prefix_len + trunk] = True
+                    depth.append(1)
+                else:
+                    mask[b, 0, q] = mask[b, 0, trunk + parent]
+                    depth.append(depth[parent] + 1)
+                mask[b, 0, q, prefix_len + q] = True
+                position_ids[b, q] = prefix_len + trunk - 1 + depth[j]
+            for q in range(trunk + len(nodes), width):  # padding: sees the prefix and itself
+                mask[b, 0, q, prefix_len + q] = True
+                position_ids[b, q] = prefix_len + q
+            reads = row.tree.reads if row.tree is not None else []
+            gather.append(torch.tensor([row.start if pos == -1 else trunk + pos for pos, _ in reads], dtype=torch.long))
+        return mask, position_ids, gather
 
     def _head_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """``log softmax(lm_head(hidden))[targets]`` in float32, on the scored positions only.

@@ -29,7 +29,31 @@ INPUT_COLUMNS: tuple[str, ...] = ("source", "rewrite", "style")
 """Columns of an input file (``style`` may be given once instead)."""
 
 OUTPUT_FIELDS: tuple[str, ...] = ("row", "source", "rewrite", "style", "content", "style_strength", "signature")
-"""Fields of every output record, in order."""
+"""Fields of every ``styleeval score`` output record, in order."""
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """The fields of one kind of output file: numeric ``scores`` (NaN written as empty / null) and ``extras``
+    (strings, booleans or lists, written as JSON text in CSV) between the input columns and the signature."""
+
+    name: str
+    scores: tuple[str, ...]
+    extras: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every field of a record, in order."""
+        return ("row", "source", "rewrite", "style", *self.scores, *self.extras, "signature")
+
+
+LOGPROB_RECORDS = RecordKind("score", ("content", "style_strength"))
+"""``styleeval score`` records (:data:`OUTPUT_FIELDS`)."""
+
+AUTORATER_RECORDS = RecordKind("autorate", ("meaning", "style_rating"),
+                               ("parsed", "reply", "meaning_probs", "style_probs"))
+"""``styleeval autorate`` records: the two ratings (null where paper mode could not read one), ``parsed``, the
+judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
 
 Format = Literal["csv", "jsonl"]
 
@@ -179,26 +203,28 @@ def _score(value: Any) -> float:
     return float(value)
 
 
-def read_scores(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read an output file of :func:`score_file` (CSV or JSONL) as a list of records in file order.
+def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS) -> list[dict[str, Any]]:
+    """Read an output file of :func:`score_file` (or, with ``kind=AUTORATER_RECORDS``, of :func:`autorate_file`)
+    as a list of records in file order.
 
-    ``row`` comes back as ``int``; ``content`` and ``style_strength`` as ``float`` (NaN for skipped rows).
+    ``row`` comes back as ``int``; the scores (``content`` and ``style_strength``) as ``float`` (NaN for skipped
+    rows).
     """
-    records, torn = _read_scores(Path(path))
+    records, torn = _read_scores(Path(path), kind)
     if torn:
         raise ValueError(f"{path}, {torn}: the last record is incomplete (an interrupted write)")
     return records
 
 
-def _read_scores(path: Path) -> tuple[list[dict[str, Any]], str | None]:
+def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], str | None]:
     """The complete records, and the location of an incomplete last record (a CSV row cut short) or ``None``."""
     records = []
     items = list(iter_records(path, output_format(path)))
     for k, (where, record) in enumerate(items):
-        missing = [f for f in OUTPUT_FIELDS if f not in record]
+        missing = [f for f in kind.fields if f not in record]
         if missing:
             what = "file" if where == "header" else f"record ({where})"
-            raise ValueError(f"{path}: not a styleeval score {what}: missing {', '.join(missing)}")
+            raise ValueError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
         if where == "header":
             continue
         if any(record[f] is None for f in ("row", "source", "rewrite", "style", "signature")):
@@ -207,8 +233,7 @@ def _read_scores(path: Path) -> tuple[list[dict[str, Any]], str | None]:
             raise ValueError(f"{path}, {where}: incomplete record")
         try:
             row = int(record["row"])
-            record = {**record, "row": row, "content": _score(record["content"]),
-                      "style_strength": _score(record["style_strength"])}
+            record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
         except (TypeError, ValueError):
             raise ValueError(f"{path}, {where}: corrupt record (bad row or score)") from None
         records.append(record)
@@ -222,19 +247,31 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool) -> str:
+def _csv_extra(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value
+
+
+def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool,
+                    kind: RecordKind = LOGPROB_RECORDS) -> str:
     if fmt == "jsonl":
         return "".join(
-            json.dumps({**r, "content": _finite(r["content"]), "style_strength": _finite(r["style_strength"])},
+            json.dumps({f: _finite(r[f]) if f in kind.scores else r.get(f) for f in kind.fields},
                        ensure_ascii=False, allow_nan=False) + "\n"
             for r in records
         )
     buf = StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(OUTPUT_FIELDS), lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=list(kind.fields), lineterminator="\n")
     if header:
         writer.writeheader()
     for r in records:
-        writer.writerow({**r, **{k: "" if math.isnan(r[k]) else repr(r[k]) for k in ("content", "style_strength")}})
+        writer.writerow({f: ("" if math.isnan(r[f]) else repr(r[f])) if f in kind.scores
+                         else _csv_extra(r.get(f)) if f in kind.extras else r[f] for f in kind.fields})
     return buf.getvalue()
 
 
@@ -295,10 +332,9 @@ def _check_signature(out: Path, done: list[dict[str, Any]], signature: str) -> N
             )
 
 
-def _check_settings(out: Path, done: list[dict[str, Any]], model: Any, kwargs: dict[str, Any]) -> None:
-    """Without loading the model: do the stored signatures agree with this run's model, dtype, end-of-turn?"""
+def _logprob_settings(model: Any, kwargs: dict[str, Any]) -> dict[str, str]:
+    """The signature fields that LogProb options determine without loading the model."""
     from styleeval.models import PRESETS, resolve_dtype
-    from styleeval.signature import parse_signature
 
     expected = {
         "eot": "yes" if kwargs.get("end_of_turn", True) else "no",
@@ -306,6 +342,13 @@ def _check_settings(out: Path, done: list[dict[str, Any]], model: Any, kwargs: d
     }
     if model is None or (isinstance(model, str) and not Path(model).exists()):
         expected["model"] = PRESETS.get(str(model or "1b").lower(), model)
+    return expected
+
+
+def _check_settings(out: Path, done: list[dict[str, Any]], expected: dict[str, str]) -> None:
+    """Without loading the model: do the stored signatures agree with the fields this run's options determine?"""
+    from styleeval.signature import parse_signature
+
     for record in done:
         try:
             fields = parse_signature(record["signature"])[1]
@@ -318,6 +361,92 @@ def _check_settings(out: Path, done: list[dict[str, Any]], model: Any, kwargs: d
                     f"{out} was written with different settings: row {record['row']} has {key} "
                     f"{stored.get(key)!r}, this run asks for {value!r} (use another --out, or --overwrite)"
                 )
+
+
+def _run_file(
+    input: Path,
+    output: Path,
+    kind: RecordKind,
+    *,
+    style: str | None,
+    chunk_size: int,
+    max_rows: int | None,
+    overwrite: bool,
+    progress: bool,
+    scorer: Any,
+    make_scorer: Callable[[], Any],
+    score_chunk: Callable[[Any, list[InputRow]], list[dict[str, Any]]],
+    expected_settings: dict[str, str],
+    on_chunk: Callable[[list[dict[str, Any]]], None] | None,
+) -> ScoreFileResult:
+    """The resumable chunked loop shared by :func:`score_file` and :func:`autorate_file`."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    if max_rows is not None and max_rows < 0:
+        raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+    out_fmt = output_format(output)
+    if output.resolve() == input.resolve():
+        raise ValueError(f"{output}: the output file must not be the input file")
+    rows = read_rows(input, style=style)
+
+    if overwrite and output.exists():
+        output.unlink()
+    done: list[dict[str, Any]] = []
+    if output.exists():
+        _drop_torn_tail(output)
+        if output.stat().st_size > 0:
+            done, torn = _read_scores(output, kind)
+            if torn:  # a CSV record cut at a newline inside a quoted field: write the file again without it
+                tmp = output.with_name(output.name + ".tmp")
+                tmp.write_text(_format_records(done, out_fmt, out_fmt == "csv", kind), encoding="utf-8")
+                os.replace(tmp, output)
+    finished = _check_resume(output, done, rows)
+    todo = [row for row in rows if row.row not in finished]
+    if max_rows is not None:
+        todo = todo[:max_rows]
+    signature = done[0]["signature"] if done else None
+    if not todo:
+        if done and scorer is not None:
+            _check_signature(output, done, scorer.signature)
+        elif done:  # do not load a model just to check: compare what the options determine
+            _check_settings(output, done, expected_settings)
+        return ScoreFileResult(input, output, len(rows), len(finished), 0, signature)
+
+    if scorer is None:
+        scorer = make_scorer()
+    signature = scorer.signature
+    _check_signature(output, done, signature)
+
+    chunks: dict[int, list[InputRow]] = {}
+    for row in todo:
+        chunks.setdefault(row.row // chunk_size, []).append(row)
+
+    from tqdm.auto import tqdm
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    header = out_fmt == "csv" and not (output.exists() and output.stat().st_size > 0)
+    scored = 0
+    with (
+        open(output, "a", encoding="utf-8", newline="") as f,
+        tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {kind.name}",
+             disable=not progress) as bar,
+    ):
+        for chunk in chunks.values():
+            try:
+                values = score_chunk(scorer, chunk)
+            except ValueError as err:
+                raise _chunk_error(input, err, chunk) from err
+            records = [{"row": r.row, "source": r.source, "rewrite": r.rewrite, "style": r.style, **v,
+                        "signature": signature} for r, v in zip(chunk, values)]
+            f.write(_format_records(records, out_fmt, header, kind))
+            f.flush()
+            os.fsync(f.fileno())
+            header = False
+            scored += len(records)
+            bar.update(len(records))
+            if on_chunk is not None:
+                on_chunk(records)
+    return ScoreFileResult(input, output, len(rows), len(finished), scored, signature)
 
 
 def score_file(
@@ -359,77 +488,74 @@ def score_file(
     Returns:
         a :class:`ScoreFileResult` with the row counts and the signature.
     """
-    input, output = Path(input), Path(output)
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
-    if max_rows is not None and max_rows < 0:
-        raise ValueError(f"max_rows must be >= 0, got {max_rows}")
-    out_fmt = output_format(output)
-    if output.resolve() == input.resolve():
-        raise ValueError(f"{output}: the output file must not be the input file")
-    rows = read_rows(input, style=style)
 
-    if overwrite and output.exists():
-        output.unlink()
-    done: list[dict[str, Any]] = []
-    if output.exists():
-        _drop_torn_tail(output)
-        if output.stat().st_size > 0:
-            done, torn = _read_scores(output)
-            if torn:  # a CSV record cut at a newline inside a quoted field: write the file again without it
-                tmp = output.with_name(output.name + ".tmp")
-                tmp.write_text(_format_records(done, out_fmt, header=out_fmt == "csv"), encoding="utf-8")
-                os.replace(tmp, output)
-    finished = _check_resume(output, done, rows)
-    todo = [row for row in rows if row.row not in finished]
-    if max_rows is not None:
-        todo = todo[:max_rows]
-    signature = done[0]["signature"] if done else None
-    if not todo:
-        if done and scorer is not None:
-            _check_signature(output, done, scorer.signature)
-        elif done:  # do not load a model just to check: compare what the options determine
-            _check_settings(output, done, model, logprob_kwargs)
-        return ScoreFileResult(input, output, len(rows), len(finished), 0, signature)
-
-    if scorer is None:
+    def make_scorer() -> Any:
         from styleeval.logprob import LogProb
 
         kwargs = {"progress": False, **logprob_kwargs}
-        scorer = LogProb(model, **kwargs) if model is not None else LogProb(**kwargs)
-    signature = scorer.signature
-    _check_signature(output, done, signature)
+        return LogProb(model, **kwargs) if model is not None else LogProb(**kwargs)
 
-    chunks: dict[int, list[InputRow]] = {}
-    for row in todo:
-        chunks.setdefault(row.row // chunk_size, []).append(row)
+    def score_chunk(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
+        scores = lp.score([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
+        return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in scores]
 
-    from tqdm.auto import tqdm
+    return _run_file(
+        Path(input), Path(output), LOGPROB_RECORDS, style=style, chunk_size=chunk_size, max_rows=max_rows,
+        overwrite=overwrite, progress=progress, scorer=scorer, make_scorer=make_scorer, score_chunk=score_chunk,
+        expected_settings=_logprob_settings(model, logprob_kwargs), on_chunk=on_chunk,
+    )
 
-    output.parent.mkdir(parents=True, exist_ok=True)
-    header = out_fmt == "csv" and not (output.exists() and output.stat().st_size > 0)
-    scored = 0
-    with (
-        open(output, "a", encoding="utf-8", newline="") as f,
-        tqdm(total=len(rows), initial=len(finished), unit="row", desc="styleeval score", disable=not progress) as bar,
-    ):
-        for chunk in chunks.values():
-            try:
-                scores = scorer.score([r.source for r in chunk], [r.rewrite for r in chunk],
-                                      [r.style for r in chunk])
-            except ValueError as err:
-                raise _chunk_error(input, err, chunk) from err
-            records = [
-                {"row": r.row, "source": r.source, "rewrite": r.rewrite, "style": r.style,
-                 "content": float(s["content"]), "style_strength": float(s["style"]), "signature": signature}
-                for r, s in zip(chunk, scores)
-            ]
-            f.write(_format_records(records, out_fmt, header))
-            f.flush()
-            os.fsync(f.fileno())
-            header = False
-            scored += len(records)
-            bar.update(len(records))
-            if on_chunk is not None:
-                on_chunk(records)
-    return ScoreFileResult(input, output, len(rows), len(finished), scored, signature)
+
+def autorate_file(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    model: Any = None,
+    *,
+    style: str | None = None,
+    chunk_size: int = 64,
+    max_rows: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    judge: Any = None,
+    on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+    **autorater_kwargs: Any,
+) -> ScoreFileResult:
+    """Rate every row of ``input`` with :class:`styleeval.Autorater` and append the results to ``output``, resumably.
+
+    The same loop as :func:`score_file` (chunks appended and flushed, rows already in ``output`` skipped after
+    checking inputs and signature). Records have ``meaning`` and ``style_rating`` (null where paper mode could not
+    read a rating: the authors' mean fallback depends on which rows are in one call, so the file keeps the raw
+    ratings and leaves that choice to the reader), ``parsed``, ``reply`` (paper mode) and ``meaning_probs`` /
+    ``style_probs`` (expected mode), and ``signature``.
+
+    Args:
+        model: the judge (preset, Hub id, local path, model object, or the served model name with ``base_url``).
+        judge: an existing :class:`styleeval.Autorater` to use instead of building one.
+        **autorater_kwargs: passed to :class:`styleeval.Autorater` (``mode``, ``prompt``, ``parser``,
+            ``base_url``, ``device``, ``dtype``, ``seed``...).
+        Other arguments: as for :func:`score_file`.
+    """
+
+    def make_judge() -> Any:
+        from styleeval.autorater import Autorater
+
+        return Autorater(model, **{"progress": False, **autorater_kwargs})
+
+    def rate_chunk(rater: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
+        from styleeval.server import ServerError
+
+        try:
+            rows = rater.rate([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk],
+                              fallback=None)
+        except ServerError as err:
+            raise ValueError(str(err)) from err
+        return [{"meaning": float(r["meaning"]), "style_rating": float(r["style"]), "parsed": bool(r["parsed"]),
+                 "reply": r.get("reply"), "meaning_probs": r.get("meaning_probs"), "style_probs": r.get("style_probs")}
+                for r in rows]
+
+    expected = {k: str(autorater_kwargs[k]) for k in ("mode", "prompt") if autorater_kwargs.get(k) is not None}
+    return _run_file(
+        Path(input), Path(output), AUTORATER_RECORDS, style=style, chunk_size=chunk_size, max_rows=max_rows,
+        overwrite=overwrite, progress=progress, scorer=judge, make_scorer=make_judge, score_chunk=rate_chunk,
+        expected_settings=expected, on_chunk=on_chunk,
+    )

@@ -182,12 +182,13 @@ class Autorater:
             self._set_tokenizer(tokenizer, chat_template)
             if batch_tokens is None:
                 batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
-            self.engine = ScoringEngine(self.model, batch_tokens=batch_tokens, progress=progress)
+            self.engine = ScoringEngine(self.model, batch_tokens=batch_tokens, share_prompts=True, progress=progress)
 
     def _set_tokenizer(self, tokenizer: Any, chat_template: str | None) -> None:
         from styleeval.chat import ChatFormat
 
         self.tokenizer = tokenizer
+        self._tree_cache: Any = False  # built on first use by _scaffold_tree
         self.chat = ChatFormat(tokenizer, chat_template=chat_template, end_of_turn=False)
         try:  # the template's end-of-turn token ends a generated reply
             self._end_of_turn_id = ChatFormat(tokenizer, chat_template=self.chat.template).end_of_turn_id
@@ -301,16 +302,74 @@ class Autorater:
             raise ValueError(f"expected mode: the tokenizer cannot tell the ratings 1-5 apart after {text!r}")
         return list(encoded[0][:shared]), tails
 
+    def _scaffold_tree(self) -> tuple[list[int], list, list, list[list], list[list[list]]] | None:
+        """The reply scaffold of every row as one token tree (see :class:`styleeval.engine.TokenTree`): after the
+        shared ``{"meaning": `` ids, the five meaning ratings (a trie over their tokens), each followed by
+        ``, "style": `` and the five style ratings. Returns ``(shared ids, nodes, reads, meaning paths, style
+        paths)``, a path being the (read, candidate) pairs whose log-probabilities add up to one rating; ``None``
+        when the tokenizer does not extend the scaffold token by token (then two passes are used)."""
+        if self._tree_cache is not False:
+            return self._tree_cache
+        shared, meaning_tails = self._scaffold(MEANING_SCAFFOLD)
+        nodes: list[tuple[int, int]] = []
+        reads: list[tuple[int, list[int]]] = []
+        read_at: dict[int, int] = {}
+        children: dict[tuple[int, int], int] = {}
+
+        def add_path(root: int, tokens: list[int], scored: bool, last_node: bool) -> tuple[list, int]:
+            pos, path = root, []
+            for k, tok in enumerate(tokens):
+                if scored:
+                    if pos not in read_at:
+                        read_at[pos] = len(reads)
+                        reads.append((pos, []))
+                    cands = reads[read_at[pos]][1]
+                    if tok not in cands:
+                        cands.append(tok)
+                    path.append((read_at[pos], cands.index(tok)))
+                if k == len(tokens) - 1 and not last_node:
+                    break
+                if (pos, tok) not in children:
+                    children[(pos, tok)] = len(nodes)
+                    nodes.append((tok, pos))
+                pos = children[(pos, tok)]
+            return path, pos
+
+        meaning_paths, style_paths = [], []
+        for k, tail in enumerate(meaning_tails):
+            path, end = add_path(-1, tail, scored=True, last_node=True)
+            meaning_paths.append(path)
+            style_shared, style_tails = self._scaffold(MEANING_SCAFFOLD + RATINGS[k] + STYLE_SCAFFOLD)
+            head = shared + tail
+            if style_shared[: len(head)] != head:
+                self._tree_cache = None
+                return None
+            _, end = add_path(end, style_shared[len(head):], scored=False, last_node=True)
+            style_paths.append([add_path(end, t, scored=True, last_node=False)[0] for t in style_tails])
+        self._tree_cache = (shared, nodes, reads, meaning_paths, style_paths)
+        return self._tree_cache
+
     def _rate_expected(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
         prompts = self.chat.conversation_ids(conversations)
-        self._check_context(prompts, 16)
-        meaning_ids, meaning_tails = self._scaffold(MEANING_SCAFFOLD)
-        meaning_lp = self._rating_logprobs([p + meaning_ids for p in prompts], [meaning_tails] * len(prompts))
-        meaning_probs = torch.softmax(meaning_lp, dim=-1)
-        best = meaning_probs.argmax(-1).tolist()
-        scaffolds = {k: self._scaffold(MEANING_SCAFFOLD + RATINGS[k] + STYLE_SCAFFOLD) for k in set(best)}
-        style_lp = self._rating_logprobs([p + scaffolds[k][0] for p, k in zip(prompts, best)],
-                                         [scaffolds[k][1] for k in best])
+        self._check_context(prompts, 64)
+        tree = self._scaffold_tree() if self.engine is not None else None
+        if tree is not None:  # one forward pass per row: the meaning and all five style continuations at once
+            from styleeval.engine import TokenTree
+
+            shared, nodes, reads, meaning_paths, style_paths = tree
+            results = self.engine.tree_logprobs([TokenTree(p + shared, nodes, reads) for p in prompts])
+
+            def path_logprob(read_lps: list[torch.Tensor], path: list) -> float:
+                return sum(float(read_lps[r][c]) for r, c in path)
+
+            meaning_lp = torch.tensor([[path_logprob(lps, path) for path in meaning_paths] for lps in results],
+                                      dtype=torch.float64)
+            meaning_probs = torch.softmax(meaning_lp, dim=-1)
+            best = meaning_probs.argmax(-1).tolist()
+            style_lp = torch.tensor([[path_logprob(lps, path) for path in style_paths[k]]
+                                     for lps, k in zip(results, best)], dtype=torch.float64)
+        else:
+            meaning_probs, style_lp = self._two_pass(prompts)
         style_probs = torch.softmax(style_lp, dim=-1)
         meaning, style = expectation(meaning_probs), expectation(style_probs)
         return [
@@ -318,6 +377,17 @@ class Autorater:
              "meaning_probs": meaning_probs[i].tolist(), "style_probs": style_probs[i].tolist()}
             for i in range(len(prompts))
         ]
+
+    def _two_pass(self, prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Meaning probabilities and style log-probabilities with one pass per step (the server backend)."""
+        meaning_ids, meaning_tails = self._scaffold(MEANING_SCAFFOLD)
+        meaning_lp = self._rating_logprobs([p + meaning_ids for p in prompts], [meaning_tails] * len(prompts))
+        meaning_probs = torch.softmax(meaning_lp, dim=-1)
+        best = meaning_probs.argmax(-1).tolist()
+        scaffolds = {k: self._scaffold(MEANING_SCAFFOLD + RATINGS[k] + STYLE_SCAFFOLD) for k in set(best)}
+        style_lp = self._rating_logprobs([p + scaffolds[k][0] for p, k in zip(prompts, best)],
+                                         [scaffolds[k][1] for k in best])
+        return meaning_probs, style_lp
 
     def _rating_logprobs(self, contexts: list[list[int]], tails: list[list[list[int]]]) -> torch.Tensor:
         """(n, 5) float64 log-probabilities of each rating's tail tokens after each context (chain rule)."""
@@ -397,3 +467,15 @@ def _fill_with_mean(rows: list[dict[str, Any]]) -> None:
         for r in rows:
             if not r[f"{key}_parsed"]:
                 r[key] = mean
+
+
+_SHARED: dict[tuple, Autorater] = {}
+
+
+def shared_autorater(model: Any = None, **options: Any) -> Autorater:
+    """An :class:`Autorater` built once per process per (model, options) and reused (the ``evaluate`` module and
+    the meta-evaluation use it so that repeated calls do not reload weights)."""
+    key = (str(model), *sorted((k, repr(v)) for k, v in options.items()))
+    if key not in _SHARED:
+        _SHARED[key] = Autorater(model, **{"progress": False, **options})
+    return _SHARED[key]

@@ -13,6 +13,7 @@ a sacrebleu-like ``signature``.
 ``s_cosine``       cosine of sentence embeddings (``model=...``; LaBSE by default)
 ``s_evaluate``     any ``evaluate`` module (``module=bertscore``...); aliases s_bertscore, s_bleurt...
 ``logprob_*``      LogProb content / style (``model=1b`` ...)
+``autorater_*``    LLM-as-autorater meaning / style (``model=3b:mode=paper``, ``base_url=...``)
 =================  =======================================================================
 """
 

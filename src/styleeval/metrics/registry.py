@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from styleeval.metrics.base import Metric
@@ -76,6 +77,15 @@ def _logprob(dimension: str) -> Factory:
     return make
 
 
+def _autorater(dimension: str) -> Factory:
+    def make(**opts: str) -> Metric:
+        from styleeval.metrics.autorater_metric import AutoraterMetric
+
+        return AutoraterMetric(dimension, **opts)
+
+    return make
+
+
 def _paper_bleu(cls: str) -> Factory:
     return _sacre(f"styleeval.metrics.paper_bleu.{cls}")
 
@@ -103,6 +113,8 @@ REGISTRY: dict[str, Factory] = {
     "rs_comet": _evaluate("reference", "comet", name="rs_comet"),
     "logprob_content": _logprob("content"),
     "logprob_style": _logprob("style"),
+    "autorater_meaning": _autorater("meaning"),
+    "autorater_style": _autorater("style"),
 }
 
 #: Cheap metrics that need no model weights (the CLI default).
@@ -114,11 +126,19 @@ def available_metrics() -> list[str]:
     return sorted(REGISTRY)
 
 
+_OPTION_SPLIT = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
-    """Split ``name:key=value:key=value`` into the name and an options dict."""
+    """Split ``name:key=value:key=value`` into the name and an options dict.
+
+    A colon splits only where a ``key=`` follows, so values may hold colons (``base_url=http://host:8000/v1``).
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a metric spec must be a non-empty string, got {spec!r}")
-    name, *parts = spec.strip().split(":")
+    name, *parts = _OPTION_SPLIT.split(spec.strip())
+    if ":" in name:  # a colon not followed by key=value right after the name
+        raise ValueError(f"metric spec {spec!r}: option {name.split(':', 1)[1]!r} is not key=value")
     opts: dict[str, str] = {}
     for part in parts:
         if "=" not in part:

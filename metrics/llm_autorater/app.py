@@ -1,0 +1,46 @@
+"""A small Gradio app for the llm_autorater module: one source, rewrite and style in, the two ratings out.
+
+The judge comes from STYLEEVAL_MODEL (preset, Hub id or local path; default "1b"), or from a server when
+STYLEEVAL_BASE_URL is set; STYLEEVAL_AUTORATER_MODE picks "expected" (default) or "paper".
+"""
+
+import os
+
+import gradio as gr
+
+from styleeval.autorater.rater import shared_autorater
+
+
+def _judge():
+    base_url = os.environ.get("STYLEEVAL_BASE_URL") or None
+    model = os.environ.get("STYLEEVAL_MODEL") or (None if base_url else "1b")
+    options = {"mode": os.environ.get("STYLEEVAL_AUTORATER_MODE", "expected")}
+    if base_url:
+        options.update(base_url=base_url, tokenizer=os.environ.get("STYLEEVAL_TOKENIZER") or model)
+    return shared_autorater(model, **options)
+
+
+def rate(source: str, rewrite: str, style: str) -> dict:
+    """The autorater's ratings of one rewrite (the API endpoint ``/rate``)."""
+    for name, value in (("source", source), ("rewrite", rewrite), ("style", style)):
+        if not (value or "").strip():
+            raise gr.Error(f"Please fill in the {name}.")
+    try:
+        row = _judge().rate([source], [rewrite], [style])[0]
+    except (ValueError, RuntimeError) as err:
+        raise gr.Error(str(err)) from None
+    return {k: v for k, v in row.items() if k in ("meaning", "style", "parsed", "reply", "meaning_probs", "style_probs")}
+
+
+with gr.Blocks(title="LLM autorater") as demo:
+    gr.Markdown("# LLM-as-autorater\nRate how well a rewrite keeps the meaning and reaches the target style (1-5).")
+    with gr.Row():
+        source = gr.Textbox(label="Source", value="give me the report now.")
+        rewrite = gr.Textbox(label="Rewrite", value="Could you please send me the report?")
+        style = gr.Textbox(label="Target style", value="polite")
+    button = gr.Button("Rate", variant="primary")
+    output = gr.JSON(label="Ratings")
+    button.click(rate, [source, rewrite, style], output, api_name="rate")
+
+if __name__ == "__main__":
+    demo.queue(default_concurrency_limit=2).launch()

@@ -1,0 +1,76 @@
+"""The LLM autorater (Pauli et al. 2025, D.2) as two metrics: ``autorater_meaning`` and ``autorater_style``.
+
+Options: ``model`` (preset, id or path; with ``base_url`` the served model name), ``mode`` (``expected`` or
+``paper``), ``prompt`` (``paper-small``, ``paper-70b``), ``parser`` (``robust``, ``authors``), ``base_url``,
+``tokenizer``, ``device``, ``dtype``, ``seed``, e.g. ``autorater_meaning:model=3b:mode=paper``. One rating pass
+serves both dimensions (the last result is kept in memory per option set). In the meta-evaluation the
+``content`` dimension is compared with ``autorater_meaning``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from styleeval.metrics.base import Metric
+from styleeval.signature import format_signature, parse_signature
+
+_LAST: dict[tuple, tuple[str, list[dict]]] = {}
+OPTIONS = ("model", "mode", "prompt", "parser", "base_url", "tokenizer", "device", "dtype", "seed")
+
+
+class AutoraterMetric(Metric):
+    """One dimension (``meaning`` or ``style``) of :class:`styleeval.Autorater`."""
+
+    needs_styles = True
+    inputs = "source"
+
+    def __init__(self, dimension: str, **options: str) -> None:
+        if dimension not in ("meaning", "style"):
+            raise ValueError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown options {unknown} (known: {sorted(OPTIONS)})")
+        self.dimension = dimension
+        self.name = f"autorater_{dimension}"
+        opts: dict[str, object] = {k: v for k, v in options.items() if v is not None}
+        if "seed" in opts:
+            opts["seed"] = int(str(opts["seed"]))
+        opts.setdefault("model", None if "base_url" in opts else "1b")
+        self.options = opts
+
+    @property
+    def _key(self) -> tuple:
+        return tuple(sorted((k, str(v)) for k, v in self.options.items()))
+
+    def _judge(self):
+        from styleeval.autorater.rater import shared_autorater
+        from styleeval.server import ServerError
+
+        opts = dict(self.options)
+        model = opts.pop("model")
+        try:
+            return shared_autorater(model, **opts)
+        except (OSError, ImportError, RuntimeError, ServerError) as err:
+            raise ValueError(f"cannot load the autorater {model!r}: {err}") from err
+
+    @property
+    def signature(self) -> str:
+        """``autorater_<dim>|`` + the judge's signature (model@revision, mode, prompt, parser, decoding, ...)."""
+        _, fields = parse_signature(self._judge().signature)
+        return format_signature(self.name, fields)
+
+    def _score(self, sources, rewrites, references, styles):
+        from styleeval.server import ServerError
+
+        assert styles is not None
+        key = hashlib.sha256(json.dumps([sources, rewrites, styles]).encode()).hexdigest()
+        last = _LAST.get(self._key)
+        if last is None or last[0] != key:
+            try:
+                rows = self._judge().rate(sources, rewrites, styles)
+            except ServerError as err:
+                raise ValueError(str(err)) from err
+            _LAST[self._key] = (key, [dict(r) for r in rows])
+            last = _LAST[self._key]
+        return [row[self.dimension] for row in last[1]]
