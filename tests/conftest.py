@@ -17,6 +17,10 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if "STYLEEVAL_CACHE" not in os.environ:  # model fingerprints etc.: never the user's own cache
+    import tempfile
+
+    os.environ["STYLEEVAL_CACHE"] = tempfile.mkdtemp(prefix="styleeval-test-cache-")
 
 
 @pytest.fixture(scope="session")

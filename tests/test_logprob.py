@@ -142,7 +142,7 @@ def test_end_of_turn_off(tiny_model, tiny_tokenizer, rows):
 def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
     lp = LogProb(str(tiny_model_dir), device="cpu", progress=False)
     sig = lp.signature
-    assert sig.startswith(f"logprob|model:{tiny_model_dir}@local|dtype:float32|tmpl:")
+    assert sig.startswith(f"logprob|model:{tiny_model_dir}@local-") and "|dtype:float32|tmpl:" in sig
     assert "|eot:yes|first:yes|version:" in sig
     assert lp.score(["a"], ["b"], "polite").signature == sig
 

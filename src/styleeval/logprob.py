@@ -234,12 +234,15 @@ def shared_logprob(
     revision: str | None = None,
     **options: Any,
 ) -> LogProb:
-    """A :class:`LogProb` whose weights are loaded once per process per (model, device, dtype, revision).
+    """A :class:`LogProb` whose weights are loaded once per process per (model, device, dtype, revision); a local
+    folder's revision is its fingerprint, so weights replaced in place are loaded again.
 
     Other ``options`` (``batch_tokens``, ``max_batch_rows``, ``end_of_turn``...) give cheap views that share the
     loaded model. Used by the ``evaluate`` module so that repeated ``compute`` calls do not reload weights.
     """
-    base_key = (model, device, str(dtype), revision)
+    from styleeval.models import model_revision_key
+
+    base_key = (model, device, str(dtype), model_revision_key(model, revision))
     key = (*base_key, *sorted(options.items()))
     if key not in _SHARED:
         base = _SHARED.get(base_key)

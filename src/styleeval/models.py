@@ -56,6 +56,75 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     raise ValueError(f"dtype: unknown dtype {dtype!r}; use one of {sorted(set(DTYPES))}")
 
 
+FINGERPRINT_SKIP = (".md", ".txt", ".lock", ".metadata")
+"""Files of a local model folder that do not change its scores (docs, locks); everything else is fingerprinted."""
+
+
+def _fingerprint_cache_path() -> str:
+    root = os.environ.get("STYLEEVAL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "styleeval")
+    return os.path.join(root, "fingerprints.json")
+
+
+def model_fingerprint(path: str | os.PathLike[str]) -> str:
+    """``local-<12 hex>``: a SHA-256 over the names and contents of a local model folder's files (weights,
+    config, tokenizer, chat template), so that a model changed in place gets a new signature.
+
+    Each file's digest is cached by (path, size, mtime) in ``~/.cache/styleeval/fingerprints.json``
+    (``$STYLEEVAL_CACHE``), so an unchanged folder is fingerprinted without reading its weights again.
+    """
+    import hashlib
+    import json
+
+    root = os.path.realpath(path)
+    cache_file = _fingerprint_cache_path()
+    try:
+        with open(cache_file, encoding="utf-8") as f:
+            cache = json.load(f)
+        if not isinstance(cache, dict):
+            cache = {}
+    except (OSError, ValueError):
+        cache = {}
+    changed = False
+    total = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith(".") or name.lower().endswith(FINGERPRINT_SKIP):
+                continue
+            full = os.path.join(dirpath, name)
+            stat = os.stat(full)
+            key = f"{full}|{stat.st_size}|{stat.st_mtime_ns}"
+            digest = cache.get(key)
+            if not isinstance(digest, str):
+                h = hashlib.sha256()
+                with open(full, "rb") as f:
+                    for block in iter(lambda: f.read(1 << 20), b""):
+                        h.update(block)
+                digest = cache[key] = h.hexdigest()
+                changed = True
+            total.update(os.path.relpath(full, root).encode() + b"\0" + digest.encode() + b"\0")
+    if changed:
+        try:
+            os.makedirs(os.path.dirname(cache_file), exist_ok=True)
+            tmp = f"{cache_file}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(cache, f)
+            os.replace(tmp, cache_file)
+        except OSError:
+            pass  # a read-only cache only costs time
+    return f"local-{total.hexdigest()[:12]}"
+
+
+def model_revision_key(model: Any, revision: str | None = None) -> str | None:
+    """What identifies the weights behind ``model`` for caches: the fingerprint of a local folder, else
+    ``revision`` (Hub ids are pinned by their revision)."""
+    if isinstance(model, (str, os.PathLike)):
+        name = PRESETS.get(str(model).lower(), str(model))
+        if os.path.isdir(name):
+            return model_fingerprint(name)
+    return revision
+
+
 def load_model(
     model: Any,
     tokenizer: Any = None,
@@ -68,15 +137,18 @@ def load_model(
 
     ``model`` is a preset name (``"1b"``, ``"3b"``, ``"8b"``), a Hub id, a local path, or an already loaded
     model object. Returns ``(model, tokenizer, model_name, revision)`` with the model in eval mode on
-    ``device`` in ``dtype``.
+    ``device`` in ``dtype``; ``revision`` is the Hub commit, or for a local folder its :func:`model_fingerprint`
+    (``local-<hash>``), or ``local`` for a model object.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = device or torch.device("cpu")
+    fingerprint = None
     if isinstance(model, (str, os.PathLike)):
         name = PRESETS.get(str(model).lower(), str(model))
         if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote
             name = os.path.realpath(name)
+            fingerprint = model_fingerprint(name)
         if tokenizer is None:
             tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(
@@ -93,5 +165,5 @@ def load_model(
         raise ValueError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
     if not hasattr(model, "get_decoder") or model.get_output_embeddings() is None:
         raise ValueError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
-    commit = revision or getattr(model.config, "_commit_hash", None) or "local"
+    commit = fingerprint or revision or getattr(model.config, "_commit_hash", None) or "local"
     return model.to(device).eval(), tokenizer, str(name), str(commit)

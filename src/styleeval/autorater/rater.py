@@ -475,7 +475,10 @@ _SHARED: dict[tuple, Autorater] = {}
 def shared_autorater(model: Any = None, **options: Any) -> Autorater:
     """An :class:`Autorater` built once per process per (model, options) and reused (the ``evaluate`` module and
     the meta-evaluation use it so that repeated calls do not reload weights)."""
-    key = (str(model), *sorted((k, repr(v)) for k, v in options.items()))
+    from styleeval.models import model_revision_key
+
+    revision = None if options.get("base_url") else model_revision_key(model, options.get("revision"))
+    key = (str(model), revision, *sorted((k, repr(v)) for k, v in options.items()))
     if key not in _SHARED:
         _SHARED[key] = Autorater(model, **{"progress": False, **options})
     return _SHARED[key]

@@ -64,7 +64,7 @@ class AutoraterMetric(Metric):
         from styleeval.server import ServerError
 
         assert styles is not None
-        key = hashlib.sha256(json.dumps([sources, rewrites, styles]).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([sources, rewrites, styles, self._judge().signature]).encode()).hexdigest()
         last = _LAST.get(self._key)
         if last is None or last[0] != key:
             try:

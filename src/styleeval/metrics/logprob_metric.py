@@ -61,7 +61,7 @@ class LogProbMetric(Metric):
 
     def _score(self, sources, rewrites, references, styles):
         assert styles is not None
-        key = _inputs_key(sources, rewrites, styles)
+        key = _inputs_key(sources, rewrites, styles) + self._engine().signature  # new weights: new pass
         last = _LAST.get(self._key)
         if last is None or last[0] != key:
             scores = self._engine().score(sources, rewrites, styles)
