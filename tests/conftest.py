@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -29,6 +30,18 @@ def data_dir() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"the shared data mirror is missing at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def rows(data_dir):
+    """24 real (source, rewrite, style) rows of the test set, of varied lengths, plus an empty rewrite."""
+    out = []
+    for k in (1, 3, 4, 6):
+        with open(data_dir / "style_gap_testset" / "data" / f"syntest_anno{k}.csv", encoding="utf-8") as fh:
+            for row in list(csv.DictReader(fh))[:6]:
+                out.append((row["input"], row["output"], row["style_to"]))
+    out.append(("Thanks for nothing.", "", "polite"))
+    return out
 
 
 @pytest.fixture(scope="session")

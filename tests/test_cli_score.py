@@ -209,6 +209,21 @@ def test_resume_file_for_another_input_or_other_settings(tmp_path, tiny_model_di
     assert "was written with different settings: row 0 has eot 'no'" in _error(capsys)
     assert _score(inp, out, tiny_model_dir, "--dtype", "bfloat16", "--no-end-of-turn", "-q") == 2
     assert "has dtype 'float32'" in _error(capsys)
+    assert _score(inp, out, tiny_model_dir, "--variant", "authors", "-q") == 2
+    assert "has variant 'default', this run asks for 'authors'" in _error(capsys)
+
+
+def test_authors_variant_from_the_command_line(tmp_path, tiny_model_dir):
+    from styleeval import LogProb
+
+    rows = _rows(4)
+    inp, out = _write_csv(tmp_path / "in.csv", rows), tmp_path / "out.jsonl"
+    assert _score(inp, out, tiny_model_dir, "--variant", "authors", "-q") == 0
+    records = read_scores(out)
+    want = LogProb(str(tiny_model_dir), variant="authors", device="cpu", progress=False).score(
+        [r["source"] for r in rows], [r["rewrite"] for r in rows], [r["style"] for r in rows])
+    assert [r["content"] for r in records] == pytest.approx(want.content, abs=1e-6)
+    assert records[0]["signature"] == want.signature
 
 
 def test_console_script_runs(tmp_path, tiny_model_dir):

@@ -97,6 +97,23 @@ def test_end_of_turn_off_changes_the_signature_not_the_model(load_metric, model_
     assert without["content_preservation"] != with_eot["content_preservation"]
 
 
+def test_authors_variant_is_a_view_of_the_same_model(load_metric, model_loads, tiny_model_dir):
+    from styleeval import LogProb
+
+    metric = load_metric()
+    kwargs = dict(predictions=REWRITES, sources=SOURCES, styles=STYLES, model_id=str(tiny_model_dir), device="cpu")
+    default = metric.compute(**kwargs)
+    authors = metric.compute(**kwargs, variant="authors")
+    assert len(model_loads) == 1
+    assert "variant:default" in default["signature"] and "variant:authors|" in authors["signature"]
+    expected = LogProb(str(tiny_model_dir), variant="authors", device="cpu", progress=False).score(
+        SOURCES, REWRITES, STYLES
+    )
+    assert authors["content_preservation"] == pytest.approx(expected.content, abs=1e-9)
+    assert authors["style_strength"] == pytest.approx(expected.style, abs=1e-9)
+    assert authors["signature"] == expected.signature
+
+
 def test_bad_input_is_reported(load_metric, tiny_model_dir):
     metric = load_metric()
     with pytest.raises(ValueError, match="styles"):

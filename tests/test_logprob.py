@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import math
 import random
 import warnings
@@ -20,18 +19,6 @@ CONTEXT_INSTRUCTIONS = {
     "paraphrase": "Paraphrase the following sentence: {source}",
     "repeat": "Repeat the following sentence: {source}",
 }
-
-
-@pytest.fixture(scope="module")
-def rows(data_dir):
-    """24 real (source, rewrite, style) rows of the test set, of varied lengths, plus an empty rewrite."""
-    out = []
-    for k in (1, 3, 4, 6):
-        with open(data_dir / "style_gap_testset" / "data" / f"syntest_anno{k}.csv", encoding="utf-8") as fh:
-            for row in list(csv.DictReader(fh))[:6]:
-                out.append((row["input"], row["output"], row["style_to"]))
-    out.append(("Thanks for nothing.", "", "polite"))
-    return out
 
 
 def slow_token_logprobs(model, tokenizer, source, rewrite, style, context, end_of_turn=True):
@@ -142,8 +129,9 @@ def test_end_of_turn_off(tiny_model, tiny_tokenizer, rows):
 def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
     lp = LogProb(str(tiny_model_dir), device="cpu", progress=False)
     sig = lp.signature
-    assert sig.startswith(f"logprob|model:{tiny_model_dir}@local-") and "|dtype:float32|tmpl:" in sig
-    assert "|eot:yes|first:yes|version:" in sig
+    assert sig.startswith(f"logprob|model:{tiny_model_dir}@local-")
+    assert "|variant:default|dtype:float32|head:float32|tmpl:" in sig
+    assert "|eot:yes|first:yes|backend:local|version:" in sig
     assert lp.score(["a"], ["b"], "polite").signature == sig
 
 

@@ -151,3 +151,37 @@ def test_all_datasets_missing_is_an_error():
         run_metaeval(["missing"], [CountingLength()], loader=loader)
     with pytest.raises(ValueError, match="dimension must be one of"):
         run_metaeval(["toy_a"], [CountingLength()], dimension="humour", loader=loader)
+
+
+class StyleEcho(Metric):
+    """Scores a row by the length of its target style: shows which style words a metric was given."""
+
+    name = "style_len"
+    inputs = "source"
+    needs_styles = True
+    signature = "style_len|version:1"
+
+    def __init__(self):
+        self.seen = []
+
+    def _score(self, sources, rewrites, references, styles):
+        self.seen.append(list(styles))
+        return [float(len(s)) + i for i, s in enumerate(styles)]
+
+
+def test_style_words_authors_rewords_asset_and_caches_apart(tmp_path):
+    rows = [dict(r, dataset="asset", target_style="simple", task="simplification") for r in _rows("asset")]
+    laymen = [dict(r, target_style="layman" if i % 2 else "expert") for i, r in enumerate(_rows("cao"))]
+    corpora = {"asset": rows, "cao": laymen}
+    metric, cache = StyleEcho(), ScoresCache(tmp_path)
+    notes = []
+    run_metaeval(["asset", "cao"], [metric], loader=corpora.__getitem__, cache=cache, n_boot=0)
+    run_metaeval(["asset", "cao"], [metric], loader=corpora.__getitem__, cache=cache, n_boot=0,
+                 style_words="authors", log=notes.append)
+    assert metric.seen == [["simple"] * 6, ["expert", "layman"] * 3, ["simplified"] * 6,
+                           ["addressed to an expert", "understandable for layman"] * 3]
+    assert any("asset: target styles of 6 rows worded as in the authors' scripts (simplified)" in n for n in notes)
+    run_metaeval(["asset"], [metric], loader=corpora.__getitem__, cache=cache, n_boot=0, style_words="authors")
+    assert len(metric.seen) == 4  # served from the cache of its own wording
+    with pytest.raises(ValueError, match="style_words must be one of corpus, authors"):
+        run_metaeval(["asset"], [metric], loader=corpora.__getitem__, style_words="paper")

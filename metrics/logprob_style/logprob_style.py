@@ -46,7 +46,15 @@ Args:
     sources (`list` of `str`): the source text of each rewrite.
     styles (`list` of `str`, or one `str`): the target style of each rewrite, e.g. "polite", "more formal".
     model_id (`str`, optional): preset ("1b", "3b", "8b"), Hub id or local path of a causal chat LLM.
-        Defaults to "meta-llama/Llama-3.2-1B-Instruct". Loaded once per process and reused.
+        Defaults to "meta-llama/Llama-3.2-1B-Instruct". Loaded once per process and reused. With `base_url`:
+        the served model name (default: the server's only model).
+    variant (`str`, optional): "default", or "authors" for the authors' LogProp.py procedure (hand-written
+        Llama 3 prompt, first rewrite token not scored; needs a Llama 3 tokenizer).
+    head_dtype (`str`, optional): precision of the LM head and softmax: "float32" (default) or "bfloat16"
+        (with dtype="bfloat16": the authors' numbers).
+    base_url (`str`, optional): a vLLM OpenAI-compatible server ("http://host:8000/v1") that computes the
+        log-probabilities instead of a local model; prompts are tokenized locally.
+    tokenizer_id (`str`, optional): the tokenizer to use with `base_url` (default: `model_id`).
     batch_size (`int`, optional): at most this many sequences per forward pass (default: only the token
         budget `batch_tokens` limits a batch).
     batch_tokens (`int`, optional): token budget of one forward pass. Defaults to 512 on CPU, 16384 on GPU.
@@ -62,8 +70,8 @@ Returns:
         in [-1, 1], higher is stronger style transfer (around 0: no style-specific change).
     content_preservation_mean (`float`): mean of `content_preservation` (NaN rows left out).
     style_strength_mean (`float`): mean of `style_strength` (NaN rows left out).
-    signature (`str`): model, revision, dtype, chat template hash, end-of-turn and version: quote it with
-        the scores.
+    signature (`str`): model, revision, variant, dtype, head precision, chat template hash, end-of-turn,
+        backend and version: quote it with the scores.
 Examples:
 
     >>> logprob = evaluate.load("metrics/logprob_style")  # doctest: +SKIP
@@ -113,18 +121,28 @@ class LogprobStyle(evaluate.Metric):
         predictions,
         sources,
         styles,
-        model_id="meta-llama/Llama-3.2-1B-Instruct",
+        model_id=None,
         batch_size=None,
         batch_tokens=None,
         device=None,
         dtype="float32",
         end_of_turn=True,
         revision=None,
+        variant="default",
+        head_dtype="float32",
+        base_url=None,
+        tokenizer_id=None,
     ):
-        scorer = styleeval.logprob.shared_logprob(
-            model_id, device=device, dtype=dtype, revision=revision,
-            max_batch_rows=batch_size, batch_tokens=batch_tokens, end_of_turn=end_of_turn,
-        )
+        if base_url is not None:
+            scorer = styleeval.logprob.shared_logprob(
+                model_id, base_url=base_url, revision=revision, variant=variant, end_of_turn=end_of_turn,
+                tokenizer=tokenizer_id,
+            )
+        else:
+            scorer = styleeval.logprob.shared_logprob(
+                model_id, device=device, dtype=dtype, revision=revision, max_batch_rows=batch_size,
+                batch_tokens=batch_tokens, end_of_turn=end_of_turn, variant=variant, head_dtype=head_dtype,
+            )
         scores = scorer.score(sources, predictions, styles)
         content = [row["content"] for row in scores]
         style = [row["style"] for row in scores]

@@ -6,11 +6,19 @@ The token sets are pinned so that scores are reproducible across implementations
   tokenized with ``add_special_tokens=False``;
 - scored ids: ``tokenizer(rewrite, add_special_tokens=False)`` followed by the template's end-of-turn token
   (``<|eot_id|>`` for Llama 3), unless ``end_of_turn=False``.
+
+Text is text: a source, rewrite or style that contains the *string* of a control token (``<|eot_id|>``,
+``<|start_header_id|>``...) is tokenized as plain text, so no row can inject a fake turn or a second end of turn.
+Only the template's own control tokens become control-token ids (:class:`TextEncoder`). Rows without such
+strings get exactly the ids of the plain tokenization above.
+
+:class:`AuthorsFormat` is the hand-written Llama 3 prompt of the authors' ``LogProp.py`` (``variant="authors"``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 
 SYSTEM_PROMPT = (
@@ -34,6 +42,86 @@ TEMPLATE_KWARGS: dict[str, str] = {"date_string": "26 Jul 2024"}
 it to the templates' own fallback so that a score does not change with the calendar."""
 
 _MARKER = "\u2063styleeval-end-of-turn-probe\u2063"
+_OPEN, _CLOSE = "\U000f0000", "\U000f0001"  # private-use marks around message contents when locating them
+
+AUTHORS_TEMPLATE = (
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>{system}<|eot_id|>"
+    "<|start_header_id|>user<|end_header_id|>{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>"
+)
+"""The authors' hand-written Llama 3 prompt (``LogProp.py``): no blank line after a header, no date lines."""
+
+AUTHORS_END_OF_TURN = "<|eot_id|>"
+
+
+class TextEncoder:
+    """Tokenizes rendered prompts so that only the template's own control tokens become control tokens.
+
+    A rendered prompt comes with the character spans of its *text* (message contents). When no span contains the
+    string of an added token (``<|eot_id|>``...), the prompt is tokenized as one string, as usual. Otherwise the
+    prompt is cut at the control tokens that lie outside the spans (the template's own: where a tokenizer cuts
+    anyway), those become their ids, and each piece between them is tokenized with ``split_special_tokens=True``,
+    so a control-token string inside the text stays text.
+    """
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        added = sorted(tokenizer.get_added_vocab(), key=len, reverse=True)
+        self.pattern = re.compile("|".join(re.escape(t) for t in added)) if added else None
+
+    def has_control(self, text: str) -> bool:
+        """Whether ``text`` contains the string of an added (control) token."""
+        return self.pattern is not None and self.pattern.search(text) is not None
+
+    def plain(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text with every control-token string kept as text (one tokenizer call)."""
+        if not texts:
+            return []
+        encoded = self.tokenizer(list(texts), add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        return [list(ids) for ids in encoded]
+
+    def encode(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]] | None]) -> list[list[int]]:
+        """Token ids of rendered prompts; ``spans[i]`` lists the (start, end) character spans of text in ``texts[i]``
+        (``None``: no span holds a control-token string, tokenize normally)."""
+        out: list[list[int] | None] = [None] * len(texts)
+        normal = [i for i, sp in enumerate(spans) if sp is None]
+        if normal:
+            encoded = self.tokenizer([texts[i] for i in normal], add_special_tokens=False)["input_ids"]
+            for i, ids in zip(normal, encoded):
+                out[i] = list(ids)
+        for i, sp in enumerate(spans):
+            if sp is not None:
+                out[i] = self._encode_guarded(texts[i], sp)
+        return out  # type: ignore[return-value]
+
+    def _encode_guarded(self, text: str, spans: Sequence[tuple[int, int]]) -> list[int]:
+        vocab = self.tokenizer.get_added_vocab()
+        pieces: list[str | int] = []  # text pieces and control-token ids
+        pos = 0
+        for start, end in [*sorted(spans), (len(text), len(text))]:
+            template = text[pos:start]  # template text: its control-token strings are control tokens
+            last = 0
+            for m in self.pattern.finditer(template) if self.pattern is not None else ():
+                pieces.append(template[last : m.start()])
+                pieces.append(vocab[m.group()])
+                last = m.end()
+            pieces.append(template[last:])
+            pieces.append(text[start:end])  # message text: stays text
+            pos = end
+        merged: list[str | int] = []
+        for piece in pieces:
+            if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += piece
+            elif piece != "":
+                merged.append(piece)
+        strings = [p for p in merged if isinstance(p, str) and p]
+        encoded = iter(self.plain(strings))
+        ids: list[int] = []
+        for piece in merged:
+            if isinstance(piece, int):
+                ids.append(piece)
+            elif piece:
+                ids.extend(next(encoded))
+        return ids
 
 
 def user_message(context: str, source: str, style: str) -> str:
@@ -63,6 +151,7 @@ class ChatFormat:
                 "Pass chat_template=... (a Jinja string) to use one anyway."
             )
         self.template: str = template
+        self.encoder = TextEncoder(tokenizer)
         self.end_of_turn = end_of_turn
         self.end_of_turn_id: int | None = self._find_end_of_turn() if end_of_turn else None
 
@@ -100,22 +189,107 @@ class ChatFormat:
             )
         return int(ids[0])
 
+    def render_spans(
+        self, messages: list[dict[str, str]], add_generation_prompt: bool
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """The rendered text and the character span of every message's content in it.
+
+        Each content is rendered between two private-use marks (outside its leading and trailing whitespace, so a
+        template that trims still trims); the marks are then removed. Raises ``ValueError`` when the template
+        changes a content in a way that hides where it is.
+        """
+        marked = []
+        for message in messages:
+            content = message["content"]
+            if _OPEN in content or _CLOSE in content:
+                raise ValueError("text contains the private-use characters U+F0000/U+F0001, which styleeval reserves")
+            core = content.strip()
+            lead = content[: len(content) - len(content.lstrip())]
+            trail = content[len(content.rstrip()) :] if core else ""
+            marked.append({**message, "content": f"{lead}{_OPEN}{core}{_CLOSE}{trail}"})
+        text = self.render(marked, add_generation_prompt)
+        spans, out, pos = [], [], 0
+        for part in re.split(f"([{_OPEN}{_CLOSE}])", text):
+            if part == _OPEN:
+                spans.append([pos, pos])
+            elif part == _CLOSE:
+                spans[-1][1] = pos
+            else:
+                out.append(part)
+                pos += len(part)
+        plain = "".join(out)
+        if plain != self.render(messages, add_generation_prompt) or len(spans) != len(messages):
+            raise ValueError("the chat template transforms message contents; text with control-token strings "
+                             "cannot be kept as plain text with it")
+        return plain, [(a, b) for a, b in spans]
+
     def conversation_ids(self, conversations: Sequence[list[dict[str, str]]]) -> list[list[int]]:
-        """Token ids of each conversation rendered with the generation prompt (one tokenizer call)."""
-        texts = [self.render(list(messages), add_generation_prompt=True) for messages in conversations]
-        if not texts:
-            return []
-        return [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        """Token ids of each conversation rendered with the generation prompt (one tokenizer call); message
+        contents are text even where they hold control-token strings."""
+        texts: list[str] = []
+        spans: list[list[tuple[int, int]] | None] = []
+        for messages in conversations:
+            messages = list(messages)
+            if any(self.encoder.has_control(m["content"]) for m in messages):
+                text, sp = self.render_spans(messages, add_generation_prompt=True)
+                texts.append(text)
+                spans.append(sp)
+            else:
+                texts.append(self.render(messages, add_generation_prompt=True))
+                spans.append(None)
+        return self.encoder.encode(texts, spans)
 
     def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
         """Token ids of the prompts for many user messages (one tokenizer call)."""
-        texts = [self.prompt_text(u, system) for u in users]
-        return [list(ids) for ids in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        return self.conversation_ids([[{"role": "system", "content": system}, {"role": "user", "content": u}]
+                                      for u in users])
 
     def rewrite_ids(self, rewrites: Sequence[str]) -> list[list[int]]:
-        """Token ids that are scored for each rewrite: its tokens, then the end-of-turn token if enabled."""
-        if not rewrites:
-            return []
-        encoded = self.tokenizer(list(rewrites), add_special_tokens=False)["input_ids"]
+        """Token ids that are scored for each rewrite: its tokens (control-token strings as text), then the
+        end-of-turn token if enabled."""
         tail = [self.end_of_turn_id] if self.end_of_turn_id is not None else []
-        return [list(ids) + tail for ids in encoded]
+        return [ids + tail for ids in self.encoder.plain(rewrites)]
+
+
+class AuthorsFormat:
+    """The authors' prompt format (``LogProp.py``): :data:`AUTHORS_TEMPLATE` filled with the system prompt and the
+    instruction and tokenized as one string; the rewrite tokenized as ``rewrite + "<|eot_id|>"``.
+
+    Needs a Llama 3 tokenizer (the template's control tokens must be tokens of its vocabulary). Text is text here
+    too: control-token strings in the instruction or the rewrite stay plain text.
+    """
+
+    end_of_turn = True
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.encoder = TextEncoder(tokenizer)
+        added = tokenizer.get_added_vocab()
+        missing = [t for t in re.findall(r"<\|[a-z_]+\|>", AUTHORS_TEMPLATE) if t not in added]
+        if missing:
+            name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+            raise ValueError(f"variant='authors' writes the Llama 3 prompt by hand and needs a Llama 3 tokenizer; "
+                             f"{name!r} has no token {missing[0]}")
+        self.template = AUTHORS_TEMPLATE
+        self.end_of_turn_id: int = added[AUTHORS_END_OF_TURN]
+
+    @property
+    def template_hash(self) -> str:
+        """First 10 hex digits of the SHA-256 of the hand-written template."""
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:10]
+
+    def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
+        """Token ids of the authors' prompt for each user instruction."""
+        head, middle, tail = re.split(r"\{system\}|\{user\}", self.template)
+        texts, spans = [], []
+        for user in users:
+            texts.append(head + system + middle + user + tail)
+            guarded = self.encoder.has_control(system) or self.encoder.has_control(user)
+            a = len(head)
+            b = a + len(system) + len(middle)
+            spans.append([(a, a + len(system)), (b, b + len(user))] if guarded else None)
+        return self.encoder.encode(texts, spans)
+
+    def rewrite_ids(self, rewrites: Sequence[str]) -> list[list[int]]:
+        """Token ids of ``rewrite + "<|eot_id|>"`` for each rewrite (the first one is context, the rest scored)."""
+        return [ids + [self.end_of_turn_id] for ids in self.encoder.plain(rewrites)]

@@ -89,6 +89,9 @@ class ScoringEngine:
             per target style, or one prompt with several continuations) and run each group's prefix once;
             batches are then formed within a group.
         min_shared: tokens past the global prefix that a group must share to be worth its own prefix pass.
+        head_dtype: ``None`` (default): logits and log-softmax in float32. ``torch.bfloat16`` or ``torch.float16``:
+            the logits and the softmax are computed and rounded in that precision, and the log is taken of the
+            rounded probability (what the authors' LogProb script did; needed only to match their numbers).
         progress: show a progress bar over rows.
     """
 
@@ -100,6 +103,7 @@ class ScoringEngine:
         reuse_prefix: bool = True,
         share_prompts: bool = False,
         min_shared: int = 16,
+        head_dtype: torch.dtype | None = None,
         progress: bool = False,
     ) -> None:
         if batch_tokens < 1:
@@ -113,6 +117,9 @@ class ScoringEngine:
         self.reuse_prefix = reuse_prefix
         self.share_prompts = share_prompts and reuse_prefix
         self.min_shared = int(min_shared)
+        if head_dtype not in (None, torch.float32, torch.bfloat16, torch.float16):
+            raise ValueError(f"head_dtype must be None, float32, bfloat16 or float16, got {head_dtype}")
+        self.head_dtype = None if head_dtype == torch.float32 else head_dtype
         self.progress = progress
         self._head_weight: torch.Tensor | None = None
         self._no_out_dtype = False
@@ -375,6 +382,8 @@ class ScoringEngine:
         ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions.
         """
         head = self.model.get_output_embeddings()
+        if self.head_dtype is not None:
+            return self._rounded_head_logprobs(hidden, head, targets)
         logits = self._half_head_float_logits(hidden, head.weight)
         if logits is None:
             if self._head_weight is None:  # a float32 copy of a half-precision head, made once
@@ -388,6 +397,20 @@ class ScoringEngine:
         if cap:
             logits = torch.tanh(logits / cap) * cap
         return logits.gather(1, targets) - torch.logsumexp(logits, dim=-1, keepdim=True)
+
+    def _rounded_head_logprobs(self, hidden: torch.Tensor, head, targets: torch.Tensor) -> torch.Tensor:
+        """``log(softmax(lm_head(hidden)))[targets]`` with logits and probabilities rounded to ``head_dtype``."""
+        dtype = self.head_dtype
+        weight = head.weight.to(dtype)
+        logits = torch.nn.functional.linear(hidden.to(dtype), weight)
+        bias = getattr(head, "bias", None)
+        if bias is not None:
+            logits = logits + bias.to(dtype)
+        cap = getattr(self.model.config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        probs = torch.softmax(logits, dim=-1)  # rounded to ``dtype``, as in the authors' script
+        return probs.gather(1, targets).float().log()
 
     def _half_head_float_logits(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor | None:
         """On CUDA, a bf16/fp16 head as one tensor-core GEMM with float32 accumulation and float32 output.

@@ -337,9 +337,16 @@ def _logprob_settings(model: Any, kwargs: dict[str, Any]) -> dict[str, str]:
     from styleeval.models import PRESETS, resolve_dtype
 
     expected = {
+        "variant": str(kwargs.get("variant", "default")),
         "eot": "yes" if kwargs.get("end_of_turn", True) else "no",
-        "dtype": str(resolve_dtype(kwargs.get("dtype", "float32"))).removeprefix("torch."),
+        "head": str(kwargs.get("head_dtype", "float32")).removeprefix("torch."),
     }
+    if kwargs.get("base_url"):
+        expected.update(backend="server", dtype="server")
+        if model is not None:
+            expected["model"] = PRESETS.get(str(model).lower(), str(model))
+        return expected
+    expected.update(backend="local", dtype=str(resolve_dtype(kwargs.get("dtype", "float32"))).removeprefix("torch."))
     if model is None or (isinstance(model, str) and not Path(model).exists()):
         expected["model"] = PRESETS.get(str(model or "1b").lower(), model)
     return expected

@@ -9,8 +9,13 @@ p_i^t the probability of rewrite token i after context t and the preceding rewri
     style   S = 1/n sum_i (p_i^ts - max(p_i^tpa, p_i^tr))             (equation 2, probabilities)
 
 Every rewrite token is scored, the first one included, followed by the template's end-of-turn token
-(``end_of_turn=False`` drops it). The authors' script skips the first rewrite token and scores the
-end-of-turn token, so its numbers differ slightly from ours.
+(``end_of_turn=False`` drops it). ``variant="authors"`` is the authors' ``LogProp.py`` procedure instead: their
+hand-written Llama 3 prompt, the first rewrite token as context (not scored), then every later token and the
+end-of-turn token scored (see the README's table "ours vs the authors'").
+
+The log-probabilities come from either backend through one call, ``token_logprobs(prompts, continuations)``:
+the local :class:`~styleeval.engine.ScoringEngine` or an OpenAI-compatible server
+(:class:`~styleeval.server.ServerClient`, vLLM's prompt log-probabilities). Tokenization is local in both.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ from typing import Any
 import torch
 
 from styleeval import __version__
-from styleeval.chat import CONTEXTS, ChatFormat, user_message
+from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.engine import ScoringEngine
-from styleeval.models import DEFAULT_MODEL, load_model, resolve_device, resolve_dtype
+from styleeval.models import DEFAULT_MODEL, PRESETS, load_model, resolve_device, resolve_dtype
 from styleeval.signature import format_signature
 from styleeval.validation import broadcast_texts, check_texts
 
 DEFAULT_BATCH_TOKENS_CPU = 512
 DEFAULT_BATCH_TOKENS_GPU = 16384
+VARIANTS = ("default", "authors")
+HEAD_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def logprob_equations(
@@ -72,33 +79,46 @@ class LogProbScores(list):
 
 
 class LogProb:
-    """The LogProb metric with a causal chat LLM.
+    """The LogProb metric with a causal chat LLM, run locally or on an OpenAI-compatible server.
 
     Args:
         model: a preset (``"1b"``, ``"3b"``, ``"8b"``: the paper's Llama 3.x Instruct models), a Hub id, a
             local path, or a loaded ``*ForCausalLM`` object. Default: ``meta-llama/Llama-3.2-1B-Instruct``.
-        tokenizer: the tokenizer; loaded from the model id when omitted.
+            With ``base_url``: the served model name (``None``: the only model the server lists).
+        tokenizer: the tokenizer (object, id or path); loaded from the model id when omitted.
+        variant: ``"default"`` (chat template of the tokenizer, every rewrite token scored) or ``"authors"`` (the
+            authors' ``LogProp.py``: hand-written Llama 3 prompt, first rewrite token not scored; needs a Llama 3
+            tokenizer).
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``; ``None`` picks CUDA when available.
-        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``. The LM head always runs in float32.
+        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``.
+        head_dtype: precision of the LM head and softmax: ``"float32"`` (default, whatever ``dtype``) or
+            ``"bfloat16"``/``"float16"`` (logits and probabilities rounded to it, as in the authors' script: with
+            ``dtype="bfloat16"`` it reproduces their numbers).
         batch_tokens: token budget of one forward pass (rows x padded length). Default: 512 on CPU (measured
             fastest on a 2-core CPU), 16384 on a GPU.
         max_batch_rows: at most this many sequences per forward pass.
-        end_of_turn: score the template's end-of-turn token after each rewrite.
+        end_of_turn: score the template's end-of-turn token after each rewrite (``variant="authors"`` always does).
         chat_template: a Jinja chat template, for models whose tokenizer has none.
         on_overflow: ``"error"`` (default) or ``"skip"``: a row longer than the model's context gets NaN
             scores and a warning.
         revision: model revision (branch, tag or commit) for Hub ids.
         trust_remote_code: allow model code from the Hub (off by default).
         reuse_prefix: reuse the KV cache of the shared system prompt (exact; off only for testing).
+        base_url: an OpenAI-compatible server that returns prompt log-probabilities (vLLM:
+            ``http://host:port/v1``) instead of a local model; prompts are tokenized here and sent as token ids.
+        api_key, max_concurrency, timeout, max_retries: server client settings
+            (:class:`styleeval.server.ServerClient`).
         progress: show a progress bar.
     """
 
     def __init__(
         self,
-        model: Any = DEFAULT_MODEL,
+        model: Any = None,
         tokenizer: Any = None,
+        variant: str = "default",
         device: str | torch.device | None = None,
         dtype: str | torch.dtype = "float32",
+        head_dtype: str = "float32",
         batch_tokens: int | None = None,
         max_batch_rows: int | None = None,
         end_of_turn: bool = True,
@@ -107,36 +127,74 @@ class LogProb:
         revision: str | None = None,
         trust_remote_code: bool = False,
         reuse_prefix: bool = True,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_concurrency: int = 8,
+        timeout: float = 120.0,
+        max_retries: int = 5,
         progress: bool = True,
     ) -> None:
         if on_overflow not in ("error", "skip"):
             raise ValueError(f"on_overflow must be 'error' or 'skip', got {on_overflow!r}")
-        self.device = resolve_device(device)
-        self.dtype = resolve_dtype(dtype)
-        self.model, self.tokenizer, self.model_name, self.revision = load_model(
-            model, tokenizer, self.device, self.dtype, revision, trust_remote_code
-        )
-        self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn)
-        if batch_tokens is None:
-            batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
-        self.engine = ScoringEngine(
-            self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows,
-            reuse_prefix=reuse_prefix, progress=progress,
-        )
+        if variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
+        head_name = str(head_dtype).removeprefix("torch.")
+        if head_name not in HEAD_DTYPES:
+            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {head_dtype!r}")
+        if variant == "authors" and not end_of_turn:
+            raise ValueError("end_of_turn=False: the authors' variant always scores the end-of-turn token")
+        self.variant = variant
+        self.head_dtype = head_name
         self.on_overflow = on_overflow
-        self.max_length = getattr(self.model.config, "max_position_embeddings", None)
+        self.client = None
+        if base_url is not None:
+            from styleeval.models import load_tokenizer
+            from styleeval.server import ServerClient
+
+            if head_name != "float32":
+                raise ValueError("head_dtype: a server computes its own log-probabilities; only 'float32' applies")
+            served = None if model is None else PRESETS.get(str(model).lower(), str(model))
+            self.client = ServerClient(base_url, model=served, api_key=api_key,
+                                       max_concurrency=max_concurrency, timeout=timeout, max_retries=max_retries,
+                                       progress=progress)
+            self.model, self.device, self.dtype = None, None, None
+            self.model_name, self.revision = self.client.model, "server"
+            self.tokenizer = load_tokenizer(tokenizer if tokenizer is not None else self.model_name, revision)
+            self.backend: Any = self.client
+            self.max_length = self.client.max_model_len()
+        else:
+            self.device = resolve_device(device)
+            self.dtype = resolve_dtype(dtype)
+            self.model, self.tokenizer, self.model_name, self.revision = load_model(
+                DEFAULT_MODEL if model is None else model, tokenizer, self.device, self.dtype, revision, trust_remote_code
+            )
+            if batch_tokens is None:
+                batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
+            self.backend = self.engine = ScoringEngine(
+                self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows, reuse_prefix=reuse_prefix,
+                head_dtype=None if head_name == "float32" else resolve_dtype(head_name), progress=progress,
+            )
+            self.max_length = getattr(self.model.config, "max_position_embeddings", None)
+        if variant == "authors":
+            self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)
+        else:
+            self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn)
 
     @property
     def signature(self) -> str:
-        """Everything that determines a score: model and revision, dtype, template, end-of-turn, version."""
+        """Everything that determines a score: model and revision, variant, dtype, head precision, template,
+        end-of-turn, whether the first rewrite token is scored, backend, version."""
         return format_signature(
             "logprob",
             {
                 "model": f"{self.model_name}@{self.revision}",
-                "dtype": str(self.dtype).removeprefix("torch."),
+                "variant": self.variant,
+                "dtype": "server" if self.dtype is None else str(self.dtype).removeprefix("torch."),
+                "head": self.head_dtype,
                 "tmpl": self.chat.template_hash,
                 "eot": self.chat.end_of_turn,
-                "first": True,
+                "first": self.variant != "authors",
+                "backend": "server" if self.client is not None else "local",
                 "version": __version__,
             },
         )
@@ -169,20 +227,30 @@ class LogProb:
         if n == 0:
             return LogProbScores([], self.signature)
 
-        targets = self.chat.rewrite_ids(rewrites)
+        rewrite_ids = self.chat.rewrite_ids(rewrites)
         prompts = {
             ctx: self.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles)])
             for ctx in CONTEXTS
         }
+        if self.variant == "authors":  # the first rewrite token is context, not scored
+            prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids)] for ctx, ids in prompts.items()}
+            targets = [t[1:] for t in rewrite_ids]
+        else:
+            targets = rewrite_ids
         skipped = self._check_lengths(prompts, targets)
         live = [i for i in range(n) if i not in skipped]
-        flat_prompts = [prompts[ctx][i] for ctx in CONTEXTS for i in live]
-        flat_targets = [targets[i] for _ in CONTEXTS for i in live]
-        flat = self.engine.token_logprobs(flat_prompts, flat_targets)
-        per_ctx = {ctx: dict(zip(live, flat[k * len(live) : (k + 1) * len(live)])) for k, ctx in enumerate(CONTEXTS)}
+        flat_prompts = [prompts[ctx][i] for i in live for ctx in CONTEXTS]  # row-major: one server request per row
+        flat_targets = [targets[i] for i in live for _ in CONTEXTS]
+        if self.client is not None:
+            flat = self.client.token_logprobs(flat_prompts, flat_targets, per_request=len(CONTEXTS))
+        else:
+            flat = self.engine.token_logprobs(flat_prompts, flat_targets)
+        k = len(CONTEXTS)
+        per_ctx = {ctx: {i: flat[r * k + c] for r, i in enumerate(live)} for c, ctx in enumerate(CONTEXTS)}
 
         if any(len(t) == 0 for i, t in enumerate(targets) if i not in skipped):
-            warnings.warn("some rewrites have no scored token (empty rewrite, end_of_turn=False): NaN", stacklevel=2)
+            warnings.warn("some rewrites have no scored token (an empty rewrite: with end_of_turn=False, or in the "
+                          "authors' variant, whose first token is context): NaN", stacklevel=2)
         rows = []
         for i in range(n):
             if i in skipped:
@@ -228,20 +296,28 @@ _SHARED: dict[tuple, LogProb] = {}
 
 
 def shared_logprob(
-    model: str = DEFAULT_MODEL,
+    model: str | None = DEFAULT_MODEL,
     device: str | None = None,
     dtype: str = "float32",
     revision: str | None = None,
+    base_url: str | None = None,
     **options: Any,
 ) -> LogProb:
     """A :class:`LogProb` whose weights are loaded once per process per (model, device, dtype, revision); a local
     folder's revision is its fingerprint, so weights replaced in place are loaded again.
 
-    Other ``options`` (``batch_tokens``, ``max_batch_rows``, ``end_of_turn``...) give cheap views that share the
-    loaded model. Used by the ``evaluate`` module so that repeated ``compute`` calls do not reload weights.
+    Other ``options`` (``variant``, ``head_dtype``, ``batch_tokens``, ``max_batch_rows``, ``end_of_turn``...) give
+    cheap views that share the loaded model. With ``base_url`` (a server) one client per (model, URL, options).
+    Used by the ``evaluate`` module and the meta-evaluation so that repeated calls do not reload weights.
     """
     from styleeval.models import model_revision_key
 
+    if base_url is not None:
+        key: tuple = ("server", model, base_url, revision, *sorted(options.items()))
+        if key not in _SHARED:
+            _SHARED[key] = LogProb(model, base_url=base_url, revision=revision, progress=False, **options)
+        return _SHARED[key]
+    model = DEFAULT_MODEL if model is None else model
     base_key = (model, device, str(dtype), model_revision_key(model, revision))
     key = (*base_key, *sorted(options.items()))
     if key not in _SHARED:

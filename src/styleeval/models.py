@@ -125,6 +125,22 @@ def model_revision_key(model: Any, revision: str | None = None) -> str | None:
     return revision
 
 
+def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_code: bool = False) -> Any:
+    """A tokenizer object, or one loaded from a preset, Hub id or local path (``ValueError`` saying what to do)."""
+    if not isinstance(tokenizer, (str, os.PathLike)):
+        return tokenizer
+    from transformers import AutoTokenizer
+
+    name = PRESETS.get(str(tokenizer).lower(), str(tokenizer))
+    try:
+        return AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as err:
+        raise ValueError(
+            f"tokenizer: the server backend tokenizes locally and needs the model's tokenizer; could not load "
+            f"{name!r} ({err}); pass tokenizer=<Hub id or local path>"
+        ) from err
+
+
 def load_model(
     model: Any,
     tokenizer: Any = None,

@@ -100,6 +100,13 @@ class ServerClient:
         page = self._call(lambda: self.client.models.list(), "listing the served models")
         return [m.model_dump() for m in page.data]
 
+    def max_model_len(self) -> int | None:
+        """The served model's context length where the server says it (vLLM's ``max_model_len``), else ``None``."""
+        for m in self.list_models():
+            if m.get("id") == self.model and isinstance(m.get("max_model_len"), int):
+                return int(m["max_model_len"])
+        return None
+
     @property
     def model(self) -> str:
         """The served model name sent with every request (asked from the server when not given)."""
@@ -133,37 +140,65 @@ class ServerClient:
         Uses ``POST /completions`` with ``max_tokens=1`` and vLLM's ``prompt_logprobs=0``; a server that does not
         return prompt log-probabilities raises :class:`ServerError` saying so.
         """
-        model = self.model
+        return self.map_rows(self._prompt_logprobs_one, rows, "prompt log-probabilities")
 
-        def one(prompts: Sequence[Sequence[int]]) -> list[list[float]]:
-            response = self.client.completions.create(
-                model=model, prompt=[list(map(int, p)) for p in prompts], max_tokens=1, temperature=0.0,
-                extra_body={"prompt_logprobs": 0},
-            )
-            choices = sorted(response.choices, key=lambda c: c.index)
-            out = []
-            for prompt, choice in zip(prompts, choices):
-                entries = (choice.model_extra or {}).get("prompt_logprobs")
-                if entries is None:
-                    raise ServerError(
-                        f"{self.base_url} returned no prompt_logprobs: this needs a server that scores prompt "
-                        "tokens (vLLM's OpenAI server does; hosted APIs usually do not)", 200
-                    )
-                if len(entries) != len(prompt):
-                    raise ServerError(f"{self.base_url} returned {len(entries)} prompt log-probabilities for a "
-                                      f"prompt of {len(prompt)} tokens", 200)
-                values = []
-                for token, entry in zip(prompt[1:], entries[1:]):
-                    item = entry.get(str(int(token))) if isinstance(entry, dict) else None
-                    if item is None:
-                        raise ServerError(f"{self.base_url} returned no log-probability for prompt token {token}", 200)
-                    values.append(float(item["logprob"] if isinstance(item, dict) else item))
-                out.append(values)
-            if len(out) != len(prompts):
-                raise ServerError(f"{self.base_url} answered {len(out)} of {len(prompts)} prompts", 200)
-            return out
+    def _prompt_logprobs_one(self, prompts: Sequence[Sequence[int]]) -> list[list[float]]:
+        response = self.client.completions.create(
+            model=self.model, prompt=[list(map(int, p)) for p in prompts], max_tokens=1, temperature=0.0,
+            extra_body={"prompt_logprobs": 0},
+        )
+        choices = sorted(response.choices, key=lambda c: c.index)
+        out = []
+        for prompt, choice in zip(prompts, choices):
+            entries = (choice.model_extra or {}).get("prompt_logprobs")
+            if entries is None:
+                raise ServerError(
+                    f"{self.base_url} returned no prompt_logprobs: this needs a server that scores prompt "
+                    "tokens (vLLM's OpenAI server does; hosted APIs usually do not)", 200
+                )
+            if len(entries) != len(prompt):
+                raise ServerError(f"{self.base_url} returned {len(entries)} prompt log-probabilities for a "
+                                  f"prompt of {len(prompt)} tokens", 200)
+            values = []
+            for token, entry in zip(prompt[1:], entries[1:]):
+                item = entry.get(str(int(token))) if isinstance(entry, dict) else None
+                if item is None:
+                    raise ServerError(f"{self.base_url} returned no log-probability for prompt token {token}", 200)
+                values.append(float(item["logprob"] if isinstance(item, dict) else item))
+            out.append(values)
+        if len(out) != len(prompts):
+            raise ServerError(f"{self.base_url} answered {len(out)} of {len(prompts)} prompts", 200)
+        return out
 
-        return self.map_rows(one, rows, "prompt log-probabilities")
+    def token_logprobs(
+        self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]], per_request: int = 1
+    ) -> list[Any]:
+        """The local engine's contract on a server: the log-probability of every continuation token given its prompt
+        and the preceding continuation tokens, one float32 tensor per pair, in input order.
+
+        Each prompt + continuation is sent as token ids (:meth:`prompt_logprobs`); ``per_request`` consecutive pairs
+        go in one request (LogProb's three contexts of a row), so a rejected request names its row.
+        """
+        import torch
+
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        if per_request < 1:
+            raise ValueError(f"per_request must be positive, got {per_request}")
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
+        pairs = [(list(p), list(c)) for p, c in zip(prompts, continuations)]
+        chunks = [pairs[i : i + per_request] for i in range(0, len(pairs), per_request)]
+        requests = [[p + c for p, c in chunk if c] for chunk in chunks]
+        answered = self.map_rows(lambda r: self._prompt_logprobs_one(r) if r else [], requests, "scoring")
+        out = []
+        for chunk, values in zip(chunks, answered):
+            it = iter(values)
+            for _, c in chunk:
+                lp = next(it)[-len(c):] if c else []
+                out.append(torch.tensor(lp, dtype=torch.float32))
+        return out
 
     def top_logprobs(self, prompts: Sequence[Sequence[int]], k: int) -> list[dict[int, float]]:
         """The ``k`` most likely next tokens after each token-id prompt with their log-probabilities (``logprobs=k``)."""

@@ -39,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="comma-separated metric specs, options as name:key=value (default: "
                    f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}")
     p.add_argument("--dimension", choices=("content", "style", "fluency"), default="content")
+    p.add_argument("--style-words", choices=("corpus", "authors"), default="corpus",
+                   help="target-style words given to LLM metrics: the corpus's (default) or the authors' run "
+                   "scripts' where they differ (asset: simplified, ziegenbein_appropriateness: appropriated)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--cache-dir", default=None,
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_metaeval(
         datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
         cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
-        log=lambda msg: print(f"note: {msg}", file=sys.stderr),
+        log=lambda msg: print(f"note: {msg}", file=sys.stderr), style_words=args.style_words,
     )
     paths = write_report(result, args.out, plots=not args.no_plots)
     elapsed = time.perf_counter() - start

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -14,6 +14,32 @@ DIMENSIONS = ("content", "style", "fluency")
 #: Datasets built to stress-test metrics (the paper's constructed test set): grouped apart, per task.
 TESTSET_DATASETS = frozenset({"style_gap_testset"})
 REQUIRED = ("source", "rewrite", "target_style", "task", "system", "is_reference_rewrite")
+STYLE_WORDS = ("corpus", "authors")
+
+AUTHORS_STYLE_WORDS: dict[str, dict[str, str]] = {
+    "asset": {"simple": "simplified"},
+    "ziegenbein_appropriateness": {"appropriate": "appropriated"},
+    "*": {"layman": "understandable for layman", "expert": "addressed to an expert", "simplicity": "simplified"},
+}
+"""``style_words="authors"``: the target-style words of the authors' run scripts where the corpus's differ, per
+corpus (``"*"``: any corpus). ASSET is "simplified" (their ScialomD21 loader), Ziegenbein et al. "appropriated" (their
+ZeigenB11 loader), Cao et al.'s expertise styles "understandable for layman" / "addressed to an expert" (their
+``run_logprob_on_data.py``). The test set, Lai et al. (formal/informal) and Mir et al. (positive/negative) keep
+their words."""
+
+
+def with_style_words(data: RatedData, style_words: str) -> tuple[RatedData, int]:
+    """``data`` with its target styles worded as ``style_words`` says (``corpus``: unchanged; ``authors``:
+    :data:`AUTHORS_STYLE_WORDS`), and the number of rows changed. The fingerprint follows the words, so cached
+    scores of one wording are never served for the other."""
+    if style_words not in STYLE_WORDS:
+        raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
+    if style_words == "corpus":
+        return data, 0
+    mapping = {**AUTHORS_STYLE_WORDS["*"], **AUTHORS_STYLE_WORDS.get(data.name, {})}
+    styles = [mapping.get(s, s) for s in data.styles]
+    changed = sum(a != b for a, b in zip(styles, data.styles))
+    return (replace(data, styles=styles) if changed else data), changed
 
 
 @dataclass

@@ -13,7 +13,7 @@ import pandas as pd
 
 from styleeval.metaeval.cache import ScoresCache
 from styleeval.metaeval.correlation import DegenerateScoresError, correlate, kendall_tau_like, system_level
-from styleeval.metaeval.data import DIMENSIONS, RatedData
+from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
 
 CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spearman_p", "pearson", "pearson_p",
@@ -91,6 +91,7 @@ def run_metaeval(
     progress: bool = False,
     loader: Loader | None = None,
     log: Callable[[str], None] | None = None,
+    style_words: str = "corpus",
 ) -> MetaevalResult:
     """Correlate every metric with the human ``dimension`` ratings on every subset of every dataset.
 
@@ -105,6 +106,8 @@ def run_metaeval(
         loader: ``name -> rows`` replacing ``load_corpus`` (hand-made data in tests); may return a
             :class:`RatedData` directly (reused across runs).
         log: called with each note (skipped dataset, metric or subset) as it happens.
+        style_words: ``corpus`` (the corpus's target-style words) or ``authors`` (the words of the authors' run
+            scripts where they differ, e.g. ASSET's "simplified": :data:`~styleeval.metaeval.data.AUTHORS_STYLE_WORDS`).
 
     Datasets that cannot be loaded or have no ratings in ``dimension`` (e.g. Ziegenbein et al. without its
     ratings file), metrics that cannot run (missing weights) and degenerate subsets (constant or NaN scores)
@@ -113,6 +116,8 @@ def run_metaeval(
     """
     if dimension not in DIMENSIONS:
         raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
+    if style_words not in STYLE_WORDS:
+        raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
     metric_objs = [m if isinstance(m, Metric) else get_metric(m) for m in metrics]
     names = [m.name for m in metric_objs]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -134,6 +139,10 @@ def run_metaeval(
             note(f"skipped dataset {name}: it could not be loaded ({err})")
             continue
         data = rows if isinstance(rows, RatedData) else RatedData.from_rows(rows, name)
+        data, reworded = with_style_words(data, style_words)
+        if reworded:
+            note(f"{name}: target styles of {reworded} rows worded as in the authors' scripts "
+                 f"({', '.join(sorted(set(data.styles)))})")
         if not np.isfinite(data.human[dimension]).any():
             note(f"skipped dataset {name}: it has no {dimension} ratings")
             continue

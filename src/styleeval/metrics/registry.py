@@ -69,7 +69,7 @@ def _logprob(dimension: str) -> Factory:
     def make(**opts: str) -> Metric:
         from styleeval.metrics.logprob_metric import LogProbMetric
 
-        known = {"model", "device", "dtype", "batch_tokens"}
+        known = {"model", "variant", "device", "dtype", "head_dtype", "batch_tokens", "base_url", "tokenizer"}
         if set(opts) - known:
             raise ValueError(f"unknown options {sorted(set(opts) - known)} (known: {sorted(known)})")
         return LogProbMetric(dimension, **opts)

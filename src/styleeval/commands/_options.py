@@ -1,0 +1,96 @@
+"""Command-line options shared by ``styleeval score`` and ``styleeval autorate`` (file in, file out, resumable;
+local model or OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -> None:
+    """IN, --out, --style, --chunk-size, --max-rows, --overwrite, --quiet."""
+    p.add_argument("input", metavar="IN", help="input file: .csv or .jsonl with columns source, rewrite, style")
+    p.add_argument("--out", "-o", required=True, metavar="OUT",
+                   help="output file: JSONL, or CSV when it ends in .csv; resumed when it exists")
+    p.add_argument("--style", help="one target style for every row (overrides a style column)")
+    p.add_argument("--chunk-size", type=positive_int, default=chunk_size,
+                   help=f"rows {verb} and appended to OUT at a time (default: {chunk_size})")
+    p.add_argument("--max-rows", type=int, default=None,
+                   help=f"{verb.removesuffix('d')} at most this many new rows in this run, then stop (rerun to continue)")
+    p.add_argument("--overwrite", action="store_true", help="start OUT afresh instead of resuming it")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """--model, --tokenizer, --device, --dtype, and the server options --base-url, --max-concurrency, --timeout."""
+    p.add_argument("--model", "-m", default=None,
+                   help="preset (1b, 3b, 8b), Hub id or local path; with --base-url the served model name "
+                   "(default: 1b locally, the server's only model with --base-url)")
+    p.add_argument("--base-url", default=None,
+                   help="an OpenAI-compatible server (vLLM), e.g. http://127.0.0.1:8000/v1, instead of a local model")
+    p.add_argument("--tokenizer", default=None,
+                   help="tokenizer id or path (with --base-url prompts are tokenized locally; default: --model)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (local model; default: cuda if any)")
+    p.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16 (local model)")
+    p.add_argument("--max-concurrency", type=positive_int, default=8, help="requests in flight (server)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request before a retry (server)")
+
+
+def backend_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments that select the backend: server settings with --base-url, else device and dtype."""
+    options: dict[str, Any] = {}
+    if args.base_url:
+        options.update(base_url=args.base_url, max_concurrency=args.max_concurrency, timeout=args.timeout)
+    else:
+        options.update(device=args.device, dtype=args.dtype)
+    if args.tokenizer:
+        options["tokenizer"] = args.tokenizer
+    return options
+
+
+def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str,
+                     summary: Callable[[Any], str | None]) -> int:
+    """Run a resumable file command: ``run()`` returns a result with ``output``, ``scored``, ``skipped``,
+    ``remaining``, ``complete`` and ``signature``; ``summary(result)`` is printed once the file is complete."""
+    try:
+        result = run()
+    except FileNotFoundError as err:
+        raise ValueError(str(err)) from err
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the finished chunks are in {args.out}; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    if args.quiet:
+        return 0
+    log = f"{result.output}: {result.scored} rows {verb} now, {result.skipped} already there"
+    if not result.complete:
+        log += f", {result.remaining} left (run the same command again to continue)"
+    print(log, file=sys.stderr)
+    if result.complete:
+        line = summary(result)
+        if line:
+            print(line, file=sys.stderr)
+    if result.signature:
+        print(f"signature: {result.signature}", file=sys.stderr)
+    return 0
+
+
+def column_means(records: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, float]:
+    """Mean of each column over the records, NaN values left out (NaN when none is left)."""
+    import math
+
+    out = {}
+    for key in keys:
+        values = [r[key] for r in records if r[key] is not None and not math.isnan(r[key])]
+        out[key] = sum(values) / len(values) if values else math.nan
+    return out

