@@ -5,7 +5,8 @@ instead be given once for every row). Output files hold one record per input row
 
     row, source, rewrite, style, content, style_strength, signature
 
-``row`` is the 0-based index of the row in the input file (blank JSONL lines are not counted); ``content`` and
+``row`` is the 0-based index of the row in the input file (blank lines are not counted), followed by the input's
+other columns (ids, system names...) when it has any; ``content`` and
 ``style_strength`` are the LogProb scores (``content`` <= 0, ``style_strength`` in [-1, 1]; empty / NaN when a
 row was skipped with ``on_overflow="skip"``); ``signature`` is :attr:`styleeval.LogProb.signature`.
 :func:`score_file` appends records chunk by chunk and skips rows that are already in the output, so an
@@ -20,7 +21,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 from typing import Any, Literal
@@ -57,6 +58,9 @@ judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
 
 Format = Literal["csv", "jsonl"]
 
+RESERVED_FIELDS = frozenset({*OUTPUT_FIELDS, *LOGPROB_RECORDS.fields, *AUTORATER_RECORDS.fields})
+"""Output field names that an extra input column may not use."""
+
 
 @dataclass(frozen=True)
 class InputRow:
@@ -67,6 +71,7 @@ class InputRow:
     rewrite: str
     style: str
     where: str
+    extra: dict[str, Any] = field(default_factory=dict)  # the input's other columns, carried through to the output
 
 
 @dataclass(frozen=True)
@@ -103,51 +108,105 @@ def file_format(path: str | os.PathLike[str]) -> Format:
 
 # ----------------------------------------------------------------------------------------------- reading
 
+STDIN = "-"
+"""The input path that reads standard input (CSV or JSONL, told apart by the first character)."""
 
-def _iter_csv(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
+
+def _decode_error(path: Path, data: bytes, encoding: str, err: UnicodeDecodeError) -> ValueError:
+    """Name the line of ``path`` that is not valid ``encoding``, and what to do."""
+    line = 1
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
         try:
-            header = reader.fieldnames or []
-            yield "header", {name: name for name in header if name is not None}
+            raw.decode(encoding)
+        except UnicodeDecodeError:
+            line = number
+            break
+    return ValueError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
+                      f"the file's encoding (--encoding latin-1, encoding='latin-1')")
+
+
+def _read_text(path: Path | str, encoding: str) -> tuple[str, Path]:
+    """The whole text of ``path`` (``-``: standard input), decoded; a UTF-8 byte order mark is dropped."""
+    import sys
+
+    if str(path) == STDIN:
+        data = sys.stdin.buffer.read()
+        path = Path("<stdin>")
+    else:
+        path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"{path}: is a directory, not an input file")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        data = path.read_bytes()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise _decode_error(path, data, encoding, err) from None
+    except LookupError:
+        raise ValueError(f"unknown encoding {encoding!r}") from None
+    return text.removeprefix("\ufeff"), path
+
+
+def _iter_csv(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    reader = csv.reader(StringIO(text, newline=""))
+    try:
+        header: list[str] | None = None
+        line = 1
+        for fields in reader:
+            if header is None:
+                header = fields
+                dupes = sorted({c for c in header if header.count(c) > 1})
+                if dupes:
+                    raise ValueError(f"{path}, line {line}: the header names column(s) "
+                                     f"{', '.join(map(repr, dupes))} more than once")
+                yield "header", {name: name for name in header}
+            elif fields:  # blank lines are skipped
+                if not strict and len(fields) < len(header):  # an output row cut short: missing fields are None
+                    fields = fields + [None] * (len(header) - len(fields))  # type: ignore[list-item]
+                if len(fields) != len(header):
+                    raise ValueError(
+                        f"{path}, line {line}: {len(fields)} fields but the header has {len(header)} columns "
+                        "(quote fields that contain commas: \"Hello, world\")"
+                    )
+                yield f"line {line}", dict(zip(header, fields))
             line = reader.line_num + 1
-            for record in reader:
-                yield f"line {line}", record
-                line = reader.line_num + 1
-        except csv.Error as err:
-            raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
+    except csv.Error as err:
+        raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
 
 
-def _iter_jsonl(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    with open(path, encoding="utf-8-sig") as f:
-        for number, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
-            yield f"line {number}", record
+def _iter_jsonl(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+        yield f"line {number}", record
 
 
 def iter_records(
-    path: str | os.PathLike[str], fmt: Format | None = None
+    path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8", strict: bool = True
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(location, record)`` for every record of a CSV or JSONL file (``location`` is e.g. ``"line 3"``).
 
-    ``fmt`` defaults to :func:`file_format` of ``path``. A CSV file first yields ``("header", {column:
-    column})``; a missing file raises ``FileNotFoundError``.
+    ``fmt`` defaults to :func:`file_format` of ``path`` (standard input, ``-``: JSONL when its first character is
+    ``{``, else CSV). A CSV file first yields ``("header", {column: column})``; a CSV row with more or fewer fields
+    than the header, a duplicated column name, or text that is not valid ``encoding`` raises ``ValueError`` naming
+    the line (``strict=False``: a CSV row with too few fields gets ``None`` for the rest, as in an output file cut
+    short); a missing file raises ``FileNotFoundError``.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    yield from (_iter_csv if (fmt or file_format(path)) == "csv" else _iter_jsonl)(path)
+    text, where = _read_text(path, encoding)
+    if fmt is None:
+        fmt = ("jsonl" if text.lstrip().startswith("{") else "csv") if str(path) == STDIN else file_format(path)
+    yield from (_iter_csv if fmt == "csv" else _iter_jsonl)(text, where, strict)
 
 
 def output_format(path: str | os.PathLike[str]) -> Format:
-    """The format of an output file: CSV when it ends in ``.csv``, JSONL otherwise."""
+    """The format of an output file: CSV when it ends in ``.csv``, JSONL otherwise (and on standard output)."""
     return "csv" if Path(path).suffix.lower() == ".csv" else "jsonl"
 
 
@@ -159,41 +218,56 @@ def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = T
         raise ValueError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
     if not allow_empty and not value.strip():
         raise ValueError(f"{where}: {column!r} is empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
+                         f"{err.start}), which is not text and cannot be written as UTF-8") from None
     return value
 
 
-def read_rows(path: str | os.PathLike[str], style: str | None = None) -> list[InputRow]:
-    """Read and validate an input file (CSV or JSONL) with the columns ``source``, ``rewrite``, ``style``.
+def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: str = "utf-8") -> list[InputRow]:
+    """Read and validate an input file (CSV or JSONL; ``-``: standard input) with the columns ``source``,
+    ``rewrite``, ``style``; other columns are kept in :attr:`InputRow.extra` (carried through to the output).
 
     ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``ValueError``
-    naming the file, the row and the problem (missing column, missing / non-string value, empty style).
+    naming the file, the row and the problem (missing column, missing / non-string value, empty style, malformed
+    CSV, wrong encoding, no rows at all).
     """
-    path = Path(path)
     if style is not None and not (isinstance(style, str) and style.strip()):
         raise ValueError(f"style must be a non-empty string, got {style!r}")
     needed = [c for c in INPUT_COLUMNS if not (c == "style" and style is not None)]
+    name = "<stdin>" if str(path) == STDIN else str(path)
     rows: list[InputRow] = []
-    for where, record in iter_records(path):
+    for where, record in iter_records(path, encoding=encoding):
         if where == "header":
             missing = [c for c in needed if c not in record]
             if missing:
                 found = ", ".join(repr(c) for c in record) or "none"
-                raise ValueError(f"{path}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
+                raise ValueError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
                                  + ("; give the style with --style" if missing == ["style"] else ""))
             continue
         index = len(rows)
-        loc = f"{path}, row {index} ({where})"
+        loc = f"{name}, row {index} ({where})"
         missing = [c for c in needed if c not in record]
         if missing:
             raise ValueError(f"{loc}: missing column(s) {', '.join(map(repr, missing))}"
                              + ("; give the style with --style" if missing == ["style"] else ""))
+        extra = {k: v for k, v in record.items() if k not in INPUT_COLUMNS}
+        clash = sorted(set(extra) & RESERVED_FIELDS)
+        if clash:
+            raise ValueError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
+                             "rename or drop them")
         rows.append(InputRow(
             row=index,
             source=_text(record, "source", loc),
             rewrite=_text(record, "rewrite", loc),
             style=style if style is not None else _text(record, "style", loc, allow_empty=False),
             where=loc,
+            extra=extra,
         ))
+    if not rows:
+        raise ValueError(f"{name}: no rows to score (the file is empty or has only a header)")
     return rows
 
 
@@ -219,7 +293,7 @@ def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS
 def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], str | None]:
     """The complete records, and the location of an incomplete last record (a CSV row cut short) or ``None``."""
     records = []
-    items = list(iter_records(path, output_format(path)))
+    items = list(iter_records(path, output_format(path), strict=False))
     for k, (where, record) in enumerate(items):
         missing = [f for f in kind.fields if f not in record]
         if missing:
@@ -257,21 +331,29 @@ def _csv_extra(value: Any) -> Any:
     return value
 
 
+def _fields(kind: RecordKind, extra_columns: Sequence[str]) -> list[str]:
+    """Output fields: ``row``, the input's extra columns, then the kind's fields."""
+    return ["row", *extra_columns, *kind.fields[1:]]
+
+
 def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool,
-                    kind: RecordKind = LOGPROB_RECORDS) -> str:
+                    kind: RecordKind = LOGPROB_RECORDS, extra_columns: Sequence[str] = ()) -> str:
+    fields = _fields(kind, extra_columns)
     if fmt == "jsonl":
         return "".join(
-            json.dumps({f: _finite(r[f]) if f in kind.scores else r.get(f) for f in kind.fields},
+            json.dumps({f: _finite(r[f]) if f in kind.scores else r.get(f) for f in fields},
                        ensure_ascii=False, allow_nan=False) + "\n"
             for r in records
         )
     buf = StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(kind.fields), lineterminator="\n")
+    # CRLF line ends (RFC 4180): a field holding a bare CR or LF is then quoted, so every text reads back
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
     if header:
         writer.writeheader()
     for r in records:
         writer.writerow({f: ("" if math.isnan(r[f]) else repr(r[f])) if f in kind.scores
-                         else _csv_extra(r.get(f)) if f in kind.extras else r[f] for f in kind.fields})
+                         else _csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f]
+                         for f in fields})
     return buf.getvalue()
 
 
@@ -290,17 +372,22 @@ def _drop_torn_tail(path: Path) -> None:
 
 # ----------------------------------------------------------------------------------------------- scoring
 
-_INDEX = re.compile(r"(\brow |\[)(\d+)")
+_INDEX = re.compile(r"(\brow |\[|, )(\d+)")
 
 
-def _chunk_error(path: Path, err: ValueError, chunk: Sequence[InputRow]) -> ValueError:
-    """Re-word a LogProb error about chunk-relative row ``i`` so that it names the input row."""
+def _to_input_rows(message: str, chunk: Sequence[InputRow]) -> str:
+    """Replace chunk-relative row numbers (``row 3``, ``rows [0, 3]``) in a message by input row numbers."""
 
     def repl(m: re.Match[str]) -> str:
         i = int(m.group(2))
         return f"{m.group(1)}{chunk[i].row}" if i < len(chunk) else m.group(0)
 
-    return ValueError(f"{path}: {_INDEX.sub(repl, str(err))}")
+    return _INDEX.sub(repl, message)
+
+
+def _chunk_error(path: Path | str, err: ValueError, chunk: Sequence[InputRow]) -> ValueError:
+    """Re-word a LogProb error about chunk-relative row ``i`` so that it names the input row."""
+    return ValueError(f"{path}: {_to_input_rows(str(err), chunk)}")
 
 
 def _check_resume(out: Path, done: list[dict[str, Any]], rows: Sequence[InputRow]) -> set[int]:
@@ -314,11 +401,11 @@ def _check_resume(out: Path, done: list[dict[str, Any]], rows: Sequence[InputRow
             raise ValueError(f"{out} was written for a different input: it has row {r} but the input has "
                              f"{len(rows)} rows (use another --out, or --overwrite)")
         row = rows[r]
-        for field in ("source", "rewrite", "style"):
-            if record[field] != getattr(row, field):
+        for name in ("source", "rewrite", "style"):
+            if record[name] != getattr(row, name):
                 raise ValueError(
-                    f"{out} was written for a different input: row {r} has {field} {record[field]!r:.60} in "
-                    f"{out.name} but {getattr(row, field)!r:.60} in the input (use another --out, or --overwrite)"
+                    f"{out} was written for a different input: row {r} has {name} {record[name]!r:.60} in "
+                    f"{out.name} but {getattr(row, name)!r:.60} in the input (use another --out, or --overwrite)"
                 )
     return seen
 
@@ -370,9 +457,64 @@ def _check_settings(out: Path, done: list[dict[str, Any]], expected: dict[str, s
                 )
 
 
+def _lock(output: Path):
+    """An exclusive lock on ``output`` (a ``.lock`` file beside it) held for the whole run: a second process
+    writing the same OUT gets a clear error instead of duplicated rows."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(output) + ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ValueError(f"{output} is being written by another styleeval process (lock {lock.lock_file}); wait "
+                         "for it to finish or use another --out") from None
+    return lock
+
+
+def _existing_header(output: Path) -> list[str] | None:
+    with open(output, encoding="utf-8", newline="") as f:
+        return next(csv.reader(f), None)
+
+
+class _Sink:
+    """Where finished records go: OUT appended in place, a temporary file that replaces OUT once the first chunk
+    is safely written (``overwrite``), or standard output (``-``)."""
+
+    def __init__(self, output: Path | None, fmt: Format, header: bool, replace: bool) -> None:
+        import sys
+
+        self.output, self.fmt, self.header = output, fmt, header
+        self.target = output
+        if output is None:
+            self.file = sys.stdout
+        else:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            if replace:
+                self.target = output.with_name(output.name + ".partial")
+                self.file = open(self.target, "w", encoding="utf-8", newline="")
+            else:
+                self.file = open(output, "a", encoding="utf-8", newline="")
+
+    def write(self, text: str) -> None:
+        self.file.write(text)
+        self.file.flush()
+        if self.output is not None:
+            os.fsync(self.file.fileno())
+            if self.target != self.output:  # the first chunk of an --overwrite run is safe: it becomes OUT
+                os.replace(self.target, self.output)
+                self.target = self.output
+        self.header = False
+
+    def close(self) -> None:
+        if self.output is not None:
+            self.file.close()
+            if self.target != self.output:  # nothing was written: OUT stays as it was
+                self.target.unlink(missing_ok=True)
+
+
 def _run_file(
-    input: Path,
-    output: Path,
+    input: Path | str,
+    output: Path | str,
     kind: RecordKind,
     *,
     style: str | None,
@@ -385,75 +527,107 @@ def _run_file(
     score_chunk: Callable[[Any, list[InputRow]], list[dict[str, Any]]],
     expected_settings: dict[str, str],
     on_chunk: Callable[[list[dict[str, Any]]], None] | None,
+    encoding: str = "utf-8",
+    flush_seconds: float = 5.0,
 ) -> ScoreFileResult:
     """The resumable chunked loop shared by :func:`score_file` and :func:`autorate_file`."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
     if max_rows is not None and max_rows < 0:
         raise ValueError(f"max_rows must be >= 0, got {max_rows}")
-    out_fmt = output_format(output)
-    if output.resolve() == input.resolve():
-        raise ValueError(f"{output}: the output file must not be the input file")
-    rows = read_rows(input, style=style)
+    if flush_seconds <= 0:
+        raise ValueError(f"flush_seconds must be positive, got {flush_seconds}")
+    to_stdout = str(output) == STDIN
+    out_path = None if to_stdout else Path(output)
+    if out_path is not None:
+        if out_path.is_dir():
+            raise ValueError(f"{out_path}: is a directory; --out must name a file (e.g. {out_path}/scores.jsonl)")
+        if str(input) != STDIN and out_path.resolve() == Path(input).resolve():
+            raise ValueError(f"{out_path}: the output file must not be the input file")
+    out_fmt: Format = "jsonl" if to_stdout else output_format(out_path)  # type: ignore[arg-type]
+    rows = read_rows(input, style=style, encoding=encoding)
+    extra_columns = list(dict.fromkeys(k for r in rows for k in r.extra))
+    fields = _fields(kind, extra_columns)
+    lock = _lock(out_path) if out_path is not None else None
+    try:
+        done: list[dict[str, Any]] = []
+        if out_path is not None and out_path.exists() and not overwrite:
+            _drop_torn_tail(out_path)
+            if out_path.stat().st_size > 0:
+                if out_fmt == "csv" and _existing_header(out_path) != fields:
+                    raise ValueError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
+                                     f"{fields} (use another --out, or --overwrite)")
+                done, torn = _read_scores(out_path, kind)
+                if torn:  # a CSV record cut at a newline inside a quoted field: write the file again without it
+                    tmp = out_path.with_name(out_path.name + ".tmp")
+                    tmp.write_text(_format_records(done, out_fmt, out_fmt == "csv", kind, extra_columns),
+                                   encoding="utf-8", newline="")
+                    os.replace(tmp, out_path)
+        where = out_path if out_path is not None else "<stdout>"
+        finished = _check_resume(where, done, rows)  # type: ignore[arg-type]
+        todo = [row for row in rows if row.row not in finished]
+        if max_rows is not None:
+            todo = todo[:max_rows]
+        signature = done[0]["signature"] if done else None
+        if not todo:
+            if done and scorer is not None:
+                _check_signature(where, done, scorer.signature)  # type: ignore[arg-type]
+            elif done:  # do not load a model just to check: compare what the options determine
+                _check_settings(where, done, expected_settings)  # type: ignore[arg-type]
+            return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), 0, signature)
 
-    if overwrite and output.exists():
-        output.unlink()
-    done: list[dict[str, Any]] = []
-    if output.exists():
-        _drop_torn_tail(output)
-        if output.stat().st_size > 0:
-            done, torn = _read_scores(output, kind)
-            if torn:  # a CSV record cut at a newline inside a quoted field: write the file again without it
-                tmp = output.with_name(output.name + ".tmp")
-                tmp.write_text(_format_records(done, out_fmt, out_fmt == "csv", kind), encoding="utf-8")
-                os.replace(tmp, output)
-    finished = _check_resume(output, done, rows)
-    todo = [row for row in rows if row.row not in finished]
-    if max_rows is not None:
-        todo = todo[:max_rows]
-    signature = done[0]["signature"] if done else None
-    if not todo:
-        if done and scorer is not None:
-            _check_signature(output, done, scorer.signature)
-        elif done:  # do not load a model just to check: compare what the options determine
-            _check_settings(output, done, expected_settings)
-        return ScoreFileResult(input, output, len(rows), len(finished), 0, signature)
+        if scorer is None:
+            scorer = make_scorer()
+        signature = scorer.signature
+        _check_signature(where, done, signature)  # type: ignore[arg-type]
+        return _score_rows(input, output, rows, finished, todo, kind, scorer, score_chunk, signature, out_path,
+                           out_fmt, extra_columns, overwrite, chunk_size, flush_seconds, progress, on_chunk)
+    finally:
+        if lock is not None:
+            lock.release()
 
-    if scorer is None:
-        scorer = make_scorer()
-    signature = scorer.signature
-    _check_signature(output, done, signature)
 
-    chunks: dict[int, list[InputRow]] = {}
-    for row in todo:
-        chunks.setdefault(row.row // chunk_size, []).append(row)
+def _score_rows(input, output, rows, finished, todo, kind, scorer, score_chunk, signature, out_path, out_fmt,
+                extra_columns, overwrite, chunk_size, flush_seconds, progress, on_chunk) -> ScoreFileResult:
+    """Score ``todo`` in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size`` rows), each
+    chunk written and flushed before the next starts."""
+    import time
+    import warnings
 
     from tqdm.auto import tqdm
 
-    output.parent.mkdir(parents=True, exist_ok=True)
-    header = out_fmt == "csv" and not (output.exists() and output.stat().st_size > 0)
-    scored = 0
-    with (
-        open(output, "a", encoding="utf-8", newline="") as f,
-        tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {kind.name}",
-             disable=not progress) as bar,
-    ):
-        for chunk in chunks.values():
-            try:
-                values = score_chunk(scorer, chunk)
-            except ValueError as err:
-                raise _chunk_error(input, err, chunk) from err
-            records = [{"row": r.row, "source": r.source, "rewrite": r.rewrite, "style": r.style, **v,
-                        "signature": signature} for r, v in zip(chunk, values)]
-            f.write(_format_records(records, out_fmt, header, kind))
-            f.flush()
-            os.fsync(f.fileno())
-            header = False
-            scored += len(records)
-            bar.update(len(records))
-            if on_chunk is not None:
-                on_chunk(records)
-    return ScoreFileResult(input, output, len(rows), len(finished), scored, signature)
+    fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
+    sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
+                 replace=overwrite and out_path is not None and out_path.exists())
+    scored, pos, size = 0, 0, min(chunk_size, 8)
+    try:
+        with tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {kind.name}",
+                  disable=not progress) as bar:
+            while pos < len(todo):
+                chunk = todo[pos : pos + size]
+                start = time.perf_counter()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        values = score_chunk(scorer, chunk)
+                    except ValueError as err:
+                        raise _chunk_error(input, err, chunk) from err
+                for w in caught:  # chunk-relative row numbers become input rows
+                    warnings.warn_explicit(_to_input_rows(str(w.message), chunk), w.category, w.filename, w.lineno)
+                elapsed = time.perf_counter() - start
+                records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
+                            **v, "signature": signature} for r, v in zip(chunk, values)]
+                sink.write(_format_records(records, out_fmt, sink.header, kind, extra_columns))
+                scored += len(records)
+                pos += len(chunk)
+                bar.update(len(records))
+                if on_chunk is not None:
+                    on_chunk(records)
+                rate = len(chunk) / max(elapsed, 1e-6)
+                size = max(1, min(chunk_size, int(rate * flush_seconds)))
+    finally:
+        sink.close()
+    return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), scored, signature)
 
 
 def score_file(
@@ -468,25 +642,31 @@ def score_file(
     progress: bool = True,
     scorer: Any = None,
     on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+    encoding: str = "utf-8",
+    flush_seconds: float = 5.0,
     **logprob_kwargs: Any,
 ) -> ScoreFileResult:
     """Score every row of ``input`` with LogProb and append the results to ``output``, resumably.
 
-    Rows are scored ``chunk_size`` at a time (chunks are aligned to multiples of ``chunk_size`` in the
-    input); each chunk is appended to ``output`` (JSONL, or CSV when it ends in ``.csv``) and flushed to disk
-    before the next one starts. Rows already in ``output`` are skipped after checking that their ``source``,
-    ``rewrite`` and ``style`` match the input and that their signature matches this run's, so an interrupted
-    run can simply be started again.
+    Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is
+    appended to ``output`` (JSONL, or CSV when it ends in ``.csv``) and flushed to disk before the next one starts,
+    and the progress bar moves with it. Rows already in ``output`` are skipped after checking that their
+    ``source``, ``rewrite`` and ``style`` match the input and that their signature matches this run's, so an
+    interrupted run can simply be started again. Scores do not depend on the chunking beyond float32 rounding.
+    A lock (``output + ".lock"``) keeps a second process from writing the same file.
 
     Args:
-        input: a CSV or JSONL file with the columns ``source``, ``rewrite``, ``style`` (see :func:`read_rows`).
-        output: where the records go (see the module docstring for the fields).
+        input: a CSV or JSONL file with the columns ``source``, ``rewrite``, ``style`` (see :func:`read_rows`);
+            ``-``: standard input. Other columns are carried through to the output records (after ``row``).
+        output: where the records go (see the module docstring for the fields); ``-``: JSONL on standard output.
         model: the LogProb model (preset, Hub id, local path or model object); ignored when ``scorer`` is given.
         style: one target style for every row (overrides a ``style`` column).
-        chunk_size: rows per chunk written to ``output``.
+        chunk_size: at most this many rows per chunk written to ``output``.
         max_rows: score at most this many new rows, then stop (the rest is scored by the next run).
-        overwrite: delete ``output`` first instead of resuming.
+        overwrite: start ``output`` afresh; the old file is replaced only once the first new chunk is written.
         progress: show a tqdm progress bar over rows (on stderr).
+        encoding: the input file's encoding (default UTF-8).
+        flush_seconds: the work per chunk aimed at (seconds).
         scorer: an existing :class:`styleeval.LogProb` to use instead of loading ``model``.
         on_chunk: called with the records of each chunk after they are written.
         **logprob_kwargs: passed to :class:`styleeval.LogProb` (``device``, ``dtype``, ``batch_tokens``,
@@ -507,9 +687,10 @@ def score_file(
         return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in scores]
 
     return _run_file(
-        Path(input), Path(output), LOGPROB_RECORDS, style=style, chunk_size=chunk_size, max_rows=max_rows,
+        input, output, LOGPROB_RECORDS, style=style, chunk_size=chunk_size, max_rows=max_rows,
         overwrite=overwrite, progress=progress, scorer=scorer, make_scorer=make_scorer, score_chunk=score_chunk,
-        expected_settings=_logprob_settings(model, logprob_kwargs), on_chunk=on_chunk,
+        expected_settings=_logprob_settings(model, logprob_kwargs), on_chunk=on_chunk, encoding=encoding,
+        flush_seconds=flush_seconds,
     )
 
 
@@ -525,6 +706,8 @@ def autorate_file(
     progress: bool = True,
     judge: Any = None,
     on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+    encoding: str = "utf-8",
+    flush_seconds: float = 5.0,
     **autorater_kwargs: Any,
 ) -> ScoreFileResult:
     """Rate every row of ``input`` with :class:`styleeval.Autorater` and append the results to ``output``, resumably.
@@ -562,7 +745,7 @@ def autorate_file(
 
     expected = {k: str(autorater_kwargs[k]) for k in ("mode", "prompt") if autorater_kwargs.get(k) is not None}
     return _run_file(
-        Path(input), Path(output), AUTORATER_RECORDS, style=style, chunk_size=chunk_size, max_rows=max_rows,
+        input, output, AUTORATER_RECORDS, style=style, chunk_size=chunk_size, max_rows=max_rows,
         overwrite=overwrite, progress=progress, scorer=judge, make_scorer=make_judge, score_chunk=rate_chunk,
-        expected_settings=expected, on_chunk=on_chunk,
+        expected_settings=expected, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
     )

@@ -4,6 +4,7 @@ local model or OpenAI-compatible server)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -19,9 +20,13 @@ def positive_int(text: str) -> int:
 
 def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -> None:
     """IN, --out, --style, --chunk-size, --max-rows, --overwrite, --quiet."""
-    p.add_argument("input", metavar="IN", help="input file: .csv or .jsonl with columns source, rewrite, style")
+    p.add_argument("input", metavar="IN",
+                   help="input file: .csv or .jsonl with columns source, rewrite, style (other columns are carried "
+                   "through to OUT); - reads standard input")
     p.add_argument("--out", "-o", required=True, metavar="OUT",
-                   help="output file: JSONL, or CSV when it ends in .csv; resumed when it exists")
+                   help="output file: JSONL, or CSV when it ends in .csv; resumed when it exists; - writes JSONL to "
+                   "standard output")
+    p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8), e.g. latin-1")
     p.add_argument("--style", help="one target style for every row (overrides a style column)")
     p.add_argument("--chunk-size", type=positive_int, default=chunk_size,
                    help=f"rows {verb} and appended to OUT at a time (default: {chunk_size})")
@@ -62,6 +67,14 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
                      summary: Callable[[Any], str | None]) -> int:
     """Run a resumable file command: ``run()`` returns a result with ``output``, ``scored``, ``skipped``,
     ``remaining``, ``complete`` and ``signature``; ``summary(result)`` is printed once the file is complete."""
+    if args.quiet:  # every progress bar, model loading included
+        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:  # pragma: no cover
+            pass
     try:
         result = run()
     except FileNotFoundError as err:
@@ -76,7 +89,7 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     if not result.complete:
         log += f", {result.remaining} left (run the same command again to continue)"
     print(log, file=sys.stderr)
-    if result.complete:
+    if result.complete and str(args.out) != "-":
         line = summary(result)
         if line:
             print(line, file=sys.stderr)

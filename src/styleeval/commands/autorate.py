@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     return run_file_command(
         args,
         lambda: autorate_file(args.input, args.out, args.model, style=args.style, chunk_size=args.chunk_size,
-                              max_rows=args.max_rows, overwrite=args.overwrite, progress=not args.quiet, **options),
+                              max_rows=args.max_rows, overwrite=args.overwrite, progress=not args.quiet,
+                           encoding=args.encoding, **options),
         "rated", summary,
     )
