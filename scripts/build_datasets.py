@@ -19,7 +19,8 @@ from pathlib import Path
 
 from datasets import disable_progress_bars
 
-from styleeval.corpora import CorpusError
+from styleeval.corpora import CorpusError, MissingFileError
+from styleeval.corpora._files import local_data_dir
 from styleeval.corpora.configs import CONFIGS, RESTRICTED_DIR, build_configs
 
 REPO_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
@@ -58,11 +59,18 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in args.names if n not in CONFIGS]
     if unknown:
         parser.error(f"unknown datasets {unknown}; choose from {', '.join(CONFIGS)}")
+    try:
+        local_data_dir(args.data_dir)
+    except CorpusError as err:
+        print(f"build_datasets: {err}", file=sys.stderr)
+        return 2
     failed = []
     for name in args.names or list(CONFIGS):
         print(f"{name}:")
         try:
             build_one(name, args.out, args.data_dir, args.include_restricted)
+        except MissingFileError as err:  # e.g. Ziegenbein's ratings, absent from a mirror: not a failed build
+            print(f"  note: {name} skipped: {err}", file=sys.stderr)
         except CorpusError as err:
             print(f"  FAILED: {err}", file=sys.stderr)
             failed.append(name)

@@ -204,7 +204,7 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
         notes: list[str] = []
         try:
             result = run_metaeval(datasets, [get_metric(spec)], dimension, cache=cache, loader=loader,
-                                  n_boot=0, progress=not args.no_progress, log=notes.append)
+                                  n_boot=0, progress=not args.no_progress, log=notes.append, allow_missing=True)
         except ValueError as err:
             failures[row] = str(err)
             continue
@@ -276,6 +276,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--write", default=None, help="also write the comparison as markdown to this file")
     args = parser.parse_args(argv)
+    from styleeval.corpora import CorpusError
+    from styleeval.corpora._files import local_data_dir
+
+    try:
+        local_data_dir(args.data_dir)
+    except CorpusError as err:
+        print(f"reproduce_paper: {err}", file=sys.stderr)
+        return 2
     if not args.online:
         for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
             os.environ.setdefault(var, "1")

@@ -178,7 +178,21 @@ def test_style_gap_means_from_raw(corpora, data_dir, n, quest_nrs):
         assert got["style_mean"] == pytest.approx(np.mean(style)) == pytest.approx(float(r["annoA_mean"]))
         assert got["content_mean"] == pytest.approx(np.mean(content)) == pytest.approx(float(r["annoB_mean"]))
         assert got["rewrite"] == r["output"] and got["source"] == r["input"] and got["system"] == r["intention"]
-        assert got["rater_ids"] == [f"prolific:{r[f'prolificID_{k}']}" for k in (1, 2, 3)]
+        assert all(rid.startswith("style_gap_testset:rater") for rid in got["rater_ids"])
+
+
+def test_style_gap_rater_pseudonyms_are_consistent_and_hide_worker_ids(corpora, data_dir):
+    """The same Prolific worker gets the same pseudonym in every file, and no worker id appears anywhere."""
+    rows = by_id(corpora["style_gap_testset"])
+    mapping: dict[str, str] = {}
+    for n in range(1, 7):
+        for r in read_csv_rows(data_dir / f"style_gap_testset/data/syntest_anno{n}.csv"):
+            got = rows[f"style_gap_testset/anno{n}/q{r['quest_nr']}"]["rater_ids"]
+            for k, pseudonym in zip((1, 2, 3), got):
+                assert mapping.setdefault(r[f"prolificID_{k}"], pseudonym) == pseudonym
+    assert sorted(mapping.values()) == [f"style_gap_testset:rater{k}" for k in range(1, 6)]
+    text = str(corpora["style_gap_testset"].to_list())
+    assert not any(worker in text for worker in mapping)
 
 
 def test_style_gap_readme_examples(corpora):

@@ -107,8 +107,8 @@ def test_overwrite_keeps_old_results_when_the_model_fails(tmp_path, lp):
     out = tmp_path / "out.jsonl"
     score_file(inp, out, scorer=lp, progress=False)
     before = out.read_bytes()
-    with pytest.raises(OSError):
-        score_file(inp, out, tmp_path / "no-such-model", overwrite=True, progress=False)
+    with pytest.raises(ValueError, match="cannot load model .*no such local folder"):
+        score_file(inp, out, str(tmp_path / "no-such-model"), overwrite=True, progress=False)
     assert out.read_bytes() == before and not list(tmp_path.glob("*.partial"))
     assert score_file(inp, out, scorer=lp, overwrite=True, progress=False).scored == 3
     assert len(read_scores(out)) == 3 and not list(tmp_path.glob("*.partial"))

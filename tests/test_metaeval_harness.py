@@ -90,8 +90,10 @@ def test_cache_resumes_and_recomputes_nothing(tmp_path):
 
 def test_harness_correlations_skips_and_negation(tmp_path):
     notes = []
-    result = run_metaeval(["toy_a", "missing", "unrated", "toy_b"], [CountingLength(), LowerIsBetter(), "r_bleu"],
-                          loader=loader, cache=None, n_boot=0, log=notes.append)
+    with pytest.raises(ValueError, match="dataset missing cannot be used: .*ratings file.*--allow-missing"):
+        run_metaeval(["toy_a", "missing"], [CountingLength()], loader=loader, n_boot=0)
+    result = run_metaeval(["toy_a", "missing", "unrated", "toy_b", "toy_a"], [CountingLength(), LowerIsBetter(),
+                          "r_bleu"], loader=loader, cache=None, n_boot=0, log=notes.append, allow_missing=True)
     lengths = [len(f"rw {i} " * (i + 1)) for i in range(6)]
     expected = stats.spearmanr(lengths, HUMAN).statistic
     corr = result.correlations.set_index(["dataset", "subset", "metric"])
@@ -100,7 +102,10 @@ def test_harness_correlations_skips_and_negation(tmp_path):
     assert result.negated == ["neg_len"]
     assert ("toy_a", "all", "r_bleu") not in corr.index  # no references: the paper's "-"
     assert corr.loc[("toy_b", "all", "r_bleu"), "n"] == 3  # only rows with a reference
-    assert any("skipped dataset missing: it could not be loaded" in n and "ratings file" in n for n in notes)
+    assert any("skipped dataset missing:" in n and "ratings file" in n for n in notes)
+    assert ("missing", "len", "dataset unavailable") in result.missing
+    assert result.correlations.groupby(["dataset", "subset", "metric"]).size().max() == 1  # toy_a once
+    assert set(result.correlations["signature"]) == {"len|version:1", "neg_len|version:1", result.signatures["r_bleu"]}
     assert any("skipped dataset unrated: it has no content ratings" in n for n in notes)
     assert not result.correlations[["spearman", "pearson", "kendall"]].isna().any().any()
 
@@ -148,7 +153,9 @@ def test_score_dataset_fills_nan_where_no_reference(tmp_path):
 
 def test_all_datasets_missing_is_an_error():
     with pytest.raises(ValueError, match="no dataset could be used"):
-        run_metaeval(["missing"], [CountingLength()], loader=loader)
+        run_metaeval(["missing"], [CountingLength()], loader=loader, allow_missing=True)
+    with pytest.raises(ValueError, match=r"unknown dataset\(s\) 'lai_formalty' \(did you mean 'lai_formality'\?\)"):
+        run_metaeval(["lai_formalty"], [CountingLength()])
     with pytest.raises(ValueError, match="dimension must be one of"):
         run_metaeval(["toy_a"], [CountingLength()], dimension="humour", loader=loader)
 

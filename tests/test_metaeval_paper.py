@@ -38,7 +38,7 @@ def test_cli_writes_the_three_outputs(tmp_path, capsys):
     status = main([
         "metaeval", "--datasets", "style_gap_testset,lai_formality,ziegenbein_appropriateness",
         "--metrics", "s_paper_bleu,s_bleu,r_bleu,s_ter", "--dimension", "content", "--out", str(out),
-        "--cache-dir", str(tmp_path / "cache"), "--bootstrap", "100", "--no-progress",
+        "--cache-dir", str(tmp_path / "cache"), "--bootstrap", "100", "--no-progress", "--allow-missing",
     ])
     assert status == 0
     err = capsys.readouterr().err
@@ -46,8 +46,9 @@ def test_cli_writes_the_three_outputs(tmp_path, capsys):
 
     csv = pd.read_csv(out / "correlations.csv")
     assert list(csv.columns) == ["dataset", "subset", "metric", "dimension", "n", "spearman", "spearman_p",
-                                 "pearson", "pearson_p", "kendall", "kendall_p", "ci_low", "ci_high"]
+                                 "pearson", "pearson_p", "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
     assert not csv.isna().any().any()
+    assert csv[csv.metric == "s_bleu"].signature.str.startswith("s_bleu|").all()
     row = csv.set_index(["dataset", "subset", "metric"]).loc[("style_gap_testset", "sentiment", "s_paper_bleu")]
     assert row.n == 50 and row.spearman == pytest.approx(-0.79, abs=0.01)
     assert row.ci_low < row.spearman < row.ci_high
@@ -61,6 +62,9 @@ def test_cli_writes_the_three_outputs(tmp_path, capsys):
     assert "## Constructed test set" in report and "## System-generated output" in report
     assert "| S-Paper-Bleu | -0.13 | -0.79 | -0.51 | -0.14* | -0.07* | -0.15* | -0.10* |" in report
     assert "ziegenbein_appropriateness" in report  # the skip note
+    assert "## Missing cells" in report and "- Ze. / S-Bleu: dataset unavailable" in report
+    assert "| n | 500 | 50 | 50 | 100 | 100 | 100 | 100 |  |  |" in report  # the test set: ALL, then per task
+    assert "## Metric signatures" in report and "- S-Ter: `s_ter|" in report
     for png in ("groups.png", "tasks.png", "datasets.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

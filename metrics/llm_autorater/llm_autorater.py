@@ -16,11 +16,10 @@
 A thin `evaluate` wrapper: all the work is done by ``styleeval.Autorater``.
 """
 
-import math  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
-
-import datasets
+import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
 import styleeval.autorater.rater
+import styleeval.evaluate_support as support
 
 _CITATION = """\
 @misc{pauli2025mindthestylegap,
@@ -81,9 +80,18 @@ Examples:
 """
 
 
-def _mean(values):
-    values = [v for v in values if not math.isnan(v)]
-    return sum(values) / len(values) if values else math.nan
+OPTIONS = {
+    "model_id": ((str, type(None)), None),
+    "mode": ((str,), "expected"),
+    "prompt": ((str,), "paper-small"),
+    "parser": ((str,), "robust"),
+    "base_url": ((str, type(None)), None),
+    "tokenizer": ((str, type(None)), None),
+    "device": ((str, type(None)), None),
+    "dtype": ((str,), "float32"),
+    "seed": ((int,), 0),
+    "batch_size": ((int,), 16),
+}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -106,35 +114,27 @@ class LlmAutorater(evaluate.Metric):
             reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Like `evaluate.Metric.compute`; `references` are rejected (the rewrite is compared with its source)."""
+        support.reject_references("llm_autorater", references)
+        return super().compute(predictions=predictions, **kwargs)
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Like `evaluate.Metric.add_batch`; a single string `styles` applies to every prediction."""
-        if isinstance(kwargs.get("styles"), str) and predictions is not None:
-            kwargs["styles"] = [kwargs["styles"]] * len(predictions)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
+        support.reject_references("llm_autorater", references)
+        support.broadcast_styles(predictions, kwargs)
+        return super().add_batch(predictions=predictions, **kwargs)
 
-    def _compute(
-        self,
-        predictions,
-        sources,
-        styles,
-        model_id=None,
-        mode="expected",
-        prompt="paper-small",
-        parser="robust",
-        base_url=None,
-        tokenizer=None,
-        device=None,
-        dtype="float32",
-        seed=0,
-        batch_size=16,
-    ):
-        options = {"mode": mode, "prompt": prompt, "parser": parser, "seed": seed}
-        if base_url is not None:
-            options.update(base_url=base_url, tokenizer=tokenizer)
+    def _compute(self, predictions, sources, styles, **given):
+        opts = support.check_options("llm_autorater", given, OPTIONS)
+        model_id = opts.pop("model_id")
+        options = {k: opts[k] for k in ("mode", "prompt", "parser", "seed")}
+        if opts["base_url"] is not None:
+            options.update(base_url=opts["base_url"], tokenizer=opts["tokenizer"])
         else:
-            options.update(device=device, dtype=dtype, batch_size=batch_size)
-            if tokenizer is not None:
-                options["tokenizer"] = tokenizer
+            options.update(device=opts["device"], dtype=opts["dtype"], batch_size=opts["batch_size"])
+            if opts["tokenizer"] is not None:
+                options["tokenizer"] = opts["tokenizer"]
         judge = styleeval.autorater.rater.shared_autorater(model_id, **options)
         results = judge.rate(sources, predictions, styles)
         return {
@@ -142,7 +142,7 @@ class LlmAutorater(evaluate.Metric):
             "style": results.style,
             "parsed": [bool(r["parsed"]) for r in results],
             "compliance_rate": results.compliance_rate,
-            "meaning_mean": _mean(results.meaning),
-            "style_mean": _mean(results.style),
+            "meaning_mean": support.nan_mean(results.meaning),
+            "style_mean": support.nan_mean(results.style),
             "signature": results.signature,
         }

@@ -16,10 +16,9 @@
 A thin `evaluate` wrapper: all the work is done by ``styleeval.LogProb``.
 """
 
-import math  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
-
-import datasets
+import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
+import styleeval.evaluate_support as support
 import styleeval.logprob
 
 _CITATION = """\
@@ -63,6 +62,11 @@ Args:
     revision (`str`, optional): model revision (branch, tag or commit) of a Hub id.
     end_of_turn (`bool`, optional): also score the chat template's end-of-turn token after each rewrite.
         Defaults to True.
+    on_overflow (`str`, optional): "error" (default) or "skip" (NaN) for a row longer than the model's context.
+    trust_remote_code (`bool`, optional): allow model code from the Hub. Defaults to False.
+    max_concurrency, timeout (optional): requests in flight and seconds per request with `base_url`.
+    A misspelled or mistyped argument raises a ValueError naming it and the valid ones; `references` are not
+    taken (the rewrite is compared with its source).
 Returns:
     content_preservation (`list` of `float`): per rewrite, the mean log of the best of the three token
         probabilities; <= 0, higher is better (0: every token fully expected).
@@ -85,9 +89,23 @@ Examples:
     ['content_preservation', 'content_preservation_mean', 'signature', 'style_strength', 'style_strength_mean']
 """
 
-def _mean(values):
-    values = [v for v in values if not math.isnan(v)]
-    return sum(values) / len(values) if values else math.nan
+OPTIONS = {
+    "model_id": ((str, type(None)), None),
+    "variant": ((str,), "default"),
+    "batch_size": ((int, type(None)), None),
+    "batch_tokens": ((int, type(None)), None),
+    "device": ((str, type(None)), None),
+    "dtype": ((str,), "float32"),
+    "head_dtype": ((str,), "float32"),
+    "end_of_turn": ((bool,), True),
+    "on_overflow": ((str,), "error"),
+    "revision": ((str, type(None)), None),
+    "trust_remote_code": ((bool,), False),
+    "base_url": ((str, type(None)), None),
+    "tokenizer_id": ((str, type(None)), None),
+    "max_concurrency": ((int,), 8),
+    "timeout": ((int, float), 120.0),
+}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -110,38 +128,30 @@ class LogprobStyle(evaluate.Metric):
             reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
         )
 
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Like `evaluate.Metric.compute`; `references` are rejected (the rewrite is compared with its source)."""
+        support.reject_references("logprob_style", references)
+        return super().compute(predictions=predictions, **kwargs)
+
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Like `evaluate.Metric.add_batch`; a single string `styles` applies to every prediction."""
-        if isinstance(kwargs.get("styles"), str) and predictions is not None:
-            kwargs["styles"] = [kwargs["styles"]] * len(predictions)
-        return super().add_batch(predictions=predictions, references=references, **kwargs)
+        support.reject_references("logprob_style", references)
+        support.broadcast_styles(predictions, kwargs)
+        return super().add_batch(predictions=predictions, **kwargs)
 
-    def _compute(
-        self,
-        predictions,
-        sources,
-        styles,
-        model_id=None,
-        batch_size=None,
-        batch_tokens=None,
-        device=None,
-        dtype="float32",
-        end_of_turn=True,
-        revision=None,
-        variant="default",
-        head_dtype="float32",
-        base_url=None,
-        tokenizer_id=None,
-    ):
-        if base_url is not None:
+    def _compute(self, predictions, sources, styles, **options):
+        opts = support.check_options("logprob_style", options, OPTIONS)
+        common = {"variant": opts["variant"], "end_of_turn": opts["end_of_turn"], "on_overflow": opts["on_overflow"]}
+        if opts["base_url"] is not None:
             scorer = styleeval.logprob.shared_logprob(
-                model_id, base_url=base_url, revision=revision, variant=variant, end_of_turn=end_of_turn,
-                tokenizer=tokenizer_id,
+                opts["model_id"], base_url=opts["base_url"], revision=opts["revision"], tokenizer=opts["tokenizer_id"],
+                max_concurrency=opts["max_concurrency"], timeout=float(opts["timeout"]), **common,
             )
         else:
             scorer = styleeval.logprob.shared_logprob(
-                model_id, device=device, dtype=dtype, revision=revision, max_batch_rows=batch_size,
-                batch_tokens=batch_tokens, end_of_turn=end_of_turn, variant=variant, head_dtype=head_dtype,
+                opts["model_id"], device=opts["device"], dtype=opts["dtype"], revision=opts["revision"],
+                max_batch_rows=opts["batch_size"], batch_tokens=opts["batch_tokens"], head_dtype=opts["head_dtype"],
+                **common,
             )
         scores = scorer.score(sources, predictions, styles)
         content = [row["content"] for row in scores]
@@ -149,7 +159,7 @@ class LogprobStyle(evaluate.Metric):
         return {
             "content_preservation": content,
             "style_strength": style,
-            "content_preservation_mean": _mean(content),
-            "style_strength_mean": _mean(style),
+            "content_preservation_mean": support.nan_mean(content),
+            "style_strength_mean": support.nan_mean(style),
             "signature": scores.signature,
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import torch
@@ -125,6 +126,34 @@ def model_revision_key(model: Any, revision: str | None = None) -> str | None:
     return revision
 
 
+class ModelLoadError(ValueError):
+    """A model or tokenizer could not be loaded; the message names it and says what to do, in one line."""
+
+
+def explain_load_error(name: str, err: BaseException, what: str = "model") -> ModelLoadError:
+    """One line naming ``name`` and what to do about ``err`` (gated, unknown id, offline, wrong path...)."""
+    kind = type(err).__name__
+    text = str(err).strip().splitlines()[0] if str(err).strip() else kind
+    looks_local = name.startswith((".", "/", "~")) or os.sep in name and not _looks_like_hub_id(name)
+    if kind == "GatedRepoError" or "gated" in text.lower():
+        hint = "it is gated: accept its licence on huggingface.co, then log in (`hf auth login` or HF_TOKEN)"
+    elif looks_local and not os.path.exists(os.path.expanduser(name)):
+        hint = "no such local folder: check the path, or give a Hub id such as meta-llama/Llama-3.2-1B-Instruct"
+    elif kind in ("RepositoryNotFoundError", "RevisionNotFoundError") or "not a valid model identifier" in text:
+        hint = "not found on the Hugging Face Hub: check the id (and --revision), log in if it is private, or pass a local path"
+    elif kind in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or any(
+            w in text.lower() for w in ("offline", "connect", "resolve", "network", "internet")):
+        hint = ("not in the local cache and the Hub cannot be reached: download it once with network access "
+                "(unset HF_HUB_OFFLINE), or pass a local path")
+    else:
+        hint = f"{kind}: {text}"
+    return ModelLoadError(f"cannot load {what} {name!r}: {hint}")
+
+
+def _looks_like_hub_id(name: str) -> bool:
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name))
+
+
 def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_code: bool = False) -> Any:
     """A tokenizer object, or one loaded from a preset, Hub id or local path (``ValueError`` saying what to do)."""
     if not isinstance(tokenizer, (str, os.PathLike)):
@@ -135,10 +164,8 @@ def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_cod
     try:
         return AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
-        raise ValueError(
-            f"tokenizer: the server backend tokenizes locally and needs the model's tokenizer; could not load "
-            f"{name!r} ({err}); pass tokenizer=<Hub id or local path>"
-        ) from err
+        raise ModelLoadError(f"{explain_load_error(name, err, 'tokenizer')} (the server backend tokenizes "
+                             "locally: pass tokenizer=<Hub id or local path>)") from None
 
 
 def load_model(
@@ -165,11 +192,14 @@ def load_model(
         if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote
             name = os.path.realpath(name)
             fingerprint = model_fingerprint(name)
-        if tokenizer is None:
-            tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(
-            name, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
-        )
+        try:
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
+            model = AutoModelForCausalLM.from_pretrained(
+                name, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
+            )
+        except (OSError, ValueError, ImportError) as err:
+            raise explain_load_error(name, err) from None
     elif isinstance(model, torch.nn.Module):
         name = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or "<model object>"
         if tokenizer is None:

@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the scores cache")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="report without datasets that cannot be loaded (the report lists the missing cells) "
+                   "instead of stopping with an error")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
@@ -72,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
         cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
         log=lambda msg: print(f"note: {msg}", file=sys.stderr), style_words=args.style_words,
+        allow_missing=args.allow_missing,
     )
     paths = write_report(result, args.out, plots=not args.no_plots)
     elapsed = time.perf_counter() - start

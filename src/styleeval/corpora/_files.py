@@ -46,6 +46,14 @@ class MissingFileError(CorpusError, FileNotFoundError):
     """A source file is absent from the local mirror (or could not be downloaded)."""
 
 
+class MissingMirrorError(MissingFileError):
+    """The local data mirror named by ``data_dir`` or ``$STYLEEVAL_DATA_DIR`` is not a directory."""
+
+    def __init__(self, message: str) -> None:
+        self.file, self.url, self.line = "", "", None
+        ValueError.__init__(self, message)
+
+
 @dataclass(frozen=True)
 class Source:
     """A public GitHub repository pinned at one commit, mirrored under ``folder``."""
@@ -60,11 +68,20 @@ class Source:
 
 
 def local_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | None:
-    """The local mirror to read from: ``data_dir`` if given, else ``$STYLEEVAL_DATA_DIR``, else None."""
+    """The local mirror to read from: ``data_dir`` if given, else ``$STYLEEVAL_DATA_DIR``, else None (download).
+
+    Raises :class:`MissingFileError` when the named mirror is not a directory.
+    """
     if data_dir is not None:
-        return Path(data_dir).expanduser()
-    env = os.environ.get(ENV_DATA_DIR)
-    return Path(env).expanduser() if env else None
+        path, origin = Path(data_dir).expanduser(), "data_dir / --data-dir"
+    elif os.environ.get(ENV_DATA_DIR):
+        path, origin = Path(os.environ[ENV_DATA_DIR]).expanduser(), f"${ENV_DATA_DIR}"
+    else:
+        return None
+    if not path.is_dir():
+        raise MissingMirrorError(f"the local data mirror {path} (from {origin}) is not a directory: point it at a folder "
+                               f"laid out like ../shared/data (see its README), or unset it to download the corpora")
+    return path
 
 
 def cache_dir() -> Path:

@@ -4,6 +4,10 @@ Source files: ``data/syntest_anno{1..6}.csv`` of ``AmaliePauli/style_transfer_ev
 strength, AnswerB content preservation, both 1-5 Likert. Without a local mirror the loader first tries the
 authors' Hub dataset ``APauli/style_eval_content_test``: it is used when it holds the same six CSV files
 (identical bytes, so the pinned checksums hold); otherwise the pinned GitHub raw files are downloaded.
+
+Privacy: the source files name raters by their Prolific worker ids. The loader replaces them by stable pseudonyms
+(``style_gap_testset:rater1`` ... ``rater5``, numbered by first appearance), consistent across the six files, so
+no output of styleeval (datasets, Parquet, reports) carries a worker id.
 """
 
 from __future__ import annotations
@@ -44,7 +48,15 @@ def file_path(n: int) -> str:
     return f"data/syntest_anno{n}.csv"
 
 
-def _parse_file(n: int, path: Path, url: str) -> list[dict]:
+def _pseudonym(raters: dict[str, str], worker: str) -> str:
+    """A stable pseudonym for a crowd worker id: ``style_gap_testset:raterK`` in order of first appearance (files
+    anno1..anno6, rows in file order, slots 1..3), the same person getting the same name in every file."""
+    if worker not in raters:
+        raters[worker] = f"{NAME}:rater{len(raters) + 1}"
+    return raters[worker]
+
+
+def _parse_file(n: int, path: Path, url: str, raters: dict[str, str]) -> list[dict]:
     task, expected = TASKS[n]
     required = _REQUIRED | ({"source", "reference"} if n <= 2 else {"source_from", "step"})
     rows = []
@@ -85,7 +97,7 @@ def _parse_file(n: int, path: Path, url: str) -> list[dict]:
                 style_scores=style,
                 fluency_scores=None,
                 n_raters=3,
-                rater_ids=[f"prolific:{ctx.text(r, f'prolificID_{k}')}" for k in (1, 2, 3)],
+                rater_ids=[_pseudonym(raters, ctx.text(r, f"prolificID_{k}")) for k in (1, 2, 3)],
                 scale_min=1,
                 scale_max=5,
                 extra=extra,
@@ -116,7 +128,8 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
     """The 500 rated rewrites in the long schema, in file order (anno1..anno6, rows as in each file)."""
     paths = None if local_data_dir(data_dir) is not None else _from_hub()
     rows: list[dict] = []
+    raters: dict[str, str] = {}  # Prolific worker id -> pseudonym: worker ids never leave the loader
     for n in TASKS:
         path = paths[n] if paths else resolve(SOURCE, file_path(n), data_dir)
-        rows.extend(_parse_file(n, path, SOURCE.url(file_path(n))))
+        rows.extend(_parse_file(n, path, SOURCE.url(file_path(n)), raters))
     return rating_dataset(rows)

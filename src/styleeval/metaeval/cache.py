@@ -52,12 +52,55 @@ class ScoresCache:
         except (OSError, ValueError):
             self.misses += 1
             return None
-        scores = payload.get("scores")
-        if payload.get("signature") != signature or not isinstance(scores, list) or len(scores) != n:
-            self.misses += 1
+        scores = payload.get("scores") if isinstance(payload, dict) else None
+        if (not isinstance(payload, dict) or payload.get("signature") != signature or not isinstance(scores, list)
+                or len(scores) != n or not all(_is_score(s) for s in scores)):
+            self.misses += 1  # absent, stale or corrupt: recomputed (and overwritten), never trusted
             return None
         self.hits += 1
         return [math.nan if s is None else float(s) for s in scores]
+
+    def partial_path(self, signature: str, fingerprint: str) -> Path:
+        """Where the finished rows of an unfinished (signature, dataset) are appended."""
+        return self.path(signature, fingerprint).with_suffix(".partial.jsonl")
+
+    def load_partial(self, signature: str, fingerprint: str, n: int) -> dict[int, float]:
+        """Row -> score of the rows an interrupted run saved (a torn or corrupt line ends the read)."""
+        if self.root is None:
+            return {}
+        out: dict[int, float] = {}
+        try:
+            lines = self.partial_path(signature, fingerprint).read_text(encoding="utf-8").split("\n")
+        except OSError:
+            return {}
+        for line in lines:
+            try:
+                chunk = json.loads(line)
+                rows, scores = chunk["rows"], chunk["scores"]
+                if not (len(rows) == len(scores) and all(isinstance(r, int) and 0 <= r < n for r in rows)
+                        and all(_is_score(s) for s in scores)):
+                    break
+            except (ValueError, KeyError, TypeError):
+                break
+            out.update((r, math.nan if s is None else float(s)) for r, s in zip(rows, scores))
+        return out
+
+    def append_partial(self, signature: str, fingerprint: str, rows: Sequence[int], scores: Sequence[float]) -> None:
+        """Append the scores of finished rows (flushed and synced to disk)."""
+        if self.root is None:
+            return
+        path = self.partial_path(signature, fingerprint)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"rows": [int(r) for r in rows],
+                           "scores": [None if not math.isfinite(s) else float(s) for s in scores]})
+        if path.exists():  # a line torn by a kill is cut off first, so the new line stays readable
+            data = path.read_bytes()
+            if data and not data.endswith(b"\n"):
+                path.write_bytes(data[: data.rfind(b"\n") + 1])
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
 
     def save(self, signature: str, fingerprint: str, scores: Sequence[float], dataset: str = "") -> Path | None:
         """Write the scores atomically; returns the path (``None`` when caching is disabled)."""
@@ -80,4 +123,10 @@ class ScoresCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        self.partial_path(signature, fingerprint).unlink(missing_ok=True)
         return path
+
+
+def _is_score(value: object) -> bool:
+    """A stored score: a number (not a bool) or ``None`` (NaN)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))

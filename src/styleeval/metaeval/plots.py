@@ -11,7 +11,17 @@ import pandas as pd
 from styleeval.metaeval.grouping import Group, group_averages
 
 
-def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman correlation") -> Path:
+def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
+    """One fixed colour per metric (by its position in the run's metric list), the same in every figure."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if len(metrics) <= 10 else "tab20"]
+    return {m: cmap(k % cmap.N) for k, m in enumerate(metrics)}
+
+
+def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman correlation",
+          colors: dict[str, tuple] | None = None, low: pd.DataFrame | None = None,
+          high: pd.DataFrame | None = None) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -29,8 +39,17 @@ def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman 
         width = 0.8 / n_metrics
         x = np.arange(len(matrix.columns))
         for k, (metric, row) in enumerate(matrix.iterrows()):
-            ax.bar(x + (k - (n_metrics - 1) / 2) * width, row.to_numpy(dtype=float), width,
-                   label=metric_label(str(metric)))
+            values = row.to_numpy(dtype=float)
+            yerr = None
+            if low is not None and high is not None:  # the bootstrap 95% CI as error bars
+                lo = low.loc[metric, matrix.columns].to_numpy(dtype=float)
+                hi = high.loc[metric, matrix.columns].to_numpy(dtype=float)
+                if np.isfinite(lo).any():
+                    yerr = np.vstack([np.clip(values - lo, 0, None), np.clip(hi - values, 0, None)])
+                    yerr = np.nan_to_num(yerr)
+            ax.bar(x + (k - (n_metrics - 1) / 2) * width, values, width, label=metric_label(str(metric)),
+                   color=(colors or {}).get(str(metric)), yerr=yerr, capsize=2 if yerr is not None else 0,
+                   error_kw={"elinewidth": 0.8})
         ax.set_xticks(x)
         ax.set_xticklabels([str(c) for c in matrix.columns], rotation=20, ha="right")
         ax.axhline(0, color="black", linewidth=0.8)
@@ -47,29 +66,41 @@ def plot_groups(result, groups: Sequence[Group], path: str | Path) -> Path:
     """Average correlation per metric and group (system / reference / test set), like the paper's Figure 2."""
     avg = group_averages(result.correlations, groups, result.metrics)
     avg.columns = [g.title for g in groups]
-    return _bars(avg, f"Average correlation per data group ({result.dimension})", Path(path))
+    return _bars(avg, f"Average correlation per data group ({result.dimension})", Path(path),
+                 colors=metric_colors(result.metrics))
+
+
+def _matrices(result, rows: pd.DataFrame, columns: list[str], column_of) -> tuple[pd.DataFrame, ...]:
+    """Spearman, CI low and CI high as metric x column matrices; ``column_of(row)`` names a row's column."""
+    mats = [pd.DataFrame(np.nan, index=result.metrics, columns=columns) for _ in range(3)]
+    for r in rows.itertuples():
+        col = column_of(r)
+        if col is not None and col in columns:
+            for mat, value in zip(mats, (r.spearman, r.ci_low, r.ci_high)):
+                mat.loc[r.metric, col] = value
+    return tuple(mats)
 
 
 def plot_tasks(result, path: str | Path) -> Path:
-    """Correlation per task of the constructed test set (and its ALL column)."""
+    """Correlation per task of the constructed test set (and its ALL column), with bootstrap CIs."""
     corr = result.correlations
-    cols = [("all", "ALL")]
+    labels = {"all": "ALL"}
     for ds, tasks in result.task_subsets.items():
         if result.dataset_kinds.get(ds) == "testset":
-            cols += [(t, t) for t in tasks]
+            labels.update({t: t for t in tasks})
     test = corr[corr.dataset.map(lambda d: result.dataset_kinds.get(d) == "testset")]
-    mat = pd.DataFrame(np.nan, index=result.metrics, columns=[c for _, c in cols])
-    for r in test.itertuples():
-        for subset, label in cols:
-            if r.subset == subset:
-                mat.loc[r.metric, label] = r.spearman
-    return _bars(mat, f"Test set: correlation per task ({result.dimension})", Path(path))
+    mat, low, high = _matrices(result, test, list(labels.values()), lambda r: labels.get(r.subset))
+    return _bars(mat, f"Test set: correlation per task ({result.dimension})", Path(path),
+                 colors=metric_colors(result.metrics), low=low, high=high)
 
 
 def plot_datasets(result, path: str | Path) -> Path:
-    """Correlation on all rated rows of each dataset."""
+    """Correlation on all rated rows of each dataset (labelled as in the report), with bootstrap CIs."""
+    from styleeval.metaeval.report import DATASET_LABELS
+
     corr = result.correlations
-    mat = pd.DataFrame(np.nan, index=result.metrics, columns=list(result.dataset_kinds))
-    for r in corr[corr.subset == "all"].itertuples():
-        mat.loc[r.metric, r.dataset] = r.spearman
-    return _bars(mat, f"Correlation per dataset ({result.dimension})", Path(path))
+    labels = {d: DATASET_LABELS.get(d, d) for d in result.dataset_kinds}
+    mat, low, high = _matrices(result, corr[corr.subset == "all"], list(labels.values()),
+                               lambda r: labels.get(r.dataset))
+    return _bars(mat, f"Correlation per dataset ({result.dimension})", Path(path),
+                 colors=metric_colors(result.metrics), low=low, high=high)

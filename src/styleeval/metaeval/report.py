@@ -75,7 +75,17 @@ def group_table(result: MetaevalResult, group: Group) -> str:
         row.append(f"{rank:.1f}" if np.isfinite(rank) else "–")
         if any(c != "–" for c in row[1:]):
             rows.append(row)
-    return _md_table(header, rows)
+    n_row = ["n"]
+    if show_all:
+        n_row += [_n(corr, ds, "all") for ds in dict.fromkeys(d for d, _ in group.columns)]
+    n_row += [_n(corr, *col) for col in group.columns] + ["", ""]
+    return _md_table(header, rows + [n_row])
+
+
+def _n(corr: pd.DataFrame, dataset: str, subset: str) -> str:
+    """The number of rated rows behind a column (the largest n of its metrics: r_ metrics may see fewer)."""
+    sub = corr[(corr.dataset == dataset) & (corr.subset == subset)]
+    return str(int(sub.n.max())) if len(sub) else "–"
 
 
 def dataset_table(result: MetaevalResult) -> str:
@@ -93,6 +103,7 @@ def dataset_table(result: MetaevalResult) -> str:
         row += [f"{avg:.2f}" if np.isfinite(avg) else "–", f"{rank:.1f}" if np.isfinite(rank) else "–"]
         if any(c != "–" for c in row[1:]):
             rows.append(row)
+    rows.append(["n"] + [_n(result.correlations, *c) for c in group.columns] + ["", ""])
     return _md_table(header, rows)
 
 
@@ -118,9 +129,12 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
              f"Spearman correlation between each metric and the mean human **{result.dimension}** rating. "
              "`*` = not significant at the 0.05 level (the paper's convention). `avg` = mean correlation over the "
              "group's columns, `avg rank` = mean rank of the metric per column (1 = best, among metrics with a "
-             "value in every column). `–` = not applicable (no references) or not computed."]
+             "value in every column). `–` = not applicable (no references) or not computed. `n` = rated rows per "
+             "column. Plots show the bootstrap 95% CI as error bars (where computed) and give each metric one colour "
+             "in every figure."]
     if result.negated:
-        lines += ["", f"Error rates are negated before correlating (higher = better): {', '.join(result.negated)}."]
+        lines += ["", "Metrics where lower means closer to the source (error rates, novelty) are negated before "
+                  f"correlating and ranking (higher = better): {', '.join(result.negated)}."]
     for g in groups:
         lines += ["", f"## {g.title}", "", group_table(result, g)]
     if result.dataset_kinds:
@@ -129,6 +143,14 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
         lines += ["", "## Lai et al. (2022): segment-level Kendall's tau-like and system-level Pearson", "",
                   "Pairs of system outputs for the same source; human ties skipped, metric ties discordant; "
                   "tau averaged over sources. System level: Pearson of per-system means.", "", wmt_table(result)]
+    if result.missing:
+        lines += ["", "## Missing cells", "", "These (dataset, metric) cells are empty, so averages and ranks above "
+                  "are over fewer columns for the metrics concerned:", ""]
+        lines += [f"- {DATASET_LABELS.get(d, d)} / {metric_label(m)}: {why}" for d, m, why in result.missing]
+    if result.signatures:
+        lines += ["", "## Metric signatures", "", "Everything that determines each metric's scores (quote these with "
+                  "the numbers):", ""]
+        lines += [f"- {metric_label(m)}: `{sig}`" for m, sig in result.signatures.items()]
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
     lines += ["", "Plots: `groups.png` (average correlation per group, Figure 2 style), `tasks.png` "

@@ -17,7 +17,7 @@ from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_sty
 from styleeval.metrics import Metric, get_metric
 
 CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spearman_p", "pearson", "pearson_p",
-               "kendall", "kendall_p", "ci_low", "ci_high"]
+               "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
 WMT_COLUMNS = ["dataset", "subset", "metric", "dimension", "n_pairs", "kendall_like", "n_systems",
                "system_pearson", "system_pearson_p"]
 DEFAULT_DATASETS = ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness")
@@ -37,6 +37,8 @@ class MetaevalResult:
     task_subsets: dict[str, list[str]] = field(default_factory=dict)
     negated: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    signatures: dict[str, str] = field(default_factory=dict)
+    missing: list[tuple[str, str, str]] = field(default_factory=list)  # (dataset, metric, why): cells left empty
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -47,11 +49,17 @@ def _progress(iterable, total: int, desc: str, enabled: bool):
     return tqdm(iterable, total=total, desc=desc, leave=False)
 
 
-def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = None) -> np.ndarray:
+def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = None, progress: bool = False,
+                  flush_seconds: float = 5.0) -> np.ndarray:
     """The metric's score of every row of ``data`` (NaN for rows a reference-based metric cannot score).
 
-    Served from ``cache`` when it holds (signature, fingerprint); otherwise computed and written at once.
+    Served from ``cache`` when it holds (signature, fingerprint); otherwise computed and written at once. Metrics
+    marked ``incremental`` (the LLM metrics) are scored in chunks of about ``flush_seconds`` of work, each chunk
+    appended to the cache's partial file as it finishes, so a killed run loses at most the chunk in flight and the
+    next run starts after the last saved row.
     """
+    import time
+
     signature, fingerprint = metric.signature, data.fingerprint
     if cache is not None:
         cached = cache.load(signature, fingerprint, len(data))
@@ -59,14 +67,37 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
             return np.asarray(cached, dtype=float)
     rows = np.flatnonzero(data.has_references) if metric.needs_references else np.arange(len(data))
     scores = np.full(len(data), np.nan)
-    if len(rows):
-        values = metric.compute(
-            [data.sources[i] for i in rows],
-            [data.rewrites[i] for i in rows],
-            [data.references[i] for i in rows] if metric.needs_references else None,
-            [data.styles[i] for i in rows] if metric.needs_styles else None,
+
+    def compute(idx: np.ndarray) -> list[float]:
+        return metric.compute(
+            [data.sources[i] for i in idx],
+            [data.rewrites[i] for i in idx],
+            [data.references[i] for i in idx] if metric.needs_references else None,
+            [data.styles[i] for i in idx] if metric.needs_styles else None,
         )
-        scores[rows] = values
+
+    if len(rows) and getattr(metric, "incremental", False):
+        partial = cache.load_partial(signature, fingerprint, len(data)) if cache is not None else {}
+        for i, v in partial.items():
+            scores[i] = v
+        todo = np.array([i for i in rows if i not in partial], dtype=int)
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(rows), initial=len(rows) - len(todo), unit="row", leave=False, disable=not progress,
+                  desc=f"{metric.label} on {data.name}") as bar:
+            pos, size = 0, 8
+            while pos < len(todo):
+                idx = todo[pos : pos + size]
+                start = time.perf_counter()
+                values = compute(idx)
+                scores[idx] = values
+                if cache is not None:
+                    cache.append_partial(signature, fingerprint, idx.tolist(), list(values))
+                pos += len(idx)
+                bar.update(len(idx))
+                size = max(1, min(1024, int(len(idx) / max(time.perf_counter() - start, 1e-6) * flush_seconds)))
+    elif len(rows):
+        scores[rows] = compute(rows)
     if cache is not None:
         cache.save(signature, fingerprint, scores.tolist(), dataset=data.name)
     return scores
@@ -92,12 +123,13 @@ def run_metaeval(
     loader: Loader | None = None,
     log: Callable[[str], None] | None = None,
     style_words: str = "corpus",
+    allow_missing: bool = False,
 ) -> MetaevalResult:
     """Correlate every metric with the human ``dimension`` ratings on every subset of every dataset.
 
     Args:
-        datasets: corpus names for ``styleeval.corpora.load_corpus`` (or for ``loader``).
-        metrics: metric specs (``s_bleu``, ``logprob_content:model=1b``) or metric objects.
+        datasets: corpus names for ``styleeval.corpora.load_corpus`` (or for ``loader``); repeated names count once.
+        metrics: metric specs (``s_bleu``, ``logprob_content:model=1b``, ``...:as=LP-1B``) or metric objects.
         dimension: ``content``, ``style`` or ``fluency``.
         data_dir: local mirror of the corpora (default ``$STYLEEVAL_DATA_DIR`` or download).
         cache: scores cache (``None``: no caching).
@@ -108,23 +140,37 @@ def run_metaeval(
         log: called with each note (skipped dataset, metric or subset) as it happens.
         style_words: ``corpus`` (the corpus's target-style words) or ``authors`` (the words of the authors' run
             scripts where they differ, e.g. ASSET's "simplified": :data:`~styleeval.metaeval.data.AUTHORS_STYLE_WORDS`).
+        allow_missing: a dataset that cannot be loaded (missing file, checksum failure) or has no ``dimension``
+            ratings is skipped with a note and listed in ``result.missing``, instead of an error.
 
-    Datasets that cannot be loaded or have no ratings in ``dimension`` (e.g. Ziegenbein et al. without its
-    ratings file), metrics that cannot run (missing weights) and degenerate subsets (constant or NaN scores)
-    are skipped with a note, never written as NaN rows. Scores of metrics with ``higher_is_better = False``
-    (TER) are negated before correlating.
+    An unknown dataset name is always an error. A metric that cannot run (weights that cannot be loaded, a server
+    that does not answer) is noted once and its cells are listed in ``result.missing``; degenerate subsets
+    (constant or NaN scores) are skipped with a note, never written as NaN rows. Scores of metrics with
+    ``higher_is_better = False`` (TER, PINC) are negated before correlating.
     """
     if dimension not in DIMENSIONS:
         raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
     if style_words not in STYLE_WORDS:
         raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
+    datasets = list(dict.fromkeys(datasets))
+    if loader is None:
+        from styleeval.corpora import RATING_CORPORA
+
+        unknown = [d for d in datasets if d not in RATING_CORPORA]
+        if unknown:
+            import difflib
+
+            hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, RATING_CORPORA, 1))
+                                 else "") for d in unknown]
+            raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(RATING_CORPORA)}")
     metric_objs = [m if isinstance(m, Metric) else get_metric(m) for m in metrics]
-    names = [m.name for m in metric_objs]
+    names = [m.label for m in metric_objs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ValueError(f"metric names must be unique in one run, got duplicates: {', '.join(dupes)}")
+        raise ValueError(f"metric names must be unique in one run, got duplicates: {', '.join(dupes)}; give each "
+                         "configuration its own name with as=NAME (e.g. logprob_content:model=3b:as=LP-3B)")
     result = MetaevalResult(dimension, names, pd.DataFrame(columns=CSV_COLUMNS), pd.DataFrame(columns=WMT_COLUMNS))
-    result.negated = [m.name for m in metric_objs if not m.higher_is_better]
+    result.negated = [m.label for m in metric_objs if not m.higher_is_better]
 
     def note(msg: str) -> None:
         result.notes.append(msg)
@@ -135,31 +181,45 @@ def run_metaeval(
     for name in datasets:
         try:
             rows = _load(name, loader, data_dir)
+            data = rows if isinstance(rows, RatedData) else RatedData.from_rows(rows, name)
         except (OSError, ValueError, KeyError) as err:
-            note(f"skipped dataset {name}: it could not be loaded ({err})")
+            if not allow_missing:
+                raise ValueError(f"dataset {name} cannot be used: {err}. Fix the data (see STYLEEVAL_DATA_DIR), "
+                                 "leave it out of --datasets, or pass --allow-missing to report without it") from err
+            note(f"skipped dataset {name}: {err}")
+            result.missing += [(name, m.label, "dataset unavailable") for m in metric_objs]
             continue
-        data = rows if isinstance(rows, RatedData) else RatedData.from_rows(rows, name)
+        if not np.isfinite(data.human[dimension]).any():  # the corpus does not rate this aspect (the paper's "-")
+            note(f"skipped dataset {name}: it has no {dimension} ratings")
+            continue
         data, reworded = with_style_words(data, style_words)
         if reworded:
             note(f"{name}: target styles of {reworded} rows worded as in the authors' scripts "
                  f"({', '.join(sorted(set(data.styles)))})")
-        if not np.isfinite(data.human[dimension]).any():
-            note(f"skipped dataset {name}: it has no {dimension} ratings")
-            continue
         loaded.append(data)
 
     if not loaded:
         raise ValueError("no dataset could be used: " + "; ".join(result.notes))
 
     scores: dict[tuple[str, str], np.ndarray] = {}
+    failed: dict[str, str] = {}
     pairs = [(d, m) for d in loaded for m in metric_objs]
     for data, metric in _progress(pairs, len(pairs), "scoring", progress):
         if metric.needs_references and not data.has_references.any():
             continue  # no references in this corpus: the paper's "–"
+        if metric.label in failed:
+            result.missing.append((data.name, metric.label, failed[metric.label]))
+            continue
         try:
-            scores[data.name, metric.name] = score_dataset(metric, data, cache)
+            result.signatures.setdefault(metric.label, metric.signature)
+            scores[data.name, metric.label] = score_dataset(metric, data, cache, progress=progress)
         except ValueError as err:
-            note(f"skipped {metric.name} on {data.name}: {err}")
+            if metric.label not in result.signatures:  # it could not even be set up: skip it everywhere
+                failed[metric.label] = str(err)
+                note(f"skipped metric {metric.label} on every dataset: {err}")
+            else:
+                note(f"skipped {metric.label} on {data.name}: {err}")
+            result.missing.append((data.name, metric.label, str(err)))
 
     records, wmt_records = [], []
     for data in _progress(loaded, len(loaded), "correlating", progress):
@@ -168,9 +228,9 @@ def run_metaeval(
         result.task_subsets[data.name] = [s for s in subsets if s in set(data.tasks) and s != "all"]
         human = data.human[dimension]
         for metric in metric_objs:
-            if (data.name, metric.name) not in scores:
+            if (data.name, metric.label) not in scores:
                 continue
-            values = scores[data.name, metric.name]
+            values = scores[data.name, metric.label]
             if not metric.higher_is_better:
                 values = -values
             applicable = data.has_references if metric.needs_references else np.ones(len(data), bool)
@@ -178,15 +238,16 @@ def run_metaeval(
                 idx = idx[applicable[idx]]
                 if not len(idx):
                     continue
-                label = f"{metric.name} on {data.name}/{subset} ({dimension})"
+                label = f"{metric.label} on {data.name}/{subset} ({dimension})"
                 try:
                     c = correlate(human[idx], values[idx], n_boot=n_boot, seed=seed, label=label)
                 except DegenerateScoresError as err:
                     note(f"skipped {err}")
                     continue
-                records.append({"dataset": data.name, "subset": subset, "metric": metric.name,
-                                "dimension": dimension, **c.as_dict()})
-            wmt = _wmt_row(data, metric.name, dimension, human, values, applicable)
+                records.append({"dataset": data.name, "subset": subset, "metric": metric.label,
+                                "dimension": dimension, **c.as_dict(),
+                                "signature": result.signatures.get(metric.label, "")})
+            wmt = _wmt_row(data, metric.label, dimension, human, values, applicable)
             if wmt is not None:
                 wmt_records.append(wmt)
     result.correlations = pd.DataFrame(records, columns=CSV_COLUMNS)

@@ -23,6 +23,7 @@ class AutoraterMetric(Metric):
     """One dimension (``meaning`` or ``style``) of :class:`styleeval.Autorater`."""
 
     needs_styles = True
+    incremental = True
     inputs = "source"
 
     def __init__(self, dimension: str, **options: str) -> None:

@@ -50,12 +50,21 @@ class Metric:
         inputs: what the rewrite is compared with: ``"source"``, ``"reference"`` or ``"source+reference"``.
         higher_is_better: ``False`` for error rates (TER); the meta-evaluation negates such scores.
         needs_styles: whether the metric reads the target style of each row (LogProb).
+        incremental: slow metrics (LLMs) whose scores the meta-evaluation saves chunk by chunk.
+        alias: a display name (``as=NAME`` in a spec) so that one run can compare configurations of one metric.
     """
 
     name: str = "metric"
     inputs: Inputs = "source"
     higher_is_better: bool = True
     needs_styles: bool = False
+    incremental: bool = False
+    alias: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The metric's name in tables and plots: its alias when it has one, else its registry name."""
+        return self.alias or self.name
 
     @property
     def signature(self) -> str:

@@ -27,6 +27,7 @@ class LogProbMetric(Metric):
     """One dimension (``content`` or ``style``) of :class:`styleeval.LogProb`."""
 
     needs_styles = True
+    incremental = True
     inputs = "source"
 
     def __init__(self, dimension: str, model: str | None = None, variant: str = "default", device: str | None = None,

@@ -3,8 +3,9 @@
 ``PINC(s, c) = 1/N * sum_{n=1..N} (1 - |ngrams_n(s) & ngrams_n(c)| / |ngrams_n(c)|)`` over n-gram *sets*,
 with whitespace tokens and N = 4. Orders for which the rewrite has no n-gram (rewrites shorter than n
 tokens) are left out of the average; an empty rewrite scores 0. PINC measures novelty (higher = more
-different from the source); it is correlated as is (not negated), so for content preservation a good
-metric-of-dissimilarity shows a *negative* correlation.
+different from the source, i.e. less overlap), so like TER it declares ``higher_is_better = False``: the
+meta-evaluation negates it before correlating and ranking, and a positive correlation then means that less novelty
+goes with higher human ratings.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class SourcePINC(Metric):
 
     name = "s_pinc"
     inputs = "source"
+    higher_is_better = False  # novelty: higher = less overlap with the source
 
     def __init__(self, max_n: int = 4, lowercase: bool = False) -> None:
         self.max_n = int(max_n)

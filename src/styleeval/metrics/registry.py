@@ -149,8 +149,15 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def get_metric(spec: str) -> Metric:
-    """The metric object for ``spec`` (``s_bleu``, ``logprob_content:model=3b``, ``s_evaluate:module=bleurt``)."""
+    """The metric object for ``spec`` (``s_bleu``, ``logprob_content:model=3b``, ``s_evaluate:module=bleurt``).
+
+    ``as=NAME`` gives the metric a display name (:attr:`Metric.label`), e.g. ``logprob_content:model=3b:as=LP-3B``,
+    so that one meta-evaluation can compare configurations of the same metric.
+    """
     name, opts = parse_spec(spec)
+    alias = opts.pop("as", None)
+    if alias is not None and not alias.strip():
+        raise ValueError(f"metric {spec!r}: as= needs a name")
     if name not in REGISTRY:
         raise ValueError(f"unknown metric {name!r}; available: {', '.join(available_metrics())}")
     try:
@@ -160,4 +167,6 @@ def get_metric(spec: str) -> Metric:
             raise
         raise ValueError(f"metric {spec!r}: {err}") from err
     metric.spec = spec.strip()  # type: ignore[attr-defined]
+    if alias is not None:
+        metric.alias = alias.strip()
     return metric

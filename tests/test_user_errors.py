@@ -1,0 +1,183 @@
+"""Errors a user can act on, and meta-evaluation runs that never lose finished work or trust a corrupt cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from styleeval.cli import main
+from styleeval.metaeval import ScoresCache, run_metaeval, score_dataset
+from styleeval.metaeval.data import RatedData
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _rows(name: str, n: int = 12) -> list[dict]:
+    return [
+        {"id": f"{name}/{i}", "dataset": name, "task": "formality", "target_style": "formal", "source_id": str(i // 3),
+         "source": f"give me report {i} now", "rewrite": f"Could you send report {i}?" + " please" * (i % 4),
+         "reference": None, "system": f"sys{i % 3}", "is_reference_rewrite": False,
+         "content_mean": float(i % 5), "style_mean": None, "fluency_mean": None}
+        for i in range(n)
+    ]
+
+
+# -- 7. model loading: one line naming the model and what to do ----------------------------------------------------
+def test_cli_model_error_is_one_line(tmp_path, capsys):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"source": "a", "rewrite": "b", "style": "polite"}) + "\n", encoding="utf-8")
+    assert main(["score", str(inp), "--out", str(tmp_path / "o.jsonl"), "--model", str(tmp_path / "nope"), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"cannot load model '{tmp_path / 'nope'}': no such local folder" in err
+    assert main(["score", str(inp), "--out", str(tmp_path / "o.jsonl"), "--model", "someone/not-a-model", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot load model 'someone/not-a-model'" in err and "Hub cannot be reached" in err  # tests run offline
+
+
+def test_metaeval_notes_a_model_error_once(tmp_path):
+    corpora = {"a": _rows("a"), "b": _rows("b")}
+    notes: list[str] = []
+    result = run_metaeval(["a", "b"], ["s_bleu", f"logprob_content:model={tmp_path / 'nope'}"],
+                          loader=corpora.__getitem__, n_boot=0, log=notes.append)
+    model_notes = [n for n in notes if "cannot load model" in n]
+    assert len(model_notes) == 1 and "skipped metric logprob_content on every dataset" in model_notes[0]
+    assert {(d, m) for d, m, _ in result.missing} == {("a", "logprob_content"), ("b", "logprob_content")}
+    assert set(result.correlations.metric) == {"s_bleu"}
+
+
+def test_evaluate_module_model_error(tmp_path):
+    import evaluate
+
+    module = evaluate.load(str(ROOT / "metrics" / "logprob_style"))
+    with pytest.raises(ValueError, match="cannot load model .*no such local folder"):
+        module.compute(predictions=["b"], sources=["a"], styles="polite", model_id=str(tmp_path / "nope"))
+
+
+# -- 9. evaluate modules: misspelled or mistyped arguments --------------------------------------------------------
+@pytest.mark.parametrize("module", ["logprob_style", "llm_autorater"])
+def test_evaluate_module_arguments_are_checked(module, tiny_model_dir):
+    import evaluate
+
+    metric = evaluate.load(str(ROOT / "metrics" / module))
+    common = {"predictions": ["b"], "sources": ["a"], "styles": "polite", "model_id": str(tiny_model_dir)}
+    with pytest.raises(ValueError, match=r"unknown argument 'devise' \(did you mean 'device'\?\); valid arguments"):
+        metric.compute(**common, devise="cpu")
+    with pytest.raises(ValueError, match=r"dtype must be str, got int 16"):
+        metric.compute(**common, dtype=16)
+    with pytest.raises(ValueError, match="takes no references"):
+        metric.compute(**common, references=["x"])
+
+
+def test_logprob_module_rejects_string_numbers_and_accepts_logprob_options(tiny_model_dir):
+    import evaluate
+
+    metric = evaluate.load(str(ROOT / "metrics" / "logprob_style"))
+    common = {"predictions": ["b"], "sources": ["a"], "styles": "polite", "model_id": str(tiny_model_dir),
+              "device": "cpu"}
+    with pytest.raises(ValueError, match="batch_tokens must be int or None, got str '64'"):
+        metric.compute(**common, batch_tokens="64")
+    out = metric.compute(**common, batch_tokens=64, on_overflow="skip", end_of_turn=False, revision=None)
+    assert "eot:no" in out["signature"]
+
+
+# -- 5. metaeval: corrupt cache entries are recomputed, never trusted or fatal ------------------------------------
+@pytest.mark.parametrize("payload", ['{"signature": "s_bleu|x", "scores": ["a", "b"]}', "[1, 2]", "not json",
+                                     '{"signature": "SIG", "scores": [true, 1.0, 2.0]}'])
+def test_corrupt_cache_entry_is_recomputed(tmp_path, payload):
+    from styleeval.metrics import get_metric
+
+    data = RatedData.from_rows(_rows("a", 3), "a")
+    metric = get_metric("s_chrf")
+    cache = ScoresCache(tmp_path)
+    good = score_dataset(metric, data, cache)
+    path = cache.path(metric.signature, data.fingerprint)
+    path.write_text(payload.replace("SIG", metric.signature), encoding="utf-8")
+    again = score_dataset(metric, data, cache)
+    assert np.allclose(again, good) and cache.misses == 2
+    assert json.loads(path.read_text(encoding="utf-8"))["scores"] == pytest.approx(list(good))
+
+
+# -- 6. metaeval LLM metrics: kill -9 loses at most the chunk in flight -----------------------------------------
+KILL_SCRIPT = """
+import json, sys
+from styleeval.metaeval import ScoresCache, score_dataset
+from styleeval.metaeval.data import RatedData
+from styleeval.metrics import get_metric
+rows = json.loads(open(sys.argv[1]).read())
+data = RatedData.from_rows(rows, "toy")
+metric = get_metric("logprob_content:model=" + sys.argv[2])
+score_dataset(metric, data, ScoresCache(sys.argv[3]), flush_seconds=1e-9)
+"""
+
+
+def test_kill_during_metaeval_logprob_loses_at_most_the_chunk_in_flight(tmp_path, tiny_model_dir, monkeypatch):
+    from styleeval.logprob import LogProb
+    from styleeval.metrics import get_metric
+
+    rows = _rows("toy", 60)
+    (tmp_path / "rows.json").write_text(json.dumps(rows), encoding="utf-8")
+    cache_dir = tmp_path / "cache"
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(tmp_path / "rows.json"), str(tiny_model_dir),
+                             str(cache_dir)], env={**os.environ, "TQDM_DISABLE": "1"})
+    deadline = time.time() + 240
+    partial: list[Path] = []
+    while time.time() < deadline and proc.poll() is None:
+        partial = list(cache_dir.rglob("*.partial.jsonl"))
+        if partial and len(partial[0].read_text().splitlines()) >= 5:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert partial, "the run saved nothing before it was killed"
+    saved = sum(len(json.loads(line)["rows"]) for line in partial[0].read_text().splitlines() if line.strip())
+    assert 5 <= saved < 60
+
+    calls: list[int] = []
+    original = LogProb.score
+    monkeypatch.setattr(LogProb, "score", lambda self, s, r, st, **kw: calls.append(len(s)) or original(self, s, r,
+                                                                                                         st, **kw))
+    data = RatedData.from_rows(rows, "toy")
+    metric = get_metric(f"logprob_content:model={tiny_model_dir}")
+    resumed = score_dataset(metric, data, ScoresCache(cache_dir))
+    assert sum(calls) == 60 - saved  # only the rows the killed run had not saved
+    fresh = LogProb(str(tiny_model_dir), device="cpu", progress=False).score(
+        data.sources, data.rewrites, data.styles).content
+    assert resumed == pytest.approx(fresh, abs=1e-5)
+    assert not list(cache_dir.rglob("*.partial.jsonl"))  # finished: the full entry replaces the partial file
+
+
+# -- 11. two configurations of one metric in one run ------------------------------------------------------------
+def test_alias_compares_two_configurations(tmp_path, tiny_model_dir):
+    from styleeval.metaeval import write_report
+
+    corpora = {"a": _rows("a")}
+    result = run_metaeval(["a"], [f"logprob_content:model={tiny_model_dir}:as=LP-default",
+                                  f"logprob_content:model={tiny_model_dir}:variant=authors:as=LP-authors"],
+                          loader=corpora.__getitem__, n_boot=0)
+    assert result.metrics == ["LP-default", "LP-authors"]
+    assert "variant:default" in result.signatures["LP-default"]
+    assert "variant:authors" in result.signatures["LP-authors"]
+    paths = write_report(result, tmp_path / "out", plots=False)
+    report = paths["report"].read_text(encoding="utf-8")
+    assert "- LP-authors: `logprob_content|" in report
+    with pytest.raises(ValueError, match="give each configuration its own name with as=NAME"):
+        run_metaeval(["a"], ["s_bleu", "s_bleu"], loader=corpora.__getitem__, n_boot=0)
+
+
+# -- 10. scripts with a wrong data directory ------------------------------------------------------------------------
+@pytest.mark.parametrize("script", ["reproduce_paper.py", "build_datasets.py"])
+def test_scripts_name_the_missing_data_directory(tmp_path, script):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--data-dir", str(tmp_path / "nowhere")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not a directory" in lines[0] and str(tmp_path / "nowhere") in lines[0]
