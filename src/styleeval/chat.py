@@ -152,6 +152,7 @@ class ChatFormat:
             )
         self.template: str = template
         self.encoder = TextEncoder(tokenizer)
+        self._frames: dict[str, tuple[str, str, bool] | None] = {}
         self.end_of_turn = end_of_turn
         self.end_of_turn_id: int | None = self._find_end_of_turn() if end_of_turn else None
 
@@ -239,10 +240,49 @@ class ChatFormat:
                 spans.append(None)
         return self.encoder.encode(texts, spans)
 
+    def _frame(self, system: str) -> tuple[str, str, bool] | None:
+        """(text before the user message, text after it, whether the template trims it), found by rendering the
+        template once with a probe; ``None`` when the template does not render a user message verbatim or trimmed."""
+        if system not in self._frames:
+            probe = "\u2063styleeval-user-probe\u2063"
+            padded = f" \n{probe}\n "
+            text = self.prompt_text(padded, system)
+            frame = None
+            for needle, trims in ((padded, False), (probe, True)):
+                if text.count(needle) == 1 and (not trims or padded not in text):
+                    head, tail = text.split(needle)
+                    frame = (head, tail, trims)
+                    break
+            self._frames[system] = frame
+        return self._frames[system]
+
+    def prompt_texts(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[str]:
+        """The rendered prompt of each user message: the template is rendered once per system prompt and each
+        user message filled in (checked against a full rendering of the first one; else every one is rendered)."""
+        frame = self._frame(system)
+        if frame is not None and users:
+            head, tail, trims = frame
+            texts = [head + (u.strip() if trims else u) + tail for u in users]
+            if texts[0] == self.prompt_text(users[0], system):
+                return texts
+        return [self.prompt_text(u, system) for u in users]
+
     def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
-        """Token ids of the prompts for many user messages (one tokenizer call)."""
-        return self.conversation_ids([[{"role": "system", "content": system}, {"role": "user", "content": u}]
-                                      for u in users])
+        """Token ids of the prompts for many user messages (template rendered once, one tokenizer call)."""
+        users = list(users)
+        if self.encoder.has_control(system):
+            guarded = list(range(len(users)))
+        else:
+            guarded = [i for i, u in enumerate(users) if self.encoder.has_control(u)]
+        plain = [i for i in range(len(users)) if i not in set(guarded)]
+        texts: list[str] = [""] * len(users)
+        spans: list[list[tuple[int, int]] | None] = [None] * len(users)
+        for i, text in zip(plain, self.prompt_texts([users[i] for i in plain], system)):
+            texts[i] = text
+        for i in guarded:
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": users[i]}]
+            texts[i], spans[i] = self.render_spans(messages, add_generation_prompt=True)
+        return self.encoder.encode(texts, spans)
 
     def rewrite_ids(self, rewrites: Sequence[str]) -> list[list[int]]:
         """Token ids that are scored for each rewrite: its tokens (control-token strings as text), then the

@@ -1,4 +1,4 @@
-"""The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``metaeval``)."""
+"""The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``metaeval``, ``stel``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from styleeval import __version__
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    from styleeval.commands import autorate, metaeval, score
+    from styleeval.commands import autorate, metaeval, score, stel
 
     parser = argparse.ArgumentParser(prog="styleeval", description="Evaluate text style transfer.")
     parser.add_argument("--version", action="version", version=f"styleeval {__version__}")
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.register(sub)
     autorate.register(sub)
     metaeval.register(sub)
+    stel.register(sub)
     return parser
 
 

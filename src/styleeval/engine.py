@@ -12,6 +12,11 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
 4. results are restored to input order. On CUDA out-of-memory the batch is split in half and the token budget
    halved for the rest of the run.
 
+With ``pack_prompts=True`` (LogProb's default) :meth:`ScoringEngine.token_logprobs` runs every distinct prompt once:
+the continuations that follow one prompt (a source's several rewrites, in meta-evaluation data) are packed after it
+as branches of a token tree (:class:`TokenTree`: a mask lets each branch see only the prompt and itself, positions
+follow the depth), and trees of different prompts share batches.
+
 With ``share_prompts=True`` rows are first grouped by a longer shared prompt prefix (sorted by prompt; a run of
 rows forms a group when its common prefix reaches ``min_shared`` tokens past the global one), each group's
 prefix is run once on top of the global cache, and batches are packed within groups.
@@ -104,6 +109,7 @@ class ScoringEngine:
         share_prompts: bool = False,
         min_shared: int = 16,
         head_dtype: torch.dtype | None = None,
+        pack_prompts: bool = False,
         progress: bool = False,
     ) -> None:
         if batch_tokens < 1:
@@ -120,6 +126,7 @@ class ScoringEngine:
         if head_dtype not in (None, torch.float32, torch.bfloat16, torch.float16):
             raise ValueError(f"head_dtype must be None, float32, bfloat16 or float16, got {head_dtype}")
         self.head_dtype = None if head_dtype == torch.float32 else head_dtype
+        self.pack_prompts = pack_prompts
         self.progress = progress
         self._head_weight: torch.Tensor | None = None
         self._no_out_dtype = False
@@ -143,6 +150,8 @@ class ScoringEngine:
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
+        if self.pack_prompts:
+            return self._packed_token_logprobs(prompts, continuations)
         results: list[torch.Tensor | None] = [None] * len(prompts)
         items = []
         for i, cont in enumerate(continuations):
@@ -154,6 +163,37 @@ class ScoringEngine:
         for index, logprobs in self._run(items):
             results[index] = logprobs[:, 0]
         return results  # type: ignore[return-value]
+
+    def _packed_token_logprobs(
+        self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]
+    ) -> list[torch.Tensor]:
+        """:meth:`token_logprobs` with one token tree per distinct prompt: its continuations are branches."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, cont in enumerate(continuations):
+            if len(cont):
+                groups.setdefault(tuple(prompts[i]), []).append(i)
+        trees, members = [], []
+        for prompt, rows in groups.items():
+            nodes: list[tuple[int, int]] = []
+            reads: list[tuple[int, list[int]]] = []
+            for i in rows:
+                cont, parent = continuations[i], -1
+                for j, tok in enumerate(cont):
+                    reads.append((parent, [int(tok)]))
+                    if j < len(cont) - 1:  # the last token is only read, never attended to
+                        nodes.append((int(tok), parent))
+                        parent = len(nodes) - 1
+            trees.append(TokenTree(prompt, nodes, reads))
+            members.append(rows)
+        results = [torch.empty(0, dtype=torch.float32) for _ in prompts]
+        for rows, reads in zip(members, self.tree_logprobs(trees) if trees else []):
+            flat = torch.cat(reads) if reads else torch.empty(0)
+            offset = 0
+            for i in rows:
+                n = len(continuations[i])
+                results[i] = flat[offset : offset + n]
+                offset += n
+        return results
 
     @torch.inference_mode()
     def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int]) -> torch.Tensor:

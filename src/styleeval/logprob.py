@@ -104,6 +104,8 @@ class LogProb:
         revision: model revision (branch, tag or commit) for Hub ids.
         trust_remote_code: allow model code from the Hub (off by default).
         reuse_prefix: reuse the KV cache of the shared system prompt (exact; off only for testing).
+        pack_prompts: run each distinct (context, source, style) prompt once, with all its rewrites packed after it
+            as branches of a token tree (exact; fewer tokens when sources have several rewrites; off for testing).
         base_url: an OpenAI-compatible server that returns prompt log-probabilities (vLLM:
             ``http://host:port/v1``) instead of a local model; prompts are tokenized here and sent as token ids.
         api_key, max_concurrency, timeout, max_retries: server client settings
@@ -127,6 +129,7 @@ class LogProb:
         revision: str | None = None,
         trust_remote_code: bool = False,
         reuse_prefix: bool = True,
+        pack_prompts: bool = True,
         base_url: str | None = None,
         api_key: str | None = None,
         max_concurrency: int = 8,
@@ -172,7 +175,8 @@ class LogProb:
                 batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
             self.backend = self.engine = ScoringEngine(
                 self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows, reuse_prefix=reuse_prefix,
-                head_dtype=None if head_name == "float32" else resolve_dtype(head_name), progress=progress,
+                head_dtype=None if head_name == "float32" else resolve_dtype(head_name), pack_prompts=pack_prompts,
+                progress=progress,
             )
             self.max_length = getattr(self.model.config, "max_position_embeddings", None)
         if variant == "authors":

@@ -114,3 +114,11 @@ GIT_BLOB_SHA1: dict[str, str] = {
         "d28ba51c897512601ee186d61e6bd4a755b255d9"
     ),
 }
+
+
+EXTRA_SHA256: dict[str, tuple[str, int]] = {
+    # not in the mirror README's table: pinned from the mirror's copy of the same STEL commit
+    "stel/Data/Experiment-Results/models/STEL_single-preds_all-models.tsv": (
+        "1f405f72dc311e4acb9eabd6fc9f988299f09467bf0798df5918d42d85affbcb", 159847),
+}
+"""Files the project pins beyond the mirror README's table (the authors' published STEL predictions)."""

@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from styleeval.corpora._checksums import GIT_BLOB_SHA1, SHA256
+from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
 
 ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
 ENV_CACHE_DIR = "STYLEEVAL_CACHE_DIR"
@@ -114,8 +114,8 @@ def verify(path: Path, key: str, url: str) -> None:
     memo = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if _VERIFIED.get(memo) == key:
         return
-    if key in SHA256:
-        expected, size = SHA256[key]
+    if key in SHA256 or key in EXTRA_SHA256:
+        expected, size = SHA256[key] if key in SHA256 else EXTRA_SHA256[key]
         if stat.st_size != size:
             raise ChecksumError(f"size {stat.st_size} bytes, expected {size}", file=path, url=url)
         actual = sha256(path)

@@ -1,0 +1,100 @@
+"""The shared-prompt path (each distinct prompt run once, its rewrites packed after it as a token tree) against the
+slow path, and the render-once prompt texts against full template rendering."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from test_logprob import slow_scores
+
+from styleeval import LogProb
+from styleeval.chat import CONTEXTS, ChatFormat, user_message
+from styleeval.engine import ScoringEngine
+from styleeval.testing import CHATML_TEMPLATE
+
+
+@pytest.fixture(scope="module")
+def grouped_rows(rows):
+    """Sources with 1 to 4 rewrites each (repeated prompts), prompts of mixed lengths, and empty rewrites."""
+    out = []
+    for k, (source, rewrite, style) in enumerate(rows[:12]):
+        variants = [rewrite, rewrite.upper(), rewrite[: len(rewrite) // 2], ""][: 1 + k % 4]
+        out += [(source, v, style) for v in variants]
+    return out
+
+
+def test_packed_equals_slow_path(tiny_model, tiny_tokenizer, grouped_rows):
+    expected = [slow_scores(tiny_model, tiny_tokenizer, *row)[:2] for row in grouped_rows]
+    order = list(range(len(grouped_rows)))
+    random.Random(7).shuffle(order)
+    shuffled = [grouped_rows[i] for i in order]
+    for batch_tokens in (64, 512, 10**5):
+        lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=batch_tokens, progress=False)
+        assert lp.engine.pack_prompts
+        got = lp.score(*map(list, zip(*shuffled)))
+        for k, i in enumerate(order):
+            assert got[k]["content"] == pytest.approx(expected[i][0], abs=1e-5)
+            assert got[k]["style"] == pytest.approx(expected[i][1], abs=1e-5)
+
+
+def test_packed_equals_unpacked_per_token(tiny_model, tiny_tokenizer, grouped_rows):
+    chat = ChatFormat(tiny_tokenizer)
+    sources, rewrites, styles = map(list, zip(*grouped_rows))
+    prompts = [p for ctx in CONTEXTS for p in chat.prompt_ids([user_message(ctx, s, st)
+                                                             for s, st in zip(sources, styles)])]
+    targets = chat.rewrite_ids(rewrites) * len(CONTEXTS)
+    targets[3] = []  # an empty continuation
+    packed = ScoringEngine(tiny_model, batch_tokens=300, pack_prompts=True).token_logprobs(prompts, targets)
+    plain = ScoringEngine(tiny_model, batch_tokens=300).token_logprobs(prompts, targets)
+    assert [len(x) for x in packed] == [len(t) for t in targets]
+    for a, b in zip(packed, plain):
+        assert torch.allclose(a, b, atol=1e-5, rtol=0)
+    assert packed[3].numel() == 0
+
+
+def test_single_row_and_all_empty(tiny_model, tiny_tokenizer):
+    lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False)
+    one = lp.score(["the cat sat"], ["The cat sat down."], "formal")
+    want = slow_scores(tiny_model, tiny_tokenizer, "the cat sat", "The cat sat down.", "formal")
+    assert one[0]["content"] == pytest.approx(want[0], abs=1e-5)
+    engine = ScoringEngine(tiny_model, pack_prompts=True)
+    out = engine.token_logprobs([[1, 2, 3], [1, 2, 3]], [[], []])
+    assert [x.numel() for x in out] == [0, 0]
+
+
+@pytest.mark.parametrize("template", [None, CHATML_TEMPLATE, "verbatim"])
+def test_render_once_equals_full_rendering_on_every_test_set_row(tiny_tokenizer, data_dir, template):
+    import csv
+
+    if template == "verbatim":  # a template that neither trims nor pads the content
+        template = ("{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>{{ m['content'] }}"
+                    "<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant"
+                    "<|end_header_id|>{% endif %}")
+    chat = ChatFormat(tiny_tokenizer, chat_template=template)
+    rows = []
+    for k in range(1, 7):
+        with open(data_dir / "style_gap_testset" / "data" / f"syntest_anno{k}.csv", encoding="utf-8") as fh:
+            rows += [(r["input"], r["style_to"]) for r in csv.DictReader(fh)]
+    assert len(rows) == 500
+    users = [user_message(ctx, s, st) for ctx in CONTEXTS for s, st in rows] + ["  padded user text \n", ""]
+    assert chat.prompt_texts(users) == [chat.prompt_text(u) for u in users]
+    ids = chat.prompt_ids(users)
+    full = tiny_tokenizer([chat.prompt_text(u) for u in users], add_special_tokens=False)["input_ids"]
+    assert ids == [list(x) for x in full]
+
+
+def test_benchmark_smoke_run(data_dir):
+    """The interleaved benchmark runs end to end on the tiny shape (no timing assertion)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_logprob.py"
+    for workload in ("testset", "lai"):
+        proc = subprocess.run([sys.executable, str(script), "--shape", "tiny", "--workload", workload, "--samples", "4",
+                               "--contenders", "engine,unpacked,naive", "--data-dir", str(data_dir)],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "speedup:" in proc.stdout and "% of peak" in proc.stdout
