@@ -38,6 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", type=_csv_list, default=list(DEFAULT_METRICS),
                    help="comma-separated metric specs, options as name:key=value (default: "
                    f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}")
+    p.add_argument("--scores", action="append", default=[], metavar="FILE",
+                   help="a CSV/JSONL file of precomputed scores keyed by the corpus row 'id': each other column becomes "
+                   "a metric (repeatable); one column: precomputed:file=FILE:column=NAME")
     p.add_argument("--dimension", choices=("content", "style", "fluency"), default="content")
     p.add_argument("--style-words", choices=("corpus", "authors"), default="corpus",
                    help="target-style words given to LLM metrics: the corpus's (default) or the authors' run "
@@ -49,6 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the scores cache")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--analysis", choices=("paper", "lai"), default="paper",
+                   help="paper: the correlation tables of Pauli et al. (default); lai: Lai et al. (2022)'s analyses on "
+                   "lai_formality (inter-annotator agreement, system-level r, per-input tau-like, top/last-N, "
+                   "directions) -> OUT/lai.csv and OUT/lai.md; use lai:<score> metrics for Lai's own scores")
     p.add_argument("--allow-missing", action="store_true",
                    help="report without datasets that cannot be loaded (the report lists the missing cells) "
                    "instead of stopping with an error")
@@ -67,10 +74,22 @@ def run(args: argparse.Namespace) -> int:
         write_report,
     )
 
+    metrics = list(args.metrics)
+    for file in args.scores:
+        metrics += _score_file_metrics(file)
+    args.metrics = metrics
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()
     cache = ScoresCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
+    if args.analysis == "lai":
+        from styleeval.metaeval.lai import run_lai
+
+        if args.datasets and args.datasets != ["lai_formality"]:
+            raise ValueError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
+        result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=not args.no_progress)
+        print(f"{len(result)} figures -> {args.out}/lai.csv, {args.out}/lai.md ({time.perf_counter() - start:.1f}s)")
+        return 0
     result = run_metaeval(
         datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
         cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
@@ -82,3 +101,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")
     return 0
+
+
+def _score_file_metrics(file: str) -> list[str]:
+    """``precomputed:file=FILE:column=C`` for every column of FILE except ``id``."""
+    from styleeval.io import iter_records
+
+    for where, record in iter_records(file):
+        columns = [c for c in record if c != "id"]
+        if where == "header" or columns:
+            if "id" not in record:
+                raise ValueError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
+            return [f"precomputed:file={file}:column={c}:as={c}" for c in columns]
+    raise ValueError(f"{file}: no scores")

@@ -117,6 +117,31 @@ def wmt_table(result: MetaevalResult) -> str:
     return _md_table(["dataset", "metric", "Kendall tau-like", "pairs", "system-level r", "systems"], rows)
 
 
+def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05) -> str | None:
+    """Williams test of every pair of metrics on a dataset's rated rows: a cell says whether the row's metric
+    correlates significantly better (Pearson, one-sided p < alpha) than the column's."""
+    from styleeval.metaeval.significance import significance_matrix
+
+    human = result.human.get(dataset)
+    names = [m for m in result.metrics if (dataset, m) in result.scores]
+    if human is None or len(names) < 2:
+        return None
+    rated = np.isfinite(human)
+    scores = {m: result.scores[dataset, m][rated] for m in names}
+    matrix = significance_matrix(human[rated], scores, alpha)
+    rows = []
+    for a in names:
+        row = [metric_label(a)]
+        for b in names:
+            if a == b:
+                row.append("")
+                continue
+            c = matrix[a, b]
+            row.append(f"**{c.p:.3f}**" if c.p < alpha else f"{c.p:.2f}" if math.isfinite(c.p) else "–")
+        rows.append(row)
+    return _md_table(["A \\ B"] + [metric_label(m) for m in names], rows)
+
+
 def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
     """Write ``correlations.csv``, ``wmt_kendall.csv``, ``report.md`` and the plots; returns their paths."""
     out = Path(out_dir)
@@ -143,6 +168,15 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
         lines += ["", "## Lai et al. (2022): segment-level Kendall's tau-like and system-level Pearson", "",
                   "Pairs of system outputs for the same source; human ties skipped, metric ties discordant; "
                   "tau averaged over sources. System level: Pearson of per-system means.", "", wmt_table(result)]
+    sig_tables = [(d, significance_table(result, d)) for d in result.dataset_kinds]
+    if any(t for _, t in sig_tables):
+        lines += ["", "## Is metric A better than metric B?", "",
+                  "Williams test for dependent correlations (Pearson, all rated rows of a dataset): one-sided p that the "
+                  "row's metric correlates better with the humans than the column's; **bold** = significant at 0.05. "
+                  "`styleeval.metaeval.significance.paired_bootstrap` gives a bootstrap CI of the difference."]
+        for d, t in sig_tables:
+            if t:
+                lines += ["", f"### {DATASET_LABELS.get(d, d)}", "", t]
     if result.missing:
         lines += ["", "## Missing cells", "", "These (dataset, metric) cells are empty, so averages and ranks above "
                   "are over fewer columns for the metrics concerned:", ""]

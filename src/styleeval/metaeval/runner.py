@@ -39,6 +39,8 @@ class MetaevalResult:
     notes: list[str] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # (dataset, metric, why): cells left empty
+    scores: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (dataset, metric) -> per-row scores
+    human: dict[str, np.ndarray] = field(default_factory=dict)  # dataset -> human ratings of the dimension
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -76,7 +78,9 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
             [data.styles[i] for i in idx] if metric.needs_styles else None,
         )
 
-    if len(rows) and getattr(metric, "incremental", False):
+    if len(rows) and getattr(metric, "needs_ids", False):  # precomputed scores, looked up by row id
+        scores[rows] = metric.score_ids([data.ids[i] for i in rows])
+    elif len(rows) and getattr(metric, "incremental", False):
         partial = cache.load_partial(signature, fingerprint, len(data)) if cache is not None else {}
         for i, v in partial.items():
             scores[i] = v
@@ -252,6 +256,10 @@ def run_metaeval(
                 wmt_records.append(wmt)
     result.correlations = pd.DataFrame(records, columns=CSV_COLUMNS)
     result.wmt = pd.DataFrame(wmt_records, columns=WMT_COLUMNS)
+    for (dataset, label), values in scores.items():
+        metric = next(m for m in metric_objs if m.label == label)
+        result.scores[dataset, label] = values if metric.higher_is_better else -values
+    result.human = {d.name: d.human[dimension] for d in loaded}
     return result
 
 

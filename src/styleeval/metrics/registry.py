@@ -77,6 +77,15 @@ def _logprob(dimension: str) -> Factory:
     return make
 
 
+def _precomputed(**opts: str) -> Metric:
+    from styleeval.metrics.precomputed import from_file
+
+    known = {"file", "column", "lower_is_better", "name"}
+    if set(opts) - known or not {"file", "column"} <= set(opts):
+        raise ValueError(f"precomputed needs file= and column= (options: {sorted(known)}), got {sorted(opts)}")
+    return from_file(**opts)
+
+
 def _autorater(dimension: str) -> Factory:
     def make(**opts: str) -> Metric:
         from styleeval.metrics.autorater_metric import AutoraterMetric
@@ -115,6 +124,7 @@ REGISTRY: dict[str, Factory] = {
     "logprob_style": _logprob("style"),
     "autorater_meaning": _autorater("meaning"),
     "autorater_style": _autorater("style"),
+    "precomputed": _precomputed,
 }
 
 #: Cheap metrics that need no model weights (the CLI default).
@@ -125,6 +135,9 @@ def available_metrics() -> list[str]:
     """Every registered metric name."""
     return sorted(REGISTRY)
 
+
+NAMESPACES = ("lai",)
+"""Metric names with a namespace: ``lai:<score>`` (Lai et al.'s precomputed scores)."""
 
 _OPTION_SPLIT = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
 
@@ -137,7 +150,9 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a metric spec must be a non-empty string, got {spec!r}")
     name, *parts = _OPTION_SPLIT.split(spec.strip())
-    if ":" in name:  # a colon not followed by key=value right after the name
+    if ":" in name and name.split(":", 1)[0] in NAMESPACES:  # lai:comet
+        pass
+    elif ":" in name:  # a colon not followed by key=value right after the name
         raise ValueError(f"metric spec {spec!r}: option {name.split(':', 1)[1]!r} is not key=value")
     opts: dict[str, str] = {}
     for part in parts:
@@ -158,6 +173,17 @@ def get_metric(spec: str) -> Metric:
     alias = opts.pop("as", None)
     if alias is not None and not alias.strip():
         raise ValueError(f"metric {spec!r}: as= needs a name")
+    if name.startswith("lai:"):
+        from styleeval.metrics.precomputed import lai_metric
+
+        known = {"data_dir"}
+        if set(opts) - known:
+            raise ValueError(f"metric {spec!r}: unknown options {sorted(set(opts) - known)} (known: data_dir)")
+        metric = lai_metric(name.split(":", 1)[1], opts.get("data_dir"))
+        metric.spec = spec.strip()  # type: ignore[attr-defined]
+        if alias is not None:
+            metric.alias = alias.strip()
+        return metric
     if name not in REGISTRY:
         raise ValueError(f"unknown metric {name!r}; available: {', '.join(available_metrics())}")
     try:
