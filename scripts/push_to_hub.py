@@ -1,8 +1,15 @@
 #!/usr/bin/env python
-"""Upload a built dataset folder (card + Parquet files) to the Hugging Face Hub. Dry run by default.
+"""Upload a built dataset folder, a Space or an evaluate metric module to the Hugging Face Hub. Dry run by default.
 
     python scripts/push_to_hub.py datasets/style_gap_testset --repo-id ORG/style_gap_testset          # dry run
     python scripts/push_to_hub.py datasets/style_gap_testset --repo-id ORG/style_gap_testset --push   # upload
+    python scripts/push_to_hub.py spaces/style_eval_demo --repo-id ORG/style-eval-demo                # a Space
+    python scripts/push_to_hub.py metrics/logprob_style --repo-id ORG/logprob_style                    # a metric module
+
+Spaces and metric modules (both Hub *Spaces*) ship a wheel of ``styleeval`` built from this checkout inside the
+uploaded folder, and their ``requirements.txt`` installs that wheel (``./styleeval-<version>-py3-none-any.whl``), so
+they run without the package being on an index. The folder is assembled in ``--build-dir`` (a temporary folder by
+default) and that folder is what is uploaded.
 
 Only ``README.md`` and the Parquet files the card's ``configs:`` list are uploaded; ``data/restricted/``
 (licence-restricted STEL samples) is never uploaded. Folders whose card says ``license: unknown`` (sources
@@ -42,10 +49,69 @@ def files_to_upload(folder: Path) -> tuple[list[str], dict]:
     return files, meta
 
 
+def build_space(folder: Path, build: Path) -> list[str]:
+    """Copy a Space / metric module into ``build`` with a freshly built styleeval wheel; returns the files."""
+    import shutil
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    build.mkdir(parents=True, exist_ok=True)
+    for old in build.glob("styleeval-*.whl"):
+        old.unlink()
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                           str(build), str(root)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"building the styleeval wheel failed: {proc.stderr.strip()[-500:]}")
+    wheel = next(build.glob("styleeval-*.whl")).name
+    files = []
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.name not in ("requirements.txt",) and not path.name.startswith("."):
+            shutil.copy2(path, build / path.name)
+            files.append(path.name)
+    lines = (folder / "requirements.txt").read_text(encoding="utf-8").splitlines() if (
+        folder / "requirements.txt").exists() else []
+    kept = [line for line in lines if line.strip() and not line.strip().startswith("#")
+            and not line.strip().lower().startswith("styleeval")]
+    (build / "requirements.txt").write_text("\n".join([f"./{wheel}", *kept]) + "\n", encoding="utf-8")
+    return [*files, "requirements.txt", wheel]
+
+
+def main_space(args: argparse.Namespace) -> int:
+    """Dry run or upload of a Space / metric module (see the module docstring)."""
+    import tempfile
+
+    folder = args.folder
+    if not (folder / "app.py").is_file() or not (folder / "README.md").is_file():
+        raise SystemExit(f"{folder}: a Space needs app.py and README.md")
+    build = Path(args.build_dir) if args.build_dir else Path(tempfile.mkdtemp(prefix="styleeval-space-"))
+    files = build_space(folder, build)
+    repo_id = args.repo_id or folder.resolve().name
+    print(f"{'Uploading' if args.push else 'Dry run: would upload'} to https://huggingface.co/spaces/{repo_id} "
+          f"from {build}:")
+    for rel in files:
+        print(f"  {rel} ({(build / rel).stat().st_size} bytes)")
+    print("requirements.txt: " + " | ".join((build / "requirements.txt").read_text(encoding="utf-8").split()))
+    if not args.push:
+        print("dry run: nothing uploaded (pass --push to upload)")
+        return 0
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    api.create_repo(repo_id, repo_type="space", space_sdk="gradio", private=args.private, exist_ok=True)
+    commit = api.upload_folder(folder_path=str(build), repo_id=repo_id, repo_type="space", revision=args.revision,
+                               allow_patterns=files, commit_message="Upload styleeval Space")
+    print(f"pushed: {commit}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folder", type=Path, help="built dataset folder, e.g. datasets/asset")
+    parser.add_argument("folder", type=Path,
+                        help="built dataset folder (datasets/asset), Space (spaces/...) or metric module (metrics/...)")
+    parser.add_argument("--repo-type", choices=("dataset", "space"), default=None,
+                        help="default: space for spaces/ and metrics/ folders (anything with an app.py), else dataset")
+    parser.add_argument("--build-dir", default=None, help="where a Space is assembled (default: a temporary folder)")
     parser.add_argument("--repo-id", help="Hub dataset repository, e.g. ORG/asset (default: <folder name>)")
     parser.add_argument("--push", action="store_true", help="really upload (default: dry run)")
     parser.add_argument("--private", action="store_true", help="create the repository as private")
@@ -54,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="push even though the card says license: unknown")
     args = parser.parse_args(argv)
     folder = args.folder
+    kind = args.repo_type or ("space" if (folder / "app.py").is_file() else "dataset")
+    if kind == "space":
+        return main_space(args)
     files, meta = files_to_upload(folder)
     repo_id = args.repo_id or folder.resolve().name
     license_id = meta.get("license", "unknown")

@@ -43,4 +43,7 @@ with gr.Blocks(title="LLM autorater") as demo:
     button.click(rate, [source, rewrite, style], output, api_name="rate")
 
 if __name__ == "__main__":
-    demo.queue(default_concurrency_limit=2).launch()
+    demo.queue(default_concurrency_limit=2).launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+    )

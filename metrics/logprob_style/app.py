@@ -1,5 +1,50 @@
-import evaluate
-from evaluate.utils import launch_gradio_widget
+"""A small Gradio app for the logprob_style module: one source, rewrite and style in, LogProb's scores out.
 
-module = evaluate.load("logprob_style.py")
-launch_gradio_widget(module)
+The model comes from STYLEEVAL_MODEL (preset, Hub id or local path; default "1b"), or from a vLLM server when
+STYLEEVAL_BASE_URL is set (STYLEEVAL_TOKENIZER names the tokenizer). The full demo is spaces/style_eval_demo.
+"""
+
+import os
+
+import gradio as gr
+
+from styleeval.logprob import shared_logprob
+
+
+def _scorer():
+    base_url = os.environ.get("STYLEEVAL_BASE_URL") or None
+    model = os.environ.get("STYLEEVAL_MODEL") or (None if base_url else "1b")
+    if base_url:
+        return shared_logprob(model, base_url=base_url, tokenizer=os.environ.get("STYLEEVAL_TOKENIZER") or model)
+    return shared_logprob(model)
+
+
+def score(source: str, rewrite: str, style: str) -> dict:
+    """LogProb content preservation and style strength of one rewrite (the API endpoint ``/score``)."""
+    for name, value in (("source", source), ("rewrite", rewrite), ("style", style)):
+        if not (value or "").strip():
+            raise gr.Error(f"Please fill in the {name}.")
+    try:
+        scores = _scorer().score([source], [rewrite], [style])
+    except (ValueError, RuntimeError) as err:
+        raise gr.Error(str(err)) from None
+    return {"content_preservation": scores[0]["content"], "style_strength": scores[0]["style"],
+            "signature": scores.signature}
+
+
+with gr.Blocks(title="LogProb style") as demo:
+    gr.Markdown("# LogProb style\nContent preservation (mean log of the best of three instruction probabilities, "
+                "<= 0) and style strength (mean probability gain of the style instruction, -1 to 1).")
+    with gr.Row():
+        source = gr.Textbox(label="Source", value="Send me the report now.")
+        rewrite = gr.Textbox(label="Rewrite", value="Could you please send me the report?")
+        style = gr.Textbox(label="Target style", value="polite")
+    button = gr.Button("Score", variant="primary")
+    output = gr.JSON(label="Scores")
+    button.click(score, [source, rewrite, style], output, api_name="score")
+
+if __name__ == "__main__":
+    demo.queue(default_concurrency_limit=2).launch(
+        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+    )

@@ -1,0 +1,166 @@
+"""styleeval demo Space: score a rewrite, see which words no instruction explains, compare metrics, score a file.
+
+All the work is done by :mod:`styleeval.demo`; this file only lays it out. Configuration: ``STYLEEVAL_MODEL`` (Hub id
+or local folder, default the paper's Llama 3.2 1B Instruct), ``STYLEEVAL_BASE_URL`` (a vLLM server instead of a local
+model; ``STYLEEVAL_TOKENIZER``), ``STYLEEVAL_AUTORATER=0`` (no autorater), ``STYLEEVAL_DATA_DIR`` (offline corpora for
+the meta-evaluation tab). ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action
+is also the API endpoint ``/score`` (source, rewrite, style) -> dict.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import os
+import tempfile
+
+import gradio as gr
+
+from styleeval.demo import EXAMPLES, MAX_BATCH_ROWS, MAX_CHARS, Demo, metaeval_summary
+
+DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
+COLORS = {"style": "#4c9be8", "paraphrase": "#7bc67b", "repeat": "#cccccc", "unexplained": "#ff6b6b"}
+
+
+def _user_error(fn):
+    """Run ``fn``; any error becomes a message the user can act on (never a traceback, never a bare badge)."""
+    @functools.wraps(fn)  # keeps the signature and type hints: gr.api reads them
+    def wrapped(*args):
+        try:
+            return fn(*args)
+        except gr.Error:
+            raise
+        except (ValueError, RuntimeError, OSError) as err:
+            raise gr.Error(str(err)) from None
+
+    return wrapped
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if value != value else f"{value:.4f}"
+
+
+@_user_error
+def score_api(source: str, rewrite: str, style: str) -> dict:
+    """Scores of one rewrite: LogProb content and style, the autorater's ratings, S-BLEU and S-chrF."""
+    out = DEMO.score(source, rewrite, style)
+    keys = ("content", "style", "autorater", "s_bleu", "s_chrf", "signature")
+    return {k: out[k] for k in keys if k in out}
+
+
+@_user_error
+def score_ui(source: str, rewrite: str, style: str, paper_mode: bool):
+    out = DEMO.score(source, rewrite, style, paper_mode=paper_mode)
+    lines = [f"**LogProb content** {_fmt(out['content'])}: {out['content_reading']}",
+             f"**LogProb style** {_fmt(out['style'])}: {out['style_reading']}"]
+    if "autorater" in out:
+        a = out["autorater"]
+        lines.append(f"**Autorater** (expected 1-5 rating) meaning {a['meaning']:.2f}, style {a['style']:.2f}: "
+                     "an LLM judge's expected rating, read from its rating probabilities")
+    if "autorater_paper" in out:
+        p = out["autorater_paper"]
+        lines.append(f"**Autorater, paper mode** meaning {p['meaning']}, style {p['style']} "
+                     f"({'parsed' if p['parsed'] else 'reply not readable'}): `{(p['reply'] or '')[:120]}`")
+    lines.append(f"**S-BLEU** {out['s_bleu']:.1f}, **S-chrF** {out['s_chrf']:.1f}: overlap with the *source*; high for "
+                 "copies, blind to swapped facts (the paper's point)")
+    return "\n\n".join(lines), out["tokens"], out["token_table"], out["signature"]
+
+
+@_user_error
+def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str):
+    return DEMO.compare(source, rewrite_a, rewrite_b, style)
+
+
+@_user_error
+def batch_ui(file):
+    if file is None:
+        raise gr.Error("Please upload a CSV or JSONL file with the columns source, rewrite, style [, system].")
+    path = file if isinstance(file, str) else file.name
+    rows, means = DEMO.batch(path)
+    out = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="", encoding="utf-8")
+    with out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    table = [[r["row"], r["system"], r["rewrite"], r["content"], r["style_strength"]] for r in rows]
+    summary = [[s, m["rows"], m["content"], m["style_strength"]] for s, m in means.items()]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar([s for s, *_ in summary], [c for *_, c, _ in summary])
+    ax.set_ylabel("mean LogProb content")
+    fig.tight_layout()
+    return table, summary, fig, out.name
+
+
+def _metaeval():
+    try:
+        return metaeval_summary(os.environ.get("STYLEEVAL_DATA_DIR") or None)
+    except Exception as err:  # the demo still works without the corpus
+        return [[f"meta-evaluation unavailable: {err}", "", 0, 0.0, 1.0]], None
+
+
+with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
+    gr.Markdown(
+        "# Evaluate a style-transfer rewrite\n"
+        "LogProb (Pauli et al. 2025, *Mind the Style Gap*) scores each rewrite token after three instructions "
+        "(rewrite to the style / paraphrase / repeat): a token that **no** instruction explains (red) is a likely "
+        "swapped, invented or dropped-context word. Limits: "
+        f"{MAX_CHARS} characters per field, {MAX_BATCH_ROWS} rows per file.")
+    with gr.Tab("Score"):
+        with gr.Row():
+            source = gr.Textbox(label="Source", lines=3, elem_id="source")
+            rewrite = gr.Textbox(label="Rewrite", lines=3, elem_id="rewrite")
+        with gr.Row():
+            style = gr.Textbox(label="Target style", value="polite", elem_id="style")
+            paper = gr.Checkbox(label="also run the autorater in paper mode (slower)", value=False)
+        score_button = gr.Button("Score", variant="primary", elem_id="score")
+        readings = gr.Markdown("_Scores appear here after scoring._", elem_id="readings")
+        tokens = gr.HighlightedText(label="Rewrite, token by token: which instruction explains each token",
+                                    color_map=COLORS, show_legend=True, show_inline_category=False,
+                                    elem_id="tokens")
+        with gr.Accordion("Per-token log-probabilities", open=False):
+            token_table = gr.Dataframe(headers=["token", "log p style", "log p paraphrase", "log p repeat", "best",
+                                                "style gain"], elem_id="token-table")
+        signature = gr.Textbox(label="Signature", interactive=False)
+        gr.Examples([[s, a, st] for s, a, _, st in EXAMPLES] + [[s, b, st] for s, _, b, st in EXAMPLES],
+                    inputs=[source, rewrite, style])
+        score_button.click(score_ui, [source, rewrite, style, paper], [readings, tokens, token_table, signature],
+                           api_name=False)
+    with gr.Tab("Compare"):
+        c_source = gr.Textbox(label="Source", value=EXAMPLES[0][0])
+        with gr.Row():
+            c_a = gr.Textbox(label="Rewrite A", value=EXAMPLES[0][1])
+            c_b = gr.Textbox(label="Rewrite B", value=EXAMPLES[0][2])
+        c_style = gr.Textbox(label="Target style", value=EXAMPLES[0][3])
+        c_button = gr.Button("Compare", variant="primary", elem_id="compare")
+        c_table = gr.Dataframe(headers=["metric", "A", "B", "prefers"], elem_id="compare-table")
+        gr.Examples([list(e) for e in EXAMPLES], inputs=[c_source, c_a, c_b, c_style])
+        c_button.click(compare_ui, [c_source, c_a, c_b, c_style], c_table, api_name=False)
+    with gr.Tab("Batch"):
+        gr.Markdown(f"Upload a CSV or JSONL file with the columns `source`, `rewrite`, `style` and optionally "
+                    f"`system` (at most {MAX_BATCH_ROWS} rows, {MAX_CHARS} characters per field).")
+        b_file = gr.File(label="Rewrites (CSV/JSONL)", file_types=[".csv", ".jsonl"], elem_id="batch-file")
+        b_button = gr.Button("Score file", variant="primary", elem_id="batch")
+        b_table = gr.Dataframe(headers=["row", "system", "rewrite", "content", "style_strength"], elem_id="batch-table")
+        b_means = gr.Dataframe(headers=["system", "rows", "mean content", "mean style"], label="Per system")
+        b_plot = gr.Plot(label="Mean content per system")
+        b_out = gr.File(label="Scored file", elem_id="batch-out")
+        b_button.click(batch_ui, b_file, [b_table, b_means, b_plot, b_out], api_name=False)
+    with gr.Tab("Meta-evaluation"):
+        gr.Markdown("Spearman correlation of source-based BLEU/chrF with the content ratings of the paper's 500-row "
+                    "test set, per task (computed when the Space starts).")
+        m_rows, m_fig = _metaeval()
+        gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"])
+        if m_fig is not None:
+            gr.Plot(value=m_fig)
+    gr.api(score_api, api_name="score")
+
+demo.queue(default_concurrency_limit=1, max_size=32)
+
+if __name__ == "__main__":
+    demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))

@@ -1,0 +1,223 @@
+"""What the Space (``spaces/style_eval_demo``) shows, as plain functions: the UI only lays them out.
+
+- :meth:`Demo.score`: LogProb content and style, the autorater (expected mode; paper mode on demand) and
+  source-based BLEU/chrF for contrast, each with a one-line reading, and the rewrite token by token labelled with the
+  instruction that explains it best (``unexplained`` below :data:`UNEXPLAINED_BELOW`).
+- :meth:`Demo.compare`: two rewrites of one source, which one each metric prefers.
+- :meth:`Demo.batch`: a CSV/JSONL file scored row by row, per-system means.
+- :func:`metaeval_summary`: the test-set correlation table of the sacrebleu metrics (the Space computes it at start).
+
+The model comes from ``STYLEEVAL_MODEL`` (Hub id or local folder; default the paper's 1B) or the argument;
+``STYLEEVAL_BASE_URL`` points LogProb and the autorater at a vLLM server instead (``STYLEEVAL_TOKENIZER`` names the
+tokenizer). Every bad input raises ``ValueError`` with a message a user can act on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+MAX_CHARS = 1000
+"""Longest source / rewrite / style the demo scores (characters)."""
+MAX_BATCH_ROWS = 200
+"""Most rows of an uploaded batch file."""
+UNEXPLAINED_BELOW = 0.05
+"""A token whose best probability under the three instructions is below this is shown as unexplained."""
+
+EXAMPLES = [  # the paper's Figure 1 pair and test-set-like pairs: one faithful rewrite, one with a content error
+    ("Send me the report now.", "Could you please send me the report when you have a moment?",
+     "Could you please send me the invoice when you have a moment?", "polite"),
+    ("ur ready 4 the party tonight??", "Are you ready for the party tonight?",
+     "Are you ready for the meeting tomorrow?", "formal"),
+    ("The food was cold and the staff were rude.", "The food was warm and the staff were lovely.",
+     "The food was warm and the staff were lovely, and parking was free.", "positive"),
+]
+
+
+def check_text(name: str, value: Any, allow_empty: bool = False) -> str:
+    """``value`` as text, or ``ValueError`` saying what is wrong with the field ``name``."""
+    if value is None or (isinstance(value, str) and not value.strip() and not allow_empty):
+        raise ValueError(f"Please fill in the {name}.")
+    if not isinstance(value, str):
+        raise ValueError(f"The {name} must be text.")
+    if len(value) > MAX_CHARS:
+        raise ValueError(f"The {name} is {len(value)} characters long; the demo takes at most {MAX_CHARS}.")
+    return value
+
+
+def reading_content(value: float) -> str:
+    """One line on what a LogProb content score means."""
+    if not math.isfinite(value):
+        return "no token could be scored"
+    p = math.exp(value)
+    return (f"on average each token has probability {p:.2f} under its best instruction; "
+            + ("close to a faithful rewrite" if p > 0.5 else "some tokens are explained by no instruction: "
+               "look for swapped, invented or dropped content in the highlighted tokens"))
+
+
+def reading_style(value: float) -> str:
+    """One line on what a LogProb style score means."""
+    if not math.isfinite(value):
+        return "no token could be scored"
+    if value > 0.01:
+        return "the style instruction explains the rewrite better than paraphrasing or repeating"
+    if value < -0.01:
+        return "paraphrasing or repeating explains the rewrite better than the style instruction"
+    return "about neutral: the style change is small (typical values are close to 0)"
+
+
+class Demo:
+    """The demo's models, loaded once and shared by every request (thread-safe lazy loading)."""
+
+    def __init__(self, model: str | None = None, base_url: str | None = None, tokenizer: str | None = None,
+                 autorater: bool = True) -> None:
+        self.base_url = base_url if base_url is not None else (os.environ.get("STYLEEVAL_BASE_URL") or None)
+        self.model = model or os.environ.get("STYLEEVAL_MODEL") or (None if self.base_url else "1b")
+        self.tokenizer = tokenizer or os.environ.get("STYLEEVAL_TOKENIZER") or None
+        self.use_autorater = autorater
+        self._lock = threading.Lock()
+        self._logprob: Any = None
+        self._judges: dict[str, Any] = {}
+
+    def logprob(self) -> Any:
+        """The shared :class:`styleeval.LogProb`."""
+        with self._lock:
+            if self._logprob is None:
+                from styleeval.logprob import LogProb
+
+                if self.base_url:
+                    self._logprob = LogProb(self.model, tokenizer=self.tokenizer, base_url=self.base_url,
+                                            progress=False)
+                else:
+                    self._logprob = LogProb(self.model, tokenizer=self.tokenizer, progress=False)
+            return self._logprob
+
+    def judge(self, mode: str = "expected") -> Any:
+        """The shared :class:`styleeval.Autorater` of ``mode`` (re-using LogProb's local model)."""
+        with self._lock:
+            if mode not in self._judges:
+                from styleeval.autorater import Autorater
+
+                if self.base_url:
+                    self._judges[mode] = Autorater(self.model, tokenizer=self.tokenizer, base_url=self.base_url,
+                                                   mode=mode, progress=False)
+                else:
+                    lp = self._logprob
+                    model = lp.model if lp is not None else self.model
+                    tok = lp.tokenizer if lp is not None else self.tokenizer
+                    self._judges[mode] = Autorater(model, tokenizer=tok, mode=mode, progress=False)
+            return self._judges[mode]
+
+    # -- one rewrite ----------------------------------------------------------------------------------------------
+    def score(self, source: str, rewrite: str, style: str, paper_mode: bool = False) -> dict[str, Any]:
+        """Every score of one rewrite, with readings and the highlighted tokens (see the module docstring)."""
+        from styleeval.explain import token_table
+        from styleeval.metrics import get_metric
+
+        source, style = check_text("source", source), check_text("target style", style)
+        rewrite = check_text("rewrite", rewrite)
+        row = self.logprob().score([source], [rewrite], [style], return_tokens=True)[0]
+        tokens = token_table(row)
+        out: dict[str, Any] = {
+            "content": row["content"], "style": row["style"],
+            "content_reading": reading_content(row["content"]), "style_reading": reading_style(row["style"]),
+            "tokens": [(t["token"], _label(t)) for t in tokens],
+            "token_table": [[t["token"], t["logp_style"], t["logp_paraphrase"], t["logp_repeat"], t["best"],
+                             t["style"]] for t in tokens],
+            "signature": self.logprob().signature,
+        }
+        for name in ("s_bleu", "s_chrf"):
+            out[name] = get_metric(name).compute([source], [rewrite])[0]
+        if self.use_autorater:
+            rated = self.judge("expected").rate([source], [rewrite], [style])[0]
+            out["autorater"] = {"meaning": rated["meaning"], "style": rated["style"]}
+            if paper_mode:
+                paper = self.judge("paper").rate([source], [rewrite], [style], fallback=None)[0]
+                out["autorater_paper"] = {"meaning": paper["meaning"], "style": paper["style"],
+                                          "reply": paper.get("reply"), "parsed": paper["parsed"]}
+        return out
+
+    # -- two rewrites ---------------------------------------------------------------------------------------------
+    def compare(self, source: str, rewrite_a: str, rewrite_b: str, style: str) -> list[list[Any]]:
+        """``[metric, A, B, preferred]`` rows: which rewrite each metric prefers."""
+        a = self.score(source, rewrite_a, style)
+        b = self.score(source, rewrite_b, style)
+        rows = [["LogProb content", a["content"], b["content"]], ["LogProb style", a["style"], b["style"]]]
+        if "autorater" in a:
+            rows += [["Autorater meaning", a["autorater"]["meaning"], b["autorater"]["meaning"]],
+                     ["Autorater style", a["autorater"]["style"], b["autorater"]["style"]]]
+        rows += [["S-BLEU (vs source)", a["s_bleu"], b["s_bleu"]], ["S-chrF (vs source)", a["s_chrf"], b["s_chrf"]]]
+        return [[name, x, y, "A" if x > y else "B" if y > x else "tie"] for name, x, y in rows]
+
+    # -- a file ---------------------------------------------------------------------------------------------------
+    def batch(self, path: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+        """Score a CSV/JSONL file (columns source, rewrite, style [, system]); returns the rows and per-system means."""
+        from styleeval.io import read_rows
+
+        rows = read_rows(path)
+        if len(rows) > MAX_BATCH_ROWS:
+            raise ValueError(f"The file has {len(rows)} rows; the demo scores at most {MAX_BATCH_ROWS}. "
+                             "Use `styleeval score` for larger files.")
+        for r in rows:
+            for name, value in (("source", r.source), ("rewrite", r.rewrite), ("style", r.style)):
+                if len(value) > MAX_CHARS:
+                    raise ValueError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
+        scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
+        out = []
+        for r, s in zip(rows, scores):
+            out.append({"row": r.row, "system": str(r.extra.get("system", "")), "source": r.source,
+                        "rewrite": r.rewrite, "style": r.style, "content": s["content"], "style_strength": s["style"]})
+        means: dict[str, dict[str, float]] = {}
+        for system in dict.fromkeys(o["system"] for o in out):
+            sub = [o for o in out if o["system"] == system]
+            means[system or "(all)"] = {
+                "rows": len(sub),
+                "content": _nanmean([o["content"] for o in sub]),
+                "style_strength": _nanmean([o["style_strength"] for o in sub]),
+            }
+        return out, means
+
+
+def _label(token: dict[str, Any]) -> str:
+    best_p = math.exp(token["logp_" + token["best"]])
+    return "unexplained" if best_p < UNEXPLAINED_BELOW else token["best"]
+
+
+def _nanmean(values: Sequence[float]) -> float:
+    kept = [v for v in values if math.isfinite(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_bleu", "s_chrf", "s_paper_bleu"),
+                     extra_metrics: Sequence[str] = ()) -> tuple[list[list[Any]], Any]:
+    """Correlations with the content ratings on the test set, per task: rows ``[metric, subset, n, spearman, p]``
+    and the Figure-2-style plot (a matplotlib figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from styleeval.metaeval import run_metaeval
+
+    result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
+                          n_boot=0)
+    corr = result.correlations
+    rows = [[r.metric, r.subset, int(r.n), round(float(r.spearman), 3), round(float(r.spearman_p), 4)]
+            for r in corr.itertuples()]
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    subsets = list(dict.fromkeys(corr.subset))
+    width = 0.8 / max(1, len(result.metrics))
+    for k, m in enumerate(result.metrics):
+        vals = [float(corr[(corr.metric == m) & (corr.subset == s)].spearman.iloc[0])
+                if len(corr[(corr.metric == m) & (corr.subset == s)]) else math.nan for s in subsets]
+        ax.bar([i + (k - (len(result.metrics) - 1) / 2) * width for i in range(len(subsets))], vals, width, label=m)
+    ax.set_xticks(range(len(subsets)))
+    ax.set_xticklabels(subsets, rotation=20, ha="right")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_ylabel("Spearman with content ratings")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return rows, fig

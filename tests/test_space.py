@@ -1,0 +1,181 @@
+"""The demo Space and the metric modules' apps, launched for real on 127.0.0.1 with a tiny random model: their API
+through gradio_client, and the Space end to end in headless Chromium (Playwright)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class App:
+    """A Gradio app started as ``python <script>`` with a tiny model; stopped at teardown."""
+
+    def __init__(self, script: Path, model_dir: Path, log: Path, timeout: float = 180) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        env = {**os.environ, "STYLEEVAL_MODEL": str(model_dir), "GRADIO_SERVER_NAME": "127.0.0.1",
+               "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False"}
+        self.log = log
+        self.proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
+                                     stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{script} exited: {log.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(self.url, timeout=2)
+                return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"{script} did not answer within {timeout:g} s: {log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def space(tiny_model_dir, tmp_path_factory):
+    app = App(ROOT / "spaces" / "style_eval_demo" / "app.py", tiny_model_dir, tmp_path_factory.mktemp("space") / "log")
+    yield app
+    app.stop()
+
+
+def test_score_api(space):
+    from gradio_client import Client
+
+    client = Client(space.url, verbose=False)
+    out = client.predict("Send me the report now.", "Could you send the report?", "polite", api_name="/score")
+    assert set(out) >= {"content", "style", "autorater", "s_bleu", "s_chrf", "signature"}
+    assert out["content"] <= 0 and -1 <= out["style"] <= 1 and 1 <= out["autorater"]["meaning"] <= 5
+    with pytest.raises(Exception, match="Please fill in the target style"):
+        client.predict("Send me the report now.", "x", "", api_name="/score")
+
+
+def test_demo_functions_match_the_library(tiny_model_dir):
+    from styleeval import LogProb
+    from styleeval.demo import Demo, check_text
+
+    demo = Demo(model=str(tiny_model_dir), autorater=False)
+    out = demo.score("give me the report now.", "Could you send me the invoice?", "polite")
+    want = LogProb(str(tiny_model_dir), device="cpu", progress=False).score(
+        ["give me the report now."], ["Could you send me the invoice?"], "polite")[0]
+    assert out["content"] == pytest.approx(want["content"], abs=1e-9)
+    assert "".join(t for t, _ in out["tokens"]) == "Could you send me the invoice?<|eot_id|>"
+    assert {label for _, label in out["tokens"]} <= {"style", "paraphrase", "repeat", "unexplained"}
+    rows = demo.compare("give me the report now.", "Could you send the report?", "Could you send the invoice?",
+                        "polite")
+    assert [r[0] for r in rows][:2] == ["LogProb content", "LogProb style"] and all(r[3] in "AB tie" for r in rows)
+    with pytest.raises(ValueError, match="at most 1000"):
+        check_text("source", "x" * 1001)
+
+
+def _browser():
+    if not Path(CHROMIUM).exists():
+        message = f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if IN_CI:
+            pytest.fail("playwright is not installed")
+        pytest.skip("playwright is not installed")
+    return sync_playwright
+
+
+def test_space_in_headless_chromium(space, tmp_path):
+    sync_playwright = _browser()
+    batch = tmp_path / "batch.csv"
+    batch.write_text("source,rewrite,style,system\n"
+                     "Send me the report now.,Could you send the report?,polite,A\n"
+                     "Send me the report now.,Could you send the invoice?,polite,B\n", encoding="utf-8")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        page = browser.new_page()
+        page.goto(space.url)
+        page.locator("#source textarea").fill("Send me the report now.")
+        page.locator("#rewrite textarea").fill("Could you please send me the invoice?")
+        page.locator("#style textarea").fill("polite")
+        page.locator("#score").click()
+        page.locator("#readings").get_by_text("LogProb content").wait_for(timeout=120_000)
+        tokens = page.locator("#tokens")
+        deadline = time.time() + 30
+        while "invoice" not in "".join(tokens.inner_text().split()) and time.time() < deadline:
+            time.sleep(0.2)
+        text = "".join(tokens.inner_text().split())  # the rewrite, token by token (BPE pieces)
+        assert "Couldyoupleasesendmetheinvoice?" in text, text
+        assert "unexplained" in tokens.inner_text() or "style" in tokens.inner_text()  # the legend
+        assert "S-BLEU" in page.locator("#readings").inner_text()
+        page.screenshot(path=str(tmp_path / "score.png"), full_page=True)
+
+        page.locator("#style textarea").fill("")  # an error the user can act on
+        page.locator("#score").click()
+        page.get_by_text("Please fill in the target style.").first.wait_for(timeout=30_000)
+        page.screenshot(path=str(tmp_path / "error.png"), full_page=True)
+
+        page.get_by_role("tab", name="Batch").click()
+        page.locator("#batch-file input[type=file]").set_input_files(str(batch))
+        page.locator("#batch").click()
+        link = page.locator("#batch-out a").first
+        link.wait_for(timeout=120_000)
+        with page.expect_download() as info:
+            link.click()
+        downloaded = tmp_path / "scored.csv"
+        info.value.save_as(downloaded)
+        text = downloaded.read_text(encoding="utf-8")
+        assert text.splitlines()[0].startswith("row,system,source,rewrite,style,content,style_strength")
+        assert len(text.splitlines()) == 3
+        page.screenshot(path=str(tmp_path / "batch.png"), full_page=True)
+        browser.close()
+    assert (tmp_path / "score.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("module,endpoint,keys", [("logprob_style", "/score", {"content_preservation"}),
+                                                  ("llm_autorater", "/rate", {"meaning", "style"})])
+def test_metric_app_answers(tiny_model_dir, tmp_path, module, endpoint, keys):
+    from gradio_client import Client
+
+    app = App(ROOT / "metrics" / module / "app.py", tiny_model_dir, tmp_path / "log")
+    try:
+        out = Client(app.url, verbose=False).predict("give me the report now.", "Could you send it?", "polite",
+                                                     api_name=endpoint)
+        assert keys <= set(out)
+    finally:
+        app.stop()
+
+
+def test_push_script_dry_run_for_a_space(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "push_to_hub.py"),
+                           str(ROOT / "spaces" / "style_eval_demo"), "--repo-id", "ORG/style-eval-demo",
+                           "--repo-type", "space", "--build-dir", str(tmp_path / "build")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    wheels = list((tmp_path / "build").glob("styleeval-*.whl"))
+    assert len(wheels) == 1 and wheels[0].name in proc.stdout
+    requirements = (tmp_path / "build" / "requirements.txt").read_text(encoding="utf-8")
+    assert f"./{wheels[0].name}" in requirements
+    assert "dry run" in proc.stdout
