@@ -49,6 +49,12 @@ def files_to_upload(folder: Path) -> tuple[list[str], dict]:
     return files, meta
 
 
+def card_for_hub(folder: Path, repo_id: str) -> str:
+    """The dataset card with its Hub usage line filled in (``ORG/<name>`` -> the real repo id)."""
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    return text.replace(f'"ORG/{folder.resolve().name}"', f'"{repo_id}"')
+
+
 def build_space(folder: Path, build: Path) -> list[str]:
     """Copy a Space / metric module into ``build`` with a freshly built styleeval wheel; returns the files."""
     import shutil
@@ -143,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  not uploaded: {', '.join(skipped)}")
     for note in notes:
         print(f"note: {note}")
+    usage = [line.strip() for line in card_for_hub(folder, repo_id).splitlines() if "load_dataset(" in line]
+    if usage:
+        print(f"card usage: {usage[0]}")
     if not args.push:
         print("dry run: nothing uploaded (pass --push to upload)")
         return 0
@@ -150,12 +159,15 @@ def main(argv: list[str] | None = None) -> int:
 
     api = HfApi()
     api.create_repo(repo_id, repo_type="dataset", private=args.private, exist_ok=True)
+    api.upload_file(path_or_fileobj=card_for_hub(folder, repo_id).encode("utf-8"), path_in_repo="README.md",
+                    repo_id=repo_id, repo_type="dataset", revision=args.revision,
+                    commit_message="Dataset card with the Hub repo id")
     commit = api.upload_folder(
         folder_path=str(folder),
         repo_id=repo_id,
         repo_type="dataset",
         revision=args.revision,
-        allow_patterns=files,
+        allow_patterns=[f for f in files if f != "README.md"],
         ignore_patterns=NEVER_UPLOAD,
         commit_message="Upload dataset built by styleeval scripts/build_datasets.py",
     )

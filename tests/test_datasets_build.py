@@ -70,8 +70,10 @@ def test_cards(name):
                                "stel": "mit"}[name]
     assert meta["language"] == ["en"] and meta["task_categories"] and meta["size_categories"]
     assert meta["pretty_name"]
-    for section in ("## Dataset structure", "## Source", "## Annotation", "## Licence", "## Citation", "```bibtex"):
+    for section in ("## Dataset structure", "## Source", "## Annotation", "## Licence", "## Citation", "```bibtex",
+                    "## Uses", "## Limitations", "## Bias", "## Personal information"):
         assert section in text, section
+    assert f'load_dataset("ORG/{name}", "{meta["configs"][0]["config_name"]}", split="test")' in text
     source = {"style_gap_testset": "1ec3ad9372da39ef8cdf4052285865442ba07ebb",
               "lai_formality": "ac47a0882926902fa79a59bbe3ba0eb4c97176f5",
               "mir_yelp": "4ca376d34d2aa554c4d4aeb35dc0b6246b983213",
@@ -139,7 +141,9 @@ def test_push_dry_run_and_guards(built, tmp_path, capsys):
     assert "dry run: nothing uploaded" in printed
     # no licence: a dry run warns, a push is refused before any network call
     assert push_script.main([str(built / "mir_yelp"), "--repo-id", "someone/mir"]) == 0
-    assert "license: unknown" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "license: unknown" in printed
+    assert 'card usage: ds = load_dataset("someone/mir", "default", split="test")' in printed  # repo id filled in
     assert push_script.main([str(built / "mir_yelp"), "--repo-id", "someone/mir", "--push"]) == 2
     # an unbuilt folder is refused
     unbuilt = tmp_path / "lai_formality"

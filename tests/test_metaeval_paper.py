@@ -65,7 +65,7 @@ def test_cli_writes_the_three_outputs(tmp_path, capsys):
     assert "## Missing cells" in report and "- Ze. / S-Bleu: dataset unavailable" in report
     assert "| n | 500 | 50 | 50 | 100 | 100 | 100 | 100 |  |  |" in report  # the test set: ALL, then per task
     assert "## Metric signatures" in report and "- S-Ter: `s_ter|" in report
-    for png in ("groups.png", "tasks.png", "datasets.png"):
+    for png in ("groups.png", "tasks.png", "datasets.png", "metrics_heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # second run: every score from the cache

@@ -59,6 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-missing", action="store_true",
                    help="report without datasets that cannot be loaded (the report lists the missing cells) "
                    "instead of stopping with an error")
+    p.add_argument("--hybrids", action="store_true",
+                   help="add Mukherjee et al.'s hybrid metrics (oracle and cross-validated by source) to the report")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         log=lambda msg: print(f"note: {msg}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
     )
-    paths = write_report(result, args.out, plots=not args.no_plots)
+    paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids)
     elapsed = time.perf_counter() - start
     print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")

@@ -31,11 +31,11 @@ from styleeval.metaeval.runner import (
 )
 
 
-def write_report(result: MetaevalResult, out_dir, plots: bool = True):
+def write_report(result: MetaevalResult, out_dir, plots: bool = True, hybrids: bool = False):
     """Write ``correlations.csv``, ``report.md`` and plots for ``result`` (see :mod:`styleeval.metaeval.report`)."""
     from styleeval.metaeval.report import write_report as _write
 
-    return _write(result, out_dir, plots=plots)
+    return _write(result, out_dir, plots=plots, hybrids=hybrids)
 
 
 __all__ = [

@@ -104,3 +104,57 @@ def plot_datasets(result, path: str | Path) -> Path:
                                lambda r: labels.get(r.dataset))
     return _bars(mat, f"Correlation per dataset ({result.dimension})", Path(path),
                  colors=metric_colors(result.metrics), low=low, high=high)
+
+
+def metric_correlations(result) -> pd.DataFrame:
+    """Spearman correlation between every two metrics over the rows both scored (all datasets together; scores of
+    lower-is-better metrics negated, as in the tables)."""
+    from scipy import stats
+
+    names = list(result.metrics)
+    mat = pd.DataFrame(np.nan, index=names, columns=names)
+    for a in names:
+        for b in names:
+            xs, ys = [], []
+            for dataset in result.dataset_kinds:
+                if (dataset, a) in result.scores and (dataset, b) in result.scores:
+                    xs.append(result.scores[dataset, a])
+                    ys.append(result.scores[dataset, b])
+            if not xs:
+                continue
+            x, y = np.concatenate(xs), np.concatenate(ys)
+            keep = np.isfinite(x) & np.isfinite(y)
+            if keep.sum() > 2 and np.std(x[keep]) > 0 and np.std(y[keep]) > 0:
+                mat.loc[a, b] = stats.spearmanr(x[keep], y[keep]).statistic
+    return mat
+
+
+def plot_metric_heatmap(result, path: str | Path) -> Path:
+    """The metric-vs-metric Spearman correlation matrix as a heatmap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from styleeval.metaeval.report import metric_label
+
+    mat = metric_correlations(result)
+    n = len(mat)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.6 * n, 1.0 + 0.6 * n))
+    im = ax.imshow(mat.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu_r")
+    labels = [metric_label(m) for m in mat.index]
+    ax.set_xticks(range(n))
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
+    ax.set_yticks(range(n))
+    ax.set_yticklabels(labels, fontsize=7)
+    for i in range(n):
+        for j in range(n):
+            v = mat.iat[i, j]
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    ax.set_title("Metric vs metric (Spearman)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

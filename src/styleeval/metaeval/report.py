@@ -142,7 +142,38 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
     return _md_table(["A \\ B"] + [metric_label(m) for m in names], rows)
 
 
-def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
+def hybrid_table(result: MetaevalResult, folds: int = 5, seed: int = 0) -> str | None:
+    """Mukherjee et al.'s hybrids per dataset: Pearson of Hybrid-Simulation and Hybrid-Learned, oracle (fitted on
+    the rows it is scored on, as in their paper) and cross-validated by source (no source in both fit and test)."""
+    from styleeval.metaeval.hybrids import hybrid
+
+    rows = []
+    for dataset in result.dataset_kinds:
+        names = [m for m in result.metrics if (dataset, m) in result.scores]
+        human = result.human.get(dataset)
+        if human is None or len(names) < 3:
+            continue
+        scores = {m: result.scores[dataset, m] for m in names}  # lower-is-better metrics already negated
+        groups = result.groups.get(dataset)
+        cells = []
+        for kind in ("simulation", "learned"):
+            for oracle in (True, False):
+                try:
+                    res = hybrid(kind, scores, human, groups, oracle=oracle, folds=folds, seed=seed)
+                    cells.append(f"{res.pearson:.2f}")
+                except ValueError:
+                    cells.append("–")
+        best = max((abs(float(np.corrcoef(*[v[np.isfinite(v) & np.isfinite(human)] for v in (scores[m], human)])[0, 1]))
+                    for m in names), default=float("nan"))
+        rows.append([DATASET_LABELS.get(dataset, dataset), *cells, f"{best:.2f}"])
+    if not rows:
+        return None
+    return _md_table(["dataset", "Simulation (oracle)", "Simulation (CV)", "Learned (oracle)", "Learned (CV)",
+                      "best single metric |r|"], rows)
+
+
+def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True,
+                 hybrids: bool = False) -> dict[str, Path]:
     """Write ``correlations.csv``, ``wmt_kendall.csv``, ``report.md`` and the plots; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -177,6 +208,12 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
         for d, t in sig_tables:
             if t:
                 lines += ["", f"### {DATASET_LABELS.get(d, d)}", "", t]
+    hyb = hybrid_table(result) if hybrids else None
+    if hyb:
+        lines += ["", "## Hybrids (Mukherjee et al. 2025)", "", "Pearson with the human ratings of a weighted geometric "
+                  "mean of the top-3 metrics (Simulation: weights searched on a grid; Learned: random-forest "
+                  "importances). *Oracle* = fitted on the rows it is scored on (the paper's numbers); *CV* = 5 folds "
+                  "by source, the honest figure.", "", hyb]
     if result.missing:
         lines += ["", "## Missing cells", "", "These (dataset, metric) cells are empty, so averages and ranks above "
                   "are over fewer columns for the metrics concerned:", ""]
@@ -188,12 +225,15 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
     lines += ["", "Plots: `groups.png` (average correlation per group, Figure 2 style), `tasks.png` "
-              "(per-task correlations on the test set), `datasets.png` (per dataset).", ""]
+              "(per-task correlations on the test set), `datasets.png` (per dataset), `metrics_heatmap.png` (metric vs "
+              "metric Spearman correlations).", ""]
     paths["report"].write_text("\n".join(lines), encoding="utf-8")
     if plots:
-        from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_tasks
+        from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_metric_heatmap, plot_tasks
 
         paths["groups_png"] = plot_groups(result, groups, out / "groups.png")
         paths["tasks_png"] = plot_tasks(result, out / "tasks.png")
         paths["datasets_png"] = plot_datasets(result, out / "datasets.png")
+        if len(result.metrics) > 1 and result.scores:
+            paths["heatmap_png"] = plot_metric_heatmap(result, out / "metrics_heatmap.png")
     return paths

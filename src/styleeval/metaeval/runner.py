@@ -41,6 +41,7 @@ class MetaevalResult:
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # (dataset, metric, why): cells left empty
     scores: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (dataset, metric) -> per-row scores
     human: dict[str, np.ndarray] = field(default_factory=dict)  # dataset -> human ratings of the dimension
+    groups: dict[str, list[str]] = field(default_factory=dict)  # dataset -> source id of each row
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -260,6 +261,7 @@ def run_metaeval(
         metric = next(m for m in metric_objs if m.label == label)
         result.scores[dataset, label] = values if metric.higher_is_better else -values
     result.human = {d.name: d.human[dimension] for d in loaded}
+    result.groups = {d.name: list(d.source_ids) for d in loaded}
     return result
 
 

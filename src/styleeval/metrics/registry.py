@@ -77,6 +77,26 @@ def _logprob(dimension: str) -> Factory:
     return make
 
 
+def _rouge(kind: str, inputs: str) -> Factory:
+    def make(**opts: str) -> Metric:
+        from styleeval.metrics.rouge import ROUGE
+
+        if set(opts) - {"stem"}:
+            raise ValueError(f"unknown options {sorted(set(opts) - {'stem'})} (known: ['stem'])")
+        return ROUGE(kind, inputs, **opts)
+
+    return make
+
+
+def _ppl(**opts: str) -> Metric:
+    from styleeval.metrics.perplexity import Perplexity
+
+    known = {"model", "device", "dtype"}
+    if set(opts) - known:
+        raise ValueError(f"unknown options {sorted(set(opts) - known)} (known: {sorted(known)})")
+    return Perplexity(**opts)
+
+
 def _precomputed(**opts: str) -> Metric:
     from styleeval.metrics.precomputed import from_file
 
@@ -125,6 +145,13 @@ REGISTRY: dict[str, Factory] = {
     "autorater_meaning": _autorater("meaning"),
     "autorater_style": _autorater("style"),
     "precomputed": _precomputed,
+    "s_rouge1": _rouge("rouge1", "source"),
+    "s_rouge2": _rouge("rouge2", "source"),
+    "s_rougel": _rouge("rougeL", "source"),
+    "r_rouge1": _rouge("rouge1", "reference"),
+    "r_rouge2": _rouge("rouge2", "reference"),
+    "r_rougel": _rouge("rougeL", "reference"),
+    "ppl": _ppl,
 }
 
 #: Cheap metrics that need no model weights (the CLI default).

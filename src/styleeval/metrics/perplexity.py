@@ -1,0 +1,48 @@
+"""``ppl``: perplexity of the rewrite under a causal LM, through the one scoring engine (lower is better).
+
+Each rewrite is scored after the tokenizer's BOS token (EOS when it has none): ppl = exp(-mean log p) over its tokens.
+Options: ``model`` (preset, Hub id or path; default ``1b``), ``device``, ``dtype``. The model is shared with LogProb.
+"""
+
+from __future__ import annotations
+
+import math
+
+from styleeval.metrics.base import Metric
+from styleeval.signature import format_signature
+
+
+class Perplexity(Metric):
+    """Perplexity of each rewrite (lower = more fluent; the meta-evaluation negates it)."""
+
+    name = "ppl"
+    inputs = "source"
+    higher_is_better = False
+    incremental = True
+
+    def __init__(self, model: str = "1b", device: str | None = None, dtype: str = "float32") -> None:
+        self.options = {"model": str(model), "device": device, "dtype": str(dtype)}
+
+    def _lp(self):
+        from styleeval.logprob import shared_logprob
+
+        return shared_logprob(self.options["model"], device=self.options["device"], dtype=self.options["dtype"])
+
+    @property
+    def signature(self) -> str:
+        from styleeval import __version__
+
+        lp = self._lp()
+        return format_signature(self.name, {"model": f"{lp.model_name}@{lp.revision}",
+                                            "dtype": str(lp.dtype).removeprefix("torch."), "prefix": "bos",
+                                            "version": __version__})
+
+    def _score(self, sources, rewrites, references, styles):
+        lp = self._lp()
+        tok = lp.tokenizer
+        start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        if start is None:
+            raise ValueError(f"ppl: the tokenizer of {lp.model_name!r} has neither a BOS nor an EOS token")
+        ids = lp.chat.encoder.plain(list(rewrites))
+        out = lp.engine.token_logprobs([[start]] * len(ids), ids)
+        return [math.exp(-float(x.double().mean())) if len(x) else math.nan for x in out]

@@ -1,0 +1,48 @@
+"""ROUGE-1, ROUGE-2, ROUGE-L F-measure (Google's ``rouge-score`` package, no stemming): ``s_rouge1`` ... against
+the source, ``r_rouge1`` ... against the references (the best over several)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from styleeval.metrics.base import Metric
+from styleeval.signature import format_signature
+
+KINDS = ("rouge1", "rouge2", "rougeL")
+
+
+@lru_cache(maxsize=8)
+def _scorer(kind: str, stem: bool):
+    try:
+        from rouge_score import rouge_scorer
+    except ImportError as err:  # pragma: no cover - a dependency
+        raise ValueError("ROUGE needs the rouge-score package (pip install rouge-score)") from err
+    return rouge_scorer.RougeScorer([kind], use_stemmer=stem)
+
+
+def rouge(target: str, prediction: str, kind: str = "rougeL", stem: bool = False) -> float:
+    """The F-measure of ``prediction`` against ``target``."""
+    return float(_scorer(kind, stem).score(target, prediction)[kind].fmeasure)
+
+
+class ROUGE(Metric):
+    """``s_rouge*`` (against the source) and ``r_rouge*`` (best over the references)."""
+
+    def __init__(self, kind: str, inputs: str, stem: bool | str = False) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"ROUGE kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        self.kind = kind
+        self.inputs = inputs  # type: ignore[assignment]
+        self.stem = stem if isinstance(stem, bool) else str(stem).lower() in ("1", "true", "yes")
+        self.name = f"{'s' if inputs == 'source' else 'r'}_{kind.lower()}"
+
+    @property
+    def signature(self) -> str:
+        from importlib.metadata import version
+
+        return format_signature(self.name, {"stem": self.stem, "rouge_score": version("rouge-score")})
+
+    def _score(self, sources, rewrites, references, styles):
+        if self.inputs == "source":
+            return [rouge(s, r, self.kind, self.stem) for s, r in zip(sources, rewrites)]
+        return [max(rouge(ref, r, self.kind, self.stem) for ref in refs) for refs, r in zip(references, rewrites)]
