@@ -133,6 +133,24 @@ class ServerClient:
 
         return self.map_rows(one, conversations, "chat")
 
+    def complete(self, prompts: Sequence[Sequence[int]], stop_token_ids: Sequence[int] = (), **decoding: Any) -> list[str]:
+        """The generated text after each token-id prompt (``POST /completions``), in input order.
+
+        Prompts rendered and tokenized locally keep user text as text (see :class:`styleeval.chat.TextEncoder`);
+        ``stop_token_ids`` (vLLM) ends a reply at the template's end of turn.
+        """
+        model = self.model
+        extra = dict(decoding.pop("extra_body", {}) or {})
+        if stop_token_ids:
+            extra["stop_token_ids"] = [int(t) for t in stop_token_ids]
+
+        def one(prompt: Sequence[int]) -> str:
+            response = self.client.completions.create(model=model, prompt=[list(map(int, prompt))],
+                                                      extra_body=extra or None, **decoding)
+            return response.choices[0].text or ""
+
+        return self.map_rows(one, prompts, "completion")
+
     def prompt_logprobs(self, rows: Sequence[Sequence[Sequence[int]]]) -> list[list[list[float]]]:
         """For each row (a list of token-id prompts sent in one request), the log-probability of every prompt token
         after the first, given the tokens before it.

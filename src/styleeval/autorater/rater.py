@@ -23,6 +23,7 @@ appended to the prompt ids; the rating tokens are where the encodings of ``<scaf
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +35,8 @@ from styleeval.autorater.parsing import get_parser
 from styleeval.autorater.prompts import JudgePrompt, get_prompt
 from styleeval.signature import format_signature
 from styleeval.validation import broadcast_texts, check_texts
+
+_CONTROL_LIKE = re.compile(r"<\|[A-Za-z_]+\|>|<\|im_(start|end)\|>")
 
 MODES = ("paper", "expected")
 RATINGS = ("1", "2", "3", "4", "5")
@@ -84,7 +87,9 @@ class Autorater:
         model: a preset (``"1b"``, ``"3b"``, ``"8b"``), a Hub id, a local path or a model object (local backend);
             with ``base_url``, the served model name (``None``: the only model the server lists).
         tokenizer: the tokenizer (object, id or path); loaded from ``model`` when omitted. The server backend needs
-            it in expected mode only (prompts are rendered and tokenized locally).
+            it in expected mode; in paper mode, giving it makes the prompts be rendered and tokenized here and sent
+            as token ids to ``/completions`` (user text that looks like control tokens stays text, and the reply
+            equals the local backend's); without it the server renders the chat itself (``/chat/completions``).
         mode: ``"expected"`` (default: deterministic, never breaks format) or ``"paper"`` (the authors' judge).
         prompt: ``"paper-small"`` (default; the authors' 1B/3B/8B prompt) or ``"paper-70b"``.
         parser: ``"robust"`` (default) or ``"authors"`` (paper mode).
@@ -155,7 +160,7 @@ class Autorater:
                                        max_concurrency=max_concurrency, timeout=timeout, max_retries=max_retries,
                                        progress=progress)
             self.model_name, self.revision, self.dtype = self.client.model, "server", None
-            if mode == "expected":
+            if mode == "expected" or tokenizer is not None:
                 from transformers import AutoTokenizer
 
                 if tokenizer is None or isinstance(tokenizer, str):
@@ -212,7 +217,7 @@ class Autorater:
             "decoding": self.decoding.tag(self.seed) if self.mode == "paper" else "scaffold",
             "dtype": str(self.dtype).removeprefix("torch.") if self.dtype is not None else "server",
         }
-        if self.chat is not None and (self.backend == "local" or self.mode == "expected"):
+        if self.chat is not None:
             fields["tmpl"] = self.chat.template_hash
         fields.update(backend=self.backend, version=__version__)
         return format_signature("autorater", fields)
@@ -260,9 +265,17 @@ class Autorater:
                 params.update(temperature=decoding.temperature, top_p=decoding.top_p, seed=self.seed)
             else:
                 params.update(temperature=0.0)
-            if self.extra_body:
-                params["extra_body"] = self.extra_body
-            replies = self.client.chat(conversations, **params)
+            if self.chat is not None:  # rendered and tokenized here: user text stays text, as locally
+                prompts = self.chat.conversation_ids(conversations)
+                replies = self.client.complete(prompts, stop_token_ids=self._stop_ids(), **params)
+            else:
+                if any(_CONTROL_LIKE.search(m["content"]) for conv in conversations for m in conv):
+                    warnings.warn("some texts look like chat control tokens and the server renders the chat itself; "
+                                  "pass tokenizer=... so that prompts are tokenized locally and stay text",
+                                  stacklevel=3)
+                if self.extra_body:
+                    params["extra_body"] = self.extra_body
+                replies = self.client.chat(conversations, **params)
         else:
             from styleeval.generation import generate_replies
 
