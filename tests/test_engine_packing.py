@@ -98,3 +98,20 @@ def test_benchmark_smoke_run(data_dir):
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert "speedup:" in proc.stdout and "% of peak" in proc.stdout
+
+
+def test_thread_guard(monkeypatch):
+    from styleeval.engine import available_cpus, guard_threads
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    try:
+        torch.set_num_threads(available_cpus() + 7)
+        guard_threads()
+        assert torch.get_num_threads() == available_cpus()
+        monkeypatch.setenv("OMP_NUM_THREADS", "1")  # an explicit choice is left alone
+        torch.set_num_threads(1)
+        guard_threads()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

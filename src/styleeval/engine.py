@@ -9,8 +9,9 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
    attends to padding;
 3. only the hidden states that predict a continuation token go through the LM head, in float32, and each
    log-probability is ``logit[target] - logsumexp(logits)``;
-4. results are restored to input order. On CUDA out-of-memory the batch is split in half and the token budget
-   halved for the rest of the run.
+4. results stay on the device until the call ends, are copied to the host once, and are restored to input order.
+   On CUDA out-of-memory the batch is split in half and the token budget halved for the rest of the run. Torch's
+   threads are capped at the CPUs the process may use (affinity, cgroup quota; :func:`guard_threads`).
 
 With ``pack_prompts=True`` (LogProb's default) :meth:`ScoringEngine.token_logprobs` runs every distinct prompt once:
 the continuations that follow one prompt (a source's several rewrites, in meta-evaluation data) are packed after it
@@ -66,6 +67,35 @@ class _Row:
     tree: TokenTree | None = None
 
 
+def available_cpus() -> int:
+    """CPUs this process may use: its affinity mask, capped by a cgroup CPU quota (containers, CI runners)."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, int(int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def guard_threads() -> None:
+    """Keep torch's intra-op threads within :func:`available_cpus` (more threads than cores makes matmuls on a
+    shared CPU several times slower); an explicit ``OMP_NUM_THREADS`` / ``torch.set_num_threads`` below it stays."""
+    import os
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        return
+    cpus = available_cpus()
+    if torch.get_num_threads() > cpus:
+        torch.set_num_threads(cpus)
+
+
 def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
     """Length of the longest token prefix shared by all ``sequences`` (0 for an empty list)."""
     if not sequences:
@@ -114,6 +144,7 @@ class ScoringEngine:
     ) -> None:
         if batch_tokens < 1:
             raise ValueError(f"batch_tokens must be positive, got {batch_tokens}")
+        guard_threads()
         if max_batch_rows is not None and max_batch_rows < 1:
             raise ValueError(f"max_batch_rows must be positive, got {max_batch_rows}")
         self.model = model
@@ -279,6 +310,7 @@ class ScoringEngine:
         global_len = self._prefix_length([it.prompt for it in items])
         global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
         bar = tqdm(total=len(items), desc="scoring", unit="seq", disable=not self.progress, leave=False)
+        pending: list[tuple[int, torch.Tensor]] = []  # results stay on the device: one copy to the host per call
         try:
             for prefix_len, group in self._groups(items, global_len):
                 cache = global_cache
@@ -290,12 +322,18 @@ class ScoringEngine:
                 pos = 0
                 while pos < len(rows):
                     batch = self._next_batch(rows, pos)
-                    for row, lp in self._score_batch_safely(batch, prefix_len, cache):
-                        yield row.index, lp
+                    pending += [(row.index, lp) for row, lp in self._score_batch_safely(batch, prefix_len, cache)]
                     pos += len(batch)
                     bar.update(len(batch))
         finally:
             bar.close()
+        if not pending:
+            return
+        host = torch.cat([lp.reshape(-1) for _, lp in pending]).cpu()
+        offset = 0
+        for index, lp in pending:
+            yield index, host[offset : offset + lp.numel()].view(lp.shape)
+            offset += lp.numel()
 
     def _extend_prefix(self, cache, tokens: list[int], start: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The KV cache of ``cache``'s tokens followed by ``tokens`` (positions from ``start``)."""
@@ -377,7 +415,7 @@ class ScoringEngine:
         else:
             pos_idx = torch.cat([torch.arange(r.start, r.start + len(r.targets)) for r in batch])
         targets = torch.cat([r.targets for r in batch]).to(device)
-        logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets).cpu()
+        logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets)
         out, offset = [], 0
         for row in batch:
             out.append((row, logprobs[offset : offset + len(row.targets)]))
