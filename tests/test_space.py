@@ -179,3 +179,13 @@ def test_push_script_dry_run_for_a_space(tmp_path):
     requirements = (tmp_path / "build" / "requirements.txt").read_text(encoding="utf-8")
     assert f"./{wheels[0].name}" in requirements
     assert "dry run" in proc.stdout
+
+
+def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
+    from styleeval.demo import metaeval_summary
+
+    rows, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",),
+                                 extra_metrics=(f"logprob_content:model={tiny_model_dir}",))
+    metrics = {r[0] for r in rows}
+    assert metrics == {"s_bleu", "logprob_content"} and fig is not None
+    assert {r[1] for r in rows} >= {"all", "politeness", "formality"}

@@ -3,7 +3,8 @@
 All the work is done by :mod:`styleeval.demo`; this file only lays it out. Configuration: ``STYLEEVAL_MODEL`` (Hub id
 or local folder, default the paper's Llama 3.2 1B Instruct), ``STYLEEVAL_BASE_URL`` (a vLLM server instead of a local
 model; ``STYLEEVAL_TOKENIZER``), ``STYLEEVAL_AUTORATER=0`` (no autorater), ``STYLEEVAL_DATA_DIR`` (offline corpora for
-the meta-evaluation tab). ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action
+the meta-evaluation tab; ``STYLEEVAL_METAEVAL_LLM=1`` adds LogProb's correlations there, computed at start-up with the
+configured model). ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action
 is also the API endpoint ``/score`` (source, rewrite, style) -> dict.
 """
 
@@ -97,8 +98,11 @@ def batch_ui(file):
 
 
 def _metaeval():
+    extra = []
+    if os.environ.get("STYLEEVAL_METAEVAL_LLM", "0") == "1":  # LogProb's correlations too (500 rows: GPU advised)
+        extra = [f"logprob_content:model={DEMO.model}" + (f":base_url={DEMO.base_url}" if DEMO.base_url else "")]
     try:
-        return metaeval_summary(os.environ.get("STYLEEVAL_DATA_DIR") or None)
+        return metaeval_summary(os.environ.get("STYLEEVAL_DATA_DIR") or None, extra_metrics=extra)
     except Exception as err:  # the demo still works without the corpus
         return [[f"meta-evaluation unavailable: {err}", "", 0, 0.0, 1.0]], None
 
@@ -151,8 +155,9 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
         b_out = gr.File(label="Scored file", elem_id="batch-out")
         b_button.click(batch_ui, b_file, [b_table, b_means, b_plot, b_out], api_name=False)
     with gr.Tab("Meta-evaluation"):
-        gr.Markdown("Spearman correlation of source-based BLEU/chrF with the content ratings of the paper's 500-row "
-                    "test set, per task (computed when the Space starts).")
+        gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
+                    "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "
+                    "(computed when the Space starts).")
         m_rows, m_fig = _metaeval()
         gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"])
         if m_fig is not None:
