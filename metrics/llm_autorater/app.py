@@ -9,6 +9,7 @@ import os
 import gradio as gr
 
 from styleeval.autorater.rater import shared_autorater
+from styleeval.demo import check_text
 
 
 def _judge():
@@ -22,10 +23,9 @@ def _judge():
 
 def rate(source: str, rewrite: str, style: str) -> dict:
     """The autorater's ratings of one rewrite (the API endpoint ``/rate``)."""
-    for name, value in (("source", source), ("rewrite", rewrite), ("style", style)):
-        if not (value or "").strip():
-            raise gr.Error(f"Please fill in the {name}.")
     try:
+        source, rewrite, style = (check_text(n, v) for n, v in (("source", source), ("rewrite", rewrite),
+                                                                  ("target style", style)))
         row = _judge().rate([source], [rewrite], [style])[0]
     except (ValueError, RuntimeError) as err:
         raise gr.Error(str(err)) from None

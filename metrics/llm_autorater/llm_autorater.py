@@ -95,7 +95,7 @@ OPTIONS = {
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class LlmAutorater(evaluate.Metric):
+class LlmAutorater(support.SourceStyleInputs, evaluate.Metric):
     """LLM-as-autorater meaning and style ratings (Pauli, Augenstein & Assent, 2025, appendix D.2)."""
 
     def _info(self):
@@ -113,17 +113,6 @@ class LlmAutorater(evaluate.Metric):
             ),
             reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Like `evaluate.Metric.compute`; `references` are rejected (the rewrite is compared with its source)."""
-        support.reject_references("llm_autorater", references)
-        return super().compute(predictions=predictions, **kwargs)
-
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Like `evaluate.Metric.add_batch`; a single string `styles` applies to every prediction."""
-        support.reject_references("llm_autorater", references)
-        support.broadcast_styles(predictions, kwargs)
-        return super().add_batch(predictions=predictions, **kwargs)
 
     def _compute(self, predictions, sources, styles, **given):
         opts = support.check_options("llm_autorater", given, OPTIONS)

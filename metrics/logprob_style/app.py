@@ -8,6 +8,7 @@ import os
 
 import gradio as gr
 
+from styleeval.demo import check_text
 from styleeval.logprob import shared_logprob
 
 
@@ -21,10 +22,9 @@ def _scorer():
 
 def score(source: str, rewrite: str, style: str) -> dict:
     """LogProb content preservation and style strength of one rewrite (the API endpoint ``/score``)."""
-    for name, value in (("source", source), ("rewrite", rewrite), ("style", style)):
-        if not (value or "").strip():
-            raise gr.Error(f"Please fill in the {name}.")
     try:
+        source, rewrite, style = (check_text(n, v) for n, v in (("source", source), ("rewrite", rewrite),
+                                                                  ("target style", style)))
         scores = _scorer().score([source], [rewrite], [style])
     except (ValueError, RuntimeError) as err:
         raise gr.Error(str(err)) from None

@@ -109,7 +109,7 @@ OPTIONS = {
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class LogprobStyle(evaluate.Metric):
+class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
     """LogProb content preservation and style strength (Pauli, Augenstein & Assent, 2025)."""
 
     def _info(self):
@@ -127,17 +127,6 @@ class LogprobStyle(evaluate.Metric):
             ),
             reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
         )
-
-    def compute(self, *, predictions=None, references=None, **kwargs):
-        """Like `evaluate.Metric.compute`; `references` are rejected (the rewrite is compared with its source)."""
-        support.reject_references("logprob_style", references)
-        return super().compute(predictions=predictions, **kwargs)
-
-    def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Like `evaluate.Metric.add_batch`; a single string `styles` applies to every prediction."""
-        support.reject_references("logprob_style", references)
-        support.broadcast_styles(predictions, kwargs)
-        return super().add_batch(predictions=predictions, **kwargs)
 
     def _compute(self, predictions, sources, styles, **options):
         opts = support.check_options("logprob_style", options, OPTIONS)

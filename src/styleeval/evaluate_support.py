@@ -52,3 +52,19 @@ def nan_mean(values: Sequence[float]) -> float:
     """Mean of the non-NaN values (NaN when there is none)."""
     kept = [v for v in values if not math.isnan(v)]
     return sum(kept) / len(kept) if kept else math.nan
+
+
+class SourceStyleInputs:
+    """Mixin for an ``evaluate.Metric`` whose inputs are predictions, sources and styles (put it first in the bases):
+    a single string ``styles`` applies to every prediction, and ``references=`` is rejected, not silently ignored."""
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Like ``evaluate.Metric.compute``; ``references`` are rejected (the rewrite is compared with its source)."""
+        reject_references(self.name, references)
+        return super().compute(predictions=predictions, **kwargs)  # type: ignore[misc]
+
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Like ``evaluate.Metric.add_batch``; a single string ``styles`` applies to every prediction."""
+        reject_references(self.name, references)
+        broadcast_styles(predictions, kwargs)
+        return super().add_batch(predictions=predictions, **kwargs)  # type: ignore[misc]

@@ -457,6 +457,22 @@ def _check_settings(out: Path, done: list[dict[str, Any]], expected: dict[str, s
                 )
 
 
+def timed_chunks(items: Sequence[Any], seconds: float, cap: int, first: int = 8) -> Iterator[Sequence[Any]]:
+    """Consecutive chunks of ``items``: the first of ``first`` items, then each sized to about ``seconds`` of the
+    caller's work on the previous one (timed between yields), at most ``cap``. Used wherever finished rows are saved
+    as they come (``score``, ``autorate``, the meta-evaluation's LLM metrics)."""
+    import time
+
+    pos, size = 0, max(1, min(cap, first))
+    while pos < len(items):
+        chunk = items[pos : pos + size]
+        start = time.perf_counter()
+        yield chunk
+        rate = len(chunk) / max(time.perf_counter() - start, 1e-6)
+        pos += len(chunk)
+        size = max(1, min(cap, int(rate * seconds)))
+
+
 def _lock(output: Path):
     """An exclusive lock on ``output`` (a ``.lock`` file beside it) held for the whole run: a second process
     writing the same OUT gets a clear error instead of duplicated rows."""
@@ -591,7 +607,6 @@ def _score_rows(input, output, rows, finished, todo, kind, scorer, score_chunk, 
                 extra_columns, overwrite, chunk_size, flush_seconds, progress, on_chunk) -> ScoreFileResult:
     """Score ``todo`` in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size`` rows), each
     chunk written and flushed before the next starts."""
-    import time
     import warnings
 
     from tqdm.auto import tqdm
@@ -599,13 +614,11 @@ def _score_rows(input, output, rows, finished, todo, kind, scorer, score_chunk, 
     fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
     sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
                  replace=overwrite and out_path is not None and out_path.exists())
-    scored, pos, size = 0, 0, min(chunk_size, 8)
+    scored = 0
     try:
         with tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {kind.name}",
                   disable=not progress) as bar:
-            while pos < len(todo):
-                chunk = todo[pos : pos + size]
-                start = time.perf_counter()
+            for chunk in timed_chunks(todo, flush_seconds, chunk_size):
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     try:
@@ -614,17 +627,13 @@ def _score_rows(input, output, rows, finished, todo, kind, scorer, score_chunk, 
                         raise _chunk_error(input, err, chunk) from err
                 for w in caught:  # chunk-relative row numbers become input rows
                     warnings.warn_explicit(_to_input_rows(str(w.message), chunk), w.category, w.filename, w.lineno)
-                elapsed = time.perf_counter() - start
                 records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
                             **v, "signature": signature} for r, v in zip(chunk, values)]
                 sink.write(_format_records(records, out_fmt, sink.header, kind, extra_columns))
                 scored += len(records)
-                pos += len(chunk)
                 bar.update(len(records))
                 if on_chunk is not None:
                     on_chunk(records)
-                rate = len(chunk) / max(elapsed, 1e-6)
-                size = max(1, min(chunk_size, int(rate * flush_seconds)))
     finally:
         sink.close()
     return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), scored, signature)

@@ -163,7 +163,9 @@ class LogProb:
             self.model, self.device, self.dtype = None, None, None
             self.model_name, self.revision = self.client.model, "server"
             self.tokenizer = load_tokenizer(tokenizer if tokenizer is not None else self.model_name, revision)
-            self.backend: Any = self.client
+            self.engine = None
+            self.backend: Any = self.client  # one request per row: its three contexts
+            self._backend_options: dict[str, Any] = {"per_request": len(CONTEXTS)}
             self.max_length = self.client.max_model_len()
         else:
             self.device = resolve_device(device)
@@ -178,6 +180,7 @@ class LogProb:
                 head_dtype=None if head_name == "float32" else resolve_dtype(head_name), pack_prompts=pack_prompts,
                 progress=progress,
             )
+            self._backend_options = {}
             self.max_length = getattr(self.model.config, "max_position_embeddings", None)
         if variant == "authors":
             self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)
@@ -245,10 +248,7 @@ class LogProb:
         live = [i for i in range(n) if i not in skipped]
         flat_prompts = [prompts[ctx][i] for i in live for ctx in CONTEXTS]  # row-major: one server request per row
         flat_targets = [targets[i] for i in live for _ in CONTEXTS]
-        if self.client is not None:
-            flat = self.client.token_logprobs(flat_prompts, flat_targets, per_request=len(CONTEXTS))
-        else:
-            flat = self.engine.token_logprobs(flat_prompts, flat_targets)
+        flat = self.backend.token_logprobs(flat_prompts, flat_targets, **self._backend_options)
         k = len(CONTEXTS)
         per_ctx = {ctx: {i: flat[r * k + c] for r, i in enumerate(live)} for c, ctx in enumerate(CONTEXTS)}
 

@@ -28,7 +28,9 @@ def file_path(system: str) -> str:
     return f"data/outputs/{system}.human.txt"
 
 
-def _read_lines(path: Path, url: str) -> list[tuple[RowContext, list[str]]]:
+def _read_lines(path: Path, url: str, fields: int | None = 10) -> list[tuple[RowContext, list[str]]]:
+    """The 80 tab-separated lines of one of Lai's per-system files, each with its context (``fields``: the number of
+    fields every line must have; ``None``: any)."""
     text = path.read_text(encoding="utf-8")
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -38,10 +40,10 @@ def _read_lines(path: Path, url: str) -> list[tuple[RowContext, list[str]]]:
     out = []
     for i, line in enumerate(lines):
         ctx = RowContext(path, url, i + 1)
-        fields = line.rstrip("\r").split("\t")
-        if len(fields) != 10:
-            raise ctx.error(f"{len(fields)} tab-separated fields, expected 10")
-        out.append((ctx, fields))
+        parts = line.rstrip("\r").split("\t")
+        if fields is not None and len(parts) != fields:
+            raise ctx.error(f"{len(parts)} tab-separated fields, expected {fields}")
+        out.append((ctx, parts))
     return out
 
 

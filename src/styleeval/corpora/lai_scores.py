@@ -20,10 +20,11 @@ for formal->informal lines), as Lai's scripts do for the style tables.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from styleeval.corpora._files import CorpusError, resolve
-from styleeval.corpora.lai_formality import LINES, SOURCE, SYSTEMS
+from styleeval.corpora.lai_formality import LINES, SOURCE, SYSTEMS, _read_lines
 
 CONTENT_METRICS = ("comet", "comet-w", "bleurt", "bertscore", "meteor", "wmd", "chrf", "bleu", "rouge-1", "rouge-2",
                    "rouge-l")
@@ -39,21 +40,6 @@ DIMENSION = {**{m: "content" for m in CONTENT_METRICS}, **{f"{m}-ref": "content"
              "c-pt16": "style", "c-gyafc": "style", "r-pt16": "style", "ppl": "fluency",
              "chatgpt-content": "content", "chatgpt-content-ref": "content", "chatgpt-style": "style",
              "chatgpt-fluency": "fluency"}
-
-
-def _lines(path, url: str, fields: int | None) -> list[list[str]]:
-    lines = path.read_text(encoding="utf-8").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) != LINES:
-        raise CorpusError(f"{len(lines)} lines, expected {LINES}", file=path, url=url)
-    out = []
-    for i, line in enumerate(lines):
-        parts = line.rstrip("\r").split("\t")
-        if fields is not None and len(parts) != fields:
-            raise CorpusError(f"{len(parts)} tab-separated fields, expected {fields}", file=path, url=url, line=i + 1)
-        out.append(parts)
-    return out
 
 
 def _number(text: str, path, url: str, line: int) -> float:
@@ -72,8 +58,8 @@ def load_lai_scores(data_dir: str | os.PathLike[str] | None = None) -> dict[str,
                                     ("reg.pt16", ("r-pt16",), 17), ("ppl", ("ppl",), 17)):
             rel = f"data/outputs/{system}.{kind}.txt"
             path, url = resolve(SOURCE, rel, data_dir), SOURCE.url(rel)
-            for i, parts in enumerate(_lines(path, url, fields)):
-                values = [_number(v, path, url, i + 1) for v in parts[16:]]
+            for i, (ctx, parts) in enumerate(_read_lines(path, url, fields)):
+                values = [ctx.number(v, f"score {k}", -math.inf, math.inf) for k, v in enumerate(parts[16:])]
                 row = f"lai_formality/{system}/{i}"
                 for name, value in zip(names, values):
                     if kind.startswith("cls") and i >= LINES // 2:

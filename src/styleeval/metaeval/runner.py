@@ -61,7 +61,7 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
     appended to the cache's partial file as it finishes, so a killed run loses at most the chunk in flight and the
     next run starts after the last saved row.
     """
-    import time
+    from styleeval.io import timed_chunks
 
     signature, fingerprint = metric.signature, data.fingerprint
     if cache is not None:
@@ -90,17 +90,12 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
 
         with tqdm(total=len(rows), initial=len(rows) - len(todo), unit="row", leave=False, disable=not progress,
                   desc=f"{metric.label} on {data.name}") as bar:
-            pos, size = 0, 8
-            while pos < len(todo):
-                idx = todo[pos : pos + size]
-                start = time.perf_counter()
+            for idx in timed_chunks(todo, flush_seconds, cap=1024):
                 values = compute(idx)
                 scores[idx] = values
                 if cache is not None:
                     cache.append_partial(signature, fingerprint, idx.tolist(), list(values))
-                pos += len(idx)
                 bar.update(len(idx))
-                size = max(1, min(1024, int(len(idx) / max(time.perf_counter() - start, 1e-6) * flush_seconds)))
     elif len(rows):
         scores[rows] = compute(rows)
     if cache is not None:

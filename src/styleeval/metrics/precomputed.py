@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from styleeval.metrics.base import Metric
@@ -98,19 +99,18 @@ def from_file(file: str, column: str, lower_is_better: bool | str = False, name:
 
 def lai_metric(score: str, data_dir: str | None = None) -> PrecomputedMetric:
     """``lai:<score>``: one of Lai et al.'s precomputed scores (:data:`styleeval.corpora.lai_scores.SCORES`)."""
-    from styleeval.corpora.lai_scores import LOWER_IS_BETTER, SCORES, load_lai_scores
+    from styleeval.corpora.lai_scores import LOWER_IS_BETTER, SCORES
 
     if score not in SCORES:
         raise ValueError(f"unknown Lai score {score!r}; choose from {', '.join(SCORES)}")
-    values = _lai_cache(data_dir, load_lai_scores)[score]
+    values = _lai_scores(data_dir)[score]
     return PrecomputedMetric(f"lai:{score}", values, f"lai_formality:{score}", _digest(values),
                              higher_is_better=score not in LOWER_IS_BETTER)
 
 
-_LAI: dict[str | None, dict] = {}
+@lru_cache(maxsize=4)
+def _lai_scores(data_dir: str | None) -> dict[str, dict[str, float]]:
+    """Lai's scores, read once per process per mirror."""
+    from styleeval.corpora.lai_scores import load_lai_scores
 
-
-def _lai_cache(data_dir, loader):
-    if data_dir not in _LAI:
-        _LAI[data_dir] = loader(data_dir)
-    return _LAI[data_dir]
+    return load_lai_scores(data_dir)
