@@ -115,6 +115,31 @@ def test_lai_scores_match_the_released_files(data_dir):
     assert all(len(v) == 720 for v in scores.values())
 
 
+def test_lai_content_fields_match_the_named_json_scores(data_dir):
+    # content.{src,ref}.txt do not name their fields; chatgpt/content.*.json repeat nine of them by name (3 decimals).
+    # Their README puts WMD before chrF, the values put chrF first: every named score must match its field.
+    from styleeval.corpora.lai_formality import SYSTEMS
+    from styleeval.corpora.lai_scores import load_lai_scores
+
+    scores = load_lai_scores(str(data_dir))
+    named = {"bleu": "bleu", "rouge-1": "rouge-1", "rouge-2": "rouge-2", "rouge-l": "rouge-l", "chrf": "chrf",
+             "wmd": "wmd", "meteor": "meteor", "bertscore": "bertscore", "bleurt": "bleurt"}
+    checked = 0
+    for kind, suffix in (("src", ""), ("ref", "-ref")):
+        lines = (data_dir / f"lai_formality/chatgpt/content.{kind}.json").read_text(encoding="utf-8").split("\n")
+        for i, line in enumerate(x for x in lines if x.strip()):
+            entry = json.loads(line)["sys"]
+            for system in SYSTEMS:
+                for ours, theirs in named.items():
+                    if theirs not in entry.get(system.lower(), {}):
+                        continue
+                    value = scores[ours + suffix][f"lai_formality/{system}/{i}"]
+                    assert value == pytest.approx(entry[system.lower()][theirs], abs=6e-4), (kind, system, i, ours)
+                    checked += 1
+    assert checked > 2 * 640 * 8
+    assert min(scores["wmd"].values()) == 0.0 and max(scores["chrf"].values()) == 1.0
+
+
 def test_cli_analysis_lai(tmp_path, data_dir):
     assert main(["metaeval", "--analysis", "lai", "--metrics", "lai:c-gyafc,lai:ppl", "--data-dir", str(data_dir),
                  "--out", str(tmp_path), "--no-cache", "--no-progress"]) == 0

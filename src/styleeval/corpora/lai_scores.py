@@ -4,13 +4,16 @@ One value per corpus row (``lai_formality/{SYSTEM}/{line}``), read from the pinn
 ``laihuiyuan/eval-formality-transfer`` (checksummed like the ratings):
 
 - ``{S}.content.src.txt`` / ``{S}.content.ref.txt`` (against the input / the first reference): COMET, COMET-w,
-  BLEURT, BERTScore, METEOR, WMD (lower is better), chrF, BLEU, ROUGE-1, ROUGE-2, ROUGE-L;
+  BLEURT, BERTScore, METEOR, chrF, WMD (lower is better), BLEU, ROUGE-1, ROUGE-2, ROUGE-L. The repository's
+  ``data/outputs/README.md`` (and the mirror's README) list WMD before chrF, but the values say otherwise: field 22 is
+  1.0 and field 23 is 0.0 wherever output and reference are identical, field 22 equals sacrebleu's sentence chrF / 100
+  on all 1440 rows, and both equal the ``chrf`` / ``wmd`` entries of ``chatgpt/*.json`` (tested);
 - ``{S}.cls.pt16.txt``, ``{S}.cls.xformal.txt``, ``{S}.reg.pt16.txt``: style: the confidence of "formal" of a
   classifier trained on PT16 (C-PT16) or on GYAFC (C-GYAFC), a formality regressor trained on PT16 (R-PT16);
 - ``{S}.ppl.txt``: GPT-2 perplexity of the output (lower is better);
 - ``chatgpt/*.json``: the ChatGPT judgements of Lai, Toral & Nissim (2023) per aspect.
 
-Metric names (:data:`SCORES`): ``comet``, ``comet-w``, ``bleurt``, ``bertscore``, ``meteor``, ``wmd``, ``chrf``,
+Metric names (:data:`SCORES`): ``comet``, ``comet-w``, ``bleurt``, ``bertscore``, ``meteor``, ``chrf``, ``wmd``,
 ``bleu``, ``rouge-1``, ``rouge-2``, ``rouge-l`` against the source, the same with ``-ref`` against the reference;
 ``c-pt16``, ``c-gyafc``, ``r-pt16``; ``ppl``; ``chatgpt-content``, ``chatgpt-content-ref``, ``chatgpt-style``,
 ``chatgpt-fluency``. The classifiers' "formal" confidence is turned into the confidence of the *target* style (1 - c
@@ -26,8 +29,8 @@ import os
 from styleeval.corpora._files import CorpusError, resolve
 from styleeval.corpora.lai_formality import LINES, SOURCE, SYSTEMS, _read_lines
 
-CONTENT_METRICS = ("comet", "comet-w", "bleurt", "bertscore", "meteor", "wmd", "chrf", "bleu", "rouge-1", "rouge-2",
-                   "rouge-l")
+CONTENT_METRICS = ("comet", "comet-w", "bleurt", "bertscore", "meteor", "chrf", "wmd", "bleu", "rouge-1", "rouge-2",
+                   "rouge-l")  # the order of the fields in content.{src,ref}.txt (chrF before WMD: see above)
 LOWER_IS_BETTER = frozenset({"wmd", "wmd-ref", "ppl"})
 _CHATGPT = {"chatgpt-content": ("content.src", "chatgpt"), "chatgpt-content-ref": ("content.ref", "chatgpt"),
             "chatgpt-style": ("style", "chatgpt"), "chatgpt-fluency": ("fluency", "chatgpt")}
