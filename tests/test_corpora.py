@@ -87,6 +87,29 @@ def test_lai_counts(corpora):
     assert set(ds["n_raters"]) == {2} and set(ds["scale_max"]) == {100.0}
 
 
+def test_lai_four_references(corpora, data_dir):
+    from styleeval.corpora import load_corpus
+
+    one = corpora["lai_formality"]
+    four = load_corpus("lai_formality", str(data_dir), references=4)
+    refs_files = [(data_dir / f"lai_formality/data/xformal/fr.80.ref{k}").read_text(encoding="utf-8").split("\n")
+                  for k in range(4)]
+    systems = [i for i, r in enumerate(four) if not r["is_reference_rewrite"]]
+    assert len(systems) == 640
+    for i in systems:
+        line = int(four[i]["source_id"])
+        got = four[i]["reference"]
+        assert len(got) == 4 and got[0] == one[i]["reference"][0]
+        assert got[1:] == [refs_files[k][line].strip() for k in (1, 2, 3)]
+    # ref0 of data/xformal is not always the rating files' reference (the data README says it is)
+    differ = sorted({int(r["source_id"]) + 1 for r in four if r["reference"] and
+                     r["reference"][0] != refs_files[0][int(r["source_id"])].strip()})
+    assert differ == [22, 23, 35, 46, 50, 51, 60]
+    assert all(r is None for r, ref in zip(four["reference"], four["is_reference_rewrite"]) if ref)
+    with pytest.raises(ValueError, match="references must be 1 or 4"):
+        load_corpus("lai_formality", str(data_dir), references=2)
+
+
 def test_mir_counts(corpora):
     ds = corpora["mir_yelp"]
     assert len(ds) == 2928

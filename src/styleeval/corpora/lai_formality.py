@@ -3,6 +3,11 @@
 Source files: ``data/outputs/{SYSTEM}.human.txt`` of ``laihuiyuan/eval-formality-transfer``: tab-separated,
 no header, 80 lines of ``survey, input, output, reference, content-1, style-1, fluency-1, content-2,
 style-2, fluency-2``; ratings are continuous 1-100. Lines 0-39 are informal->formal, 40-79 formal->informal.
+``data/xformal/fr.80.ref0`` ... ``ref3`` hold four human references per input; ``load(references=4)`` puts the rating
+files' reference and ``ref1``-``ref3`` in each row's ``reference`` list (Lai et al.'s Table 4). ``ref0`` is *not*
+always the rating files' reference (the data README says it is): 7 of the 80 lines differ (lines 22, 23, 35, 46, 50,
+51, 60; e.g. "He has his nose pierced." vs "He had his nose pierced."); Lai's metric scripts read the rating files'
+reference, so that one comes first.
 """
 
 from __future__ import annotations
@@ -47,8 +52,34 @@ def _read_lines(path: Path, url: str, fields: int | None = 10) -> list[tuple[Row
     return out
 
 
-def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
-    """The 720 rated rewrites in the long schema, ordered by system (as in :data:`SYSTEMS`) then line."""
+REFERENCE_FILES = tuple(f"data/xformal/fr.80.ref{k}" for k in range(4))
+
+
+def load_references(data_dir: str | os.PathLike[str] | None = None) -> list[list[str]]:
+    """The four human references of each of the 80 inputs (line order), from ``data/xformal/fr.80.ref{0..3}``."""
+    columns = []
+    for rel in REFERENCE_FILES:
+        path, url = resolve(SOURCE, rel, data_dir), SOURCE.url(rel)
+        column = []
+        for ctx, (text,) in _read_lines(path, url, fields=1):
+            if not text.strip():
+                raise ctx.error("empty reference")
+            column.append(text.strip())
+        columns.append(column)
+    return [list(refs) for refs in zip(*columns)]
+
+
+def load(data_dir: str | os.PathLike[str] | None = None, references: int = 1) -> Dataset:
+    """The 720 rated rewrites in the long schema, ordered by system (as in :data:`SYSTEMS`) then line.
+
+    ``references``: 1 (default) keeps the reference of the rating files (as Lai et al.'s single-reference tables and
+    the other corpora); 4 gives every system row four human references of its input: that one, then ``ref1``,
+    ``ref2``, ``ref3`` of ``data/xformal``.
+    The rated reference rows (``system == "reference"``) have no reference either way.
+    """
+    if references not in (1, 4):
+        raise ValueError(f"references must be 1 or 4, got {references!r}")
+    extra_refs = load_references(data_dir) if references == 4 else None
     rows = []
     sources: list[tuple[str, str]] | None = None
     for system in SYSTEMS:
@@ -75,7 +106,7 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
                     source_id=str(i),
                     source=x[1],
                     rewrite=x[2],
-                    reference=None if is_ref else [x[3]],
+                    reference=None if is_ref else ([x[3]] if extra_refs is None else [x[3], *extra_refs[i][1:]]),
                     system="reference" if is_ref else system,
                     is_reference_rewrite=is_ref,
                     content_scores=[scores[0], scores[3]],

@@ -11,7 +11,12 @@ Definitions follow their scripts (``cal_iaa.py``, ``cal_corr_*.py`` of ``laihuiy
 - system level: Pearson over the per-system means (human: mean of the two raters);
 - top-N / last-N (their Figure 3): the tau-like over the N systems with the highest / lowest human mean;
 - per direction (informal->formal, formal->informal; their Table 5 for fluency); metrics where lower is better
-  (WMD, perplexity) are reported as absolute values, as in their tables.
+  (WMD, perplexity) are reported as absolute values, as in their tables;
+- Table 4 (reference-based metrics only: ``r_bleu``, ``r_chrf``, ``r_rouge*``, ``r_cosine`` ...): the metric scored
+  against the first reference and against each other reference of the four (``lai_formality`` with
+  ``references=4``), compared with the same per-input tau-like (the first-reference scores in the role of the human
+  scores) over the eight systems; and a multi-reference rows (``table="multi-reference"``): the metric against the
+  first k references (k = 1..4) correlated with the human content ratings at both levels.
 
 :func:`lai_analysis` returns one row per figure with the columns of ``lai.csv``: ``table``, ``metric``,
 ``dimension``, ``subset``, ``level`` (``system``/``segment``), ``statistic``, ``n``, ``value``, ``p``.
@@ -119,6 +124,22 @@ def top_last_n(frame: pd.DataFrame, dimension: str, values: Sequence[float], nam
     return out
 
 
+def reference_agreement(frame: pd.DataFrame, name: str, by_reference: Sequence[Sequence[float]],
+                        multi: Sequence[Sequence[float]] | None = None) -> list[dict[str, Any]]:
+    """Table 4: the per-input tau-like between a metric's scores against reference 1 and against reference k
+    (``by_reference[k - 1]``, each in ``frame`` row order); with ``multi`` (scores against the first k references),
+    the human-content correlations of each k ("multi-reference" rows, subsets ``refs 1-k``)."""
+    first = np.asarray(by_reference[0], float)
+    lines = frame["line"].to_numpy()
+    out = []
+    for k, values in enumerate(by_reference[1:], start=2):
+        tau, _ = kendall_tau_like(first, np.asarray(values, float), lines, aggregate="mean")
+        out.append(_record(4, name, "content", f"reference {k}", "segment", "tau_like", len(frame), tau))
+    for k, values in enumerate(multi or [], start=1):
+        out += _both_levels("multi-reference", name, "content", f"refs 1-{k}", frame, values)
+    return out
+
+
 def lai_analysis(frame: pd.DataFrame, metrics: Mapping[str, tuple[str, Mapping[str, float], bool]],
                  iaa: bool = True) -> pd.DataFrame:
     """Every table: ``metrics`` maps a name to (dimension, {row id: score}, lower_is_better).
@@ -145,8 +166,22 @@ def lai_analysis(frame: pd.DataFrame, metrics: Mapping[str, tuple[str, Mapping[s
     return pd.DataFrame(rows, columns=LAI_COLUMNS)
 
 
+#: Table 4 of Lai et al. (2022) as printed (reference 2, 3, 4 rows). The column header did not survive in the paper's
+#: text; the order below is the one of their Figure 4 without COMET-w, the order that their Table 3 also uses.
+TABLE4 = {"bleu": (0.28, 0.25, 0.37), "chrf": (0.37, 0.41, 0.41), "rouge-1": (0.33, 0.37, 0.46),
+          "rouge-2": (0.10, 0.12, 0.24), "rouge-l": (0.36, 0.35, 0.46), "wmd": (0.46, 0.47, 0.49),
+          "meteor": (0.21, 0.34, 0.31), "bertscore": (0.59, 0.60, 0.60), "bleurt": (0.61, 0.60, 0.56),
+          "comet": (0.61, 0.55, 0.62)}
+#: Our metrics that compute Lai's Table 4 columns (the others need weights or WordNet data: r_bertscore, r_bleurt,
+#: r_meteor, rs_comet run through evaluate modules where those can be loaded).
+TABLE4_METRICS = {"r_bleu": "bleu", "r_chrf": "chrf", "r_rouge1": "rouge-1", "r_rouge2": "rouge-2",
+                  "r_rougel": "rouge-l", "r_meteor": "meteor", "r_bertscore": "bertscore", "r_bleurt": "bleurt",
+                  "rs_comet": "comet"}
+
+
 def published() -> list[dict[str, Any]]:
-    """Lai et al.'s published figures that :func:`lai_analysis` reproduces (Tables 1, 2 and 5)."""
+    """Lai et al.'s published figures that :func:`lai_analysis` reproduces (Tables 1, 2, 4 and 5). Table 4 rows carry
+    our metric name where we have one (``r_bleu`` for their BLEU ...), else ``lai:<column>``."""
     t1 = {"content": (0.90, 0.84, 0.83, 0.81, 0.86), "style": (0.45, 0.48, 0.68, 0.62, 0.52),
           "fluency": (0.71, 0.63, 0.70, 0.63, 0.66), "overall": (0.70, 0.66, 0.72, 0.68, None)}
     out = []
@@ -166,6 +201,11 @@ def published() -> list[dict[str, Any]]:
                     "statistic": "pearson", "published": r})
         out.append({"table": 5, "metric": "lai:ppl", "dimension": "fluency", "subset": subset, "level": "segment",
                     "statistic": "tau_like", "published": tau})
+    ours = {v: k for k, v in TABLE4_METRICS.items()}
+    for column, values in TABLE4.items():
+        for k, v in zip((2, 3, 4), values):
+            out.append({"table": 4, "metric": ours.get(column, f"lai:{column}"), "dimension": "content",
+                        "subset": f"reference {k}", "level": "segment", "statistic": "tau_like", "published": v})
     return out
 
 
@@ -173,7 +213,8 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
             out_dir: str | None = None, progress: bool = False) -> pd.DataFrame:
     """Score ``metrics`` on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv`` and
     ``lai.md`` (every published figure beside ours). ``lai:<score>`` metrics take their own dimension (Lai's files say
-    which aspect each score is for); the others take ``dimension``."""
+    which aspect each score is for); the others take ``dimension``. Reference-based metrics also get Table 4 and the
+    multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
     from pathlib import Path
 
     from styleeval.corpora import load_corpus
@@ -186,12 +227,28 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
     frame = lai_frame(ds)
     data = RatedData.from_rows(ds, "lai_formality")
     wanted: dict[str, tuple[str, dict[str, float], bool]] = {}
+    referenced = []
     for spec in metrics:
         metric = get_metric(spec)
+        if metric.needs_references and not metric.name.startswith(("lai:", "precomputed")):
+            referenced.append(metric)
         values = score_dataset(metric, data, cache, progress=progress)
         dim = DIMENSION.get(metric.name.removeprefix("lai:"), dimension) if metric.name.startswith("lai:") else dimension
         wanted[metric.label] = (dim, dict(zip(data.ids, values.tolist())), not metric.higher_is_better)
     result = lai_analysis(frame, wanted)
+    if referenced:
+        four = RatedData.from_rows(load_corpus("lai_formality", data_dir, references=4), "lai_formality")
+        position = {row_id: i for i, row_id in enumerate(four.ids)}
+        rows = [position[row_id] for row_id in frame["id"]]
+        sources = [four.sources[i] for i in rows]
+        rewrites = [four.rewrites[i] for i in rows]
+        refs = [four.references[i] for i in rows]
+        extra = []
+        for metric in referenced:
+            single = [metric.compute(sources, rewrites, [[r[k]] for r in refs]) for k in range(4)]
+            multi = [single[0], *(metric.compute(sources, rewrites, [r[:k] for r in refs]) for k in (2, 3, 4))]
+            extra += reference_agreement(frame, metric.label, single, multi)
+        result = pd.concat([result, pd.DataFrame(extra, columns=LAI_COLUMNS)], ignore_index=True)
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -201,7 +258,7 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
 
 
 def comparison_markdown(result: pd.DataFrame) -> str:
-    """Every published figure of Tables 1, 2 and 5 beside ours (rounded to 2 decimals), then all our rows."""
+    """Every published figure of Tables 1, 2, 4 and 5 beside ours (rounded to 2 decimals), then all our rows."""
     keys = ["table", "metric", "dimension", "subset", "level", "statistic"]
     pub = pd.DataFrame(published())
     merged = pub.merge(result, on=keys, how="left")
