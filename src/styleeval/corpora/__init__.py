@@ -52,7 +52,8 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
             neither is set the pinned source files are downloaded (and cached).
         **options: loader-specific options: ``stel`` takes ``include_dimensions=True`` to add the
             formality/simplicity samples (licence-restricted, local use only);
-            ``ziegenbein_appropriateness`` takes ``ratings=False`` to build the 1350 items without scores.
+            ``ziegenbein_appropriateness`` takes ``ratings=False`` to build the 1350 items without scores;
+            ``lai_formality`` takes ``references=4`` for four human references per row (default 1).
 
     Returns:
         Rating corpora: one row per rated rewrite with :data:`RATING_FEATURES` (``extra`` is a JSON

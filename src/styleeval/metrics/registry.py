@@ -115,6 +115,17 @@ def _autorater(dimension: str) -> Factory:
     return make
 
 
+def _masked(inner: str) -> Factory:
+    def make(**opts: str) -> Metric:
+        from styleeval.metrics.masked import MaskedMetric
+
+        mask = opts.pop("mask", "placeholder")
+        min_valence = opts.pop("min_valence", "0")
+        return MaskedMetric(REGISTRY[inner](**opts), mask=mask, min_valence=min_valence)
+
+    return make
+
+
 def _paper_bleu(cls: str) -> Factory:
     return _sacre(f"styleeval.metrics.paper_bleu.{cls}")
 
@@ -152,6 +163,10 @@ REGISTRY: dict[str, Factory] = {
     "r_rouge2": _rouge("rouge2", "reference"),
     "r_rougel": _rouge("rougeL", "reference"),
     "ppl": _ppl,
+    "s_masked_bleu": _masked("s_bleu"),
+    "r_masked_bleu": _masked("r_bleu"),
+    "s_masked_cosine": _masked("s_cosine"),
+    "r_masked_cosine": _masked("r_cosine"),
 }
 
 #: Cheap metrics that need no model weights (the CLI default).

@@ -1,0 +1,112 @@
+"""Masked metrics (Mukherjee et al., 2022; used in Mukherjee et al., 2025): the style words of the rewrite, the
+source and the references are masked before a content metric compares them, so that changing the style is not
+counted as losing content. ``s_masked_bleu`` / ``r_masked_bleu`` (sacrebleu sentence BLEU) and ``s_masked_cosine`` /
+``r_masked_cosine`` (embedding cosine) wrap the unmasked metrics of this package.
+
+Style words are the entries of a sentiment lexicon: VADER's (Hutto & Gilbert, 2014; 7,500 words and emoticons with a
+valence, shipped in the ``vaderSentiment`` package). A whitespace-separated token is a style word when the token, or
+the token without its leading/trailing punctuation, lower-cased, is in the lexicon with ``|valence| >= min_valence``.
+``mask="placeholder"`` (default) replaces the word with one placeholder token, as Mir et al. (2019) masked style words
+for content metrics; ``mask="remove"`` deletes it.
+
+>>> mask_style_words("The food was great!")
+'The food was customstyle!'
+>>> mask_style_words("The food was great!", mask="remove")
+'The food was!'
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from styleeval.metrics.base import Metric
+
+PLACEHOLDER = "customstyle"
+MASKS = ("placeholder", "remove")
+_PUNCT = "\"'()[]{}.,;:!?-*`~"
+
+
+@lru_cache(maxsize=1)
+def vader_lexicon() -> dict[str, float]:
+    """VADER's lexicon as {lower-cased entry: mean valence}, read from the installed ``vaderSentiment`` package."""
+    try:
+        from importlib.resources import files
+
+        text = (files("vaderSentiment") / "vader_lexicon.txt").read_text(encoding="utf-8")
+    except (ImportError, FileNotFoundError) as err:
+        raise ValueError("masked metrics need the vaderSentiment package (pip install vaderSentiment)") from err
+    out = {}
+    for line in text.splitlines():
+        parts = line.strip("\r").split("\t")
+        if len(parts) >= 2 and parts[0]:
+            out[parts[0].lower()] = float(parts[1])
+    return out
+
+
+def vader_version() -> str:
+    """The installed vaderSentiment version (part of the masked metrics' signatures)."""
+    from importlib.metadata import version
+
+    return version("vaderSentiment")
+
+
+def is_style_word(token: str, min_valence: float = 0.0) -> bool:
+    """Whether ``token`` (or its core without surrounding punctuation) is a VADER entry with |valence| >= min."""
+    lexicon = vader_lexicon()
+    for candidate in (token.lower(), token.strip(_PUNCT).lower()):
+        if candidate and candidate in lexicon and abs(lexicon[candidate]) >= min_valence:
+            return True
+    return False
+
+
+def mask_style_words(text: str, mask: str = "placeholder", min_valence: float = 0.0) -> str:
+    """``text`` with every style word (see the module docstring) replaced by :data:`PLACEHOLDER` or removed.
+
+    Punctuation attached to a masked word is kept; whitespace is normalised to single spaces.
+    """
+    if mask not in MASKS:
+        raise ValueError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
+    out: list[str] = []
+    for token in text.split():
+        if not is_style_word(token, min_valence):
+            out.append(token)
+            continue
+        core = token.strip(_PUNCT)
+        if not core or core.lower() not in vader_lexicon() or token.lower() in vader_lexicon():
+            core = token  # the whole token is the entry (an emoticon such as ":)")
+        start = token.find(core)
+        left, right = token[:start], token[start + len(core):]
+        if mask == "placeholder":
+            out.append(left + PLACEHOLDER + right)
+        elif out and not left:
+            out[-1] += right  # "was great!" -> "was!"
+        elif left or right:
+            out.append(left + right)
+    return " ".join(out)
+
+
+class MaskedMetric(Metric):
+    """A content metric computed on style-masked texts (``s_masked_bleu``, ``r_masked_cosine`` ...)."""
+
+    def __init__(self, inner: Metric, mask: str = "placeholder", min_valence: float | str = 0.0) -> None:
+        if mask not in MASKS:
+            raise ValueError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
+        self.inner = inner
+        self.mask = mask
+        self.min_valence = float(min_valence)
+        self.inputs = inner.inputs
+        self.higher_is_better = inner.higher_is_better
+        prefix, _, rest = inner.name.partition("_")
+        self.name = f"{prefix}_masked_{rest}"
+
+    @property
+    def signature(self) -> str:
+        return (f"{self.name}|mask:vader-{vader_version()}:{self.mask}:min{self.min_valence:g}|"
+                f"{self.inner.signature}")
+
+    def _masked(self, texts: list[str]) -> list[str]:
+        return [mask_style_words(t, self.mask, self.min_valence) for t in texts]
+
+    def _score(self, sources, rewrites, references, styles):
+        refs = None if references is None else [self._masked(list(r)) for r in references]
+        return self.inner._score(self._masked(sources), self._masked(rewrites), refs, styles)
