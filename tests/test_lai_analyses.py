@@ -170,8 +170,10 @@ def test_lai_content_fields_match_the_named_json_scores(data_dir):
 
 
 def test_cli_analysis_lai(tmp_path, data_dir):
-    assert main(["metaeval", "--analysis", "lai", "--metrics", "lai:c-gyafc,lai:ppl", "--data-dir", str(data_dir),
-                 "--out", str(tmp_path), "--no-cache", "--no-progress"]) == 0
+    assert main(["metaeval", "--analysis", "lai", "--metrics", "lai:c-gyafc,lai:ppl,lai:comet,lai:comet-ref",
+                 "--data-dir", str(data_dir), "--out", str(tmp_path), "--no-cache", "--no-progress"]) == 0
+    for name in ("lai_figure3.png", "lai_figure4.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     csv = pd.read_csv(tmp_path / "lai.csv")
     row = csv[(csv.table == "2") & (csv.metric == "lai:c-gyafc") & (csv.level == "system")]
     assert len(row) == 1 and row.n.iloc[0] == 8 and row.statistic.iloc[0] == "pearson"

@@ -210,9 +210,9 @@ def published() -> list[dict[str, Any]]:
 
 
 def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | None = None, cache: Any = None,
-            out_dir: str | None = None, progress: bool = False) -> pd.DataFrame:
-    """Score ``metrics`` on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv`` and
-    ``lai.md`` (every published figure beside ours). ``lai:<score>`` metrics take their own dimension (Lai's files say
+            out_dir: str | None = None, progress: bool = False, plots: bool = True) -> pd.DataFrame:
+    """Score ``metrics`` on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
+    ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png``. ``lai:<score>`` metrics take their own dimension (Lai's files say
     which aspect each score is for); the others take ``dimension``. Reference-based metrics also get Table 4 and the
     multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
     from pathlib import Path
@@ -254,6 +254,10 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
         out.mkdir(parents=True, exist_ok=True)
         result.to_csv(out / "lai.csv", index=False, float_format="%.6g")
         (out / "lai.md").write_text(comparison_markdown(result), encoding="utf-8")
+        if plots:
+            from styleeval.metaeval.plots import plot_lai_figures
+
+            plot_lai_figures(result, out)
     return result
 
 

@@ -158,3 +158,52 @@ def plot_metric_heatmap(result, path: str | Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+    """Lai et al.'s Figure 3 (tau-like over the top-/last-N systems, one line per style metric; ``lai_figure3.png``)
+    and Figure 4 (system r and segment tau-like of each content metric, ``lai_figure4.png``) from ``lai.csv`` rows.
+    A figure without rows is not written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out, paths = Path(out_dir), []
+    fig3 = result[result["table"].astype(str) == "figure 3"]
+    if not fig3.empty:
+        colors = metric_colors(list(dict.fromkeys(fig3["metric"])))
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+        for ax, which in zip(axes, ("top", "last")):
+            for metric, rows in fig3[fig3["subset"].str.startswith(which)].groupby("metric", sort=False):
+                n = rows["subset"].str.split("-").str[1].astype(int)
+                order = np.argsort(-n.to_numpy())
+                ax.plot(n.to_numpy()[order], rows["value"].to_numpy()[order], marker="o", label=metric,
+                        color=colors[metric])
+            ax.set_title(f"{which.capitalize()}-N systems")
+            ax.set_xlabel("N (systems sorted by human score)")
+            ax.invert_xaxis()
+        axes[0].set_ylabel("Kendall's tau-like (segment)")
+        axes[1].legend(fontsize=8)
+        fig.tight_layout()
+        paths.append(out / "lai_figure3.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+    fig4 = result[(result["table"].astype(str) == "figure 4") & (result["subset"] == "all")]
+    if not fig4.empty:
+        fig, axes = plt.subplots(1, 2, figsize=(10, max(3.0, 0.35 * fig4["metric"].nunique() + 1.5)), sharey=True)
+        metrics = list(dict.fromkeys(fig4["metric"]))
+        y = np.arange(len(metrics))
+        for ax, level, label in zip(axes, ("system", "segment"), ("System-level Pearson r", "Segment tau-like")):
+            values = fig4[fig4["level"] == level].set_index("metric")["value"].reindex(metrics)
+            ax.barh(y, values.to_numpy(), color=["tab:orange" if m.endswith("-ref") or m.startswith(("r_", "rs_"))
+                                                 else "tab:blue" for m in metrics])
+            ax.set_title(label)
+            ax.axvline(0, color="black", linewidth=0.5)
+        axes[0].set_yticks(y, metrics)
+        fig.suptitle("Content metrics against the source (blue) or the reference (orange)")
+        fig.tight_layout()
+        paths.append(out / "lai_figure4.png")
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+    return paths
