@@ -115,3 +115,33 @@ def test_thread_guard(monkeypatch):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_pipelined_pieces_equal_one_piece(tiny_model, tiny_tokenizer, grouped_rows):
+    # pieces of ~5 rows: the next piece is tokenized in a thread while one is scored; a prompt's rewrites never split
+    from styleeval.logprob import _pieces
+
+    order = list(range(len(grouped_rows)))
+    random.Random(3).shuffle(order)
+    shuffled = [grouped_rows[i] for i in order]
+    sources, rewrites, styles = map(list, zip(*shuffled))
+    whole = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(
+        sources, rewrites, styles, return_tokens=True)
+    piecewise = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False, pipeline_rows=5)
+    got = piecewise.score(sources, rewrites, styles, return_tokens=True)
+    for a, b in zip(got, whole):
+        assert a["content"] == pytest.approx(b["content"], abs=1e-6) and a["style"] == pytest.approx(b["style"], abs=1e-6)
+        assert [t["token"] for t in a["tokens"]] == [t["token"] for t in b["tokens"]]
+    keys = [(s, st) for s, st in zip(sources, styles)]
+    pieces = _pieces(sorted(range(len(keys)), key=lambda i: keys[i]), keys, 5)
+    assert len(pieces) > 3 and sorted(i for p in pieces for i in p) == list(range(len(keys)))
+    owner = {}
+    for k, piece in enumerate(pieces):
+        for i in piece:
+            assert owner.setdefault(keys[i], k) == k  # every (source, style) in one piece
+    # an overlong row is named by its position in the caller's list, whatever piece it falls in
+    long_sources = sources[:-1] + ["word " * 3000]
+    with pytest.raises(ValueError, match=f"row {len(sources) - 1}: prompt \\+ rewrite is"):
+        piecewise.score(long_sources, rewrites, styles)
+    with pytest.raises(ValueError, match="pipeline_rows must be positive"):
+        LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", pipeline_rows=0)

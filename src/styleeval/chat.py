@@ -153,6 +153,7 @@ class ChatFormat:
         self.template: str = template
         self.encoder = TextEncoder(tokenizer)
         self._frames: dict[str, tuple[str, str, bool] | None] = {}
+        self._heads: dict[str, tuple[int, list[int]] | None] = {}
         self.end_of_turn = end_of_turn
         self.end_of_turn_id: int | None = self._find_end_of_turn() if end_of_turn else None
 
@@ -268,21 +269,51 @@ class ChatFormat:
         return [self.prompt_text(u, system) for u in users]
 
     def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
-        """Token ids of the prompts for many user messages (template rendered once, one tokenizer call)."""
+        """Token ids of the prompts for many user messages: each distinct message once, the template rendered once,
+        the template's head (system turn) tokenized once (:meth:`_head_cut`), the rest in one tokenizer call."""
         users = list(users)
+        distinct = list(dict.fromkeys(users))
         if self.encoder.has_control(system):
-            guarded = list(range(len(users)))
+            guarded = list(range(len(distinct)))
         else:
-            guarded = [i for i, u in enumerate(users) if self.encoder.has_control(u)]
-        plain = [i for i in range(len(users)) if i not in set(guarded)]
-        texts: list[str] = [""] * len(users)
-        spans: list[list[tuple[int, int]] | None] = [None] * len(users)
-        for i, text in zip(plain, self.prompt_texts([users[i] for i in plain], system)):
+            guarded = [i for i, u in enumerate(distinct) if self.encoder.has_control(u)]
+        guarded_set = set(guarded)
+        plain = [i for i in range(len(distinct)) if i not in guarded_set]
+        texts: list[str] = [""] * len(distinct)
+        spans: list[list[tuple[int, int]] | None] = [None] * len(distinct)
+        for i, text in zip(plain, self.prompt_texts([distinct[i] for i in plain], system)):
             texts[i] = text
         for i in guarded:
-            messages = [{"role": "system", "content": system}, {"role": "user", "content": users[i]}]
+            messages = [{"role": "system", "content": system}, {"role": "user", "content": distinct[i]}]
             texts[i], spans[i] = self.render_spans(messages, add_generation_prompt=True)
-        return self.encoder.encode(texts, spans)
+        ids: list[list[int] | None] = [None] * len(distinct)
+        cut = self._head_cut(system) if plain else None
+        if cut is not None:  # every plain text starts with the head: tokenize it once
+            n_chars, head_ids = cut
+            for i, tail in zip(plain, self.encoder.encode([texts[i][n_chars:] for i in plain], [None] * len(plain))):
+                ids[i] = head_ids + tail
+            if ids[plain[0]] != self.encoder.encode([texts[plain[0]]], [None])[0]:  # checked on every call
+                cut = None
+        if cut is None:
+            for i, row_ids in zip(plain, self.encoder.encode([texts[i] for i in plain], [None] * len(plain))):
+                ids[i] = row_ids
+        for i, row_ids in zip(guarded, self.encoder.encode([texts[i] for i in guarded], [spans[i] for i in guarded])):
+            ids[i] = row_ids
+        index = {u: i for i, u in enumerate(distinct)}
+        return [list(ids[index[u]]) for u in users]  # type: ignore[arg-type]
+
+    def _head_cut(self, system: str) -> tuple[int, list[int]] | None:
+        """(characters, token ids) of the template's head up to and including its last control token, when the head
+        has one: a tokenizer always splits at a control token, so ids(head + rest) = ids(head) + ids(rest) there.
+        ``None`` without a frame or a control token in the head."""
+        frame = self._frame(system)
+        if frame is None or self.encoder.pattern is None:
+            return None
+        if system not in self._heads:
+            matches = list(self.encoder.pattern.finditer(frame[0]))
+            head = frame[0][: matches[-1].end()] if matches else ""
+            self._heads[system] = (len(head), self.encoder.encode([head], [None])[0]) if head else None
+        return self._heads[system]
 
     def rewrite_ids(self, rewrites: Sequence[str]) -> list[list[int]]:
         """Token ids that are scored for each rewrite: its tokens (control-token strings as text), then the

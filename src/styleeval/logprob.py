@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -36,6 +37,7 @@ from styleeval.validation import broadcast_texts, check_texts
 
 DEFAULT_BATCH_TOKENS_CPU = 512
 DEFAULT_BATCH_TOKENS_GPU = 16384
+PIPELINE_ROWS = 1024
 VARIANTS = ("default", "authors")
 HEAD_DTYPES = ("float32", "bfloat16", "float16")
 
@@ -111,6 +113,8 @@ class LogProb:
         api_key, max_concurrency, timeout, max_retries: server client settings
             (:class:`styleeval.server.ServerClient`).
         progress: show a progress bar.
+        pipeline_rows: rows are scored in pieces of about this many (a source's rewrites never split), the next
+            piece tokenized while the current one is scored; results do not depend on it.
     """
 
     def __init__(
@@ -136,9 +140,13 @@ class LogProb:
         timeout: float = 120.0,
         max_retries: int = 5,
         progress: bool = True,
+        pipeline_rows: int = PIPELINE_ROWS,
     ) -> None:
         if on_overflow not in ("error", "skip"):
             raise ValueError(f"on_overflow must be 'error' or 'skip', got {on_overflow!r}")
+        if pipeline_rows < 1:
+            raise ValueError(f"pipeline_rows must be positive, got {pipeline_rows}")
+        self.pipeline_rows = int(pipeline_rows)
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
         head_name = str(head_dtype).removeprefix("torch.")
@@ -234,52 +242,72 @@ class LogProb:
         if n == 0:
             return LogProbScores([], self.signature)
 
-        rewrite_ids = self.chat.rewrite_ids(rewrites)
-        prompts = {
-            ctx: self.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles)])
-            for ctx in CONTEXTS
-        }
-        if self.variant == "authors":  # the first rewrite token is context, not scored
-            prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids)] for ctx, ids in prompts.items()}
-            targets = [t[1:] for t in rewrite_ids]
-        else:
-            targets = rewrite_ids
-        skipped = self._check_lengths(prompts, targets)
-        live = [i for i in range(n) if i not in skipped]
-        flat_prompts = [prompts[ctx][i] for i in live for ctx in CONTEXTS]  # row-major: one server request per row
-        flat_targets = [targets[i] for i in live for _ in CONTEXTS]
-        flat = self.backend.token_logprobs(flat_prompts, flat_targets, **self._backend_options)
-        k = len(CONTEXTS)
-        per_ctx = {ctx: {i: flat[r * k + c] for r, i in enumerate(live)} for c, ctx in enumerate(CONTEXTS)}
-
-        if any(len(t) == 0 for i, t in enumerate(targets) if i not in skipped):
+        order = sorted(range(n), key=lambda i: (sources[i], styles[i]))  # a source's rewrites side by side
+        pieces = _pieces(order, [(sources[i], styles[i]) for i in range(n)], self.pipeline_rows)
+        per_row: dict[int, tuple[list[int], list[torch.Tensor] | None]] = {}  # row -> (targets, 3 log-prob tensors)
+        empty = False
+        # the next piece is tokenized in a background thread while this one is scored (the tokenizer releases the
+        # GIL; it is used by one thread at a time: decoding for return_tokens waits until every piece is done)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            future = pool.submit(self._encode, pieces[0], sources, rewrites, styles)
+            for k in range(len(pieces)):
+                rows_k, prompts, targets = future.result()
+                if k + 1 < len(pieces):
+                    future = pool.submit(self._encode, pieces[k + 1], sources, rewrites, styles)
+                skipped = self._check_lengths(prompts, targets, rows_k)
+                live = [j for j, i in enumerate(rows_k) if i not in skipped]
+                flat_prompts = [prompts[ctx][j] for j in live for ctx in CONTEXTS]  # row-major: one request per row
+                flat_targets = [targets[j] for j in live for _ in CONTEXTS]
+                flat = self.backend.token_logprobs(flat_prompts, flat_targets, **self._backend_options) if live else []
+                c = len(CONTEXTS)
+                for r, j in enumerate(live):
+                    per_row[rows_k[j]] = (targets[j], flat[r * c : r * c + c])
+                    empty = empty or len(targets[j]) == 0
+                for j, i in enumerate(rows_k):
+                    if i in skipped:
+                        per_row[i] = (targets[j], None)
+        if empty:
             warnings.warn("some rewrites have no scored token (an empty rewrite: with end_of_turn=False, or in the "
                           "authors' variant, whose first token is context): NaN", stacklevel=2)
         rows = []
         for i in range(n):
-            if i in skipped:
+            target, lp = per_row[i]
+            if lp is None:
                 row: dict[str, Any] = {"content": math.nan, "style": math.nan}
                 if return_tokens:
                     row["tokens"] = []
                 rows.append(row)
                 continue
-            lp = [per_ctx[ctx][i] for ctx in CONTEXTS]
             content, strength = logprob_equations(*lp)
             row = {"content": content, "style": strength}
             if return_tokens:
                 row["tokens"] = [
                     {"token": self.tokenizer.decode([tok]), **{ctx: float(lp[k][j]) for k, ctx in enumerate(CONTEXTS)}}
-                    for j, tok in enumerate(targets[i])
+                    for j, tok in enumerate(target)
                 ]
             rows.append(row)
         return LogProbScores(rows, self.signature)
 
-    def _check_lengths(self, prompts: dict[str, list[list[int]]], targets: list[list[int]]) -> set[int]:
+    def _encode(self, rows: list[int], sources: Sequence[str], rewrites: Sequence[str], styles: Sequence[str]
+                ) -> tuple[list[int], dict[str, list[list[int]]], list[list[int]]]:
+        """(rows, prompt ids per context, scored ids) of the given rows."""
+        rewrite_ids = self.chat.rewrite_ids([rewrites[i] for i in rows])
+        prompts = {ctx: self.chat.prompt_ids([user_message(ctx, sources[i], styles[i]) for i in rows])
+                   for ctx in CONTEXTS}
+        if self.variant == "authors":  # the first rewrite token is context, not scored
+            prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids)] for ctx, ids in prompts.items()}
+            return rows, prompts, [t[1:] for t in rewrite_ids]
+        return rows, prompts, rewrite_ids
+
+    def _check_lengths(self, prompts: dict[str, list[list[int]]], targets: list[list[int]], rows: list[int]
+                       ) -> set[int]:
+        """The rows (caller's numbering) longer than the model's context: an error, or skipped with a warning."""
         if not self.max_length:
             return set()
         skipped = set()
-        for i, target in enumerate(targets):
-            longest = max(len(prompts[ctx][i]) for ctx in CONTEXTS) + len(target)
+        for j, target in enumerate(targets):
+            i = rows[j]
+            longest = max(len(prompts[ctx][j]) for ctx in CONTEXTS) + len(target)
             if longest > self.max_length:
                 if self.on_overflow == "error":
                     raise ValueError(
@@ -291,9 +319,22 @@ class LogProb:
             warnings.warn(
                 f"{len(skipped)} rows longer than the model's context of {self.max_length} tokens were skipped "
                 f"(NaN scores): rows {sorted(skipped)[:10]}",
-                stacklevel=3,
+                stacklevel=4,
             )
         return skipped
+
+
+def _pieces(order: list[int], keys: Sequence[Any], size: int) -> list[list[int]]:
+    """``order`` cut into pieces of about ``size`` rows, never between two rows of the same key (a prompt's
+    rewrites stay in one piece, so the engine still runs that prompt once)."""
+    pieces, current = [], []
+    for i in order:
+        if len(current) >= size and keys[i] != keys[current[-1]]:
+            pieces.append(current)
+            current = []
+        current.append(i)
+    pieces.append(current)
+    return pieces
 
 
 _SHARED: dict[tuple, LogProb] = {}
