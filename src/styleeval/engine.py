@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
+from styleeval.attention import lower_right_attention_for
+
 
 @dataclass(frozen=True)
 class TokenTree:
@@ -127,6 +129,10 @@ class ScoringEngine:
         head_dtype: ``None`` (default): logits and log-softmax in float32. ``torch.bfloat16`` or ``torch.float16``:
             the logits and the softmax are computed and rounded in that precision, and the log is taken of the
             rounded probability (what the authors' LogProb script did; needed only to match their numbers).
+        pack_prompts: run every distinct prompt once, its continuations packed after it as a token tree.
+        lower_right: plain batches (no trees) attend with one lower-right causal mask instead of a per-batch 4D
+            mask (:mod:`styleeval.attention`; SDPA models without sliding windows; exact). ``False``: the library's
+            own mask, for comparison.
         progress: show a progress bar over rows.
     """
 
@@ -140,6 +146,7 @@ class ScoringEngine:
         min_shared: int = 16,
         head_dtype: torch.dtype | None = None,
         pack_prompts: bool = False,
+        lower_right: bool = True,
         progress: bool = False,
     ) -> None:
         if batch_tokens < 1:
@@ -158,6 +165,7 @@ class ScoringEngine:
             raise ValueError(f"head_dtype must be None, float32, bfloat16 or float16, got {head_dtype}")
         self.head_dtype = None if head_dtype == torch.float32 else head_dtype
         self.pack_prompts = pack_prompts
+        self.lower_right = lower_right
         self.progress = progress
         self._head_weight: torch.Tensor | None = None
         self._no_out_dtype = False
@@ -308,25 +316,27 @@ class ScoringEngine:
         if not items:
             return
         global_len = self._prefix_length([it.prompt for it in items])
-        global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
         bar = tqdm(total=len(items), desc="scoring", unit="seq", disable=not self.progress, leave=False)
         pending: list[tuple[int, torch.Tensor]] = []  # results stay on the device: one copy to the host per call
-        try:
-            for prefix_len, group in self._groups(items, global_len):
-                cache = global_cache
-                if prefix_len > global_len:  # the group's own shared prompt, run once on top of the global one
-                    cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]), global_len)
-                rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
-                             it.targets, it.tree) for it in group]
-                rows.sort(key=lambda r: len(r.suffix), reverse=True)
-                pos = 0
-                while pos < len(rows):
-                    batch = self._next_batch(rows, pos)
-                    pending += [(row.index, lp) for row, lp in self._score_batch_safely(batch, prefix_len, cache)]
-                    pos += len(batch)
-                    bar.update(len(batch))
-        finally:
-            bar.close()
+        with lower_right_attention_for(self.model, self.lower_right):
+            global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
+            try:
+                for prefix_len, group in self._groups(items, global_len):
+                    cache = global_cache
+                    if prefix_len > global_len:  # the group's own shared prompt, run once on top of the global one
+                        cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]),
+                                                    global_len)
+                    rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
+                                 it.targets, it.tree) for it in group]
+                    rows.sort(key=lambda r: len(r.suffix), reverse=True)
+                    pos = 0
+                    while pos < len(rows):
+                        batch = self._next_batch(rows, pos)
+                        pending += [(row.index, lp) for row, lp in self._score_batch_safely(batch, prefix_len, cache)]
+                        pos += len(batch)
+                        bar.update(len(batch))
+            finally:
+                bar.close()
         if not pending:
             return
         host = torch.cat([lp.reshape(-1) for _, lp in pending]).cpu()
