@@ -145,3 +145,50 @@ def test_pipelined_pieces_equal_one_piece(tiny_model, tiny_tokenizer, grouped_ro
         piecewise.score(long_sources, rewrites, styles)
     with pytest.raises(ValueError, match="pipeline_rows must be positive"):
         LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", pipeline_rows=0)
+
+
+def _layout_by_hand(batch, prefix_len, width):
+    """The tree layout one token at a time: a node sees the prefix, the prompt, its ancestors and itself."""
+    n = len(batch)
+    mask = torch.zeros((n, 1, width, prefix_len + width), dtype=torch.bool)
+    mask[:, :, :, :prefix_len] = True
+    positions = torch.zeros((n, width), dtype=torch.long)
+    for b, row in enumerate(batch):
+        trunk = row.start + 1
+        for q in range(width):
+            positions[b, q] = prefix_len + q
+            mask[b, 0, q, prefix_len + q] = True
+            if q < trunk:
+                mask[b, 0, q, prefix_len : prefix_len + q + 1] = True
+        parents = [] if row.parents is None else row.parents.tolist()
+        depth = []
+        for j, parent in enumerate(parents):
+            q = trunk + j
+            mask[b, 0, q, prefix_len : prefix_len + trunk] = True
+            d, a = 1, parent
+            while a != -1:
+                mask[b, 0, q, prefix_len + trunk + a] = True
+                d, a = d + 1, parents[a]
+            depth.append(d)
+            positions[b, q] = prefix_len + trunk - 1 + d
+    return mask, positions
+
+
+def test_tree_layout_equals_a_token_by_token_construction():
+    from styleeval.engine import _Row
+
+    rng = random.Random(0)
+    batch = []
+    for b in range(5):
+        trunk = rng.randint(1, 6)
+        n_nodes = rng.choice([0, 1, 4, 9])
+        parents = [rng.randint(-1, j - 1) for j in range(n_nodes)]
+        reads = [rng.randint(-1, n_nodes - 1) for _ in range(3)]
+        batch.append(_Row(b, list(range(trunk + n_nodes)), trunk - 1, torch.zeros((3, 1), dtype=torch.long),
+                          torch.tensor(parents, dtype=torch.long), torch.tensor(reads, dtype=torch.long)))
+    width = max(len(r.suffix) for r in batch) + 2  # some padding
+    mask, positions, gather = ScoringEngine._tree_layout(batch, 4, width)
+    want_mask, want_positions = _layout_by_hand(batch, 4, width)
+    assert torch.equal(mask, want_mask) and torch.equal(positions, want_positions)
+    want_gather = [r.start if p < 0 else r.start + 1 + p for r in batch for p in r.reads.tolist()]
+    assert gather.tolist() == want_gather

@@ -57,7 +57,8 @@ class _Item:
     prompt: tuple[int, ...]  # the prompt's token ids
     tail: list[int]  # continuation[:-1], or a tree's node tokens: fed after the prompt
     targets: torch.Tensor  # (positions, K) token ids scored from the last prompt position on (tree: per read)
-    tree: TokenTree | None = None
+    parents: torch.Tensor | None = None  # tree: each node's parent (-1: the prompt's last token); None: no tree
+    reads: torch.Tensor | None = None  # tree: the position each target row is read after (-1: prompt end; j: node j)
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,11 @@ class _Row:
     suffix: list[int]  # prompt[P:] + continuation[:-1]: the tokens fed after the shared prefix
     start: int  # index in ``suffix`` of the hidden state that predicts the first scored position
     targets: torch.Tensor  # (positions, K) token ids scored at each position: the continuation (K=1) or candidates
-    tree: TokenTree | None = None
+    parents: torch.Tensor | None = None
+    reads: torch.Tensor | None = None
+
+
+_EMPTY = torch.empty(0, dtype=torch.float32)
 
 
 def available_cpus() -> int:
@@ -195,7 +200,7 @@ class ScoringEngine:
         items = []
         for i, cont in enumerate(continuations):
             if len(cont) == 0:
-                results[i] = torch.empty(0, dtype=torch.float32)
+                results[i] = _EMPTY
             else:
                 items.append(_Item(i, tuple(prompts[i]), list(cont[:-1]),
                                    torch.tensor(list(cont), dtype=torch.long)[:, None]))
@@ -206,32 +211,34 @@ class ScoringEngine:
     def _packed_token_logprobs(
         self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]
     ) -> list[torch.Tensor]:
-        """:meth:`token_logprobs` with one token tree per distinct prompt: its continuations are branches."""
+        """:meth:`token_logprobs` with one token tree per distinct prompt: its continuations are branches (chains of
+        nodes hanging off the prompt's last token), built with list and tensor operations, not per token."""
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, cont in enumerate(continuations):
             if len(cont):
                 groups.setdefault(tuple(prompts[i]), []).append(i)
-        trees, members = [], []
-        for prompt, rows in groups.items():
-            nodes: list[tuple[int, int]] = []
-            reads: list[tuple[int, list[int]]] = []
+        items = []
+        for k, (prompt, rows) in enumerate(groups.items()):
+            tokens: list[int] = []
+            parents: list[int] = []
+            reads: list[int] = []
+            targets: list[int] = []
             for i in rows:
-                cont, parent = continuations[i], -1
-                for j, tok in enumerate(cont):
-                    reads.append((parent, [int(tok)]))
-                    if j < len(cont) - 1:  # the last token is only read, never attended to
-                        nodes.append((int(tok), parent))
-                        parent = len(nodes) - 1
-            trees.append(TokenTree(prompt, nodes, reads))
-            members.append(rows)
-        results = [torch.empty(0, dtype=torch.float32) for _ in prompts]
-        for rows, reads in zip(members, self.tree_logprobs(trees) if trees else []):
-            flat = torch.cat(reads) if reads else torch.empty(0)
-            offset = 0
-            for i in rows:
-                n = len(continuations[i])
-                results[i] = flat[offset : offset + n]
-                offset += n
+                cont = [int(t) for t in continuations[i]]
+                base = len(tokens)  # index of this chain's first node
+                chain = len(cont) - 1  # the last token is only read, never attended to
+                reads += [-1, *range(base, base + chain)]
+                parents += [-1, *range(base, base + chain - 1)][:chain]
+                tokens += cont[:-1]
+                targets += cont
+            items.append(_Item(k, prompt, tokens, torch.tensor(targets, dtype=torch.long)[:, None],
+                               torch.tensor(parents, dtype=torch.long), torch.tensor(reads, dtype=torch.long)))
+        results = [_EMPTY] * len(prompts)
+        members = list(groups.values())
+        for k, logprobs in self._run(items):
+            pieces = logprobs[:, 0].split([len(continuations[i]) for i in members[k]])
+            for i, piece in zip(members[k], pieces):
+                results[i] = piece
         return results
 
     @torch.inference_mode()
@@ -265,20 +272,25 @@ class ScoringEngine:
         depth, so every branch is scored exactly as if it were the only continuation -- in one forward pass,
         with the prompt computed once. Returns, per tree, one float32 tensor per read (its candidates' log-probs).
         """
+        items = []
         for i, tree in enumerate(trees):
             if len(tree.prompt) == 0:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
-            for j, (_, parent) in enumerate(tree.nodes):
-                if not -1 <= parent < j:
-                    raise ValueError(f"tree {i}: node {j} has parent {parent}; parents must come first")
+            parents = torch.tensor([p for _, p in tree.nodes], dtype=torch.long)
+            bad = ((parents < -1) | (parents >= torch.arange(len(parents)))).nonzero()
+            if len(bad):
+                j = int(bad[0])
+                raise ValueError(f"tree {i}: node {j} has parent {int(parents[j])}; parents must come first")
+            widths = {len(c) for _, c in tree.reads}
+            if len(widths) == 1:  # every read has as many candidates: one tensor call
+                targets = torch.tensor([list(c) for _, c in tree.reads], dtype=torch.long)
+            else:
+                targets = torch.zeros((len(tree.reads), max(widths, default=1)), dtype=torch.long)
+                for r, (_, cands) in enumerate(tree.reads):
+                    targets[r, : len(cands)] = torch.tensor(list(cands), dtype=torch.long)
+            items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets.reshape(len(tree.reads), -1),
+                               parents, torch.tensor([p for p, _ in tree.reads], dtype=torch.long)))
         out: list[list[torch.Tensor]] = [[] for _ in trees]
-        items = []
-        for i, tree in enumerate(trees):
-            width = max((len(c) for _, c in tree.reads), default=1)
-            targets = torch.zeros((len(tree.reads), width), dtype=torch.long)
-            for r, (_, cands) in enumerate(tree.reads):
-                targets[r, : len(cands)] = torch.tensor(list(cands), dtype=torch.long)
-            items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets, tree))
         for index, logprobs in self._run(items):
             reads = trees[index].reads
             out[index] = [logprobs[r, : len(cands)] for r, (_, cands) in enumerate(reads)]
@@ -327,7 +339,7 @@ class ScoringEngine:
                         cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]),
                                                     global_len)
                     rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
-                                 it.targets, it.tree) for it in group]
+                                 it.targets, it.parents, it.reads) for it in group]
                     rows.sort(key=lambda r: len(r.suffix), reverse=True)
                     pos = 0
                     while pos < len(rows):
@@ -400,9 +412,9 @@ class ScoringEngine:
         positions = torch.arange(prefix_len, prefix_len + width, device=device)
         position_ids = positions.unsqueeze(0).expand(n_rows, -1)
         kwargs = {}
-        trees = any(r.tree is not None for r in batch)
+        trees = any(r.parents is not None for r in batch)
         if trees:  # each node sees the prefix, the prompt and its own ancestors; positions follow the depth
-            mask, position_ids, gather = self._tree_layout(batch, prefix_len, width)
+            mask, position_ids, pos_idx = self._tree_layout(batch, prefix_len, width)
             kwargs["attention_mask"] = mask.to(device)
             position_ids = position_ids.to(device)
         if prefix_cache is not None:
@@ -419,50 +431,50 @@ class ScoringEngine:
             **kwargs,
         ).last_hidden_state
 
-        row_idx = torch.cat([torch.full((len(r.targets),), b, dtype=torch.long) for b, r in enumerate(batch)])
-        if trees:
-            pos_idx = torch.cat(gather)
-        else:
-            pos_idx = torch.cat([torch.arange(r.start, r.start + len(r.targets)) for r in batch])
+        counts = torch.tensor([len(r.targets) for r in batch], dtype=torch.long)
+        row_idx = torch.repeat_interleave(torch.arange(n_rows), counts)
+        if not trees:  # row b reads suffix positions start_b, start_b + 1, ...
+            starts = torch.tensor([r.start for r in batch], dtype=torch.long)
+            first = torch.cumsum(counts, 0) - counts
+            pos_idx = torch.repeat_interleave(starts - first, counts) + torch.arange(int(counts.sum()))
         targets = torch.cat([r.targets for r in batch]).to(device)
         logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets)
-        out, offset = [], 0
-        for row in batch:
-            out.append((row, logprobs[offset : offset + len(row.targets)]))
-            offset += len(row.targets)
-        return out
+        return list(zip(batch, logprobs.split(counts.tolist())))
 
     @staticmethod
     def _tree_layout(batch: list[_Row], prefix_len: int, width: int):
-        """Boolean attention mask (B, 1, L, P+L), position ids (B, L) and, per row, the suffix index of each read."""
+        """Boolean attention mask (B, 1, L, P+L), position ids (B, L) and the suffix index of every read (all rows'
+        reads in order), built with tensor operations: a loop over the tree depth, not over tokens."""
         n_rows = len(batch)
-        mask = torch.zeros((n_rows, 1, width, prefix_len + width), dtype=torch.bool)
-        mask[:, :, :, :prefix_len] = True
-        position_ids = torch.zeros((n_rows, width), dtype=torch.long)
-        gather = []
-        for b, row in enumerate(batch):
-            trunk = row.start + 1  # prompt tokens in the suffix
-            causal = torch.tril(torch.ones(trunk, trunk, dtype=torch.bool))
-            mask[b, 0, :trunk, prefix_len : prefix_len + trunk] = causal
-            position_ids[b, :trunk] = torch.arange(prefix_len, prefix_len + trunk)
-            nodes = row.tree.nodes if row.tree is not None else []
-            depth = []
-            for j, (_, parent) in enumerate(nodes):
-                q = trunk + j
-                if parent == -1:
-                    mask[b, 0, q, prefix_len : prefix_len + trunk] = True
-                    depth.append(1)
-                else:
-                    mask[b, 0, q] = mask[b, 0, trunk + parent]
-                    depth.append(depth[parent] + 1)
-                mask[b, 0, q, prefix_len + q] = True
-                position_ids[b, q] = prefix_len + trunk - 1 + depth[j]
-            for q in range(trunk + len(nodes), width):  # padding: sees the prefix and itself
-                mask[b, 0, q, prefix_len + q] = True
-                position_ids[b, q] = prefix_len + q
-            reads = row.tree.reads if row.tree is not None else []
-            gather.append(torch.tensor([row.start if pos == -1 else trunk + pos for pos, _ in reads], dtype=torch.long))
-        return mask, position_ids, gather
+        q = torch.arange(width)
+        trunk = torch.tensor([r.start + 1 for r in batch], dtype=torch.long)[:, None]  # prompt tokens in the suffix
+        n_nodes = torch.tensor([0 if r.parents is None else len(r.parents) for r in batch], dtype=torch.long)[:, None]
+        is_trunk = q[None, :] < trunk
+        is_node = ~is_trunk & (q[None, :] < trunk + n_nodes)
+        parent = torch.full((n_rows, width), -1, dtype=torch.long)  # each node's parent, in suffix coordinates
+        for b, row in enumerate(batch):  # one slice per row
+            if row.parents is not None and len(row.parents):
+                t = int(trunk[b])
+                parent[b, t : t + len(row.parents)] = torch.where(row.parents < 0, t - 1, t + row.parents)
+        causal = torch.ones(width, width, dtype=torch.bool).tril()
+        see = causal[None] & is_trunk[:, None, :] & is_trunk[:, :, None]  # the prompt: causal
+        see |= is_node[:, :, None] & is_trunk[:, None, :]  # a node sees the whole prompt ...
+        see |= torch.eye(width, dtype=torch.bool)[None]  # ... and itself (padding: only itself)
+        depth = is_node.long()
+        up = torch.where(is_node, parent, -1)  # walk every node up through its ancestor nodes at once
+        while True:
+            up_is_node = (up >= 0) & is_node.gather(1, up.clamp(min=0))
+            if not up_is_node.any():
+                break
+            rows_idx, cols = up_is_node.nonzero(as_tuple=True)
+            see[rows_idx, cols, up[rows_idx, cols]] = True
+            depth += up_is_node
+            up = torch.where(up_is_node, parent.gather(1, up.clamp(min=0)), -1)
+        position_ids = torch.where(is_node, trunk - 1 + depth, q[None, :]) + prefix_len
+        mask = torch.cat([torch.ones((n_rows, width, prefix_len), dtype=torch.bool), see], dim=-1)[:, None]
+        gather = [torch.full((len(r.targets),), r.start, dtype=torch.long) if r.reads is None
+                  else torch.where(r.reads < 0, r.start, int(trunk[b]) + r.reads) for b, r in enumerate(batch)]
+        return mask, position_ids, torch.cat(gather)
 
     def _head_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """``log softmax(lm_head(hidden))[targets]`` in float32, on the scored positions only.

@@ -37,7 +37,7 @@ from styleeval.validation import broadcast_texts, check_texts
 
 DEFAULT_BATCH_TOKENS_CPU = 512
 DEFAULT_BATCH_TOKENS_GPU = 16384
-PIPELINE_ROWS = 1024
+PIPELINE_ROWS = 256
 VARIANTS = ("default", "authors")
 HEAD_DTYPES = ("float32", "bfloat16", "float16")
 
