@@ -192,3 +192,18 @@ def test_tree_layout_equals_a_token_by_token_construction():
     assert torch.equal(mask, want_mask) and torch.equal(positions, want_positions)
     want_gather = [r.start if p < 0 else r.start + 1 + p for r in batch for p in r.reads.tolist()]
     assert gather.tolist() == want_gather
+
+
+def test_trees_with_no_reads_and_different_candidate_counts_share_a_batch(tiny_model):
+    from styleeval.engine import TokenTree
+
+    engine = ScoringEngine(tiny_model, batch_tokens=10**5)
+    trees = [TokenTree([1, 2, 3], [], []), TokenTree([1, 2], [(5, -1)], [(-1, [4, 5]), (0, [6])]),
+             TokenTree([1, 2, 4], [], [(-1, [7])])]
+    together = engine.tree_logprobs(trees)
+    assert together[0] == []
+    for tree, got in zip(trees[1:], together[1:]):
+        alone = engine.tree_logprobs([tree])[0]
+        assert [len(x) for x in got] == [len(c) for _, c in tree.reads]
+        for a, b in zip(got, alone):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0)

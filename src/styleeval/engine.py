@@ -288,8 +288,8 @@ class ScoringEngine:
                 targets = torch.zeros((len(tree.reads), max(widths, default=1)), dtype=torch.long)
                 for r, (_, cands) in enumerate(tree.reads):
                     targets[r, : len(cands)] = torch.tensor(list(cands), dtype=torch.long)
-            items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets.reshape(len(tree.reads), -1),
-                               parents, torch.tensor([p for p, _ in tree.reads], dtype=torch.long)))
+            items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets, parents,
+                               torch.tensor([p for p, _ in tree.reads], dtype=torch.long)))
         out: list[list[torch.Tensor]] = [[] for _ in trees]
         for index, logprobs in self._run(items):
             reads = trees[index].reads
@@ -437,7 +437,9 @@ class ScoringEngine:
             starts = torch.tensor([r.start for r in batch], dtype=torch.long)
             first = torch.cumsum(counts, 0) - counts
             pos_idx = torch.repeat_interleave(starts - first, counts) + torch.arange(int(counts.sum()))
-        targets = torch.cat([r.targets for r in batch]).to(device)
+        k = max(r.targets.shape[1] for r in batch)  # trees may read different numbers of candidates: pad with 0
+        targets = torch.cat([torch.nn.functional.pad(r.targets, (0, k - r.targets.shape[1])) for r in batch])
+        targets = targets.to(device)
         logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets)
         return list(zip(batch, logprobs.split(counts.tolist())))
 

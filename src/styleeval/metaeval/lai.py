@@ -212,8 +212,9 @@ def published() -> list[dict[str, Any]]:
 def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | None = None, cache: Any = None,
             out_dir: str | None = None, progress: bool = False, plots: bool = True) -> pd.DataFrame:
     """Score ``metrics`` on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
-    ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png``. ``lai:<score>`` metrics take their own dimension (Lai's files say
-    which aspect each score is for); the others take ``dimension``. Reference-based metrics also get Table 4 and the
+    ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png``.
+    ``lai:<score>`` metrics take their own dimension (Lai's files say which aspect each score is for); the others take
+    ``dimension``. Reference-based metrics also get Table 4 and the
     multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
     from pathlib import Path
 
@@ -244,8 +245,9 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
         rewrites = [four.rewrites[i] for i in rows]
         refs = [four.references[i] for i in rows]
         extra = []
-        for metric in referenced:
-            single = [metric.compute(sources, rewrites, [[r[k]] for r in refs]) for k in range(4)]
+        for metric in referenced:  # against reference 1: the scores the analysis above already has
+            first = [wanted[metric.label][1][row_id] for row_id in frame["id"]]
+            single = [first, *(metric.compute(sources, rewrites, [[r[k]] for r in refs]) for k in (1, 2, 3))]
             multi = [single[0], *(metric.compute(sources, rewrites, [r[:k] for r in refs]) for k in (2, 3, 4))]
             extra += reference_agreement(frame, metric.label, single, multi)
         result = pd.concat([result, pd.DataFrame(extra, columns=LAI_COLUMNS)], ignore_index=True)

@@ -50,13 +50,20 @@ def vader_version() -> str:
     return version("vaderSentiment")
 
 
+def _style_part(token: str, min_valence: float) -> str | None:
+    """The part of ``token`` that is a VADER entry with |valence| >= ``min_valence``: the whole token (an emoticon such
+    as ":)", or a bare word), else the token without its surrounding punctuation; ``None`` when neither is."""
+    lexicon = vader_lexicon()
+    for candidate in (token, token.strip(_PUNCT)):
+        valence = lexicon.get(candidate.lower()) if candidate else None
+        if valence is not None and abs(valence) >= min_valence:
+            return candidate
+    return None
+
+
 def is_style_word(token: str, min_valence: float = 0.0) -> bool:
     """Whether ``token`` (or its core without surrounding punctuation) is a VADER entry with |valence| >= min."""
-    lexicon = vader_lexicon()
-    for candidate in (token.lower(), token.strip(_PUNCT).lower()):
-        if candidate and candidate in lexicon and abs(lexicon[candidate]) >= min_valence:
-            return True
-    return False
+    return _style_part(token, min_valence) is not None
 
 
 def mask_style_words(text: str, mask: str = "placeholder", min_valence: float = 0.0) -> str:
@@ -68,14 +75,12 @@ def mask_style_words(text: str, mask: str = "placeholder", min_valence: float = 
         raise ValueError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
     out: list[str] = []
     for token in text.split():
-        if not is_style_word(token, min_valence):
+        part = _style_part(token, min_valence)
+        if part is None:
             out.append(token)
             continue
-        core = token.strip(_PUNCT)
-        if not core or core.lower() not in vader_lexicon() or token.lower() in vader_lexicon():
-            core = token  # the whole token is the entry (an emoticon such as ":)")
-        start = token.find(core)
-        left, right = token[:start], token[start + len(core):]
+        start = token.find(part)
+        left, right = token[:start], token[start + len(part):]
         if mask == "placeholder":
             out.append(left + PLACEHOLDER + right)
         elif out and not left:
