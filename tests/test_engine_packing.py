@@ -207,3 +207,113 @@ def test_trees_with_no_reads_and_different_candidate_counts_share_a_batch(tiny_m
         assert [len(x) for x in got] == [len(c) for _, c in tree.reads]
         for a, b in zip(got, alone):
             assert torch.allclose(a, b, atol=1e-5, rtol=0)
+
+
+def _prompts_and_targets(tokenizer, rows):
+    chat = ChatFormat(tokenizer)
+    sources, rewrites, styles = map(list, zip(*rows))
+    prompts = [p for ctx in CONTEXTS for p in chat.prompt_ids([user_message(ctx, s, st)
+                                                             for s, st in zip(sources, styles)])]
+    return prompts, chat.rewrite_ids(rewrites) * len(CONTEXTS)
+
+
+def _fed_tokens(engine, prompts, targets):
+    """``engine.token_logprobs(prompts, targets)`` and the tokens the decoder was fed meanwhile (padding included)."""
+    fed = []
+    handle = engine.decoder.register_forward_pre_hook(lambda _m, _a, kw: fed.append(kw["input_ids"].numel()),
+                                                      with_kwargs=True)
+    try:
+        return engine.token_logprobs(prompts, targets), sum(fed)
+    finally:
+        handle.remove()
+
+
+def test_prefix_kept_across_calls_is_exact_and_not_run_again(tiny_model, tiny_tokenizer, grouped_rows):
+    """The system turn's KV cache is kept from one call to the next: later calls equal a fresh engine's results and
+    feed exactly the prefix's tokens fewer; prefixes shorter (a slice of the kept one), longer (an extension) or
+    different from the kept one are exact too."""
+    kept = ScoringEngine(tiny_model, batch_tokens=300, pack_prompts=True)
+    first = _prompts_and_targets(tiny_tokenizer, grouped_rows[:9])
+    second = _prompts_and_targets(tiny_tokenizer, grouped_rows[9:])
+    one = _prompts_and_targets(tiny_tokenizer, grouped_rows[3:4])
+    other = ([[7, 8, 9, 10]], [[11, 12]])  # shares nothing with the chat prompts
+    kept.token_logprobs(*first)
+    prefix = min(len(p) for p in second[0]) - 1
+    prefix = min(prefix, *(next((i for i, (a, b) in enumerate(zip(p, second[0][0])) if a != b), len(p))
+                           for p in second[0]))
+    assert prefix > 10  # the system turn
+    for prompts, targets in (second, one, second, other, first):
+        fresh = ScoringEngine(tiny_model, batch_tokens=300, pack_prompts=True)
+        got, fed_kept = _fed_tokens(kept, prompts, targets)
+        want, fed_fresh = _fed_tokens(fresh, prompts, targets)
+        for a, b in zip(got, want):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0)
+        if prompts is second[0]:
+            assert fed_fresh - fed_kept == prefix
+
+
+def test_kept_prefix_is_dropped_when_the_weights_change(tiny_model, tiny_tokenizer, grouped_rows):
+    import copy
+
+    model = copy.deepcopy(tiny_model)
+    engine = ScoringEngine(model, batch_tokens=300, pack_prompts=True)
+    prompts, targets = _prompts_and_targets(tiny_tokenizer, grouped_rows[:6])
+    before = engine.token_logprobs(prompts, targets)
+    with torch.no_grad():
+        model.model.layers[0].self_attn.v_proj.weight.mul_(1.5)  # in place: the cached prefix is now stale
+    after = engine.token_logprobs(prompts, targets)
+    want = ScoringEngine(model, batch_tokens=300, pack_prompts=True).token_logprobs(prompts, targets)
+    assert max((a - b).abs().max().item() for a, b in zip(before, after) if len(a)) > 1e-3
+    for a, b in zip(after, want):
+        assert torch.allclose(a, b, atol=1e-5, rtol=0)
+    model.to(torch.float64)  # a new storage: also a change
+    assert engine.token_logprobs(prompts[:1], targets[:1])[0].dtype == torch.float32
+
+
+def test_head_blocks_gathered_across_batches(tiny_model, tiny_tokenizer, grouped_rows):
+    """The LM head runs on blocks of ``head_rows`` scored positions gathered across decoder batches: every block but
+    the last is full, and the results do not depend on the block size (plain rows, token trees, candidates)."""
+    from styleeval.engine import TokenTree
+
+    prompts, targets = _prompts_and_targets(tiny_tokenizer, grouped_rows)
+    trees = [TokenTree([1, 2, 3], [(4, -1), (5, 0)], [(-1, [4, 6]), (1, [7])]), TokenTree([1, 2], [], [(-1, [9])])]
+    results = {}
+    for head_rows in (1, 7, None):
+        engine = ScoringEngine(tiny_model, batch_tokens=200, head_rows=head_rows, pack_prompts=True)
+        sizes = []
+        real = engine._head_logprobs
+        engine._head_logprobs = lambda h, t, real=real, sizes=sizes: (sizes.append(len(h)), real(h, t))[1]
+        results[head_rows] = (engine.token_logprobs(prompts, targets), engine.tree_logprobs(trees),
+                              engine.candidate_logprobs(prompts[:5], [3, 4, 5]))
+        total = sum(len(t) for t in targets) + 3 + 5
+        assert sum(sizes) == total
+        assert engine.head_rows == (head_rows or 1024)
+        if head_rows == 7:  # full blocks only, except the last of each call
+            assert sizes.count(7) >= len(sizes) - 3 and len(sizes) >= total // 7
+    for head_rows in (1, 7):
+        got, want = results[head_rows], results[None]
+        for a, b in zip(got[0], want[0]):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0)
+        for tree_got, tree_want in zip(got[1], want[1]):
+            for a, b in zip(tree_got, tree_want):
+                assert torch.allclose(a, b, atol=1e-5, rtol=0)
+        assert torch.allclose(got[2], want[2], atol=1e-5, rtol=0)
+
+
+def test_out_of_memory_in_the_head_halves_its_blocks(tiny_model, tiny_tokenizer, grouped_rows):
+    prompts, targets = _prompts_and_targets(tiny_tokenizer, grouped_rows[:8])
+    want = ScoringEngine(tiny_model).token_logprobs(prompts, targets)
+    engine = ScoringEngine(tiny_model, head_rows=64)
+    real = engine._head_logprobs
+
+    def limited(hidden, ids):  # the device "has memory" for 10 rows of logits at most
+        if len(hidden) > 10:
+            raise torch.OutOfMemoryError("simulated")
+        return real(hidden, ids)
+
+    engine._head_logprobs = limited
+    with pytest.warns(UserWarning, match="out of memory in the LM head"):
+        got = engine.token_logprobs(prompts, targets)
+    assert engine.head_rows == 8
+    for a, b in zip(got, want):
+        assert torch.allclose(a, b, atol=1e-5, rtol=0)

@@ -3,11 +3,13 @@
 One batching path for every log-likelihood the project computes (lm-evaluation-harness style):
 
 1. the longest token prefix shared by all prompts (the chat template's system turn) is run once and its KV
-   cache is reused by every row (a fresh ``DynamicCache`` per batch, expanded to the batch size);
+   cache is reused by every row (a fresh ``DynamicCache`` per batch, expanded to the batch size), and kept for the
+   next call while the weights are unchanged (the part it shares with the next call's prefix is not run again);
 2. rows are sorted by length (longest first) and packed into batches under a token budget; the suffixes are
    right-padded and get explicit position ids ``P + arange(L)``, so with the causal mask no real token ever
    attends to padding;
-3. only the hidden states that predict a continuation token go through the LM head, in float32, and each
+3. only the hidden states that predict a continuation token go through the LM head, in float32, gathered across
+   batches into blocks of ``head_rows`` (few large GEMMs over the largest weight of the model), and each
    log-probability is ``logit[target] - logsumexp(logits)``;
 4. results stay on the device until the call ends, are copied to the host once, and are restored to input order.
    On CUDA out-of-memory the batch is split in half and the token budget halved for the rest of the run. Torch's
@@ -72,6 +74,9 @@ class _Row:
 
 
 _EMPTY = torch.empty(0, dtype=torch.float32)
+# default LM-head block: below ~750 rows the (hidden x vocab) GEMM ran at 53-79% of the square-matmul peak on this
+# project's 2-core CPU (128k vocabulary), at 750-1024 rows at 93-98% (docs/benchmarks.md)
+MIN_HEAD_ROWS = 1024
 
 
 def available_cpus() -> int:
@@ -126,6 +131,8 @@ class ScoringEngine:
         model: a ``*ForCausalLM`` model (its decoder backbone and output embeddings are used directly).
         batch_tokens: token budget of one batch (rows x padded suffix length).
         max_batch_rows: upper bound on rows per batch (``None``: only the token budget limits).
+        head_rows: scored positions per LM-head GEMM, gathered across batches (``None``: the larger of
+            ``batch_tokens`` and 1024). The head's logits take ``head_rows x vocab`` floats.
         reuse_prefix: run the prefix shared by all prompts once and reuse its KV cache.
         share_prompts: also group rows whose prompts share a longer prefix (e.g. the autorater's instructions
             per target style, or one prompt with several continuations) and run each group's prefix once;
@@ -146,6 +153,7 @@ class ScoringEngine:
         model,
         batch_tokens: int = 1024,
         max_batch_rows: int | None = None,
+        head_rows: int | None = None,
         reuse_prefix: bool = True,
         share_prompts: bool = False,
         min_shared: int = 16,
@@ -163,6 +171,9 @@ class ScoringEngine:
         self.decoder = model.get_decoder()
         self.batch_tokens = int(batch_tokens)
         self.max_batch_rows = max_batch_rows
+        if head_rows is not None and head_rows < 1:
+            raise ValueError(f"head_rows must be positive, got {head_rows}")
+        self.head_rows = int(head_rows) if head_rows is not None else max(self.batch_tokens, MIN_HEAD_ROWS)
         self.reuse_prefix = reuse_prefix
         self.share_prompts = share_prompts and reuse_prefix
         self.min_shared = int(min_shared)
@@ -172,8 +183,10 @@ class ScoringEngine:
         self.pack_prompts = pack_prompts
         self.lower_right = lower_right
         self.progress = progress
-        self._head_weight: torch.Tensor | None = None
+        self._head_weight: tuple[tuple[int, int], torch.Tensor] | None = None  # (weights key, float32 head)
         self._no_out_dtype = False
+        # the last global prefix's KV cache, kept across calls: (its tokens, the weights it was computed with, cache)
+        self._prefix_memo: tuple[tuple[int, ...], tuple, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
 
     @property
     def device(self) -> torch.device:
@@ -324,12 +337,18 @@ class ScoringEngine:
 
     def _run(self, items: list[_Item]):
         """Score ``items`` in budget-packed batches, longest first within each prompt group; yields
-        ``(item.index, (positions, K) tensor)``."""
+        ``(item.index, (positions, K) tensor)`` (K: the most candidates any item reads, padded with token 0).
+
+        The decoder runs batch by batch; the hidden states that predict a scored token are gathered across batches
+        and go through the LM head in blocks of :attr:`head_rows` rows (the head's weight is the largest matrix of
+        the model: few large GEMMs instead of one small one per batch)."""
         if not items:
             return
         global_len = self._prefix_length([it.prompt for it in items])
+        width = max(it.targets.shape[1] for it in items)
         bar = tqdm(total=len(items), desc="scoring", unit="seq", disable=not self.progress, leave=False)
-        pending: list[tuple[int, torch.Tensor]] = []  # results stay on the device: one copy to the host per call
+        order: list[tuple[int, int]] = []  # (item index, scored positions), in the order of the head's rows
+        head = _HeadQueue(self, width)  # results stay on the device: one copy to the host per call
         with lower_right_attention_for(self.model, self.lower_right):
             global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
             try:
@@ -344,18 +363,19 @@ class ScoringEngine:
                     pos = 0
                     while pos < len(rows):
                         batch = self._next_batch(rows, pos)
-                        pending += [(row.index, lp) for row, lp in self._score_batch_safely(batch, prefix_len, cache)]
+                        for done, hidden, targets in self._score_batch_safely(batch, prefix_len, cache):
+                            order += [(row.index, len(row.targets)) for row in done]
+                            head.add(hidden, targets)
                         pos += len(batch)
                         bar.update(len(batch))
+                logprobs = head.finish()
             finally:
                 bar.close()
-        if not pending:
-            return
-        host = torch.cat([lp.reshape(-1) for _, lp in pending]).cpu()
+        host = logprobs.cpu()
         offset = 0
-        for index, lp in pending:
-            yield index, host[offset : offset + lp.numel()].view(lp.shape)
-            offset += lp.numel()
+        for index, count in order:
+            yield index, host[offset : offset + count]
+            offset += count
 
     def _extend_prefix(self, cache, tokens: list[int], start: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The KV cache of ``cache``'s tokens followed by ``tokens`` (positions from ``start``)."""
@@ -378,13 +398,35 @@ class ScoringEngine:
         return rows[pos : pos + size]
 
     def _run_prefix(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
-        out = self.decoder(input_ids=ids, use_cache=True)
-        return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        """The KV cache of ``prefix``, reusing the previous call's when the weights are unchanged: the tokens both
+        share are kept (causal attention: a prefix's keys and values do not depend on what follows it) and only the
+        rest is run."""
+        weights = self._weights_key()
+        shared, cache = 0, None
+        if self._prefix_memo is not None and self._prefix_memo[1] == weights:
+            tokens, _, memo = self._prefix_memo
+            shared = common_prefix_length([tokens, prefix])
+            if shared == len(tokens) == len(prefix):
+                return memo
+            if shared:
+                cache = [(k[:, :, :shared], v[:, :, :shared]) for k, v in memo]
+        if shared < len(prefix):
+            cache = self._extend_prefix(cache, prefix[shared:], shared)
+        self._prefix_memo = (tuple(prefix), weights, cache)
+        return cache
+
+    def _weights_key(self) -> tuple:
+        """Where every parameter and buffer lives and how often it was modified in place (``_version``): a kept
+        prefix cache is used only while this is unchanged (a ``load_state_dict``, an optimizer step or ``.to()``
+        all change it)."""
+        tensors = [*self.model.parameters(), *self.model.buffers()]
+        return tuple((t.data_ptr(), t._version) for t in tensors)
 
     def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache):
+        """``[(rows, hidden, targets)]``: :meth:`_score_batch` of ``batch``, or of its halves after an out-of-memory
+        error (the token budget is then halved for the rest of the run)."""
         try:
-            return self._score_batch(batch, prefix_len, prefix_cache)
+            return [self._score_batch(batch, prefix_len, prefix_cache)]
         except torch.OutOfMemoryError:
             if len(batch) == 1:
                 raise
@@ -400,7 +442,9 @@ class ScoringEngine:
                 batch[half:], prefix_len, prefix_cache
             )
 
-    def _score_batch(self, batch: list[_Row], prefix_len: int, prefix_cache) -> list[tuple[_Row, torch.Tensor]]:
+    def _score_batch(self, batch: list[_Row], prefix_len: int, prefix_cache):
+        """Run the decoder on ``batch``; returns ``(batch, hidden, targets)``: the hidden states that predict a scored
+        token, all rows' in order, (N, H), and the token ids read at each, (N, K) (K padded with token 0)."""
         from transformers import DynamicCache
 
         device = self.device
@@ -440,8 +484,7 @@ class ScoringEngine:
         k = max(r.targets.shape[1] for r in batch)  # trees may read different numbers of candidates: pad with 0
         targets = torch.cat([torch.nn.functional.pad(r.targets, (0, k - r.targets.shape[1])) for r in batch])
         targets = targets.to(device)
-        logprobs = self._head_logprobs(hidden[row_idx.to(device), pos_idx.to(device)], targets)
-        return list(zip(batch, logprobs.split(counts.tolist())))
+        return batch, hidden[row_idx.to(device), pos_idx.to(device)], targets
 
     @staticmethod
     def _tree_layout(batch: list[_Row], prefix_len: int, width: int):
@@ -488,10 +531,11 @@ class ScoringEngine:
             return self._rounded_head_logprobs(hidden, head, targets)
         logits = self._half_head_float_logits(hidden, head.weight)
         if logits is None:
-            if self._head_weight is None:  # a float32 copy of a half-precision head, made once
-                weight = head.weight
-                self._head_weight = weight if weight.dtype == torch.float32 else weight.float()
-            logits = torch.nn.functional.linear(hidden.float(), self._head_weight)
+            weight = head.weight
+            key = (weight.data_ptr(), weight._version)
+            if self._head_weight is None or self._head_weight[0] != key:  # float32 copy of a half head, made once
+                self._head_weight = (key, weight if weight.dtype == torch.float32 else weight.float())
+            logits = torch.nn.functional.linear(hidden.float(), self._head_weight[1])
         bias = getattr(head, "bias", None)
         if bias is not None:
             logits = logits + bias.float()
@@ -531,3 +575,53 @@ class ScoringEngine:
         except (RuntimeError, TypeError, NotImplementedError):
             self._no_out_dtype = True
             return None
+
+
+class _HeadQueue:
+    """Hidden states waiting for the LM head (with the token ids read at each): the head runs on blocks of
+    ``engine.head_rows`` rows as they fill up and on the rest at :meth:`finish`; the log-probabilities stay on the
+    device, in the order the rows arrived."""
+
+    def __init__(self, engine: ScoringEngine, width: int) -> None:
+        self.engine, self.width = engine, width
+        self.hidden: list[torch.Tensor] = []
+        self.targets: list[torch.Tensor] = []
+        self.waiting = 0
+        self.done: list[torch.Tensor] = []
+
+    def add(self, hidden: torch.Tensor, targets: torch.Tensor) -> None:
+        if not len(hidden):
+            return
+        self.hidden.append(hidden)
+        self.targets.append(torch.nn.functional.pad(targets, (0, self.width - targets.shape[1])))
+        self.waiting += len(hidden)
+        if self.waiting >= self.engine.head_rows:
+            self._flush(everything=False)
+
+    def finish(self) -> torch.Tensor:
+        """All log-probabilities, (rows, width), in arrival order."""
+        if self.waiting:
+            self._flush(everything=True)
+        if not self.done:
+            return torch.empty((0, self.width), dtype=torch.float32)
+        return torch.cat(self.done)
+
+    def _flush(self, everything: bool) -> None:
+        hidden, targets = torch.cat(self.hidden), torch.cat(self.targets)
+        start = 0
+        while start < len(hidden) and (everything or len(hidden) - start >= self.engine.head_rows):
+            size = self.engine.head_rows
+            try:
+                self.done.append(self.engine._head_logprobs(hidden[start : start + size], targets[start : start + size]))
+            except torch.OutOfMemoryError:
+                if size == 1:
+                    raise
+                if hidden.device.type == "cuda":
+                    torch.cuda.empty_cache()
+                self.engine.head_rows = max(1, size // 2)
+                warnings.warn(f"out of memory in the LM head on {size} rows; halving it "
+                              f"(head_rows={self.engine.head_rows})", stacklevel=3)
+                continue
+            start += size
+        self.hidden, self.targets = ([hidden[start:]], [targets[start:]]) if start < len(hidden) else ([], [])
+        self.waiting = len(hidden) - start
