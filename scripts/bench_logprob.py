@@ -121,11 +121,16 @@ def flops(config, lengths: list[tuple[int, int]], head_tokens: int) -> float:
     return total + head_tokens * 2 * h * config.vocab_size
 
 
+def global_prefix(prompts: list[list[int]]) -> int:
+    """Tokens the engine runs once for all ``prompts`` (their common prefix, at least one prompt token left)."""
+    return min(common_prefix_length(prompts), min(map(len, prompts)) - 1)
+
+
 def plan_flops(config, prompts: list[list[int]], targets: list[list[int]], done: int = 0) -> float:
     """FLOPs the shared-prompt plan needs: the prompts' common prefix once (its first ``done`` tokens excepted: already
     run, the engine keeps them across calls), each distinct prompt once after it, each rewrite once after its prompt,
     the LM head on the scored tokens."""
-    prefix = min(common_prefix_length(prompts), min(map(len, prompts)) - 1)
+    prefix = global_prefix(prompts)
     lengths = [(done, prefix - done)]
     seen = set()
     for p, t in zip(prompts, targets):
@@ -323,7 +328,7 @@ def main() -> None:
         print(f"{name:<10} {n_rows / total:>10.3f} {rel:>50}  {max(diffs) if diffs else float('nan'):.1e}")
     pairs = [([p[c][i] for i in range(len(t)) for c in CONTEXTS], [t[i] for i in range(len(t)) for _ in CONTEXTS])
              for p, t in encoded]
-    system = min(min(common_prefix_length(ps), min(map(len, ps)) - 1) for ps, _ in pairs)
+    system = min(global_prefix(ps) for ps, _ in pairs)
     needs = [plan_flops(model.config, ps, ts, done=system) for ps, ts in pairs]  # the system turn: once, below
     need = sum(needs) + flops(model.config, [(0, system)], 0)
     achieved = need / sum(times["engine"])

@@ -79,6 +79,12 @@ _EMPTY = torch.empty(0, dtype=torch.float32)
 MIN_HEAD_ROWS = 1024
 
 
+def _storage_key(tensor: torch.Tensor) -> tuple[int, int]:
+    """Where ``tensor``'s data lives and how often it was modified in place: changes on ``.to()``,
+    ``load_state_dict``, an optimizer step (what a cache computed from the tensor must be dropped on)."""
+    return tensor.data_ptr(), tensor._version
+
+
 def available_cpus() -> int:
     """CPUs this process may use: its affinity mask, capped by a cgroup CPU quota (containers, CI runners)."""
     import os
@@ -416,11 +422,8 @@ class ScoringEngine:
         return cache
 
     def _weights_key(self) -> tuple:
-        """Where every parameter and buffer lives and how often it was modified in place (``_version``): a kept
-        prefix cache is used only while this is unchanged (a ``load_state_dict``, an optimizer step or ``.to()``
-        all change it)."""
-        tensors = [*self.model.parameters(), *self.model.buffers()]
-        return tuple((t.data_ptr(), t._version) for t in tensors)
+        """:func:`_storage_key` of every parameter and buffer: a kept prefix cache is used only while it is unchanged."""
+        return tuple(_storage_key(t) for t in (*self.model.parameters(), *self.model.buffers()))
 
     def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache):
         """``[(rows, hidden, targets)]``: :meth:`_score_batch` of ``batch``, or of its halves after an out-of-memory
@@ -532,7 +535,7 @@ class ScoringEngine:
         logits = self._half_head_float_logits(hidden, head.weight)
         if logits is None:
             weight = head.weight
-            key = (weight.data_ptr(), weight._version)
+            key = _storage_key(weight)
             if self._head_weight is None or self._head_weight[0] != key:  # float32 copy of a half head, made once
                 self._head_weight = (key, weight if weight.dtype == torch.float32 else weight.float())
             logits = torch.nn.functional.linear(hidden.float(), self._head_weight[1])
