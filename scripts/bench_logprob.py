@@ -189,7 +189,7 @@ def lm_eval_contender(model, tokenizer, batch_size: int):
 
 
 def vllm_contender(url: str, concurrency: int):
-    from styleeval.server import ServerClient
+    from styleeval.backends.openai_server import ServerClient
 
     client = ServerClient(url, max_concurrency=concurrency)
 

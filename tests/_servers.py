@@ -90,14 +90,18 @@ class VLLMServer:
 class FaultProxy:
     """An HTTP proxy on 127.0.0.1 that forwards to ``target`` (host:port) and injects faults.
 
-    ``plan`` is consumed one entry per request: ``"pass"``, ``"503"``, ``"429"``, or ``("stall", seconds)``;
-    when it is empty every request passes. ``reject(body) -> bool`` answers 400 to matching requests.
+    ``plan`` is consumed one entry per request: ``"pass"``, ``"503"``, ``"429"``, ``("stall", seconds)`` or
+    ``("drip", seconds)`` (the real answer sent one byte every ``seconds``); when it is empty every request passes.
+    ``reject(body) -> bool`` answers 400 (with ``reject_message``) to matching requests; ``mutate(path, body) ->
+    body`` rewrites the server's answers (log-probabilities, truncated JSON...).
     """
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.plan: list = []
         self.reject: Callable[[bytes], bool] | None = None
+        self.reject_message = "rejected by the test proxy"
+        self.mutate: Callable[[str, bytes], bytes] | None = None
         self.requests = 0
         self.lock = threading.Lock()
         proxy = self
@@ -108,12 +112,21 @@ class FaultProxy:
             def log_message(self, *args):  # quiet
                 pass
 
-            def _reply(self, status: int, body: bytes) -> None:
+            def _reply(self, status: int, body: bytes, drip: float = 0.0) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if not drip:
+                    self.wfile.write(body)
+                    return
+                for k in range(len(body)):  # a slow loris: every read gets a byte, the answer never completes
+                    try:
+                        self.wfile.write(body[k : k + 1])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up
+                        return
+                    time.sleep(drip)
 
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -122,7 +135,7 @@ class FaultProxy:
                     proxy.requests += 1
                     action = proxy.plan.pop(0) if proxy.plan else "pass"
                 if proxy.reject is not None and proxy.reject(body):
-                    return self._reply(400, json.dumps({"error": {"message": "rejected by the test proxy"}}).encode())
+                    return self._reply(400, json.dumps({"error": {"message": proxy.reject_message}}).encode())
                 if action in ("503", "429"):
                     return self._reply(int(action), b'{"error": {"message": "injected fault"}}')
                 if isinstance(action, tuple) and action[0] == "stall":
@@ -136,7 +149,10 @@ class FaultProxy:
                     response = conn.getresponse()
                     status, data = response.status, response.read()
                     conn.close()
-                    self._reply(status, data)
+                    if proxy.mutate is not None and status == 200:
+                        data = proxy.mutate(self.path, data)
+                    drip = action[1] if isinstance(action, tuple) and action[0] == "drip" else 0.0
+                    self._reply(status, data, drip)
                 except OSError:  # the client gave up (a stall test) or the server is gone (teardown)
                     pass
 

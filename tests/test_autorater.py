@@ -74,7 +74,7 @@ def test_parsers_on_real_looking_replies(reply, robust, authors):
 
 def test_paper_mode_on_a_judge_with_known_replies(judge_model_dir):
     judge = Autorater(str(judge_model_dir), mode="paper", device="cpu", progress=False)
-    results = judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
+    results = judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE, fallback="mean")
     assert [r["reply"] for r in results] == JUDGE_REPLIES
     assert [r["parsed"] for r in results] == [True, True, False]
     assert results.meaning == [4.0, 2.0, 3.0]  # row 2: the mean of the readable rows (the authors' fallback)
@@ -82,12 +82,12 @@ def test_paper_mode_on_a_judge_with_known_replies(judge_model_dir):
     assert results.compliance_rate == pytest.approx(2 / 3)
     assert "mode:paper|prompt:paper-small|parser:robust|decoding:greedy-20|dtype:float32" in results.signature
 
-    raw = judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE, fallback=None)
+    raw = judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)  # default: unreadable ratings stay NaN
     assert raw.meaning[:2] == [4.0, 2.0] and math.isnan(raw.meaning[2]) and math.isnan(raw.style[2])
 
     # the authors' parser needs double quotes: only row 0 counts, the others get its ratings
     authors = Autorater(str(judge_model_dir), mode="paper", parser="authors", progress=False)
-    res = authors.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
+    res = authors.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE, fallback="mean")
     assert res.meaning == [4.0, 4.0, 4.0] and res.style == [2.0, 2.0, 2.0]
     assert [r["parsed"] for r in res] == [True, False, False]
     assert "parser:authors" in res.signature
@@ -104,7 +104,7 @@ def test_paper_mode_results_are_in_input_order_whatever_the_batching(judge_model
 def test_paper_mode_on_a_random_model_is_non_compliant(tiny_model, tiny_tokenizer):
     judge = Autorater(tiny_model, tokenizer=tiny_tokenizer, mode="paper", progress=False)
     with pytest.warns(UserWarning, match="no meaning rating could be read"):
-        res = judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
+        res = judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE, fallback="mean")
     assert res.compliance_rate == 0.0
     assert all(math.isnan(v) for v in res.meaning + res.style)
     assert all(isinstance(r["reply"], str) for r in res)
@@ -114,8 +114,7 @@ def test_paper_70b_sampling_repeats_with_the_seed(tiny_model, tiny_tokenizer):
     def replies(seed):
         judge = Autorater(tiny_model, tokenizer=tiny_tokenizer, mode="paper", prompt="paper-70b", seed=seed,
                           max_new_tokens=12, progress=False)
-        with pytest.warns(UserWarning):
-            return [r["reply"] for r in judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)]
+        return [r["reply"] for r in judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)]
 
     first = replies(0)
     assert replies(0) == first

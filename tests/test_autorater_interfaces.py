@@ -128,7 +128,7 @@ def test_cli_autorate_paper_mode_resumes(tmp_path, judge_model_dir, capsys):
 
 
 def test_cli_autorate_expected_mode_csv(tmp_path, judge_model_dir):
-    from styleeval.io import AUTORATER_RECORDS, read_scores
+    from styleeval.files import AUTORATER_RECORDS, read_scores
 
     inp = _write_input(tmp_path / "in.jsonl", 3)
     out = tmp_path / "out.csv"

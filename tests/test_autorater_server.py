@@ -10,7 +10,7 @@ import torch
 from conftest import JUDGE_REPLIES, JUDGE_REWRITES, JUDGE_SOURCES, JUDGE_STYLE
 
 from styleeval.autorater import Autorater
-from styleeval.server import ServerClient, ServerError
+from styleeval.backends.openai_server import ServerClient, ServerError
 
 MORE_SOURCES = ["the food was cold and the staff rude.", "ur ready 4 the party tonight??", "This restaurant was awful."]
 MORE_REWRITES = ["The food was warm and the staff were lovely.", "Are you ready for the party tonight?", ""]
@@ -59,7 +59,7 @@ def test_paper_mode_server_gives_the_local_replies(judge_model_dir, vllm_server)
             assert b["reply"] == a["reply"]
             compared += 1
     assert compared >= 3
-    with_mean = served.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
+    with_mean = served.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE, fallback="mean")
     assert with_mean.meaning == [4.0, 2.0, 3.0] and with_mean.compliance_rate == pytest.approx(2 / 3)
     assert "backend:server" in with_mean.signature and "decoding:greedy-20" in with_mean.signature
 
@@ -114,10 +114,11 @@ def test_a_rejected_request_names_the_row(judge_model_dir, fault_proxy):
         judge.rate(["a", "b", "c POISON", "d"], ["e", "f", "g", "h"], "polite")
 
 
-def test_the_server_own_4xx_names_the_row(judge_model_dir, vllm_server):
+def test_a_too_long_prompt_names_the_row_before_any_request(judge_model_dir, vllm_server):
     judge = Autorater("judge", tokenizer=str(judge_model_dir), mode="expected", base_url=vllm_server.base_url,
                       progress=False)
-    with pytest.raises(ServerError, match=r"row 1 .*answered 400"):
+    with pytest.raises(ValueError, match=r"row 1: the judge prompt is \d+ tokens, too long for the model's context "
+                       r"of 511"):  # the server's max_model_len 512, less the one token it must generate
         judge.rate(["short", "long " * 600], ["a", "b"], "polite")
 
 

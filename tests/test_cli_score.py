@@ -1,4 +1,4 @@
-"""`styleeval score`: chunked, resumable scoring of CSV / JSONL files (and `styleeval.io.score_file`)."""
+"""`styleeval score`: chunked, resumable scoring of CSV / JSONL files (and `styleeval.files.score_file`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from styleeval.cli import main
-from styleeval.io import read_scores, score_file
+from styleeval.files import read_scores, score_file
 
 N = 10
 STYLES = ["polite", "formal", "positive", "casual", "persuasive"]

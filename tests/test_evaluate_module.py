@@ -37,9 +37,11 @@ def model_loads(monkeypatch, load_metric):
     """Counts real model loads (``from_pretrained``) and starts from an empty module-level cache."""
     from transformers import AutoModelForCausalLM
 
+    import styleeval.backends
     import styleeval.logprob
 
     styleeval.logprob._SHARED.clear()
+    styleeval.backends.clear_shared()
     calls: list[str] = []
     original = AutoModelForCausalLM.from_pretrained
 

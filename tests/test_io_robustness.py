@@ -16,14 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from styleeval.io import (
-    LOGPROB_RECORDS,
-    _format_records,
-    _read_scores,
-    read_rows,
-    read_scores,
-    score_file,
-)
+from styleeval.files import read_rows, read_scores, score_file
+from styleeval.files.records import LOGPROB_RECORDS, _format_records, _read_scores
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40)
 NASTY = ["a\rb", "c\r\nd", "e\nf", 'say "hi", ok', "nul\x00byte", "\u2028sep\u2029", " lead and trail ", "", "\ufeffbom"]

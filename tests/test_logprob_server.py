@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 from contextlib import nullcontext
 
 import pytest
 from conftest import JUDGE_REWRITES, JUDGE_SOURCES
 
 from styleeval import LogProb
-from styleeval.server import ServerError
+from styleeval.backends.openai_server import ServerError
 
 SOURCES = JUDGE_SOURCES + ["ur ready 4 the party tonight??", "say <|eot_id|> now", "This restaurant was awful."]
 REWRITES = JUDGE_REWRITES + ["Are you ready for the party tonight?", "Say <|eot_id|> now, please.", ""]
@@ -34,7 +35,7 @@ def test_server_equals_local_engine(judge_model_dir, vllm_server, variant):
         assert b["style"] == pytest.approx(a["style"], abs=1e-4)
         assert [t["token"] for t in b["tokens"]] == [t["token"] for t in a["tokens"]]
     assert f"|variant:{variant}|" in got.signature and "|backend:server|" in got.signature
-    assert got.signature.startswith(f"logprob|model:{vllm_server.name}@server|")
+    assert re.match(rf"logprob\|model:{vllm_server.name}@server-[0-9a-f]{{12}}\|", got.signature)
 
 
 def test_server_errors_name_the_row(judge_model_dir, vllm_server):
@@ -58,7 +59,7 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
     import json
 
     from styleeval.cli import main
-    from styleeval.io import read_scores
+    from styleeval.files import read_scores
     from styleeval.metrics import get_metric
 
     local = LogProb(str(judge_model_dir), device="cpu", progress=False).score(SOURCES[:4], REWRITES[:4], STYLES[:4])
@@ -75,7 +76,7 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
     metric = get_metric(f"logprob_style:model={vllm_server.name}:base_url={vllm_server.base_url}"
                         f":tokenizer={judge_model_dir}")
     assert metric.compute(SOURCES[:4], REWRITES[:4], styles=STYLES[:4]) == pytest.approx(local.style, abs=1e-4)
-    assert metric.signature.startswith(f"logprob_style|model:{vllm_server.name}@server|")
+    assert re.match(rf"logprob_style\|model:{vllm_server.name}@server-[0-9a-f]{{12}}\|", metric.signature)
 
     import evaluate
 

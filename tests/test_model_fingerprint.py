@@ -41,7 +41,7 @@ def test_fingerprint_follows_the_content(model_copy, tiny_model_dir, tiny_tokeni
 
 def test_score_refuses_to_resume_onto_another_model(model_copy, tiny_tokenizer, tmp_path):
     from styleeval import LogProb
-    from styleeval.io import score_file
+    from styleeval.files import score_file
 
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": st}) + "\n" for s, r, st in ROWS))

@@ -9,16 +9,11 @@ import os
 import gradio as gr
 
 from styleeval.autorater.rater import shared_autorater
-from styleeval.demo import check_text
+from styleeval.demo import check_text, model_from_env
 
 
 def _judge():
-    base_url = os.environ.get("STYLEEVAL_BASE_URL") or None
-    model = os.environ.get("STYLEEVAL_MODEL") or (None if base_url else "1b")
-    options = {"mode": os.environ.get("STYLEEVAL_AUTORATER_MODE", "expected")}
-    if base_url:
-        options.update(base_url=base_url, tokenizer=os.environ.get("STYLEEVAL_TOKENIZER") or model)
-    return shared_autorater(model, **options)
+    return shared_autorater(**model_from_env(), mode=os.environ.get("STYLEEVAL_AUTORATER_MODE", "expected"))
 
 
 def rate(source: str, rewrite: str, style: str) -> dict:

@@ -44,7 +44,7 @@ Args:
     predictions (`list` of `str`): the rewrites to evaluate.
     sources (`list` of `str`): the source text of each rewrite.
     styles (`list` of `str`, or one `str`): the target style of each rewrite, e.g. "polite", "formal".
-    model_id (`str`, optional): preset ("1b", "3b", "8b": the paper's Llama 3.x Instruct), Hub id or local path;
+    model (`str`, optional; alias `model_id`): preset ("1b", "3b", "8b": the paper's Llama 3.x Instruct), Hub id or local path;
         with `base_url`, the served model name. Defaults to "meta-llama/Llama-3.2-1B-Instruct" (locally) or the
         server's only model. Loaded once per process and reused.
     mode (`str`, optional): "expected" (default; never breaks format) or "paper" (the authors' judge).
@@ -58,11 +58,15 @@ Args:
     dtype (`str`, optional): "float32" (default), "bfloat16" or "float16" (local models).
     seed (`int`, optional): sampling seed of "paper-70b". Defaults to 0.
     batch_size (`int`, optional): prompts per generate call (paper mode, local). Defaults to 16.
+    fill (`str`, optional): "mean" (default) or "none": see `meaning` below.
+    trust_remote_code (`bool`, optional), max_concurrency, timeout (optional, with `base_url`).
+    An option that does not apply to the backend raises a ValueError naming it.
 Returns:
     meaning (`list` of `float`): per rewrite, the meaning-preservation rating in [1, 5].
     style (`list` of `float`): per rewrite, the style rating in [1, 5].
     parsed (`list` of `bool`): per rewrite, whether both ratings were read from the reply (always True in
-        expected mode). Paper mode gives an unreadable rating the mean of the readable ones of this call.
+        expected mode). With fill="mean" (default, the authors' rule) paper mode gives an unreadable rating the
+        mean of the readable ones over all rows of this call; fill="none" leaves it NaN.
     compliance_rate (`float`): share of rows with `parsed` True.
     meaning_mean (`float`), style_mean (`float`): means over rows (NaN rows left out).
     signature (`str`): model@revision, mode, prompt, parser, decoding, dtype, backend, version.
@@ -80,18 +84,24 @@ Examples:
 """
 
 
-OPTIONS = {
-    "model_id": ((str, type(None)), None),
+OPTIONS = {  # None: not given (the backend's default); an option of the other backend is an error
+    "model": ((str, type(None)), None),
+    "model_id": ((str, type(None)), None),  # alias of model
     "mode": ((str,), "expected"),
     "prompt": ((str,), "paper-small"),
     "parser": ((str,), "robust"),
+    "fill": ((str,), "mean"),
     "base_url": ((str, type(None)), None),
     "tokenizer": ((str, type(None)), None),
     "device": ((str, type(None)), None),
-    "dtype": ((str,), "float32"),
+    "dtype": ((str,), None),
     "seed": ((int,), 0),
-    "batch_size": ((int,), 16),
+    "batch_size": ((int, type(None)), None),
+    "trust_remote_code": ((bool, type(None)), None),
+    "max_concurrency": ((int, type(None)), None),
+    "timeout": ((int, float, type(None)), None),
 }
+ALIASES = {"model_id": "model"}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -115,23 +125,23 @@ class LlmAutorater(support.SourceStyleInputs, evaluate.Metric):
         )
 
     def _compute(self, predictions, sources, styles, **given):
-        opts = support.check_options("llm_autorater", given, OPTIONS)
-        model_id = opts.pop("model_id")
-        options = {k: opts[k] for k in ("mode", "prompt", "parser", "seed")}
-        if opts["base_url"] is not None:
-            options.update(base_url=opts["base_url"], tokenizer=opts["tokenizer"])
-        else:
-            options.update(device=opts["device"], dtype=opts["dtype"], batch_size=opts["batch_size"])
-            if opts["tokenizer"] is not None:
-                options["tokenizer"] = opts["tokenizer"]
-        judge = styleeval.autorater.rater.shared_autorater(model_id, **options)
+        opts = support.resolve_aliases("llm_autorater", support.check_options("llm_autorater", given, OPTIONS),
+                                       ALIASES)
+        fill = opts.pop("fill")
+        if fill not in ("mean", "none"):
+            raise ValueError(f"llm_autorater: fill must be 'mean' or 'none', got {fill!r}")
+        judge = styleeval.autorater.rater.shared_autorater(**opts)
         results = judge.rate(sources, predictions, styles)
+        meaning, style = results.meaning, results.style
+        if fill == "mean" and judge.mode == "paper":  # the authors' rule, once over this call's rows
+            meaning = styleeval.autorater.rater.fill_unparsed_with_mean(meaning)
+            style = styleeval.autorater.rater.fill_unparsed_with_mean(style)
         return {
-            "meaning": results.meaning,
-            "style": results.style,
+            "meaning": meaning,
+            "style": style,
             "parsed": [bool(r["parsed"]) for r in results],
             "compliance_rate": results.compliance_rate,
-            "meaning_mean": support.nan_mean(results.meaning),
-            "style_mean": support.nan_mean(results.style),
+            "meaning_mean": support.nan_mean(meaning),
+            "style_mean": support.nan_mean(style),
             "signature": results.signature,
         }

@@ -8,16 +8,12 @@ import os
 
 import gradio as gr
 
-from styleeval.demo import check_text
+from styleeval.demo import check_text, model_from_env
 from styleeval.logprob import shared_logprob
 
 
 def _scorer():
-    base_url = os.environ.get("STYLEEVAL_BASE_URL") or None
-    model = os.environ.get("STYLEEVAL_MODEL") or (None if base_url else "1b")
-    if base_url:
-        return shared_logprob(model, base_url=base_url, tokenizer=os.environ.get("STYLEEVAL_TOKENIZER") or model)
-    return shared_logprob(model)
+    return shared_logprob(**model_from_env())
 
 
 def score(source: str, rewrite: str, style: str) -> dict:

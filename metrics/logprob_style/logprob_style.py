@@ -44,7 +44,7 @@ Args:
     predictions (`list` of `str`): the rewrites to evaluate.
     sources (`list` of `str`): the source text of each rewrite.
     styles (`list` of `str`, or one `str`): the target style of each rewrite, e.g. "polite", "more formal".
-    model_id (`str`, optional): preset ("1b", "3b", "8b"), Hub id or local path of a causal chat LLM.
+    model (`str`, optional; alias `model_id`): preset ("1b", "3b", "8b"), Hub id or local path of a causal chat LLM.
         Defaults to "meta-llama/Llama-3.2-1B-Instruct". Loaded once per process and reused. With `base_url`:
         the served model name (default: the server's only model).
     variant (`str`, optional): "default", or "authors" for the authors' LogProp.py procedure (hand-written
@@ -53,7 +53,7 @@ Args:
         (with dtype="bfloat16": the authors' numbers).
     base_url (`str`, optional): a vLLM OpenAI-compatible server ("http://host:8000/v1") that computes the
         log-probabilities instead of a local model; prompts are tokenized locally.
-    tokenizer_id (`str`, optional): the tokenizer to use with `base_url` (default: `model_id`).
+    tokenizer (`str`, optional; alias `tokenizer_id`): the tokenizer (default: the model's).
     batch_size (`int`, optional): at most this many sequences per forward pass (default: only the token
         budget `batch_tokens` limits a batch).
     batch_tokens (`int`, optional): token budget of one forward pass. Defaults to 512 on CPU, 16384 on GPU.
@@ -65,6 +65,8 @@ Args:
     on_overflow (`str`, optional): "error" (default) or "skip" (NaN) for a row longer than the model's context.
     trust_remote_code (`bool`, optional): allow model code from the Hub. Defaults to False.
     max_concurrency, timeout (optional): requests in flight and seconds per request with `base_url`.
+    An option that does not apply to the backend (e.g. `batch_tokens` or `device` with `base_url`,
+    `max_concurrency` without it) raises a ValueError naming it.
     A misspelled or mistyped argument raises a ValueError naming it and the valid ones; `references` are not
     taken (the rewrite is compared with its source).
 Returns:
@@ -89,23 +91,26 @@ Examples:
     ['content_preservation', 'content_preservation_mean', 'signature', 'style_strength', 'style_strength_mean']
 """
 
-OPTIONS = {
-    "model_id": ((str, type(None)), None),
+OPTIONS = {  # None: not given (the backend's default); an option of the other backend is an error
+    "model": ((str, type(None)), None),
+    "model_id": ((str, type(None)), None),  # alias of model
+    "tokenizer": ((str, type(None)), None),
+    "tokenizer_id": ((str, type(None)), None),  # alias of tokenizer
     "variant": ((str,), "default"),
+    "end_of_turn": ((bool,), True),
+    "on_overflow": ((str,), "error"),
+    "base_url": ((str, type(None)), None),
     "batch_size": ((int, type(None)), None),
     "batch_tokens": ((int, type(None)), None),
     "device": ((str, type(None)), None),
-    "dtype": ((str,), "float32"),
-    "head_dtype": ((str,), "float32"),
-    "end_of_turn": ((bool,), True),
-    "on_overflow": ((str,), "error"),
+    "dtype": ((str,), None),
+    "head_dtype": ((str, type(None)), None),
     "revision": ((str, type(None)), None),
-    "trust_remote_code": ((bool,), False),
-    "base_url": ((str, type(None)), None),
-    "tokenizer_id": ((str, type(None)), None),
-    "max_concurrency": ((int,), 8),
-    "timeout": ((int, float), 120.0),
+    "trust_remote_code": ((bool, type(None)), None),
+    "max_concurrency": ((int, type(None)), None),
+    "timeout": ((int, float, type(None)), None),
 }
+ALIASES = {"model_id": "model", "tokenizer_id": "tokenizer", "batch_size": "max_batch_rows"}
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -129,19 +134,9 @@ class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
         )
 
     def _compute(self, predictions, sources, styles, **options):
-        opts = support.check_options("logprob_style", options, OPTIONS)
-        common = {"variant": opts["variant"], "end_of_turn": opts["end_of_turn"], "on_overflow": opts["on_overflow"]}
-        if opts["base_url"] is not None:
-            scorer = styleeval.logprob.shared_logprob(
-                opts["model_id"], base_url=opts["base_url"], revision=opts["revision"], tokenizer=opts["tokenizer_id"],
-                max_concurrency=opts["max_concurrency"], timeout=float(opts["timeout"]), **common,
-            )
-        else:
-            scorer = styleeval.logprob.shared_logprob(
-                opts["model_id"], device=opts["device"], dtype=opts["dtype"], revision=opts["revision"],
-                max_batch_rows=opts["batch_size"], batch_tokens=opts["batch_tokens"], head_dtype=opts["head_dtype"],
-                **common,
-            )
+        opts = support.resolve_aliases("logprob_style", support.check_options("logprob_style", options, OPTIONS),
+                                       ALIASES)
+        scorer = styleeval.logprob.shared_logprob(**opts)
         scores = scorer.score(sources, predictions, styles)
         content = [row["content"] for row in scores]
         style = [row["style"] for row in scores]

@@ -100,7 +100,7 @@ def batch_ui(file):
 def _metaeval():
     extra = []
     if os.environ.get("STYLEEVAL_METAEVAL_LLM", "0") == "1":  # LogProb's correlations too (500 rows: GPU advised)
-        extra = [f"logprob_content:model={DEMO.model}" + (f":base_url={DEMO.base_url}" if DEMO.base_url else "")]
+        extra = [f"logprob_content{DEMO.metric_options}"]
     try:
         return metaeval_summary(os.environ.get("STYLEEVAL_DATA_DIR") or None, extra_metrics=extra)
     except Exception as err:  # the demo still works without the corpus

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from styleeval._version import __version__
 
 __all__ = ["Autorater", "AutoraterResults", "LogProb", "LogProbScores", "load_corpus", "__version__"]
 

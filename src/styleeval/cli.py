@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from styleeval import __version__
+from styleeval._version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
-    from styleeval.server import ServerError
+    from styleeval.backends.openai_server import ServerError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -69,18 +69,36 @@ def reading_style(value: float) -> str:
     return "about neutral: the style change is small (typical values are close to 0)"
 
 
+def model_from_env() -> dict[str, Any]:
+    """The model the apps use, from the environment: ``STYLEEVAL_MODEL`` (preset, Hub id or local path; default
+    ``1b`` locally, the server's only model on a server), ``STYLEEVAL_BASE_URL`` (a server instead of a local
+    model) and ``STYLEEVAL_TOKENIZER``; keyword arguments of :func:`styleeval.logprob.shared_logprob` and
+    :func:`styleeval.autorater.rater.shared_autorater` (``None``: not given)."""
+    return {"model": os.environ.get("STYLEEVAL_MODEL") or None,
+            "base_url": os.environ.get("STYLEEVAL_BASE_URL") or None,
+            "tokenizer": os.environ.get("STYLEEVAL_TOKENIZER") or None}
+
+
 class Demo:
-    """The demo's models, loaded once and shared by every request (thread-safe lazy loading)."""
+    """The demo's models, loaded once and shared by every request (thread-safe lazy loading); the autorater runs on
+    LogProb's backend (one copy of the weights, one server client)."""
 
     def __init__(self, model: str | None = None, base_url: str | None = None, tokenizer: str | None = None,
                  autorater: bool = True) -> None:
-        self.base_url = base_url if base_url is not None else (os.environ.get("STYLEEVAL_BASE_URL") or None)
-        self.model = model or os.environ.get("STYLEEVAL_MODEL") or (None if self.base_url else "1b")
-        self.tokenizer = tokenizer or os.environ.get("STYLEEVAL_TOKENIZER") or None
+        env = model_from_env()
+        self.base_url = base_url if base_url is not None else env["base_url"]
+        self.model = model or env["model"]
+        self.tokenizer = tokenizer or env["tokenizer"]
         self.use_autorater = autorater
         self._lock = threading.Lock()
         self._logprob: Any = None
         self._judges: dict[str, Any] = {}
+
+    @property
+    def metric_options(self) -> str:
+        """This demo's model as metric-spec options (``:model=...:base_url=...``)."""
+        opts = {"model": self.model, "base_url": self.base_url, "tokenizer": self.tokenizer}
+        return "".join(f":{k}={v}" for k, v in opts.items() if v)
 
     def logprob(self) -> Any:
         """The shared :class:`styleeval.LogProb`."""
@@ -88,27 +106,17 @@ class Demo:
             if self._logprob is None:
                 from styleeval.logprob import LogProb
 
-                if self.base_url:
-                    self._logprob = LogProb(self.model, tokenizer=self.tokenizer, base_url=self.base_url,
-                                            progress=False)
-                else:
-                    self._logprob = LogProb(self.model, tokenizer=self.tokenizer, progress=False)
+                self._logprob = LogProb(self.model, tokenizer=self.tokenizer, base_url=self.base_url, progress=False)
             return self._logprob
 
     def judge(self, mode: str = "expected") -> Any:
-        """The shared :class:`styleeval.Autorater` of ``mode`` (re-using LogProb's local model)."""
+        """The shared :class:`styleeval.Autorater` of ``mode``, on LogProb's backend."""
+        backend = self.logprob().backend
         with self._lock:
             if mode not in self._judges:
                 from styleeval.autorater import Autorater
 
-                if self.base_url:
-                    self._judges[mode] = Autorater(self.model, tokenizer=self.tokenizer, base_url=self.base_url,
-                                                   mode=mode, progress=False)
-                else:
-                    lp = self._logprob
-                    model = lp.model if lp is not None else self.model
-                    tok = lp.tokenizer if lp is not None else self.tokenizer
-                    self._judges[mode] = Autorater(model, tokenizer=tok, mode=mode, progress=False)
+                self._judges[mode] = Autorater(backend=backend, mode=mode, progress=False)
             return self._judges[mode]
 
     # -- one rewrite ----------------------------------------------------------------------------------------------
@@ -155,7 +163,7 @@ class Demo:
     # -- a file ---------------------------------------------------------------------------------------------------
     def batch(self, path: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
         """Score a CSV/JSONL file (columns source, rewrite, style [, system]); returns the rows and per-system means."""
-        from styleeval.io import read_rows
+        from styleeval.files.records import read_rows
 
         rows = read_rows(path)
         if len(rows) > MAX_BATCH_ROWS:

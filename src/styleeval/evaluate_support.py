@@ -35,6 +35,19 @@ def check_options(module: str, given: Mapping[str, Any], options: Mapping[str, O
     return out
 
 
+def resolve_aliases(module: str, options: dict[str, Any], aliases: Mapping[str, str]) -> dict[str, Any]:
+    """Options with every alias (``model_id``) renamed to its option (``model``); both given is an error. Options
+    left ``None`` are dropped (not given)."""
+    out = dict(options)
+    for alias, name in aliases.items():
+        value = out.pop(alias, None)
+        if value is not None:
+            if out.get(name) is not None:
+                raise ValueError(f"{module}: {alias} is another name for {name}; give one of them")
+            out[name] = value
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def broadcast_styles(predictions: Sequence[str] | None, kwargs: dict[str, Any]) -> None:
     """A single string ``styles`` applies to every prediction (in place)."""
     if isinstance(kwargs.get("styles"), str) and predictions is not None:

@@ -2,9 +2,9 @@
 
 Prompts are token ids (rendered with the chat template by :mod:`styleeval.chat`). Rows are sorted by length,
 left-padded into batches of ``batch_size`` and generated with ``model.generate``; replies come back in input
-order, decoded without special tokens. Greedy decoding does not depend on batching (up to float rounding);
-sampling is seeded once per call (``torch.manual_seed(seed)``), so a call repeats exactly with the same inputs
-and batch size.
+order, decoded without special tokens. Greedy decoding does not depend on batching (up to float rounding).
+Sampling runs each row alone, seeded with its own seed (``seeds[i]``), so a row's reply does not depend on the other
+rows of the call, on chunking or on resume; the caller's global random state is left as it was.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def generate_replies(
     do_sample: bool = False,
     temperature: float | None = None,
     top_p: float | None = None,
-    seed: int = 0,
+    seeds: Sequence[int] | None = None,
     batch_size: int = 16,
     stop_ids: Iterable[int] = (),
     progress: bool = False,
@@ -38,8 +38,8 @@ def generate_replies(
         prompts: token ids of each prompt (non-empty).
         max_new_tokens: at most this many generated tokens per reply.
         do_sample, temperature, top_p: greedy (default) or nucleus sampling (``top_k`` is disabled).
-        seed: seed of the sampler (sampling only).
-        batch_size: prompts per ``generate`` call.
+        seeds: one sampler seed per prompt (sampling only; default 0 for every row).
+        batch_size: prompts per ``generate`` call (greedy; sampled rows run one at a time).
         stop_ids: token ids that end a reply (besides the model's own end-of-sequence ids).
         progress: show a progress bar over prompts.
     """
@@ -57,10 +57,13 @@ def generate_replies(
         options.update(temperature=float(temperature or 1.0), top_p=float(top_p or 1.0), top_k=0)
     else:
         options.update(temperature=None, top_p=None, top_k=None)
-    if do_sample:
-        torch.manual_seed(seed)
+    seeds = [0] * len(prompts) if seeds is None else [int(s) for s in seeds]
+    if len(seeds) != len(prompts):
+        raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
 
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]), reverse=True)
+    if do_sample:
+        batch_size = 1  # each row with its own seed: independent of its batch-mates
     replies: list[str] = [""] * len(prompts)
     bar = tqdm(total=len(prompts), desc="generating", unit="row", disable=not progress, leave=False)
     try:
@@ -72,7 +75,12 @@ def generate_replies(
             for b, i in enumerate(chunk):  # left padding: every prompt ends at the last column
                 ids[b, width - len(prompts[i]) :] = torch.tensor(list(prompts[i]), dtype=torch.long)
                 mask[b, width - len(prompts[i]) :] = 1
-            out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **options)
+            if do_sample:
+                with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+                    torch.manual_seed(seeds[chunk[0]])
+                    out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **options)
+            else:
+                out = model.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **options)
             for b, i in enumerate(chunk):
                 new = out[b, width:].tolist()
                 cut = next((k for k, t in enumerate(new) if t in stops), len(new))

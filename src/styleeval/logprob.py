@@ -13,9 +13,9 @@ Every rewrite token is scored, the first one included, followed by the template'
 hand-written Llama 3 prompt, the first rewrite token as context (not scored), then every later token and the
 end-of-turn token scored (see the README's table "ours vs the authors'").
 
-The log-probabilities come from either backend through one call, ``token_logprobs(prompts, continuations)``:
-the local :class:`~styleeval.engine.ScoringEngine` or an OpenAI-compatible server
-(:class:`~styleeval.server.ServerClient`, vLLM's prompt log-probabilities). Tokenization is local in both.
+The log-probabilities come from a :class:`~styleeval.backends.Backend` (``token_logprobs(prompts, continuations)``):
+the local scoring engine or an OpenAI-compatible server, chosen once by :func:`styleeval.backends.open_backend`.
+Tokenization is local in both. The signature is built in one place, :attr:`LogProb.signature`.
 """
 
 from __future__ import annotations
@@ -28,18 +28,20 @@ from typing import Any
 
 import torch
 
-from styleeval import __version__
+from styleeval._version import __version__
+from styleeval.backends import Backend, open_backend, shared_backend
+from styleeval.backends.local import DEFAULT_BATCH_TOKENS_CPU, DEFAULT_BATCH_TOKENS_GPU, HEAD_DTYPES
+from styleeval.backends.openai_server import ServerError
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
-from styleeval.engine import ScoringEngine
-from styleeval.models import DEFAULT_MODEL, PRESETS, load_model, resolve_device, resolve_dtype
-from styleeval.signature import format_signature
+from styleeval.errors import RowError, RowsWarning
+from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
-DEFAULT_BATCH_TOKENS_CPU = 512
-DEFAULT_BATCH_TOKENS_GPU = 16384
+__all__ = ["LogProb", "LogProbScores", "logprob_equations", "shared_logprob", "DEFAULT_BATCH_TOKENS_CPU",
+           "DEFAULT_BATCH_TOKENS_GPU", "HEAD_DTYPES", "VARIANTS"]
+
 PIPELINE_ROWS = 256
 VARIANTS = ("default", "authors")
-HEAD_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def logprob_equations(
@@ -91,30 +93,24 @@ class LogProb:
         variant: ``"default"`` (chat template of the tokenizer, every rewrite token scored) or ``"authors"`` (the
             authors' ``LogProp.py``: hand-written Llama 3 prompt, first rewrite token not scored; needs a Llama 3
             tokenizer).
-        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"``; ``None`` picks CUDA when available.
-        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``.
-        head_dtype: precision of the LM head and softmax: ``"float32"`` (default, whatever ``dtype``) or
-            ``"bfloat16"``/``"float16"`` (logits and probabilities rounded to it, as in the authors' script: with
-            ``dtype="bfloat16"`` it reproduces their numbers).
-        batch_tokens: token budget of one forward pass (rows x padded length). Default: 512 on CPU (measured
-            fastest on a 2-core CPU), 16384 on a GPU.
-        max_batch_rows: at most this many sequences per forward pass.
         end_of_turn: score the template's end-of-turn token after each rewrite (``variant="authors"`` always does).
         chat_template: a Jinja chat template, for models whose tokenizer has none.
         on_overflow: ``"error"`` (default) or ``"skip"``: a row longer than the model's context gets NaN
             scores and a warning.
-        revision: model revision (branch, tag or commit) for Hub ids.
-        trust_remote_code: allow model code from the Hub (off by default).
-        reuse_prefix: reuse the KV cache of the shared system prompt (exact; off only for testing).
-        pack_prompts: run each distinct (context, source, style) prompt once, with all its rewrites packed after it
-            as branches of a token tree (exact; fewer tokens when sources have several rewrites; off for testing).
+        backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url`` and the backend
+            options below must not be given).
         base_url: an OpenAI-compatible server that returns prompt log-probabilities (vLLM:
             ``http://host:port/v1``) instead of a local model; prompts are tokenized here and sent as token ids.
-        api_key, max_concurrency, timeout, max_retries: server client settings
-            (:class:`styleeval.server.ServerClient`).
         progress: show a progress bar.
         pipeline_rows: rows are scored in pieces of about this many (a source's rewrites never split), the next
             piece tokenized while the current one is scored; results do not depend on it.
+        **backend_options: the backend's options. Local: ``device``, ``dtype`` (``"float32"`` default,
+            ``"bfloat16"``, ``"float16"``), ``head_dtype`` (precision of the LM head and softmax: ``"float32"``
+            default, or ``"bfloat16"``/``"float16"`` as in the authors' script), ``batch_tokens`` (default 512 on
+            CPU, 16384 on a GPU), ``max_batch_rows``, ``revision``, ``trust_remote_code``, ``reuse_prefix`` and
+            ``pack_prompts`` (exact; off only for testing). Server: ``revision`` and ``trust_remote_code`` (of the
+            tokenizer), ``api_key``, ``max_concurrency``, ``timeout``, ``max_retries``. An option the backend
+            does not take is a ``ValueError`` naming it.
     """
 
     def __init__(
@@ -122,94 +118,68 @@ class LogProb:
         model: Any = None,
         tokenizer: Any = None,
         variant: str = "default",
-        device: str | torch.device | None = None,
-        dtype: str | torch.dtype = "float32",
-        head_dtype: str = "float32",
-        batch_tokens: int | None = None,
-        max_batch_rows: int | None = None,
         end_of_turn: bool = True,
         chat_template: str | None = None,
         on_overflow: str = "error",
-        revision: str | None = None,
-        trust_remote_code: bool = False,
-        reuse_prefix: bool = True,
-        pack_prompts: bool = True,
+        backend: Backend | None = None,
         base_url: str | None = None,
-        api_key: str | None = None,
-        max_concurrency: int = 8,
-        timeout: float = 120.0,
-        max_retries: int = 5,
         progress: bool = True,
         pipeline_rows: int = PIPELINE_ROWS,
+        **backend_options: Any,
     ) -> None:
         if on_overflow not in ("error", "skip"):
             raise ValueError(f"on_overflow must be 'error' or 'skip', got {on_overflow!r}")
         if pipeline_rows < 1:
             raise ValueError(f"pipeline_rows must be positive, got {pipeline_rows}")
-        self.pipeline_rows = int(pipeline_rows)
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
-        head_name = str(head_dtype).removeprefix("torch.")
-        if head_name not in HEAD_DTYPES:
-            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {head_dtype!r}")
         if variant == "authors" and not end_of_turn:
             raise ValueError("end_of_turn=False: the authors' variant always scores the end-of-turn token")
+        self.pipeline_rows = int(pipeline_rows)
         self.variant = variant
-        self.head_dtype = head_name
         self.on_overflow = on_overflow
-        self.client = None
-        if base_url is not None:
-            from styleeval.models import load_tokenizer
-            from styleeval.server import ServerClient
-
-            if head_name != "float32":
-                raise ValueError("head_dtype: a server computes its own log-probabilities; only 'float32' applies")
-            served = None if model is None else PRESETS.get(str(model).lower(), str(model))
-            self.client = ServerClient(base_url, model=served, api_key=api_key,
-                                       max_concurrency=max_concurrency, timeout=timeout, max_retries=max_retries,
-                                       progress=progress)
-            self.model, self.device, self.dtype = None, None, None
-            self.model_name, self.revision = self.client.model, "server"
-            self.tokenizer = load_tokenizer(tokenizer if tokenizer is not None else self.model_name, revision)
-            self.engine = None
-            self.backend: Any = self.client  # one request per row: its three contexts
-            self._backend_options: dict[str, Any] = {"per_request": len(CONTEXTS)}
-            self.max_length = self.client.max_model_len()
-        else:
-            self.device = resolve_device(device)
-            self.dtype = resolve_dtype(dtype)
-            self.model, self.tokenizer, self.model_name, self.revision = load_model(
-                DEFAULT_MODEL if model is None else model, tokenizer, self.device, self.dtype, revision, trust_remote_code
-            )
-            if batch_tokens is None:
-                batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
-            self.backend = self.engine = ScoringEngine(
-                self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows, reuse_prefix=reuse_prefix,
-                head_dtype=None if head_name == "float32" else resolve_dtype(head_name), pack_prompts=pack_prompts,
-                progress=progress,
-            )
-            self._backend_options = {}
-            self.max_length = getattr(self.model.config, "max_position_embeddings", None)
+        if backend is None:
+            backend = open_backend(model, base_url, tokenizer=tokenizer, progress=progress, **backend_options)
+        elif model is not None or base_url is not None or tokenizer is not None or backend_options:
+            given = [k for k, v in {"model": model, "base_url": base_url, "tokenizer": tokenizer,
+                                    **backend_options}.items() if v is not None]
+            raise ValueError(f"{', '.join(given)}: the backend is given; these belong to the backend")
+        self.backend = backend
+        self.tokenizer = backend.tokenizer
         if variant == "authors":
             self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)
         else:
             self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn)
 
     @property
-    def signature(self) -> str:
-        """Everything that determines a score: model and revision, variant, dtype, head precision, template,
-        end-of-turn, whether the first rewrite token is scored, backend, version."""
-        return format_signature(
+    def max_length(self) -> int | None:
+        """The longest prompt + rewrite (tokens) the backend scores."""
+        return self.backend.max_length
+
+    def __getattr__(self, name: str) -> Any:  # model, engine, device, dtype, model_name, revision of the backend
+        if name in ("model", "engine", "device", "dtype", "model_name", "revision"):
+            backend = self.__dict__.get("backend")
+            if backend is not None:
+                return getattr(backend, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def signature(self) -> Signature:
+        """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
+        behind its URL), variant, dtype, head precision, template, end-of-turn, whether the first rewrite token is
+        scored, backend, version."""
+        identity = self.backend.identity
+        return Signature.build(
             "logprob",
             {
-                "model": f"{self.model_name}@{self.revision}",
+                "model": identity.model_field,
                 "variant": self.variant,
-                "dtype": "server" if self.dtype is None else str(self.dtype).removeprefix("torch."),
-                "head": self.head_dtype,
+                "dtype": identity.dtype,
+                "head": identity.head,
                 "tmpl": self.chat.template_hash,
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",
-                "backend": "server" if self.client is not None else "local",
+                "backend": identity.kind,
                 "version": __version__,
             },
         )
@@ -258,7 +228,10 @@ class LogProb:
                 live = [j for j, i in enumerate(rows_k) if i not in skipped]
                 flat_prompts = [prompts[ctx][j] for j in live for ctx in CONTEXTS]  # row-major: one request per row
                 flat_targets = [targets[j] for j in live for _ in CONTEXTS]
-                flat = self.backend.token_logprobs(flat_prompts, flat_targets, **self._backend_options) if live else []
+                try:
+                    flat = self.backend.token_logprobs(flat_prompts, flat_targets, group=len(CONTEXTS)) if live else []
+                except ServerError as err:  # its row is the live row's position: name the caller's row
+                    raise (err if err.row is None else err.at(rows_k[live[err.row]])) from None
                 c = len(CONTEXTS)
                 for r, j in enumerate(live):
                     per_row[rows_k[j]] = (targets[j], flat[r * c : r * c + c])
@@ -302,25 +275,22 @@ class LogProb:
     def _check_lengths(self, prompts: dict[str, list[list[int]]], targets: list[list[int]], rows: list[int]
                        ) -> set[int]:
         """The rows (caller's numbering) longer than the model's context: an error, or skipped with a warning."""
-        if not self.max_length:
+        limit = self.max_length
+        if not limit:
             return set()
         skipped = set()
         for j, target in enumerate(targets):
             i = rows[j]
             longest = max(len(prompts[ctx][j]) for ctx in CONTEXTS) + len(target)
-            if longest > self.max_length:
+            if longest > limit:
                 if self.on_overflow == "error":
-                    raise ValueError(
-                        f"row {i}: prompt + rewrite is {longest} tokens, longer than the model's context of "
-                        f"{self.max_length}; shorten it or pass on_overflow='skip'"
-                    )
+                    raise RowError(i, f"prompt + rewrite is {longest} tokens, longer than the model's context of "
+                                      f"{limit}; shorten it or pass on_overflow='skip'")
                 skipped.add(i)
         if skipped:
-            warnings.warn(
-                f"{len(skipped)} rows longer than the model's context of {self.max_length} tokens were skipped "
-                f"(NaN scores): rows {sorted(skipped)[:10]}",
-                stacklevel=4,
-            )
+            warnings.warn(RowsWarning(
+                "{count} rows longer than the model's context of " + str(limit) + " tokens were skipped "
+                "(NaN scores): rows {rows}", skipped), stacklevel=4)
         return skipped
 
 
@@ -338,39 +308,17 @@ def _pieces(order: list[int], keys: Sequence[Any], size: int) -> list[list[int]]
 
 
 _SHARED: dict[tuple, LogProb] = {}
+LOGPROB_OPTIONS = ("variant", "end_of_turn", "chat_template", "on_overflow", "pipeline_rows")
+"""Options of :class:`LogProb` itself; every other option belongs to the backend."""
 
 
-def shared_logprob(
-    model: str | None = DEFAULT_MODEL,
-    device: str | None = None,
-    dtype: str = "float32",
-    revision: str | None = None,
-    base_url: str | None = None,
-    **options: Any,
-) -> LogProb:
-    """A :class:`LogProb` whose weights are loaded once per process per (model, device, dtype, revision); a local
-    folder's revision is its fingerprint, so weights replaced in place are loaded again.
-
-    Other ``options`` (``variant``, ``head_dtype``, ``batch_tokens``, ``max_batch_rows``, ``end_of_turn``...) give
-    cheap views that share the loaded model. With ``base_url`` (a server) one client per (model, URL, options).
-    Used by the ``evaluate`` module and the meta-evaluation so that repeated calls do not reload weights.
-    """
-    from styleeval.models import model_revision_key
-
-    if base_url is not None:
-        key: tuple = ("server", model, base_url, revision, *sorted(options.items()))
-        if key not in _SHARED:
-            _SHARED[key] = LogProb(model, base_url=base_url, revision=revision, progress=False, **options)
-        return _SHARED[key]
-    model = DEFAULT_MODEL if model is None else model
-    base_key = (model, device, str(dtype), model_revision_key(model, revision))
-    key = (*base_key, *sorted(options.items()))
-    if key not in _SHARED:
-        base = _SHARED.get(base_key)
-        if base is None:
-            _SHARED[base_key] = base = LogProb(model, device=device, dtype=dtype, revision=revision, progress=False)
-        _SHARED[key] = LogProb(
-            base.model, tokenizer=base.tokenizer, device=base.device, dtype=base.dtype,
-            revision=base.revision, progress=False, **options,
-        )
+def shared_logprob(model: Any = None, base_url: str | None = None, **options: Any) -> LogProb:
+    """A :class:`LogProb` whose backend is :func:`styleeval.backends.shared_backend`: weights loaded once per process
+    per (model, device, dtype, revision), one client per server. Options are :class:`LogProb`'s and its backend's
+    (``None`` means not given); used by the ``evaluate`` module, the meta-evaluation and the apps."""
+    own = {k: options.pop(k) for k in LOGPROB_OPTIONS if k in options and options[k] is not None}
+    backend = shared_backend(model, base_url, **options)
+    key = (id(backend), *sorted((k, repr(v)) for k, v in own.items()))
+    if key not in _SHARED or _SHARED[key].backend is not backend:
+        _SHARED[key] = LogProb(backend=backend, progress=False, **own)
     return _SHARED[key]

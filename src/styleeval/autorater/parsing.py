@@ -15,7 +15,10 @@ Two parsers, each ``reply -> (meaning, style)`` with ``None`` for a rating that 
     dimension separately, a reply counts only if it contains the key in double quotes (``"meaning"``); the value
     is the text after the first ``"meaning":`` up to the next ``}``, with double quotes removed, up to the next
     comma, read as a float with no range check. Where their script's ``eval`` check would reject the text
-    (``nan``, ``inf``, anything that is not a number) the rating is not read.
+    (``nan``, ``inf``, digits other than ASCII such as ``٤`` or ``４``, anything that is not a number) the rating
+    is not read.
+
+Any string parses or comes back unparsed (``(None, None)``); no reply raises.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ _PAIR = re.compile(
 
 
 def _rating(text: str) -> int | None:
-    value = float(text)
-    if value != int(value) or not 1 <= value <= 5:
+    value = float(text)  # '1' * 400 is inf: never a rating, never an OverflowError
+    if not math.isfinite(value) or value != int(value) or not 1 <= value <= 5:
         return None
     return int(value)
 
@@ -68,6 +71,8 @@ def _authors_value(reply: str, key: str) -> float | None:
     if len(parts) < 2:  # e.g. '"meaning" : 4': their split would fail; not compliant
         return None
     text = parts[1].split("}")[0].replace('"', "").split(",")[0]
+    if not text.isascii():  # '٤' or '４' would pass float() but not their eval(): Python literals are ASCII
+        return None
     try:
         value = float(text.strip())
     except ValueError:

@@ -14,27 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from styleeval.backends.base import Decoding
+
 _PREAMBLE = (
     "Evaluate the following completion of a task where a 'source sentence' has been rewritten to be more {style} "
     "in the style, denoted 'target sentence', Ideally the context and content in the sentence which does not "
     "relate to the style should be preserved. Please evaluate on a Likert scale from 1-5 with 5 being the best: "
 )
-
-
-@dataclass(frozen=True)
-class Decoding:
-    """How a judge's reply is generated in paper mode."""
-
-    do_sample: bool
-    max_new_tokens: int
-    temperature: float | None = None
-    top_p: float | None = None
-
-    def tag(self, seed: int) -> str:
-        """A short description for signatures: ``greedy-20`` or ``t0.5-p0.9-n512-seed0``."""
-        if not self.do_sample:
-            return f"greedy-{self.max_new_tokens}"
-        return f"t{self.temperature:g}-p{self.top_p:g}-n{self.max_new_tokens}-seed{seed}"
 
 
 @dataclass(frozen=True)

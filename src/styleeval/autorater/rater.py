@@ -1,12 +1,15 @@
 """LLM-as-autorater: an instruct LLM rates meaning preservation and style on a 1-5 scale.
 
-Two modes, each with a local (Hugging Face) or a server (OpenAI-compatible) backend:
+Two modes, on any :class:`~styleeval.backends.Backend` (a local model or an OpenAI-compatible server):
 
 ``paper``
     The authors' judge (Pauli et al. 2025, appendix D.2): the prompt of :mod:`styleeval.autorater.prompts`, a
     generated reply, ratings read by a parser (:mod:`styleeval.autorater.parsing`). A row whose rating cannot be
-    read gets the mean of the readable rows of the same call (the authors' fallback), per dimension, and
-    ``parsed=False``.
+    read stays NaN with ``parsed=False``. The authors filled it with the mean of the readable ratings; that fill
+    depends on which rows are averaged, so it is applied once over the whole set being aggregated
+    (:func:`fill_unparsed_with_mean`: a meta-evaluation dataset, an evaluate call), never per chunk. Sampling
+    (``paper-70b``) is seeded per row from the seed and the row's content (:func:`row_seed`), so a row's reply does
+    not depend on its batch-mates, on chunking or on resume.
 
 ``expected``
     A judge that cannot break format: the reply scaffold ``{"meaning": `` is teacher-forced after the same
@@ -22,6 +25,8 @@ appended to the prompt ids; the rating tokens are where the encodings of ``<scaf
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import warnings
@@ -30,10 +35,12 @@ from typing import Any
 
 import torch
 
-from styleeval import __version__
+from styleeval._version import __version__
 from styleeval.autorater.parsing import get_parser
 from styleeval.autorater.prompts import JudgePrompt, get_prompt
-from styleeval.signature import format_signature
+from styleeval.backends import SERVER_CHAT, TREE_LOGPROBS, Backend, open_backend, shared_backend
+from styleeval.errors import RowError
+from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
 _CONTROL_LIKE = re.compile(r"<\|[A-Za-z_]+\|>|<\|im_(start|end)\|>")
@@ -75,6 +82,21 @@ class AutoraterResults(list):
         return f"AutoraterResults({len(self)} rows, compliance={self.compliance_rate:.3f}, signature={self.signature!r})"
 
 
+def row_seed(seed: int, conversation: list[dict[str, str]]) -> int:
+    """The sampling seed of one row: a hash of the run's ``seed`` and the row's messages (31 bits), so that a row's
+    reply is the same whatever rows share its call."""
+    text = json.dumps([int(seed), conversation], ensure_ascii=False, sort_keys=True)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+
+
+def fill_unparsed_with_mean(values: Sequence[float]) -> list[float]:
+    """The authors' fallback over a whole set: every NaN rating becomes the mean of the readable ones (NaN if none is
+    readable). Apply it once to everything being aggregated (a dataset, an evaluate call), not per chunk."""
+    readable = [v for v in values if not math.isnan(v)]
+    mean = sum(readable) / len(readable) if readable else math.nan
+    return [mean if math.isnan(v) else float(v) for v in values]
+
+
 def expectation(probs: torch.Tensor) -> torch.Tensor:
     """The expected rating sum_k k p_k of (..., 5) probabilities over ratings 1..5."""
     return (probs.double() * torch.arange(1, 6, dtype=torch.float64)).sum(-1)
@@ -86,24 +108,25 @@ class Autorater:
     Args:
         model: a preset (``"1b"``, ``"3b"``, ``"8b"``), a Hub id, a local path or a model object (local backend);
             with ``base_url``, the served model name (``None``: the only model the server lists).
-        tokenizer: the tokenizer (object, id or path); loaded from ``model`` when omitted. The server backend needs
-            it in expected mode; in paper mode, giving it makes the prompts be rendered and tokenized here and sent
-            as token ids to ``/completions`` (user text that looks like control tokens stays text, and the reply
-            equals the local backend's); without it the server renders the chat itself (``/chat/completions``).
+        tokenizer: the tokenizer (object, id or path); loaded from ``model`` when omitted. On a server it is needed in
+            expected mode; in paper mode, giving it makes the prompts be rendered and tokenized here and sent as
+            token ids (user text that looks like control tokens stays text, and the reply equals the local
+            backend's); without it the server renders the chat itself (``/chat/completions``).
         mode: ``"expected"`` (default: deterministic, never breaks format) or ``"paper"`` (the authors' judge).
         prompt: ``"paper-small"`` (default; the authors' 1B/3B/8B prompt) or ``"paper-70b"``.
         parser: ``"robust"`` (default) or ``"authors"`` (paper mode).
-        base_url: an OpenAI-compatible server (``http://host:port/v1``) instead of a local model.
-        device, dtype, revision, trust_remote_code: as for :class:`styleeval.LogProb` (local backend).
-        seed: sampling seed (``paper-70b``), sent to servers as ``seed``.
+        seed: sampling seed (``paper-70b``); each row samples with :func:`row_seed` of it.
         max_new_tokens: override the prompt's reply length (paper mode).
-        batch_size: prompts per ``generate`` call (paper mode, local).
-        batch_tokens: token budget of one forward pass (expected mode, local).
         chat_template: a Jinja chat template for tokenizers without one.
-        api_key, max_concurrency, timeout, max_retries: server client settings (:class:`styleeval.server.ServerClient`).
-        extra_body: extra request fields for the server (e.g. vLLM's
-            ``{"chat_template_kwargs": {"date_string": "26 Jul 2024"}}``, which the local backend pins).
+        backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url``, ``tokenizer`` and the
+            backend options must not be given).
+        base_url: an OpenAI-compatible server (``http://host:port/v1``) instead of a local model.
         progress: show progress bars.
+        **backend_options: the backend's options. Local: ``device``, ``dtype``, ``revision``,
+            ``trust_remote_code``, ``batch_size`` (prompts per ``generate`` call, paper mode), ``batch_tokens``
+            (expected mode). Server: ``api_key``, ``max_concurrency``, ``timeout``, ``max_retries``, ``revision``
+            (of the tokenizer), ``extra_body`` (e.g. vLLM's ``{"chat_template_kwargs": {"date_string": "26 Jul
+            2024"}}``, which the local backend pins). An option the backend does not take is a ``ValueError``.
     """
 
     def __init__(
@@ -114,24 +137,13 @@ class Autorater:
         prompt: str = "paper-small",
         parser: str = "robust",
         base_url: str | None = None,
-        device: str | torch.device | None = None,
-        dtype: str | torch.dtype = "float32",
         seed: int = 0,
         max_new_tokens: int | None = None,
-        batch_size: int = 16,
-        batch_tokens: int | None = None,
-        revision: str | None = None,
-        trust_remote_code: bool = False,
         chat_template: str | None = None,
-        api_key: str | None = None,
-        max_concurrency: int = 8,
-        timeout: float = 120.0,
-        max_retries: int = 5,
-        extra_body: dict[str, Any] | None = None,
+        backend: Backend | None = None,
         progress: bool = True,
+        **backend_options: Any,
     ) -> None:
-        from styleeval.models import DEFAULT_MODEL
-
         if mode not in MODES:
             raise ValueError(f"mode: unknown mode {mode!r}; choose 'expected' or 'paper'")
         self.mode = mode
@@ -140,87 +152,65 @@ class Autorater:
         self.parse = get_parser(parser)
         if max_new_tokens is not None and max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
         self.decoding = self.prompt.decoding
         if max_new_tokens is not None:
             from dataclasses import replace
 
             self.decoding = replace(self.decoding, max_new_tokens=int(max_new_tokens))
         self.seed = int(seed)
-        self.batch_size = int(batch_size)
         self.progress = progress
-        self.extra_body = dict(extra_body or {})
-        self.base_url = base_url
-        self.model = self.tokenizer = self.chat = self.engine = self.client = None
-        if base_url is not None:
-            from styleeval.server import ServerClient
-
-            self.client = ServerClient(base_url, model=None if model is None else str(model), api_key=api_key,
-                                       max_concurrency=max_concurrency, timeout=timeout, max_retries=max_retries,
-                                       progress=progress)
-            self.model_name, self.revision, self.dtype = self.client.model, "server", None
-            if mode == "expected" or tokenizer is not None:
-                from transformers import AutoTokenizer
-
-                if tokenizer is None or isinstance(tokenizer, str):
-                    name = tokenizer or (str(model) if model is not None else self.client.model)
-                    try:
-                        tokenizer = AutoTokenizer.from_pretrained(name, revision=revision)
-                    except OSError as err:
-                        raise ValueError(
-                            f"tokenizer: expected mode on a server renders prompts locally and needs the model's "
-                            f"tokenizer; could not load {name!r} ({err}); pass tokenizer=<id or path>"
-                        ) from err
-                self._set_tokenizer(tokenizer, chat_template)
-        else:
-            from styleeval.engine import ScoringEngine
-            from styleeval.logprob import DEFAULT_BATCH_TOKENS_CPU, DEFAULT_BATCH_TOKENS_GPU
-            from styleeval.models import load_model, resolve_device, resolve_dtype
-
-            self.device = resolve_device(device)
-            self.dtype = resolve_dtype(dtype)
-            self.model, tokenizer, self.model_name, self.revision = load_model(
-                DEFAULT_MODEL if model is None else model, tokenizer, self.device, self.dtype, revision,
-                trust_remote_code,
-            )
-            self._set_tokenizer(tokenizer, chat_template)
-            if batch_tokens is None:
-                batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
-            self.engine = ScoringEngine(self.model, batch_tokens=batch_tokens, share_prompts=True, progress=progress)
+        if backend is None:
+            backend = open_backend(model, base_url, tokenizer=tokenizer, progress=progress,
+                                   need_tokenizer=mode == "expected", defaults={"share_prompts": True},
+                                   **backend_options)
+        elif model is not None or base_url is not None or tokenizer is not None or backend_options:
+            given = [k for k, v in {"model": model, "base_url": base_url, "tokenizer": tokenizer,
+                                    **backend_options}.items() if v is not None]
+            raise ValueError(f"{', '.join(given)}: the backend is given; these belong to the backend")
+        self.backend = backend
+        self.tokenizer = self.chat = None
+        self._end_of_turn_id: int | None = None
+        self._tree_cache: Any = False  # built on first use by _scaffold_tree
+        if backend.tokenizer is not None:
+            self._set_tokenizer(backend.tokenizer, chat_template)
+        elif not backend.supports(SERVER_CHAT):
+            raise ValueError("tokenizer: this backend needs a tokenizer to render the judge's prompts")
 
     def _set_tokenizer(self, tokenizer: Any, chat_template: str | None) -> None:
         from styleeval.chat import ChatFormat
 
         self.tokenizer = tokenizer
-        self._tree_cache: Any = False  # built on first use by _scaffold_tree
         self.chat = ChatFormat(tokenizer, chat_template=chat_template, end_of_turn=False)
         try:  # the template's end-of-turn token ends a generated reply
             self._end_of_turn_id = ChatFormat(tokenizer, chat_template=self.chat.template).end_of_turn_id
         except ValueError:
             self._end_of_turn_id = None
 
+    def __getattr__(self, name: str) -> Any:  # model, engine, device, dtype, model_name, revision of the backend
+        if name in ("model", "engine", "device", "dtype", "model_name", "revision", "client"):
+            backend = self.__dict__.get("backend")
+            if backend is not None:
+                return getattr(backend, name, None)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # -- signature ----------------------------------------------------------------------------------------
     @property
-    def backend(self) -> str:
-        """``"local"`` or ``"server"``."""
-        return "server" if self.client is not None else "local"
-
-    @property
-    def signature(self) -> str:
-        """Everything that determines a rating: model@revision, mode, prompt, parser, decoding, dtype, backend."""
+    def signature(self) -> Signature:
+        """Everything that determines a rating, built here and nowhere else: model@revision (a server: what is
+        behind its URL), mode, prompt, parser, decoding, dtype, template, backend, version."""
+        identity = self.backend.identity
         fields: dict[str, object] = {
-            "model": f"{self.model_name}@{self.revision}",
+            "model": identity.model_field,
             "mode": self.mode,
             "prompt": self.prompt.name,
             "parser": self.parser_name if self.mode == "paper" else "none",
             "decoding": self.decoding.tag(self.seed) if self.mode == "paper" else "scaffold",
-            "dtype": str(self.dtype).removeprefix("torch.") if self.dtype is not None else "server",
+            "dtype": identity.dtype,
         }
         if self.chat is not None:
             fields["tmpl"] = self.chat.template_hash
-        fields.update(backend=self.backend, version=__version__)
-        return format_signature("autorater", fields)
+        fields.update(backend=identity.kind, version=__version__)
+        return Signature.build("autorater", fields)
 
     # -- rating -------------------------------------------------------------------------------------------
     def rate(
@@ -228,7 +218,7 @@ class Autorater:
         sources: Sequence[str],
         rewrites: Sequence[str],
         styles: Sequence[str] | str,
-        fallback: str | None = "mean",
+        fallback: str | None = None,
     ) -> AutoraterResults:
         """Rate each rewrite of a source towards a target style.
 
@@ -236,8 +226,10 @@ class Autorater:
             sources: the original texts.
             rewrites: the rewritten texts.
             styles: the target style of each row (e.g. ``"polite"``), or one string for all rows.
-            fallback: paper mode: ``"mean"`` gives a rating that could not be read the mean of the readable
-                ratings of this call (the authors' rule; NaN if none is readable); ``None`` leaves it NaN.
+            fallback: paper mode: ``None`` (default) leaves a rating that could not be read NaN (``parsed=False``);
+                ``"mean"`` fills it with the mean of the readable ratings *of this call* (the authors' rule). The
+                fill depends on which rows are in the call: to aggregate, rate everything with ``None`` and apply
+                :func:`fill_unparsed_with_mean` once over the whole set.
 
         Returns:
             :class:`AutoraterResults`, one dict per row in input order (see its docstring).
@@ -258,34 +250,16 @@ class Autorater:
 
     # paper mode
     def _rate_paper(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
-        decoding = self.decoding
-        if self.client is not None:
-            params: dict[str, Any] = {"max_tokens": decoding.max_new_tokens}
-            if decoding.do_sample:
-                params.update(temperature=decoding.temperature, top_p=decoding.top_p, seed=self.seed)
-            else:
-                params.update(temperature=0.0)
-            if self.chat is not None:  # rendered and tokenized here: user text stays text, as locally
-                prompts = self.chat.conversation_ids(conversations)
-                replies = self.client.complete(prompts, stop_token_ids=self._stop_ids(), **params)
-            else:
-                if any(_CONTROL_LIKE.search(m["content"]) for conv in conversations for m in conv):
-                    warnings.warn("some texts look like chat control tokens and the server renders the chat itself; "
-                                  "pass tokenizer=... so that prompts are tokenized locally and stay text",
-                                  stacklevel=3)
-                if self.extra_body:
-                    params["extra_body"] = self.extra_body
-                replies = self.client.chat(conversations, **params)
-        else:
-            from styleeval.generation import generate_replies
-
+        seeds = [row_seed(self.seed, conv) for conv in conversations]
+        if self.chat is not None:  # rendered and tokenized here: user text stays text, on any backend
             prompts = self.chat.conversation_ids(conversations)
-            self._check_context(prompts, decoding.max_new_tokens)
-            replies = generate_replies(
-                self.model, self.tokenizer, prompts, max_new_tokens=decoding.max_new_tokens,
-                do_sample=decoding.do_sample, temperature=decoding.temperature, top_p=decoding.top_p,
-                seed=self.seed, batch_size=self.batch_size, stop_ids=self._stop_ids(), progress=self.progress,
-            )
+            self._check_context(prompts, self.decoding.max_new_tokens)
+            replies = self.backend.generate(prompts, self.decoding, seeds, stop_ids=self._stop_ids())
+        else:  # the server renders the chat (no tokenizer here)
+            if any(_CONTROL_LIKE.search(m["content"]) for conv in conversations for m in conv):
+                warnings.warn("some texts look like chat control tokens and the server renders the chat itself; "
+                              "pass tokenizer=... so that prompts are tokenized locally and stay text", stacklevel=3)
+            replies = self.backend.generate_chat(conversations, self.decoding, seeds)
         rows = []
         for reply in replies:
             meaning, style = self.parse(reply)
@@ -365,12 +339,12 @@ class Autorater:
     def _rate_expected(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
         prompts = self.chat.conversation_ids(conversations)
         self._check_context(prompts, 64)
-        tree = self._scaffold_tree() if self.engine is not None else None
+        tree = self._scaffold_tree() if self.backend.supports(TREE_LOGPROBS) else None
         if tree is not None:  # one forward pass per row: the meaning and all five style continuations at once
             from styleeval.engine import TokenTree
 
             shared, nodes, reads, meaning_paths, style_paths = tree
-            results = self.engine.tree_logprobs([TokenTree(p + shared, nodes, reads) for p in prompts])
+            results = self.backend.tree_logprobs([TokenTree(p + shared, nodes, reads) for p in prompts])
 
             def path_logprob(read_lps: list[torch.Tensor], path: list) -> float:
                 return sum(float(read_lps[r][c]) for r, c in path)
@@ -392,7 +366,7 @@ class Autorater:
         ]
 
     def _two_pass(self, prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Meaning probabilities and style log-probabilities with one pass per step (the server backend)."""
+        """Meaning probabilities and style log-probabilities with one pass per step (backends without token trees)."""
         meaning_ids, meaning_tails = self._scaffold(MEANING_SCAFFOLD)
         meaning_lp = self._rating_logprobs([p + meaning_ids for p in prompts], [meaning_tails] * len(prompts))
         meaning_probs = torch.softmax(meaning_lp, dim=-1)
@@ -411,87 +385,50 @@ class Autorater:
         for i in single:
             by_candidates.setdefault(tuple(t[0] for t in tails[i]), []).append(i)
         multi = sorted(set(range(n)) - set(single))
-        if self.engine is not None:
-            for candidates, rows in by_candidates.items():
-                out[rows] = self.engine.candidate_logprobs([contexts[i] for i in rows], candidates).double()
-            if multi:
-                pairs = [(contexts[i], tail) for i in multi for tail in tails[i]]
-                lps = self.engine.token_logprobs([c for c, _ in pairs], [t for _, t in pairs])
-                sums = torch.tensor([float(lp.double().sum()) for lp in lps], dtype=torch.float64)
-                out[multi] = sums.view(len(multi), len(RATINGS))
-            return out
-        return _server_rating_logprobs(self.client, contexts, tails, out)
+        for candidates, rows in by_candidates.items():
+            out[rows] = self.backend.candidate_logprobs([contexts[i] for i in rows], candidates).double()
+        if multi:
+            pairs = [(contexts[i], tail) for i in multi for tail in tails[i]]
+            lps = self.backend.token_logprobs([c for c, _ in pairs], [t for _, t in pairs], group=len(RATINGS))
+            sums = torch.tensor([float(lp.double().sum()) for lp in lps], dtype=torch.float64)
+            out[multi] = sums.view(len(multi), len(RATINGS))
+        return out
 
     def _check_context(self, prompts: list[list[int]], extra: int) -> None:
-        limit = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        limit = self.backend.max_length
         if not limit:
             return
         for i, p in enumerate(prompts):
             if len(p) + extra > limit:
-                raise ValueError(f"row {i}: the judge prompt is {len(p)} tokens, too long for the model's context "
-                                 f"of {limit} with {extra} tokens of reply")
-
-
-def _server_rating_logprobs(client, contexts: list[list[int]], tails: list[list[list[int]]],
-                            out: torch.Tensor) -> torch.Tensor:
-    """Rating log-probabilities from a server: the top-20 next tokens where they hold every (one-token) rating,
-    else each rating's tokens appended to the context and read back as prompt log-probabilities (exact for any
-    model and vocabulary; vLLM returns them)."""
-    from styleeval.server import ServerError
-
-    missing = [i for i in range(len(contexts)) if any(len(t) != 1 for t in tails[i])]
-    single = [i for i in range(len(contexts)) if i not in set(missing)]
-    if single:
-        try:
-            tops = client.top_logprobs([contexts[i] for i in single], k=20)
-        except ServerError as err:
-            if err.status is None or err.status >= 500:  # unreachable or failing: no point in another route
-                raise
-            tops = [{} for _ in single]
-        for i, top in zip(single, tops):
-            candidates = [t[0] for t in tails[i]]
-            if all(c in top for c in candidates):
-                out[i] = torch.tensor([top[c] for c in candidates], dtype=torch.float64)
-            else:
-                missing.append(i)
-    if missing:
-        missing.sort()
-        try:
-            rows = client.prompt_logprobs([[contexts[i] + tail for tail in tails[i]] for i in missing])
-        except ServerError as err:
-            raise ServerError(
-                f"expected mode needs the log-probabilities of the rating tokens; {client.base_url} returned them "
-                f"neither among its top-20 next tokens nor as prompt log-probabilities ({err}). Use a vLLM server "
-                "or mode='paper'.", err.status,
-            ) from None
-        for i, per_prompt in zip(missing, rows):
-            out[i] = torch.tensor([sum(lp[-len(tail):]) for lp, tail in zip(per_prompt, tails[i])],
-                                  dtype=torch.float64)
-    return out
+                raise RowError(i, f"the judge prompt is {len(p)} tokens, too long for the model's context of "
+                                  f"{limit} with {extra} tokens of reply")
 
 
 def _fill_with_mean(rows: list[dict[str, Any]]) -> None:
-    """The authors' fallback: an unreadable rating becomes the mean of the readable ones (per dimension)."""
+    """The authors' fallback on one call's rows (``fallback="mean"``), per dimension."""
     for key in ("meaning", "style"):
-        readable = [r[key] for r in rows if r[f"{key}_parsed"]]
-        mean = sum(readable) / len(readable) if readable else math.nan
-        if not readable:
+        if not any(r[f"{key}_parsed"] for r in rows):
             warnings.warn(f"no {key} rating could be read from any reply: NaN", stacklevel=3)
-        for r in rows:
-            if not r[f"{key}_parsed"]:
-                r[key] = mean
+        filled = fill_unparsed_with_mean([r[key] if r[f"{key}_parsed"] else math.nan for r in rows])
+        for r, v in zip(rows, filled):
+            r[key] = v
 
 
 _SHARED: dict[tuple, Autorater] = {}
 
 
-def shared_autorater(model: Any = None, **options: Any) -> Autorater:
-    """An :class:`Autorater` built once per process per (model, options) and reused (the ``evaluate`` module and
-    the meta-evaluation use it so that repeated calls do not reload weights)."""
-    from styleeval.models import model_revision_key
+AUTORATER_OPTIONS = ("mode", "prompt", "parser", "seed", "max_new_tokens", "chat_template")
+"""Options of :class:`Autorater` itself; every other option belongs to the backend."""
 
-    revision = None if options.get("base_url") else model_revision_key(model, options.get("revision"))
-    key = (str(model), revision, *sorted((k, repr(v)) for k, v in options.items()))
-    if key not in _SHARED:
-        _SHARED[key] = Autorater(model, **{"progress": False, **options})
+
+def shared_autorater(model: Any = None, base_url: str | None = None, **options: Any) -> Autorater:
+    """An :class:`Autorater` on :func:`styleeval.backends.shared_backend` (weights loaded once per process per
+    model, device, dtype and revision; one client per server), built once per option set and reused (the
+    ``evaluate`` module, the meta-evaluation and the apps)."""
+    own = {k: options.pop(k) for k in AUTORATER_OPTIONS if k in options and options[k] is not None}
+    backend = shared_backend(model, base_url, need_tokenizer=own.get("mode", "expected") == "expected"
+                             or options.get("tokenizer") is not None, defaults={"share_prompts": True}, **options)
+    key = (id(backend), *sorted((k, repr(v)) for k, v in own.items()))
+    if key not in _SHARED or _SHARED[key].backend is not backend:
+        _SHARED[key] = Autorater(backend=backend, progress=False, **own)
     return _SHARED[key]

@@ -37,7 +37,8 @@ def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    """--model, --tokenizer, --device, --dtype, and the server options --base-url, --max-concurrency, --timeout."""
+    """--model, --base-url, --tokenizer, and the backend options (local: --device, --dtype; server:
+    --max-concurrency, --timeout). An option the chosen backend does not take is an error, not ignored."""
     p.add_argument("--model", "-m", default=None,
                    help="preset (1b, 3b, 8b), Hub id or local path; with --base-url the served model name "
                    "(default: 1b locally, the server's only model with --base-url)")
@@ -46,21 +47,17 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenizer", default=None,
                    help="tokenizer id or path (with --base-url prompts are tokenized locally; default: --model)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (local model; default: cuda if any)")
-    p.add_argument("--dtype", default="float32", help="float32 (default), bfloat16 or float16 (local model)")
-    p.add_argument("--max-concurrency", type=positive_int, default=8, help="requests in flight (server)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds per request before a retry (server)")
+    p.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16 (local model)")
+    p.add_argument("--max-concurrency", type=positive_int, default=None, help="requests in flight (server; default 8)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds a request may take in all before it is retried (server; default 120)")
 
 
 def backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments that select the backend: server settings with --base-url, else device and dtype."""
-    options: dict[str, Any] = {}
-    if args.base_url:
-        options.update(base_url=args.base_url, max_concurrency=args.max_concurrency, timeout=args.timeout)
-    else:
-        options.update(device=args.device, dtype=args.dtype)
-    if args.tokenizer:
-        options["tokenizer"] = args.tokenizer
-    return options
+    """The model options as given (``None``: not given), passed through to the backend that ``--base-url`` selects
+    (:func:`styleeval.backends.open_backend`), which rejects those that do not apply."""
+    return {"base_url": args.base_url, "tokenizer": args.tokenizer, "device": args.device, "dtype": args.dtype,
+            "max_concurrency": args.max_concurrency, "timeout": args.timeout}
 
 
 def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str,

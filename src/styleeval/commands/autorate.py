@@ -2,7 +2,7 @@
 
     styleeval autorate rewrites.csv --model 3b --out ratings.jsonl [--mode paper] [--base-url URL]
 
-The loop itself is the library function :func:`styleeval.io.autorate_file` (the one behind ``styleeval score``).
+The loop itself is the library function :func:`styleeval.files.runner.autorate_file` (the one behind ``styleeval score``).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval autorate``; returns the exit status (bad input raises ``ValueError``)."""
-    from styleeval.io import AUTORATER_RECORDS, autorate_file, read_scores
+    from styleeval.files import AUTORATER_RECORDS, autorate_file, read_scores
 
     options = {"mode": args.mode, "prompt": args.prompt, "parser": args.parser, "seed": args.seed,
                **backend_options(args)}

@@ -68,6 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
+    from pathlib import Path
+
     from styleeval.metaeval import (
         DEFAULT_DATASETS,
         ScoresCache,
@@ -76,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         write_report,
     )
 
+    _check_out_dir(Path(args.out))  # before any work: all of it would be lost at the end otherwise
     metrics = list(args.metrics)
     for file in args.scores:
         metrics += _score_file_metrics(file)
@@ -106,10 +109,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out_dir(out) -> None:
+    """``--out`` must be (or be creatable as) a folder: no part of it is a file."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise ValueError(f"--out {out}: {path} is a file, not a folder; choose another --out")
+            return
+
+
 def _score_file_metrics(file: str) -> list[str]:
     """``precomputed:file=FILE:column=C`` for every column of FILE except ``id``."""
-    from styleeval.io import iter_records
+    from pathlib import Path
 
+    from styleeval.files.records import iter_records
+
+    if not Path(file).is_file():
+        raise ValueError(f"--scores {file}: no such file")
     for where, record in iter_records(file):
         columns = [c for c in record if c != "id"]
         if where == "header" or columns:

@@ -3,7 +3,7 @@
     styleeval score rewrites.csv --model 1b --out scores.jsonl [--style polite] [--chunk-size 256]
     styleeval score rewrites.csv --base-url http://127.0.0.1:8000/v1 --out scores.jsonl   # on a vLLM server
 
-The loop itself is the library function :func:`styleeval.io.score_file`.
+The loop itself is the library function :func:`styleeval.files.runner.score_file`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", choices=("default", "authors"), default="default",
                    help="default, or authors: the authors' LogProp.py procedure (their hand-written Llama 3 prompt, "
                    "first rewrite token not scored)")
-    p.add_argument("--head-dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+    p.add_argument("--head-dtype", choices=("float32", "bfloat16", "float16"), default=None,
                    help="precision of the LM head and softmax (bfloat16 with --dtype bfloat16: the authors' numbers)")
     p.add_argument("--revision", default=None, help="model revision (branch, tag or commit) for Hub ids")
     p.add_argument("--batch-tokens", type=positive_int, default=None,
@@ -56,16 +56,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval score``; returns the exit status (bad input raises ``ValueError``)."""
-    from styleeval.io import read_scores, score_file
+    from styleeval.files import read_scores, score_file
 
     options = backend_options(args)
     options.update(variant=args.variant, revision=args.revision, end_of_turn=args.end_of_turn,
-                   on_overflow=args.on_overflow)
-    if args.head_dtype != "float32":
-        options["head_dtype"] = args.head_dtype
-    if not args.base_url:
-        options.update(batch_tokens=args.batch_tokens, max_batch_rows=args.max_batch_rows,
-                       trust_remote_code=args.trust_remote_code)
+                   on_overflow=args.on_overflow, head_dtype=args.head_dtype, batch_tokens=args.batch_tokens,
+                   max_batch_rows=args.max_batch_rows, trust_remote_code=args.trust_remote_code or None)
 
     def summary(result) -> str:
         records = read_scores(result.output)

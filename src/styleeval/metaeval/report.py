@@ -119,11 +119,18 @@ def wmt_table(result: MetaevalResult) -> str:
 
 def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05) -> str | None:
     """Williams test of every pair of metrics on a dataset's rated rows: a cell says whether the row's metric
-    correlates significantly better (Pearson, one-sided p < alpha) than the column's."""
+    correlates significantly better (Pearson, one-sided p < alpha) than the column's.
+
+    Exactly the metrics and rows of the correlation table it sits under: a metric the table skipped (NaN scores,
+    constant) is not tested, each pair is tested on the rows both metrics were correlated on, and the last row
+    gives each metric's n."""
     from styleeval.metaeval.significance import significance_matrix
 
     human = result.human.get(dataset)
-    names = [m for m in result.metrics if (dataset, m) in result.scores]
+    table = result.correlations
+    in_table = table[(table["dataset"] == dataset) & (table["subset"] == "all")] if len(table) else table
+    n_of = dict(zip(in_table["metric"], in_table["n"])) if len(in_table) else {}
+    names = [m for m in result.metrics if (dataset, m) in result.scores and m in n_of]
     if human is None or len(names) < 2:
         return None
     rated = np.isfinite(human)
@@ -139,6 +146,7 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
             c = matrix[a, b]
             row.append(f"**{c.p:.3f}**" if c.p < alpha else f"{c.p:.2f}" if math.isfinite(c.p) else "–")
         rows.append(row)
+    rows.append(["n"] + [str(int(n_of[m])) for m in names])
     return _md_table(["A \\ B"] + [metric_label(m) for m in names], rows)
 
 

@@ -61,7 +61,7 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
     appended to the cache's partial file as it finishes, so a killed run loses at most the chunk in flight and the
     next run starts after the last saved row.
     """
-    from styleeval.io import timed_chunks
+    from styleeval.files.runner import timed_chunks
 
     signature, fingerprint = metric.signature, data.fingerprint
     if cache is not None:
@@ -98,6 +98,8 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
                 bar.update(len(idx))
     elif len(rows):
         scores[rows] = compute(rows)
+    if len(rows):
+        scores[rows] = metric.finalize(scores[rows].tolist())
     if cache is not None:
         cache.save(signature, fingerprint, scores.tolist(), dataset=data.name)
     return scores

@@ -2,9 +2,11 @@
 
 Options: ``model`` (preset, id or path; with ``base_url`` the served model name), ``mode`` (``expected`` or
 ``paper``), ``prompt`` (``paper-small``, ``paper-70b``), ``parser`` (``robust``, ``authors``), ``base_url``,
-``tokenizer``, ``device``, ``dtype``, ``seed``, e.g. ``autorater_meaning:model=3b:mode=paper``. One rating pass
-serves both dimensions (the last result is kept in memory per option set). In the meta-evaluation the
-``content`` dimension is compared with ``autorater_meaning``.
+``tokenizer``, ``device``, ``dtype``, ``seed``, ``fill`` (paper mode: ``mean``, the authors' rule, fills every
+unreadable rating with the mean of the readable ones over the whole dataset, once all its rows are rated -- never per
+chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One rating pass serves both dimensions
+(the last result is kept in memory per option set). In the meta-evaluation the ``content`` dimension is compared with
+``autorater_meaning``.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import hashlib
 import json
 
 from styleeval.metrics.base import Metric
-from styleeval.signature import format_signature, parse_signature
+from styleeval.signature import Signature
 
 _LAST: dict[tuple, tuple[str, list[dict]]] = {}
-OPTIONS = ("model", "mode", "prompt", "parser", "base_url", "tokenizer", "device", "dtype", "seed")
+OPTIONS = ("model", "mode", "prompt", "parser", "base_url", "tokenizer", "device", "dtype", "seed", "fill")
 
 
 class AutoraterMetric(Metric):
@@ -35,6 +37,9 @@ class AutoraterMetric(Metric):
         self.dimension = dimension
         self.name = f"autorater_{dimension}"
         opts: dict[str, object] = {k: v for k, v in options.items() if v is not None}
+        self.fill = str(opts.pop("fill", "mean"))
+        if self.fill not in ("mean", "none"):
+            raise ValueError(f"fill must be 'mean' or 'none', got {self.fill!r}")
         if "seed" in opts:
             opts["seed"] = int(str(opts["seed"]))
         opts.setdefault("model", None if "base_url" in opts else "1b")
@@ -46,7 +51,7 @@ class AutoraterMetric(Metric):
 
     def _judge(self):
         from styleeval.autorater.rater import shared_autorater
-        from styleeval.server import ServerError
+        from styleeval.backends.openai_server import ServerError
 
         opts = dict(self.options)
         model = opts.pop("model")
@@ -56,13 +61,24 @@ class AutoraterMetric(Metric):
             raise ValueError(f"cannot load the autorater {model!r}: {err}") from err
 
     @property
-    def signature(self) -> str:
-        """``autorater_<dim>|`` + the judge's signature (model@revision, mode, prompt, parser, decoding, ...)."""
-        _, fields = parse_signature(self._judge().signature)
-        return format_signature(self.name, fields)
+    def signature(self) -> Signature:
+        """``autorater_<dim>|`` + the judge's signature (model@revision, mode, prompt, parser, decoding, ...) and, in
+        paper mode, the fill of unreadable ratings."""
+        signature = self._judge().signature.renamed(self.name)
+        if self._judge().mode == "paper":
+            signature = Signature.build(self.name, {**signature.fields, "fill": self.fill})
+        return signature
+
+    def finalize(self, scores: list[float]) -> list[float]:
+        """Applied once to the scores of a whole dataset: the authors' mean fill in paper mode (``fill=mean``)."""
+        if self.fill == "mean" and self._judge().mode == "paper":
+            from styleeval.autorater.rater import fill_unparsed_with_mean
+
+            return fill_unparsed_with_mean(scores)
+        return list(scores)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.server import ServerError
+        from styleeval.backends.openai_server import ServerError
 
         assert styles is not None
         key = hashlib.sha256(json.dumps([sources, rewrites, styles, self._judge().signature]).encode()).hexdigest()

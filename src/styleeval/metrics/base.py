@@ -102,6 +102,12 @@ class Metric:
 
     __call__ = compute
 
+    def finalize(self, scores: list[float]) -> list[float]:
+        """Applied once to the scores of everything being aggregated (a whole meta-evaluation dataset), after all its
+        chunks are scored: a fill that depends on the whole set (the autorater's) goes here, never in
+        :meth:`_score`, so that scores do not depend on chunking. Default: unchanged."""
+        return list(scores)
+
     def _score(
         self,
         sources: list[str],

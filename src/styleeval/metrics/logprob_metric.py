@@ -14,13 +14,16 @@ import hashlib
 import json
 
 from styleeval.metrics.base import Metric
-from styleeval.signature import format_signature, parse_signature
+from styleeval.signature import Signature
 
 _LAST: dict[tuple, tuple[str, list[dict]]] = {}
 
 
 def _inputs_key(sources: list[str], rewrites: list[str], styles: list[str]) -> str:
     return hashlib.sha256(json.dumps([sources, rewrites, styles]).encode()).hexdigest()
+
+
+OPTIONS = ("model", "variant", "device", "dtype", "head_dtype", "batch_tokens", "base_url", "tokenizer")
 
 
 class LogProbMetric(Metric):
@@ -30,61 +33,53 @@ class LogProbMetric(Metric):
     incremental = True
     inputs = "source"
 
-    def __init__(self, dimension: str, model: str | None = None, variant: str = "default", device: str | None = None,
-                 dtype: str = "float32", head_dtype: str = "float32", batch_tokens: int | str | None = None,
-                 base_url: str | None = None, tokenizer: str | None = None) -> None:
+    def __init__(self, dimension: str, **options: str | None) -> None:
         from styleeval.logprob import HEAD_DTYPES, VARIANTS
 
         if dimension not in ("content", "style"):
             raise ValueError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-        if head_dtype not in HEAD_DTYPES:
-            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {head_dtype!r}")
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown options {unknown} (known: {sorted(OPTIONS)})")
+        if options.get("variant") not in (None, *VARIANTS):
+            raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {options['variant']!r}")
+        if options.get("head_dtype") not in (None, *HEAD_DTYPES):
+            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {options['head_dtype']!r}")
         self.dimension = dimension
         self.name = f"logprob_{dimension}"
-        if model is None and base_url is None:
-            model = "1b"
-        self.options = {"model": None if model is None else str(model), "variant": variant, "device": device,
-                        "dtype": str(dtype), "head_dtype": head_dtype,
-                        "batch_tokens": None if batch_tokens is None else int(batch_tokens),
-                        "base_url": base_url, "tokenizer": tokenizer}
+        opts: dict[str, object] = {k: v for k, v in options.items() if v is not None}
+        if "batch_tokens" in opts:
+            opts["batch_tokens"] = int(str(opts["batch_tokens"]))
+        opts.setdefault("model", None if "base_url" in opts else "1b")
+        self.options = opts
 
     @property
     def _key(self) -> tuple:
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _engine(self):
+        from styleeval.backends.openai_server import ServerError
         from styleeval.logprob import shared_logprob
 
-        opts = self.options
         try:
-            if opts["base_url"] is not None:
-                return shared_logprob(opts["model"], base_url=opts["base_url"], variant=opts["variant"],
-                                      tokenizer=opts["tokenizer"])
-            extra = {"head_dtype": opts["head_dtype"]} if opts["head_dtype"] != "float32" else {}
-            if opts["variant"] != "default":
-                extra["variant"] = opts["variant"]
-            return shared_logprob(opts["model"], device=opts["device"], dtype=opts["dtype"],
-                                  batch_tokens=opts["batch_tokens"], **extra)
-        except (OSError, ImportError, RuntimeError) as err:
-            raise ValueError(f"cannot load LogProb model {opts['model']!r}: {err}") from err
+            return shared_logprob(**self.options)
+        except (OSError, ImportError, RuntimeError, ServerError) as err:
+            raise ValueError(f"cannot load LogProb model {self.options.get('model')!r}: {err}") from err
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         """``logprob_<dim>|`` + the engine's signature (model@revision, dtype, template, ...).
 
         Loads the model once (the revision and chat template are part of the signature).
         """
-        _, fields = parse_signature(self._engine().signature)
-        return format_signature(self.name, fields)
+        return self._engine().signature.renamed(self.name)
 
     def _score(self, sources, rewrites, references, styles):
         assert styles is not None
         key = _inputs_key(sources, rewrites, styles) + self._engine().signature  # new weights: new pass
         last = _LAST.get(self._key)
         if last is None or last[0] != key:
-            from styleeval.server import ServerError
+            from styleeval.backends.openai_server import ServerError
 
             try:
                 scores = self._engine().score(sources, rewrites, styles)

@@ -84,7 +84,7 @@ def paper_bleu(source: str, rewrite: str) -> float:
 
 
 def _signature(name: str, hyp: str, **extra: str) -> str:
-    from styleeval import __version__
+    from styleeval._version import __version__
 
     fields = {"tok": "char", "order": 4, "hyp": hyp, "ref": "rewrite", "smooth": f"method1-{EPSILON}", "bp": "closest"}
     return format_signature(name, {**fields, **extra, "version": __version__})

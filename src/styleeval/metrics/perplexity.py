@@ -30,11 +30,10 @@ class Perplexity(Metric):
 
     @property
     def signature(self) -> str:
-        from styleeval import __version__
+        from styleeval._version import __version__
 
-        lp = self._lp()
-        return format_signature(self.name, {"model": f"{lp.model_name}@{lp.revision}",
-                                            "dtype": str(lp.dtype).removeprefix("torch."), "prefix": "bos",
+        identity = self._lp().backend.identity
+        return format_signature(self.name, {"model": identity.model_field, "dtype": identity.dtype, "prefix": "bos",
                                             "version": __version__})
 
     def _score(self, sources, rewrites, references, styles):
@@ -42,7 +41,7 @@ class Perplexity(Metric):
         tok = lp.tokenizer
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         if start is None:
-            raise ValueError(f"ppl: the tokenizer of {lp.model_name!r} has neither a BOS nor an EOS token")
+            raise ValueError(f"ppl: the tokenizer of {lp.backend.identity.model!r} has neither a BOS nor an EOS token")
         ids = lp.chat.encoder.plain(list(rewrites))
-        out = lp.engine.token_logprobs([[start]] * len(ids), ids)
+        out = lp.backend.token_logprobs([[start]] * len(ids), ids)
         return [math.exp(-float(x.double().mean())) if len(x) else math.nan for x in out]

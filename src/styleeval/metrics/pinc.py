@@ -57,7 +57,7 @@ class SourcePINC(Metric):
 
     @property
     def signature(self) -> str:
-        from styleeval import __version__
+        from styleeval._version import __version__
 
         return format_signature(
             self.name,

@@ -67,7 +67,7 @@ def _digest(scores: Mapping[str, float]) -> str:
 
 def from_file(file: str, column: str, lower_is_better: bool | str = False, name: str | None = None) -> PrecomputedMetric:
     """A precomputed metric from column ``column`` of a CSV / JSONL score file keyed by ``id``."""
-    from styleeval.io import iter_records
+    from styleeval.files.records import iter_records
 
     path = Path(file)
     scores: dict[str, float] = {}

@@ -1,0 +1,516 @@
+"""The server backend: every call styleeval makes to an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, a
+hosted API) goes through :class:`ServerClient`, built on the official ``openai`` client, which retries 408/409/429/5xx
+answers, timeouts and connection errors with exponential backoff (0.5 s doubling up to 8 s, ``max_retries`` times) and
+honours ``Retry-After``. On top of it this module adds:
+
+- a total deadline per request (``timeout``): a server that drips its answer byte by byte is cut off and retried,
+  not waited on forever;
+- bounded concurrency: at most ``max_concurrency`` requests in flight, results in input order;
+- one request per *row* (a row may hold several prompts, e.g. LogProb's three contexts), so that a failure raises a
+  :class:`ServerError` whose ``row`` is the caller's row;
+- answers checked before use: a reply without choices, with too few log-probabilities, or with a log-probability that
+  is not finite or is positive is a :class:`ServerError` naming the row, never a NaN score;
+- :class:`ServerBackend`, the :class:`~styleeval.backends.base.Backend` on top of it, whose identity is what the server
+  reports (``/v1/models``: id, root, max_model_len) plus the rounded log-probabilities of a fixed probe text, so that
+  two servers with different weights under one served name sign differently and a restarted server signs the same.
+
+The API key comes from ``api_key=``, else ``STYLEEVAL_API_KEY``, else ``OPENAI_API_KEY`` (local servers accept
+any key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import torch
+from tqdm.auto import tqdm
+
+from styleeval.backends.base import (
+    CANDIDATE_LOGPROBS,
+    SERVER_CHAT,
+    Backend,
+    Decoding,
+    Identity,
+    reject_options,
+)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+DEFAULT_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 5
+DEFAULT_MAX_CONCURRENCY = 8
+POSITIVE_TOLERANCE = 1e-4
+"""A returned log-probability above this is an error (a probability > 1), not a score."""
+PROBE_TEXT = "Style transfer rewrites a text in another style and keeps its meaning: nothing dropped or invented."
+"""The fixed text whose prompt log-probabilities fingerprint the weights behind a URL."""
+
+
+class ServerError(RuntimeError):
+    """A request to the server failed for good: rejected (4xx), unreachable after every retry, or answered with
+    something unusable.
+
+    ``status`` is the HTTP status of a rejected request, 200 for an answer that lacks what was asked for or holds
+    invalid values, and ``None`` when the server could not be reached or timed out. ``row`` is the caller's row
+    (``None`` when the failure concerns no row, e.g. listing the models); ``reason`` the message without the row.
+    """
+
+    def __init__(self, message: str, status: int | None = None, row: int | None = None, what: str = "") -> None:
+        self.reason, self.status, self.row, self.what = message, status, row, what
+        where = "" if row is None else f"row {row}" + (f" ({what})" if what else "") + ": "
+        super().__init__(where + message)
+
+    def at(self, row: int | None) -> ServerError:
+        """The same error for row ``row`` of the caller's caller."""
+        return ServerError(self.reason, self.status, row, self.what)
+
+
+def api_key_from_env() -> str:
+    """``STYLEEVAL_API_KEY``, else ``OPENAI_API_KEY``, else ``"EMPTY"`` (what local servers accept)."""
+    return os.environ.get("STYLEEVAL_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+
+
+def _deadline_http_client(deadline: float):
+    """An httpx client (the ``openai`` package's defaults) whose requests must be answered in full within
+    ``deadline`` seconds: httpx's own timeouts are per read, so a body dripped a byte at a time never trips them."""
+    import httpx
+    from openai import DefaultHttpxClient
+
+    class DeadlineClient(DefaultHttpxClient):
+        def send(self, request, *, stream: bool = False, **kwargs):  # type: ignore[override]
+            start = time.monotonic()
+            response = super().send(request, stream=True, **kwargs)
+            if stream:
+                return response
+            parts = []
+            try:
+                for part in response.iter_bytes():
+                    parts.append(part)
+                    if time.monotonic() - start > deadline:
+                        raise httpx.ReadTimeout(f"no complete answer within {deadline:g} s", request=request)
+            finally:
+                response.close()
+            response._content = b"".join(parts)
+            return response
+
+    return DeadlineClient(timeout=httpx.Timeout(deadline))
+
+
+class ServerClient:
+    """A client of one OpenAI-compatible server.
+
+    Args:
+        base_url: the server's API root, e.g. ``"http://127.0.0.1:8000/v1"``.
+        model: the served model name sent with every request; ``None``: the only model the server lists.
+        api_key: the API key (default: :func:`api_key_from_env`).
+        max_concurrency: requests in flight at once.
+        timeout: seconds one request may take in all (headers and body) before it is abandoned and retried.
+        max_retries: retries of a failed request (429, 5xx, timeouts, connection errors) with exponential backoff.
+        progress: show a progress bar over rows.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        api_key: str | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        progress: bool = False,
+    ) -> None:
+        try:
+            from openai import OpenAI
+        except ImportError as err:  # pragma: no cover - a dependency of the package
+            raise ImportError("the server backend needs the 'openai' package: pip install openai") from err
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be positive, got {max_concurrency}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.base_url = base_url.rstrip("/")
+        self.max_concurrency = int(max_concurrency)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.progress = progress
+        self.client = OpenAI(base_url=self.base_url, api_key=api_key or api_key_from_env(), timeout=self.timeout,
+                             max_retries=self.max_retries, http_client=_deadline_http_client(self.timeout))
+        self._model = model
+
+    # -- models -------------------------------------------------------------------------------------------
+    def list_models(self) -> list[dict[str, Any]]:
+        """The models the server serves (``GET /models``), as dicts (``id``, and for vLLM ``root``...)."""
+        page = self._call(lambda: self.client.models.list(), "listing the served models")
+        return [m.model_dump() for m in page.data]
+
+    def model_entry(self) -> dict[str, Any]:
+        """What ``/models`` says of the served model (``{}`` when it is not listed)."""
+        return next((m for m in self.list_models() if m.get("id") == self.model), {})
+
+    def max_model_len(self) -> int | None:
+        """The served model's context length where the server says it (vLLM's ``max_model_len``), else ``None``."""
+        value = self.model_entry().get("max_model_len")
+        return int(value) if isinstance(value, int) else None
+
+    @property
+    def model(self) -> str:
+        """The served model name sent with every request (asked from the server when not given)."""
+        if self._model is None:
+            models = self.list_models()
+            if len(models) != 1:
+                names = ", ".join(repr(m["id"]) for m in models) or "none"
+                raise ValueError(f"{self.base_url} serves {len(models)} models ({names}); pass the model name")
+            self._model = str(models[0]["id"])
+        return self._model
+
+    def fingerprint(self) -> str:
+        """``server-<12 hex>``: a hash of what ``/models`` reports of the model (id, root, max_model_len) and of the
+        prompt log-probabilities of :data:`PROBE_TEXT` rounded to 0.1 (a server without prompt log-probabilities:
+        its greedy 16-token reply), so that other weights under the same name give another fingerprint."""
+        entry = self.model_entry()
+        reported = [entry.get("id"), entry.get("root"), entry.get("max_model_len")]
+        try:
+            response = self._call(lambda: self.client.completions.create(
+                model=self.model, prompt=PROBE_TEXT, max_tokens=1, temperature=0.0,
+                extra_body={"prompt_logprobs": 0}), "fingerprinting the model")
+            entries = (_first_choice(response, self.base_url).model_extra or {}).get("prompt_logprobs")
+            if not entries:
+                raise ServerError("no prompt_logprobs", 200)
+            probe: Any = [[tok, round(_logprob_value(item), 1)] for entry_ in entries[1:] if entry_
+                          for tok, item in sorted(entry_.items())[:1]]
+        except ServerError as err:
+            if err.status is None or err.status >= 500:
+                raise
+            response = self._call(lambda: self.client.completions.create(
+                model=self.model, prompt=PROBE_TEXT, max_tokens=16, temperature=0.0), "fingerprinting the model")
+            probe = _first_choice(response, self.base_url).text
+        digest = hashlib.sha256(json.dumps([reported, probe]).encode()).hexdigest()[:12]
+        return f"server-{digest}"
+
+    # -- requests -----------------------------------------------------------------------------------------
+    def chat(self, conversations: Sequence[list[dict[str, str]]], per_row: Sequence[dict[str, Any]] | None = None,
+             **decoding: Any) -> list[str]:
+        """The reply text for each conversation (``POST /chat/completions``), in input order.
+
+        ``decoding`` holds request parameters: ``max_tokens``, ``temperature``, ``top_p``, ``seed``,
+        ``extra_body`` (server-specific fields, e.g. vLLM's ``chat_template_kwargs``)...; ``per_row[i]`` adds
+        parameters of row ``i`` alone (its ``seed``).
+        """
+        model = self.model
+        extras = list(per_row) if per_row is not None else [{}] * len(conversations)
+
+        def one(item: tuple[list[dict[str, str]], dict[str, Any]]) -> str:
+            messages, extra = item
+            response = self.client.chat.completions.create(model=model, messages=messages, **decoding, **extra)
+            return _first_choice(response, self.base_url).message.content or ""
+
+        return self.map_rows(one, list(zip(conversations, extras)), "chat")
+
+    def complete(self, prompts: Sequence[Sequence[int]], stop_token_ids: Sequence[int] = (),
+                 per_row: Sequence[dict[str, Any]] | None = None, **decoding: Any) -> list[str]:
+        """The generated text after each token-id prompt (``POST /completions``), in input order.
+
+        Prompts rendered and tokenized locally keep user text as text (see :class:`styleeval.chat.TextEncoder`);
+        ``stop_token_ids`` (vLLM) ends a reply at the template's end of turn; ``per_row[i]`` adds parameters of row
+        ``i`` alone (its ``seed``).
+        """
+        model = self.model
+        extra_body = dict(decoding.pop("extra_body", {}) or {})
+        if stop_token_ids:
+            extra_body["stop_token_ids"] = [int(t) for t in stop_token_ids]
+        extras = list(per_row) if per_row is not None else [{}] * len(prompts)
+
+        def one(item: tuple[Sequence[int], dict[str, Any]]) -> str:
+            prompt, extra = item
+            response = self.client.completions.create(model=model, prompt=[list(map(int, prompt))],
+                                                      extra_body=extra_body or None, **decoding, **extra)
+            return _first_choice(response, self.base_url).text or ""
+
+        return self.map_rows(one, list(zip(prompts, extras)), "completion")
+
+    def prompt_logprobs(self, rows: Sequence[Sequence[Sequence[int]]]) -> list[list[list[float]]]:
+        """For each row (a list of token-id prompts sent in one request), the log-probability of every prompt token
+        after the first, given the tokens before it.
+
+        Uses ``POST /completions`` with ``max_tokens=1`` and vLLM's ``prompt_logprobs=0``; a server that does not
+        return prompt log-probabilities, or returns values that are not log-probabilities, raises
+        :class:`ServerError` saying so.
+        """
+        return self.map_rows(self._prompt_logprobs_one, rows, "prompt log-probabilities")
+
+    def _prompt_logprobs_one(self, prompts: Sequence[Sequence[int]]) -> list[list[float]]:
+        response = self.client.completions.create(
+            model=self.model, prompt=[list(map(int, p)) for p in prompts], max_tokens=1, temperature=0.0,
+            extra_body={"prompt_logprobs": 0},
+        )
+        choices = sorted(response.choices or [], key=lambda c: c.index)
+        if len(choices) != len(prompts):
+            raise ServerError(f"{self.base_url} answered {len(choices)} of {len(prompts)} prompts", 200)
+        out = []
+        for prompt, choice in zip(prompts, choices):
+            entries = (choice.model_extra or {}).get("prompt_logprobs")
+            if entries is None:
+                raise ServerError(
+                    f"{self.base_url} returned no prompt_logprobs: this needs a server that scores prompt "
+                    "tokens (vLLM's OpenAI server does; hosted APIs usually do not)", 200
+                )
+            if len(entries) != len(prompt):
+                raise ServerError(f"{self.base_url} returned {len(entries)} prompt log-probabilities for a "
+                                  f"prompt of {len(prompt)} tokens", 200)
+            values = []
+            for token, entry in zip(prompt[1:], entries[1:]):
+                item = entry.get(str(int(token))) if isinstance(entry, dict) else None
+                if item is None:
+                    raise ServerError(f"{self.base_url} returned no log-probability for prompt token {token}", 200)
+                values.append(self._checked(_logprob_value(item), token))
+            out.append(values)
+        return out
+
+    def _checked(self, value: float, token: Any) -> float:
+        if not math.isfinite(value) or value > POSITIVE_TOLERANCE:
+            raise ServerError(f"{self.base_url} returned the log-probability {value!r} for token {token}: not a "
+                              "log-probability (it must be finite and <= 0); the server is faulty", 200)
+        return value
+
+    def top_logprobs(self, prompts: Sequence[Sequence[int]], k: int) -> list[dict[int, float]]:
+        """The ``k`` most likely next tokens after each token-id prompt with their log-probabilities (``logprobs=k``)."""
+        model = self.model
+
+        def one(prompt: Sequence[int]) -> dict[int, float]:
+            response = self.client.completions.create(
+                model=model, prompt=[list(map(int, prompt))], max_tokens=1, temperature=0.0, logprobs=k,
+                extra_body={"return_tokens_as_token_ids": True},
+            )
+            logprobs = _first_choice(response, self.base_url).logprobs
+            if logprobs is None or not logprobs.top_logprobs:
+                raise ServerError(f"{self.base_url} returned no top log-probabilities", 200)
+            top = logprobs.top_logprobs[0] or {}
+            return {int(str(tok).removeprefix("token_id:")): self._checked(float(lp), tok) for tok, lp in top.items()}
+
+        return self.map_rows(one, prompts, "top log-probabilities")
+
+    # -- plumbing -----------------------------------------------------------------------------------------
+    def map_rows(self, fn: Callable[[T], R], rows: Sequence[T], what: str = "request") -> list[R]:
+        """``fn`` on every row with at most ``max_concurrency`` in flight; results in input order.
+
+        A failure raises :class:`ServerError` whose ``row`` is the first failed row (4xx: the server's message).
+        """
+        rows = list(rows)
+        results: list[Any] = [None] * len(rows)
+        if not rows:
+            return results
+        bar = tqdm(total=len(rows), desc=what, unit="row", disable=not self.progress, leave=False)
+        try:
+            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(rows))) as pool:
+                futures = [pool.submit(self._call, lambda r=r: fn(r), what, i) for i, r in enumerate(rows)]
+                try:
+                    for i, future in enumerate(futures):
+                        results[i] = future.result()
+                        bar.update(1)
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+        finally:
+            bar.close()
+        return results
+
+    def _call(self, fn: Callable[[], R], what: str, row: int | None = None) -> R:
+        import openai
+
+        try:
+            return fn()
+        except ServerError as err:
+            raise ServerError(err.reason, err.status, row, what) from None
+        except openai.APIStatusError as err:
+            message = _error_message(err)
+            raise ServerError(f"{self.base_url} answered {err.status_code}: {message}", err.status_code, row,
+                              what) from None
+        except openai.APITimeoutError:
+            raise ServerError(f"{self.base_url} did not answer within {self.timeout:g} s, {self.max_retries} "
+                              "retries included (raise timeout=...)", None, row, what) from None
+        except openai.APIConnectionError as err:
+            raise ServerError(f"cannot reach {self.base_url} after {self.max_retries} retries "
+                              f"({err.__cause__ or err}); is the server running?", None, row, what) from None
+        except (openai.APIError, ValueError, KeyError, AttributeError, TypeError) as err:
+            # an answer that is not the JSON asked for (truncated, wrong shape): the server's fault, not the input's
+            raise ServerError(f"{self.base_url} sent an answer that could not be read ({type(err).__name__}: "
+                              f"{str(err)[:200]})", 200, row, what) from None
+
+
+def _first_choice(response: Any, base_url: str) -> Any:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ServerError(f"{base_url} answered without any choice", 200)
+    return choices[0]
+
+
+def _logprob_value(item: Any) -> float:
+    return float(item["logprob"] if isinstance(item, dict) else item)
+
+
+def _error_message(err: Any) -> str:
+    body = getattr(err, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if body.get("message"):
+            return str(body["message"])
+    return str(getattr(err, "message", err))
+
+
+OPTIONS = ("tokenizer", "revision", "trust_remote_code", "api_key", "max_concurrency", "timeout", "max_retries",
+           "extra_body", "progress")
+"""What :class:`ServerBackend` takes besides the served model name and the URL."""
+
+
+class ServerBackend(Backend):
+    """An OpenAI-compatible server. Prompts are rendered and tokenized here (``tokenizer``) and sent as token ids;
+    without a tokenizer only :meth:`generate_chat` is available (the server renders the chat).
+
+    Args:
+        model: the served model name (``None``: the only model the server lists; a preset such as ``1b`` means its
+            Hub id).
+        base_url: the server's API root.
+        tokenizer: a tokenizer object, id or path; ``None``: loaded from the served name when ``need_tokenizer``.
+        revision, trust_remote_code: for loading the tokenizer.
+        api_key, max_concurrency, timeout, max_retries, progress: :class:`ServerClient` settings.
+        extra_body: extra request fields of :meth:`generate_chat` (e.g. vLLM's ``chat_template_kwargs``).
+    """
+
+    kind = "server"
+    capabilities = frozenset({CANDIDATE_LOGPROBS, SERVER_CHAT})
+
+    def __init__(self, model: str | None, base_url: str, tokenizer: Any = None, revision: str | None = None,
+                 trust_remote_code: bool = False, api_key: str | None = None,
+                 max_concurrency: int | None = None, timeout: float | None = None, max_retries: int | None = None,
+                 extra_body: dict[str, Any] | None = None, progress: bool = True,
+                 need_tokenizer: bool = True) -> None:
+        from styleeval.models import PRESETS, load_tokenizer
+
+        served = None if model is None else PRESETS.get(str(model).lower(), str(model))
+        self.client = ServerClient(
+            base_url, model=served, api_key=api_key,
+            max_concurrency=DEFAULT_MAX_CONCURRENCY if max_concurrency is None else int(max_concurrency),
+            timeout=DEFAULT_TIMEOUT if timeout is None else float(timeout),
+            max_retries=DEFAULT_MAX_RETRIES if max_retries is None else int(max_retries), progress=progress,
+        )
+        self.base_url = self.client.base_url
+        self.model_name = self.client.model
+        served_models = self.client.list_models()  # reachable, and serving this name: checked before any work
+        entry = next((m for m in served_models if m.get("id") == self.model_name), None)
+        if entry is None:
+            names = ", ".join(repr(m.get("id")) for m in served_models) or "none"
+            raise ValueError(f"model: {self.base_url} does not serve {self.model_name!r} (it serves {names}); pass "
+                             "the served model name")
+        self.extra_body = dict(extra_body or {})
+        if tokenizer is None and need_tokenizer:
+            tokenizer = self.model_name
+        self.tokenizer = None if tokenizer is None else load_tokenizer(tokenizer, revision, bool(trust_remote_code))
+        limit = entry.get("max_model_len")
+        self._max_length: int | None = int(limit) - 1 if isinstance(limit, int) else None
+        self._identity: Identity | None = None
+
+    @classmethod
+    def from_options(cls, model: Any, base_url: str, options: dict[str, Any],
+                     need_tokenizer: bool = True) -> ServerBackend:
+        """A server backend from keyword options; an option of another backend is an error naming it."""
+        reject_options("server", options, OPTIONS)
+        return cls(model, base_url, need_tokenizer=need_tokenizer,
+                   **{k: v for k, v in options.items() if v is not None})
+
+    @property
+    def identity(self) -> Identity:
+        if self._identity is None:
+            self._identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
+        return self._identity
+
+    @property
+    def max_length(self) -> int | None:
+        """``max_model_len - 1`` (as ``/models`` reports it): vLLM must be allowed one generated token even when only
+        prompts are scored; ``None`` when the server does not say."""
+        return self._max_length
+
+    def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
+                       group: int = 1) -> list[torch.Tensor]:
+        if len(prompts) != len(continuations):
+            raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
+        if group < 1:
+            raise ValueError(f"group must be positive, got {group}")
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
+        pairs = [(list(p), list(c)) for p, c in zip(prompts, continuations)]
+        chunks = [pairs[i : i + group] for i in range(0, len(pairs), group)]
+        requests = [[p + c for p, c in chunk if c] for chunk in chunks]
+        answered = self.client.map_rows(lambda r: self.client._prompt_logprobs_one(r) if r else [], requests,
+                                        "scoring")
+        out = []
+        for chunk, values in zip(chunks, answered):
+            it = iter(values)
+            for _, c in chunk:
+                lp = next(it)[-len(c):] if c else []
+                out.append(torch.tensor(lp, dtype=torch.float32))
+        return out
+
+    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int]) -> torch.Tensor:
+        """From the top-20 next tokens where they hold every candidate, else each candidate appended to the prompt
+        and read back as a prompt log-probability (exact for any model and vocabulary; vLLM returns both)."""
+        cands = [int(c) for c in candidates]
+        out = torch.empty((len(prompts), len(cands)), dtype=torch.float32)
+        try:
+            tops = self.client.top_logprobs(prompts, k=20)
+        except ServerError as err:
+            if err.status is None or err.status >= 500:  # unreachable or failing: no point in another route
+                raise
+            tops = [{} for _ in prompts]
+        missing = []
+        for i, top in enumerate(tops):
+            if all(c in top for c in cands):
+                out[i] = torch.tensor([top[c] for c in cands], dtype=torch.float32)
+            else:
+                missing.append(i)
+        if missing:
+            try:
+                values = self.token_logprobs([prompts[i] for i in missing for _ in cands],
+                                             [[c] for _ in missing for c in cands], group=len(cands))
+            except ServerError as err:
+                raise ServerError(
+                    f"candidate tokens need their log-probabilities; {self.base_url} returned them neither among "
+                    f"its top-20 next tokens nor as prompt log-probabilities ({err.reason}). Use a vLLM server",
+                    err.status, None if err.row is None else missing[err.row], err.what,
+                ) from None
+            for k, i in enumerate(missing):
+                out[i] = torch.stack([v[0] for v in values[k * len(cands) : (k + 1) * len(cands)]])
+        return out
+
+    def _sampling(self, decoding: Decoding, seeds: Sequence[int]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        params: dict[str, Any] = {"max_tokens": decoding.max_new_tokens}
+        if decoding.do_sample:
+            params.update(temperature=decoding.temperature, top_p=decoding.top_p)
+            return params, [{"seed": int(s)} for s in seeds]
+        params.update(temperature=0.0)
+        return params, [{} for _ in seeds]
+
+    def generate(self, prompts: Sequence[Sequence[int]], decoding: Decoding, seeds: Sequence[int],
+                 stop_ids: Sequence[int] = ()) -> list[str]:
+        params, per_row = self._sampling(decoding, seeds)
+        return self.client.complete(prompts, stop_token_ids=stop_ids, per_row=per_row, **params)
+
+    def generate_chat(self, conversations: Sequence[list[dict[str, str]]], decoding: Decoding,
+                      seeds: Sequence[int]) -> list[str]:
+        params, per_row = self._sampling(decoding, seeds)
+        if self.extra_body:
+            params["extra_body"] = self.extra_body
+        return self.client.chat(conversations, per_row=per_row, **params)

@@ -1,0 +1,360 @@
+"""Reading and writing styleeval's record files: CSV / JSONL input rows and output records, validated.
+
+Input files have one row per rewrite with the columns ``source``, ``rewrite`` and ``style`` (``style`` may
+instead be given once for every row); other columns are carried through to the output. Output files hold one record
+per input row::
+
+    row, <extra input columns>, source, rewrite, style, <scores>, <extras>, signature
+
+``row`` is the 0-based index of the row in the input file (blank lines are not counted). Numeric scores are written
+empty (CSV) / null (JSONL) when NaN; so is a non-finite number in a carried-through column. CSV fields may be of any
+length (the csv module's 131,072-character limit is lifted for reading).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from io import StringIO
+from pathlib import Path
+from typing import Any, Literal
+
+# a field of any length reads back (the csv module's default limit is 131,072 characters)
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+INPUT_COLUMNS: tuple[str, ...] = ("source", "rewrite", "style")
+"""Columns of an input file (``style`` may be given once instead)."""
+
+OUTPUT_FIELDS: tuple[str, ...] = ("row", "source", "rewrite", "style", "content", "style_strength", "signature")
+"""Fields of every ``styleeval score`` output record, in order."""
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """The fields of one kind of output file: numeric ``scores`` (NaN written as empty / null) and ``extras``
+    (strings, booleans or lists, written as JSON text in CSV) between the input columns and the signature."""
+
+    name: str
+    scores: tuple[str, ...]
+    extras: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every field of a record, in order."""
+        return ("row", "source", "rewrite", "style", *self.scores, *self.extras, "signature")
+
+
+LOGPROB_RECORDS = RecordKind("score", ("content", "style_strength"))
+"""``styleeval score`` records (:data:`OUTPUT_FIELDS`)."""
+
+AUTORATER_RECORDS = RecordKind("autorate", ("meaning", "style_rating"),
+                               ("parsed", "reply", "meaning_probs", "style_probs"))
+"""``styleeval autorate`` records: the two ratings (null where paper mode could not read one), ``parsed``, the
+judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
+
+Format = Literal["csv", "jsonl"]
+
+RESERVED_FIELDS = frozenset({*OUTPUT_FIELDS, *LOGPROB_RECORDS.fields, *AUTORATER_RECORDS.fields})
+"""Output field names that an extra input column may not use."""
+
+
+@dataclass(frozen=True)
+class InputRow:
+    """One validated input row; ``row`` is its 0-based index in the file, ``where`` locates it for messages."""
+
+    row: int
+    source: str
+    rewrite: str
+    style: str
+    where: str
+    extra: dict[str, Any] = field(default_factory=dict)  # the input's other columns, carried through to the output
+
+
+
+def file_format(path: str | os.PathLike[str]) -> Format:
+    """``"csv"`` for ``*.csv``, ``"jsonl"`` for ``*.jsonl`` / ``*.ndjson`` (one JSON object per line)."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    raise ValueError(f"{path}: unknown file type {suffix or '(none)'!r}; use .csv or .jsonl")
+
+
+# ----------------------------------------------------------------------------------------------- reading
+
+STDIN = "-"
+"""The input path that reads standard input (CSV or JSONL, told apart by the first character)."""
+
+
+def _decode_error(path: Path, data: bytes, encoding: str, err: UnicodeDecodeError) -> ValueError:
+    """Name the line of ``path`` that is not valid ``encoding``, and what to do."""
+    line = 1
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        try:
+            raw.decode(encoding)
+        except UnicodeDecodeError:
+            line = number
+            break
+    return ValueError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
+                      f"the file's encoding (--encoding latin-1, encoding='latin-1')")
+
+
+def _read_text(path: Path | str, encoding: str) -> tuple[str, Path]:
+    """The whole text of ``path`` (``-``: standard input), decoded; a UTF-8 byte order mark is dropped."""
+    import sys
+
+    if str(path) == STDIN:
+        data = sys.stdin.buffer.read()
+        path = Path("<stdin>")
+    else:
+        path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"{path}: is a directory, not an input file")
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such file")
+        data = path.read_bytes()
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as err:
+        raise _decode_error(path, data, encoding, err) from None
+    except LookupError:
+        raise ValueError(f"unknown encoding {encoding!r}") from None
+    return text.removeprefix("\ufeff"), path
+
+
+def _iter_csv(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    reader = csv.reader(StringIO(text, newline=""))
+    try:
+        header: list[str] | None = None
+        line = 1
+        for fields in reader:
+            if header is None:
+                header = fields
+                dupes = sorted({c for c in header if header.count(c) > 1})
+                if dupes:
+                    raise ValueError(f"{path}, line {line}: the header names column(s) "
+                                     f"{', '.join(map(repr, dupes))} more than once")
+                yield "header", {name: name for name in header}
+            elif fields:  # blank lines are skipped
+                if not strict and len(fields) < len(header):  # an output row cut short: missing fields are None
+                    fields = fields + [None] * (len(header) - len(fields))  # type: ignore[list-item]
+                if len(fields) != len(header):
+                    raise ValueError(
+                        f"{path}, line {line}: {len(fields)} fields but the header has {len(header)} columns "
+                        "(quote fields that contain commas: \"Hello, world\")"
+                    )
+                yield f"line {line}", dict(zip(header, fields))
+            line = reader.line_num + 1
+    except csv.Error as err:
+        raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
+
+
+def _iter_jsonl(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+        yield f"line {number}", record
+
+
+def iter_records(
+    path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8", strict: bool = True
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(location, record)`` for every record of a CSV or JSONL file (``location`` is e.g. ``"line 3"``).
+
+    ``fmt`` defaults to :func:`file_format` of ``path`` (standard input, ``-``: JSONL when its first character is
+    ``{``, else CSV). A CSV file first yields ``("header", {column: column})``; a CSV row with more or fewer fields
+    than the header, a duplicated column name, or text that is not valid ``encoding`` raises ``ValueError`` naming
+    the line (``strict=False``: a CSV row with too few fields gets ``None`` for the rest, as in an output file cut
+    short); a missing file raises ``FileNotFoundError``.
+    """
+    text, where = _read_text(path, encoding)
+    if fmt is None:
+        fmt = ("jsonl" if text.lstrip().startswith("{") else "csv") if str(path) == STDIN else file_format(path)
+    yield from (_iter_csv if fmt == "csv" else _iter_jsonl)(text, where, strict)
+
+
+def output_format(path: str | os.PathLike[str]) -> Format:
+    """The format of an output file: CSV when it ends in ``.csv``, JSONL otherwise (and on standard output)."""
+    return "csv" if Path(path).suffix.lower() == ".csv" else "jsonl"
+
+
+def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = True) -> str:
+    value = record.get(column)
+    if value is None:
+        raise ValueError(f"{where}: missing value for {column!r}")
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
+    if not allow_empty and not value.strip():
+        raise ValueError(f"{where}: {column!r} is empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
+                         f"{err.start}), which is not text and cannot be written as UTF-8") from None
+    return value
+
+
+def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: str = "utf-8") -> list[InputRow]:
+    """Read and validate an input file (CSV or JSONL; ``-``: standard input) with the columns ``source``,
+    ``rewrite``, ``style``; other columns are kept in :attr:`InputRow.extra` (carried through to the output).
+
+    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``ValueError``
+    naming the file, the row and the problem (missing column, missing / non-string value, empty style, malformed
+    CSV, wrong encoding, no rows at all).
+    """
+    if style is not None and not (isinstance(style, str) and style.strip()):
+        raise ValueError(f"style must be a non-empty string, got {style!r}")
+    needed = [c for c in INPUT_COLUMNS if not (c == "style" and style is not None)]
+    name = "<stdin>" if str(path) == STDIN else str(path)
+    rows: list[InputRow] = []
+    for where, record in iter_records(path, encoding=encoding):
+        if where == "header":
+            missing = [c for c in needed if c not in record]
+            if missing:
+                found = ", ".join(repr(c) for c in record) or "none"
+                raise ValueError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
+                                 + ("; give the style with --style" if missing == ["style"] else ""))
+            continue
+        index = len(rows)
+        loc = f"{name}, row {index} ({where})"
+        missing = [c for c in needed if c not in record]
+        if missing:
+            raise ValueError(f"{loc}: missing column(s) {', '.join(map(repr, missing))}"
+                             + ("; give the style with --style" if missing == ["style"] else ""))
+        extra = {k: v for k, v in record.items() if k not in INPUT_COLUMNS}
+        clash = sorted(set(extra) & RESERVED_FIELDS)
+        if clash:
+            raise ValueError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
+                             "rename or drop them")
+        rows.append(InputRow(
+            row=index,
+            source=_text(record, "source", loc),
+            rewrite=_text(record, "rewrite", loc),
+            style=style if style is not None else _text(record, "style", loc, allow_empty=False),
+            where=loc,
+            extra=extra,
+        ))
+    if not rows:
+        raise ValueError(f"{name}: no rows to score (the file is empty or has only a header)")
+    return rows
+
+
+def _score(value: Any) -> float:
+    if value is None or value == "":
+        return math.nan
+    return float(value)
+
+
+def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS) -> list[dict[str, Any]]:
+    """Read an output file of :func:`score_file` (or, with ``kind=AUTORATER_RECORDS``, of :func:`autorate_file`)
+    as a list of records in file order.
+
+    ``row`` comes back as ``int``; the scores (``content`` and ``style_strength``) as ``float`` (NaN for skipped
+    rows).
+    """
+    records, torn = _read_scores(Path(path), kind)
+    if torn:
+        raise ValueError(f"{path}, {torn}: the last record is incomplete (an interrupted write)")
+    return records
+
+
+def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], str | None]:
+    """The complete records, and the location of an incomplete last record (a CSV row cut short) or ``None``."""
+    records = []
+    items = list(iter_records(path, output_format(path), strict=False))
+    for k, (where, record) in enumerate(items):
+        missing = [f for f in kind.fields if f not in record]
+        if missing:
+            what = "file" if where == "header" else f"record ({where})"
+            raise ValueError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
+        if where == "header":
+            continue
+        if any(record[f] is None for f in ("row", "source", "rewrite", "style", "signature")):
+            if k == len(items) - 1:
+                return records, where
+            raise ValueError(f"{path}, {where}: incomplete record")
+        try:
+            row = int(record["row"])
+            record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}, {where}: corrupt record (bad row or score)") from None
+        records.append(record)
+    return records, None
+
+
+# ----------------------------------------------------------------------------------------------- writing
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _plain(value: Any) -> Any:
+    """A carried-through value as written: a non-finite number (NaN in a JSONL input) becomes null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _csv_extra(value: Any) -> Any:
+    value = _plain(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return value
+
+
+def _fields(kind: RecordKind, extra_columns: Sequence[str]) -> list[str]:
+    """Output fields: ``row``, the input's extra columns, then the kind's fields."""
+    return ["row", *extra_columns, *kind.fields[1:]]
+
+
+def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool,
+                    kind: RecordKind = LOGPROB_RECORDS, extra_columns: Sequence[str] = ()) -> str:
+    fields = _fields(kind, extra_columns)
+    if fmt == "jsonl":
+        return "".join(
+            json.dumps({f: _finite(r[f]) if f in kind.scores else _plain(r.get(f)) for f in fields},
+                       ensure_ascii=False, allow_nan=False) + "\n"
+            for r in records
+        )
+    buf = StringIO()
+    # CRLF line ends (RFC 4180): a field holding a bare CR or LF is then quoted, so every text reads back
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
+    if header:
+        writer.writeheader()
+    for r in records:
+        writer.writerow({f: ("" if math.isnan(r[f]) else repr(r[f])) if f in kind.scores
+                         else _csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f]
+                         for f in fields})
+    return buf.getvalue()
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last record that an interrupted write left without its newline (that row is scored again)."""
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        f.truncate(f.read().rfind(b"\n") + 1)
+
+

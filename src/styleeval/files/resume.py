@@ -1,0 +1,88 @@
+"""Resuming a record file: one writer per file (a lock), torn tails cut, and the checks that the records already there
+were written for this input and with this run's whole signature."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from styleeval.files.records import InputRow
+
+
+def _lock(output: Path):
+    """An exclusive lock on ``output`` (a ``.lock`` file beside it) held for the whole run: a second process
+    writing the same OUT gets a clear error instead of duplicated rows."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(output) + ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ValueError(f"{output} is being written by another styleeval process (lock {lock.lock_file}); wait "
+                         "for it to finish or use another --out") from None
+    return lock
+
+
+def _existing_header(output: Path) -> list[str] | None:
+    with open(output, encoding="utf-8", newline="") as f:
+        return next(csv.reader(f), None)
+
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a last record that an interrupted write left without its newline (that row is scored again)."""
+    with open(path, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        f.truncate(f.read().rfind(b"\n") + 1)
+
+
+
+def _check_resume(out: Path, done: list[dict[str, Any]], rows: Sequence[InputRow]) -> set[int]:
+    seen: set[int] = set()
+    for record in done:
+        r = record["row"]
+        if r in seen:
+            raise ValueError(f"{out}: row {r} appears twice; the file is corrupt (use --overwrite to start again)")
+        seen.add(r)
+        if not 0 <= r < len(rows):
+            raise ValueError(f"{out} was written for a different input: it has row {r} but the input has "
+                             f"{len(rows)} rows (use another --out, or --overwrite)")
+        row = rows[r]
+        for name in ("source", "rewrite", "style"):
+            if record[name] != getattr(row, name):
+                raise ValueError(
+                    f"{out} was written for a different input: row {r} has {name} {record[name]!r:.60} in "
+                    f"{out.name} but {getattr(row, name)!r:.60} in the input (use another --out, or --overwrite)"
+                )
+    return seen
+
+
+def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | None) -> None:
+    """Every record's signature equals this run's, whole; an error names the first record and the fields that
+    differ."""
+    from styleeval.signature import Signature
+
+    for record in done:
+        if record["signature"] != signature:
+            try:
+                old, new = Signature.parse(record["signature"]), Signature.parse(str(signature))
+                diff = [f"{k} {old.fields.get(k)!r}, this run asks for {new.fields.get(k)!r}"
+                        for k in dict.fromkeys([*old.fields, *new.fields]) if old.fields.get(k) != new.fields.get(k)]
+                if old.name != new.name:
+                    diff.insert(0, f"name {old.name!r}, this run asks for {new.name!r}")
+            except ValueError:
+                diff = []
+            detail = f"has {'; '.join(diff)}" if diff else f"has signature {record['signature']!r}"
+            raise ValueError(
+                f"{out} was written with different settings: row {record['row']} {detail} (this run: "
+                f"{signature!r}; use another --out, or --overwrite)"
+            )

@@ -1,0 +1,365 @@
+"""The resumable file runner behind ``styleeval score`` and ``styleeval autorate``: one :class:`FileJob` per kind of
+work, one loop (:func:`run_file`).
+
+Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is appended to
+OUT and flushed before the next starts. A rerun skips the rows already in OUT after checking that they were written
+for this input and with this run's whole signature (also when OUT is already complete). Errors about a row
+(:class:`~styleeval.errors.RowError`, a server's :class:`~styleeval.backends.openai_server.ServerError`) carry the
+chunk's row number as data, mapped here to the input row; warnings about rows likewise.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from styleeval.backends.openai_server import ServerError
+from styleeval.errors import RowError, RowsWarning
+from styleeval.files.records import (
+    AUTORATER_RECORDS,
+    LOGPROB_RECORDS,
+    STDIN,
+    Format,
+    InputRow,
+    RecordKind,
+    _fields,
+    _format_records,
+    _read_scores,
+    output_format,
+    read_rows,
+)
+from styleeval.files.resume import _check_resume, _check_signature, _drop_torn_tail, _existing_header, _lock
+
+
+@dataclass(frozen=True)
+class ScoreFileResult:
+    """What :func:`run_file` did: ``total`` input rows, ``skipped`` already in the output, ``scored`` now."""
+
+    input: Path
+    output: Path
+    total: int
+    skipped: int
+    scored: int
+    signature: str | None
+
+    @property
+    def remaining(self) -> int:
+        """Rows still missing from the output (non-zero after ``max_rows`` stopped a run early)."""
+        return self.total - self.skipped - self.scored
+
+    @property
+    def complete(self) -> bool:
+        """Whether every input row is in the output."""
+        return self.remaining == 0
+
+
+@dataclass
+class FileJob:
+    """One kind of file work: the records it writes, how to build its scorer (anything with a ``signature``), and
+    how the scorer turns a chunk of input rows into one dict of record fields per row (in order)."""
+
+    kind: RecordKind
+    make_scorer: Callable[[], Any]
+    score_chunk: Callable[[Any, list[InputRow]], list[dict[str, Any]]]
+    scorer: Any = None
+
+    def get_scorer(self) -> Any:
+        """The scorer, built on first use."""
+        if self.scorer is None:
+            self.scorer = self.make_scorer()
+        return self.scorer
+
+
+def timed_chunks(items: Sequence[Any], seconds: float, cap: int, first: int = 8) -> Iterator[Sequence[Any]]:
+    """Consecutive chunks of ``items``: the first of ``first`` items, then each sized to about ``seconds`` of the
+    caller's work on the previous one (timed between yields), at most ``cap``. Used wherever finished rows are saved
+    as they come (``score``, ``autorate``, the meta-evaluation's LLM metrics). Scores never depend on it."""
+    import time
+
+    pos, size = 0, max(1, min(cap, first))
+    while pos < len(items):
+        chunk = items[pos : pos + size]
+        start = time.perf_counter()
+        yield chunk
+        rate = len(chunk) / max(time.perf_counter() - start, 1e-6)
+        pos += len(chunk)
+        size = max(1, min(cap, int(rate * seconds)))
+
+
+class _Sink:
+    """Where finished records go: OUT appended in place, a temporary file that replaces OUT once the first chunk
+    is safely written (``overwrite``), or standard output (``-``)."""
+
+    def __init__(self, output: Path | None, fmt: Format, header: bool, replace: bool) -> None:
+        import sys
+
+        self.output, self.fmt, self.header = output, fmt, header
+        self.target = output
+        if output is None:
+            self.file = sys.stdout
+        else:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            if replace:
+                self.target = output.with_name(output.name + ".partial")
+                self.file = open(self.target, "w", encoding="utf-8", newline="")
+            else:
+                self.file = open(output, "a", encoding="utf-8", newline="")
+
+    def write(self, text: str) -> None:
+        self.file.write(text)
+        self.file.flush()
+        if self.output is not None:
+            os.fsync(self.file.fileno())
+            if self.target != self.output:  # the first chunk of an --overwrite run is safe: it becomes OUT
+                os.replace(self.target, self.output)
+                self.target = self.output
+        self.header = False
+
+    def close(self) -> None:
+        if self.output is not None:
+            try:
+                self.file.close()
+            except OSError:  # a full disk fails the last flush too; what was written before stays
+                pass
+            if self.target != self.output:  # nothing was written: OUT stays as it was
+                self.target.unlink(missing_ok=True)
+
+
+def check_output_path(output: Path, input: Path | str | None = None) -> None:
+    """Before any work: OUT must be creatable (no parent is a file), not a folder, and not the input."""
+    if output.is_dir():
+        raise ValueError(f"{output}: is a directory; --out must name a file (e.g. {output}/scores.jsonl)")
+    for parent in output.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{output}: cannot be created, {parent} is a file, not a folder")
+            break
+    if input is not None and str(input) != STDIN and output.resolve() == Path(input).resolve():
+        raise ValueError(f"{output}: the output file must not be the input file")
+
+
+def run_file(
+    job: FileJob,
+    input: Path | str,
+    output: Path | str,
+    *,
+    style: str | None = None,
+    chunk_size: int = 256,
+    max_rows: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+    encoding: str = "utf-8",
+    flush_seconds: float = 5.0,
+) -> ScoreFileResult:
+    """Run ``job`` over every row of ``input`` into ``output``, resumably (see the module docstring)."""
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+    if max_rows is not None and max_rows < 0:
+        raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+    if flush_seconds <= 0:
+        raise ValueError(f"flush_seconds must be positive, got {flush_seconds}")
+    to_stdout = str(output) == STDIN
+    out_path = None if to_stdout else Path(output)
+    if out_path is not None:
+        check_output_path(out_path, input)
+    out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
+    rows = read_rows(input, style=style, encoding=encoding)
+    extra_columns = list(dict.fromkeys(k for r in rows for k in r.extra))
+    fields = _fields(job.kind, extra_columns)
+    lock = _lock(out_path) if out_path is not None else None
+    try:
+        done: list[dict[str, Any]] = []
+        if out_path is not None and out_path.exists() and not overwrite:
+            _drop_torn_tail(out_path)
+            if out_path.stat().st_size > 0:
+                if out_fmt == "csv" and _existing_header(out_path) != fields:
+                    raise ValueError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
+                                     f"{fields} (use another --out, or --overwrite)")
+                done, torn = _read_scores(out_path, job.kind)
+                if torn:  # a CSV record cut at a newline inside a quoted field: write the file again without it
+                    tmp = out_path.with_name(out_path.name + ".tmp")
+                    tmp.write_text(_format_records(done, out_fmt, out_fmt == "csv", job.kind, extra_columns),
+                                   encoding="utf-8", newline="")
+                    os.replace(tmp, out_path)
+        where = out_path if out_path is not None else Path("<stdout>")
+        finished = _check_resume(where, done, rows)
+        todo = [row for row in rows if row.row not in finished]
+        if max_rows is not None:
+            todo = todo[:max_rows]
+        signature = job.get_scorer().signature if (todo or done) else None
+        _check_signature(where, done, signature)  # the whole signature, also when nothing is left to do
+        if not todo:
+            return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), 0, signature)
+        return _score_rows(job, input, output, rows, finished, todo, signature, out_path, out_fmt, extra_columns,
+                           overwrite, chunk_size, flush_seconds, progress, on_chunk)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _input_row_error(input: Path | str, err: RowError | ServerError, chunk: Sequence[InputRow]) -> Exception:
+    """The error of chunk row ``err.row`` re-addressed to its input row (the data, never the message text)."""
+    if err.row is None or not 0 <= err.row < len(chunk):
+        return err
+    row = chunk[err.row]
+    if isinstance(err, RowError):
+        return err.at(row.row, f"{'<stdin>' if str(input) == STDIN else input}: row {row.row}")
+    return err.at(row.row)
+
+
+def _score_rows(job, input, output, rows, finished, todo, signature, out_path, out_fmt, extra_columns, overwrite,
+                chunk_size, flush_seconds, progress, on_chunk) -> ScoreFileResult:
+    """Score ``todo`` in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size`` rows), each
+    chunk written and flushed before the next starts."""
+    from tqdm.auto import tqdm
+
+    fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
+    sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
+                 replace=overwrite and out_path is not None and out_path.exists())
+    scored = 0
+    scorer = job.get_scorer()
+    try:
+        with tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {job.kind.name}",
+                  disable=not progress) as bar:
+            for chunk in timed_chunks(todo, flush_seconds, chunk_size):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        values = job.score_chunk(scorer, chunk)
+                    except (RowError, ServerError) as err:
+                        raise _input_row_error(input, err, chunk) from None
+                for w in caught:  # warnings about chunk rows name the input rows
+                    message = w.message
+                    if isinstance(message, RowsWarning):
+                        message = message.mapped(lambda i, chunk=chunk: chunk[i].row)
+                    warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+                records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
+                            **v, "signature": signature} for r, v in zip(chunk, values)]
+                try:
+                    sink.write(_format_records(records, out_fmt, sink.header, job.kind, extra_columns))
+                except OSError as err:
+                    raise _write_error(out_path, err, len(finished) + scored) from None
+                scored += len(records)
+                bar.update(len(records))
+                if on_chunk is not None:
+                    on_chunk(records)
+    finally:
+        sink.close()
+    return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), scored, signature)
+
+
+def _write_error(out: Path | None, err: OSError, kept: int) -> ValueError:
+    what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else (err.strerror or str(err))
+    return ValueError(f"{out or '<stdout>'}: cannot write ({what}); the {kept} rows written before are safe there, "
+                      "nothing finished is lost: make room and run the same command again to continue")
+
+
+def score_file(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    model: Any = None,
+    *,
+    style: str | None = None,
+    chunk_size: int = 256,
+    max_rows: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    scorer: Any = None,
+    on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+    encoding: str = "utf-8",
+    flush_seconds: float = 5.0,
+    **logprob_kwargs: Any,
+) -> ScoreFileResult:
+    """Score every row of ``input`` with LogProb and append the results to ``output``, resumably.
+
+    Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is
+    appended to ``output`` (JSONL, or CSV when it ends in ``.csv``) and flushed to disk before the next one starts,
+    and the progress bar moves with it. Rows already in ``output`` are skipped after checking that their
+    ``source``, ``rewrite`` and ``style`` match the input and that their signature equals this run's (also when the
+    file is complete), so an interrupted run can simply be started again. Scores do not depend on the chunking
+    beyond float32 rounding. A lock (``output + ".lock"``) keeps a second process from writing the same file.
+
+    Args:
+        input: a CSV or JSONL file with the columns ``source``, ``rewrite``, ``style`` (see
+            :func:`~styleeval.files.records.read_rows`); ``-``: standard input. Other columns are carried through.
+        output: where the records go (:data:`~styleeval.files.records.LOGPROB_RECORDS`); ``-``: JSONL on stdout.
+        model: the LogProb model (preset, Hub id, local path, model object; the served name with ``base_url``);
+            ignored when ``scorer`` is given.
+        style: one target style for every row (overrides a ``style`` column).
+        chunk_size: at most this many rows per chunk written to ``output``.
+        max_rows: score at most this many new rows, then stop (the rest is scored by the next run).
+        overwrite: start ``output`` afresh; the old file is replaced only once the first new chunk is written.
+        progress: show a tqdm progress bar over rows (on stderr).
+        scorer: an existing :class:`styleeval.LogProb` to use instead of loading ``model``.
+        on_chunk: called with the records of each chunk after they are written.
+        encoding: the input file's encoding (default UTF-8).
+        flush_seconds: the work per chunk aimed at (seconds).
+        **logprob_kwargs: passed to :class:`styleeval.LogProb` (``base_url``, ``device``, ``dtype``,
+            ``batch_tokens``, ``end_of_turn``, ``on_overflow``, ...).
+    """
+
+    def make_scorer() -> Any:
+        from styleeval.logprob import LogProb
+
+        return LogProb(model, **{"progress": False, **logprob_kwargs})
+
+    def score_chunk(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
+        scores = lp.score([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
+        return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in scores]
+
+    job = FileJob(LOGPROB_RECORDS, make_scorer, score_chunk, scorer)
+    return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
+                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds)
+
+
+def autorate_file(
+    input: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    model: Any = None,
+    *,
+    style: str | None = None,
+    chunk_size: int = 64,
+    max_rows: int | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    judge: Any = None,
+    on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+    encoding: str = "utf-8",
+    flush_seconds: float = 5.0,
+    **autorater_kwargs: Any,
+) -> ScoreFileResult:
+    """Rate every row of ``input`` with :class:`styleeval.Autorater` and append the results to ``output``, resumably.
+
+    The same loop as :func:`score_file`. Records have ``meaning`` and ``style_rating`` (null where paper mode could
+    not read a rating: the authors' mean fallback depends on which rows are averaged, so the file keeps the raw
+    ratings; :func:`styleeval.autorater.fill_unparsed_with_mean` applies it over a whole set), ``parsed``,
+    ``reply`` (paper mode) and ``meaning_probs`` / ``style_probs`` (expected mode), and ``signature``.
+
+    Args:
+        model: the judge (preset, Hub id, local path, model object, or the served model name with ``base_url``).
+        judge: an existing :class:`styleeval.Autorater` to use instead of building one.
+        **autorater_kwargs: passed to :class:`styleeval.Autorater` (``mode``, ``prompt``, ``parser``,
+            ``base_url``, ``device``, ``dtype``, ``seed``...).
+        Other arguments: as for :func:`score_file`.
+    """
+
+    def make_judge() -> Any:
+        from styleeval.autorater import Autorater
+
+        return Autorater(model, **{"progress": False, **autorater_kwargs})
+
+    def rate_chunk(rater: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
+        rows = rater.rate([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
+        return [{"meaning": float(r["meaning"]), "style_rating": float(r["style"]), "parsed": bool(r["parsed"]),
+                 "reply": r.get("reply"), "meaning_probs": r.get("meaning_probs"), "style_probs": r.get("style_probs")}
+                for r in rows]
+
+    job = FileJob(AUTORATER_RECORDS, make_judge, rate_chunk, judge)
+    return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
+                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds)
