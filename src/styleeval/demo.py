@@ -85,10 +85,9 @@ class Demo:
 
     def __init__(self, model: str | None = None, base_url: str | None = None, tokenizer: str | None = None,
                  autorater: bool = True) -> None:
-        env = model_from_env()
-        self.base_url = base_url if base_url is not None else env["base_url"]
-        self.model = model or env["model"]
-        self.tokenizer = tokenizer or env["tokenizer"]
+        given = {"model": model, "base_url": base_url, "tokenizer": tokenizer}
+        chosen = {**model_from_env(), **{k: v for k, v in given.items() if v}}
+        self.model, self.base_url, self.tokenizer = chosen["model"], chosen["base_url"], chosen["tokenizer"]
         self.use_autorater = autorater
         self._lock = threading.Lock()
         self._logprob: Any = None

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from styleeval._version import __version__
-from styleeval.backends import Backend, open_backend, shared_backend
+from styleeval.backends import Backend, given_or_open, shared_backend
 from styleeval.backends.local import DEFAULT_BATCH_TOKENS_CPU, DEFAULT_BATCH_TOKENS_GPU, HEAD_DTYPES
 from styleeval.backends.openai_server import ServerError
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
@@ -138,13 +138,8 @@ class LogProb:
         self.pipeline_rows = int(pipeline_rows)
         self.variant = variant
         self.on_overflow = on_overflow
-        if backend is None:
-            backend = open_backend(model, base_url, tokenizer=tokenizer, progress=progress, **backend_options)
-        elif model is not None or base_url is not None or tokenizer is not None or backend_options:
-            given = [k for k, v in {"model": model, "base_url": base_url, "tokenizer": tokenizer,
-                                    **backend_options}.items() if v is not None]
-            raise ValueError(f"{', '.join(given)}: the backend is given; these belong to the backend")
-        self.backend = backend
+        self.backend = backend = given_or_open(backend, model, base_url, tokenizer=tokenizer, progress=progress,
+                                               **backend_options)
         self.tokenizer = backend.tokenizer
         if variant == "authors":
             self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)

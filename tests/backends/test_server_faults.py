@@ -56,13 +56,12 @@ def test_the_signature_identifies_the_weights_behind_the_url(vllm_server, judge_
 def _row_of_length(lp: LogProb, target: int) -> tuple[str, str]:
     """A (source, rewrite) whose longest prompt + rewrite is exactly ``target`` tokens."""
     source = "give me the report now."
-    for words in range(1, 400):
-        for tail in ("", ".", "!", " a", " ok"):
-            rewrite = " ".join(["hello"] * words) + tail
-            _, prompts, targets = lp._encode([0], [source], [rewrite], ["polite"])
-            longest = max(len(p[0]) for p in prompts.values()) + len(targets[0])
-            if longest == target:
-                return source, rewrite
+    for words in range(1, 1000):  # "a a a ...": one token per word with the test tokenizer
+        rewrite = " ".join(["a"] * words)
+        _, prompts, targets = lp._encode([0], [source], [rewrite], ["polite"])
+        longest = max(len(p[0]) for p in prompts.values()) + len(targets[0])
+        if longest == target:
+            return source, rewrite
     raise AssertionError(f"no row of {target} tokens found")
 
 
@@ -162,7 +161,8 @@ def test_a_server_error_names_the_input_row_and_keeps_its_message(proxy_and_scor
     assert caught.value.row == 2 and str(caught.value).startswith("row 2 (scoring): ")
     assert message in str(caught.value)
     inp = tmp_path / "in.jsonl"
-    inp.write_text("".join(json.dumps({"source": s, "rewrite": "x", "style": "polite"}) + "\n" for s in sources))
+    inp.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": "polite"}) + "\n"
+                           for s, r in zip(sources, "abcd")))
     with pytest.raises(ServerError) as caught:
         score_file(inp, tmp_path / "out.jsonl", scorer=lp, progress=False)
     assert caught.value.row == 2 and message in str(caught.value)

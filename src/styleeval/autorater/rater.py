@@ -38,7 +38,7 @@ import torch
 from styleeval._version import __version__
 from styleeval.autorater.parsing import get_parser
 from styleeval.autorater.prompts import JudgePrompt, get_prompt
-from styleeval.backends import SERVER_CHAT, TREE_LOGPROBS, Backend, open_backend, shared_backend
+from styleeval.backends import SERVER_CHAT, TREE_LOGPROBS, Backend, given_or_open, shared_backend
 from styleeval.errors import RowError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
@@ -159,15 +159,9 @@ class Autorater:
             self.decoding = replace(self.decoding, max_new_tokens=int(max_new_tokens))
         self.seed = int(seed)
         self.progress = progress
-        if backend is None:
-            backend = open_backend(model, base_url, tokenizer=tokenizer, progress=progress,
-                                   need_tokenizer=mode == "expected", defaults={"share_prompts": True},
-                                   **backend_options)
-        elif model is not None or base_url is not None or tokenizer is not None or backend_options:
-            given = [k for k, v in {"model": model, "base_url": base_url, "tokenizer": tokenizer,
-                                    **backend_options}.items() if v is not None]
-            raise ValueError(f"{', '.join(given)}: the backend is given; these belong to the backend")
-        self.backend = backend
+        self.backend = backend = given_or_open(
+            backend, model, base_url, tokenizer=tokenizer, progress=progress, need_tokenizer=mode == "expected",
+            defaults={"share_prompts": True}, **backend_options)
         self.tokenizer = self.chat = None
         self._end_of_turn_id: int | None = None
         self._tree_cache: Any = False  # built on first use by _scaffold_tree

@@ -19,7 +19,7 @@ from styleeval.backends.base import (
     Identity,
 )
 
-__all__ = ["Backend", "Decoding", "Identity", "clear_shared", "open_backend", "shared_backend", "CANDIDATE_LOGPROBS", "PREFIX_REUSE",
+__all__ = ["Backend", "Decoding", "Identity", "clear_shared", "given_or_open", "open_backend", "shared_backend", "CANDIDATE_LOGPROBS", "PREFIX_REUSE",
            "SERVER_CHAT", "TREE_LOGPROBS"]
 
 
@@ -48,6 +48,19 @@ def open_backend(model: Any = None, base_url: str | None = None, *, need_tokeniz
 
     extra = {k: v for k, v in (defaults or {}).items() if k in LOCAL_OPTIONS and options.get(k) is None}
     return LocalBackend.from_options(model, {**options, **extra})
+
+
+def given_or_open(backend: Backend | None, model: Any = None, base_url: str | None = None, **options: Any) -> Backend:
+    """``backend`` when one is given (then ``model``, ``base_url`` and every option must be left out: they belong to
+    it), else :func:`open_backend` of the rest. What :class:`~styleeval.LogProb` and the autorater call."""
+    if backend is None:
+        return open_backend(model, base_url, **options)
+    ignored = {"need_tokenizer", "defaults", "progress"}
+    given = [k for k, v in {"model": model, "base_url": base_url, **options}.items()
+             if v is not None and k not in ignored]
+    if given:
+        raise ValueError(f"{', '.join(given)}: a backend is given, and these belong to it; leave them out")
+    return backend
 
 
 _MODELS: dict[tuple, tuple[Any, Any]] = {}

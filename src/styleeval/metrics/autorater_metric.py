@@ -42,7 +42,6 @@ class AutoraterMetric(Metric):
             raise ValueError(f"fill must be 'mean' or 'none', got {self.fill!r}")
         if "seed" in opts:
             opts["seed"] = int(str(opts["seed"]))
-        opts.setdefault("model", None if "base_url" in opts else "1b")
         self.options = opts
 
     @property
@@ -53,12 +52,10 @@ class AutoraterMetric(Metric):
         from styleeval.autorater.rater import shared_autorater
         from styleeval.backends.openai_server import ServerError
 
-        opts = dict(self.options)
-        model = opts.pop("model")
         try:
-            return shared_autorater(model, **opts)
+            return shared_autorater(**self.options)
         except (OSError, ImportError, RuntimeError, ServerError) as err:
-            raise ValueError(f"cannot load the autorater {model!r}: {err}") from err
+            raise ValueError(f"cannot load the autorater {self.options.get('model')!r}: {err}") from err
 
     @property
     def signature(self) -> Signature:

@@ -50,7 +50,6 @@ class LogProbMetric(Metric):
         opts: dict[str, object] = {k: v for k, v in options.items() if v is not None}
         if "batch_tokens" in opts:
             opts["batch_tokens"] = int(str(opts["batch_tokens"]))
-        opts.setdefault("model", None if "base_url" in opts else "1b")
         self.options = opts
 
     @property
