@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval.metaeval.grouping import Group, group_averages
+from styleeval.metaeval.labels import DATASET_LABELS, metric_label
 
 
 def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
@@ -27,7 +28,6 @@ def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from styleeval.metaeval.report import metric_label
 
     matrix = matrix.dropna(how="all")
     n_bars = len(matrix.columns) * max(1, len(matrix))
@@ -96,7 +96,6 @@ def plot_tasks(result, path: str | Path) -> Path:
 
 def plot_datasets(result, path: str | Path) -> Path:
     """Correlation on all rated rows of each dataset (labelled as in the report), with bootstrap CIs."""
-    from styleeval.metaeval.report import DATASET_LABELS
 
     corr = result.correlations
     labels = {d: DATASET_LABELS.get(d, d) for d in result.dataset_kinds}
@@ -136,7 +135,6 @@ def plot_metric_heatmap(result, path: str | Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from styleeval.metaeval.report import metric_label
 
     mat = metric_correlations(result)
     n = len(mat)

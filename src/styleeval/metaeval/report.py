@@ -10,26 +10,8 @@ import pandas as pd
 
 from styleeval.metaeval.correlation import format_correlation
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
+from styleeval.metaeval.labels import DATASET_LABELS, metric_label
 from styleeval.metaeval.runner import MetaevalResult
-
-DATASET_LABELS = {
-    "style_gap_testset": "Test set",
-    "lai_formality": "Lai",
-    "mir_yelp": "Mir",
-    "asset": "Alv. (ASSET)",
-    "ziegenbein_appropriateness": "Ze.",
-}
-
-
-def metric_label(name: str) -> str:
-    """``s_bleu`` -> ``S-Bleu``, ``r_ter`` -> ``R-Ter``, ``logprob_content`` -> ``LogProb content``."""
-    if name.startswith(("s_", "r_")):
-        return f"{name[0].upper()}-{name[2:].replace('_', ' ').title().replace(' ', '-')}"
-    if name.startswith("rs_"):
-        return f"RS-{name[3:].title()}"
-    if name.startswith("logprob_"):
-        return f"LogProb {name[8:]}"
-    return name
 
 
 def _p_lookup(corr: pd.DataFrame) -> dict[tuple[str, str, str], float]:

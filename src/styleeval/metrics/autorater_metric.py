@@ -15,12 +15,15 @@ import hashlib
 import json
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
 _LAST: dict[tuple, tuple[str, list[dict]]] = {}
 OPTIONS = ("model", "mode", "prompt", "parser", "base_url", "tokenizer", "device", "dtype", "seed", "fill")
 
 
+@register("autorater_style", dimension="style")
+@register("autorater_meaning", dimension="meaning")
 class AutoraterMetric(Metric):
     """One dimension (``meaning`` or ``style``) of :class:`styleeval.Autorater`."""
 

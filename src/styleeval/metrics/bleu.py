@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from styleeval.metrics._sacrebleu import SacreBleuMetric, sentence_scores
+from styleeval.metrics.registry import register
 
 
 def sentence_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
@@ -12,6 +13,7 @@ def sentence_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
     return sentence_scores("bleu", hypotheses, references)
 
 
+@register("s_bleu")
 class SourceBLEU(SacreBleuMetric):
     """``s_bleu``: sentence BLEU of the rewrite with the source as the only reference."""
 
@@ -19,6 +21,7 @@ class SourceBLEU(SacreBleuMetric):
         super().__init__("bleu", "source")
 
 
+@register("r_bleu")
 class ReferenceBLEU(SacreBleuMetric):
     """``r_bleu``: sentence BLEU of the rewrite against all references of the row."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from styleeval.metrics._sacrebleu import SacreBleuMetric, sentence_scores
+from styleeval.metrics.registry import register
 
 
 def sentence_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
@@ -12,6 +13,7 @@ def sentence_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
     return sentence_scores("chrf", hypotheses, references)
 
 
+@register("s_chrf")
 class SourceChrF(SacreBleuMetric):
     """``s_chrf``: sentence chrF of the rewrite with the source as the only reference."""
 
@@ -19,6 +21,7 @@ class SourceChrF(SacreBleuMetric):
         super().__init__("chrf", "source")
 
 
+@register("r_chrf")
 class ReferenceChrF(SacreBleuMetric):
     """``r_chrf``: sentence chrF of the rewrite against all references of the row."""
 

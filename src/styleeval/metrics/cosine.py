@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import check_options, register
 from styleeval.signature import format_signature
 
 DEFAULT_MODEL = "sentence-transformers/LaBSE"
@@ -61,6 +62,8 @@ def cosine_similarities(
     return np.einsum("ij,ij->i", a, b).astype(float).tolist()
 
 
+@register("r_cosine", inputs="reference")
+@register("s_cosine", inputs="source")
 class CosineMetric(Metric):
     """Cosine similarity of the rewrite's embedding with the source's (``s_``) or the references' (``r_``)."""
 
@@ -73,6 +76,13 @@ class CosineMetric(Metric):
         self.model = model
         self.device = device
         self.batch_size = int(batch_size)
+
+    @classmethod
+    def from_spec(cls, inputs: str, **opts: str) -> CosineMetric:
+        """From a spec's options: ``model``, ``device``, ``batch_size``."""
+        check_options(opts, {"model", "device", "batch_size"})
+        return cls(inputs, model=opts.get("model", DEFAULT_MODEL), device=opts.get("device"),
+                   batch_size=int(opts.get("batch_size", 64)))
 
     @property
     def signature(self) -> str:

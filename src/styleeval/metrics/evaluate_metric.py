@@ -11,12 +11,22 @@ maximum. Modules that also read the source (COMET) get it as ``sources``.
 from __future__ import annotations
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 from styleeval.signature import format_signature
 
 SCORE_KEYS = ("scores", "f1", "score")
 NEEDS_SOURCES = {"comet"}
 
 
+@register("rs_comet", inputs="reference", module="comet", display="rs_comet")
+@register("r_meteor", inputs="reference", module="meteor")
+@register("s_meteor", inputs="source", module="meteor")
+@register("r_bleurt", inputs="reference", module="bleurt")
+@register("s_bleurt", inputs="source", module="bleurt")
+@register("r_bertscore", inputs="reference", module="bertscore", lang="en")
+@register("s_bertscore", inputs="source", module="bertscore", lang="en")
+@register("r_evaluate", inputs="reference")
+@register("s_evaluate", inputs="source")
 class EvaluateMetric(Metric):
     """Wrap ``evaluate.load(module)``: predictions are rewrites, references the source or the references."""
 
@@ -34,6 +44,15 @@ class EvaluateMetric(Metric):
         base = module.rstrip("/").split("/")[-1].removesuffix(".py")
         self.name = f"{'s' if inputs == 'source' else 'r'}_{base}"
         self._loaded = None
+
+    @classmethod
+    def from_spec(cls, inputs: str, module: str | None = None, display: str | None = None, key: str | None = None,
+                  config: str | None = None, **compute_kwargs: str) -> EvaluateMetric:
+        """From a spec's options: ``module``, ``key``, ``config``; any other option goes to ``compute``."""
+        metric = cls(module or "", inputs, key=key, config=config, **compute_kwargs)
+        if display:
+            metric.name = display
+        return metric
 
     @property
     def signature(self) -> str:

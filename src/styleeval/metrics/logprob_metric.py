@@ -14,6 +14,7 @@ import hashlib
 import json
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
 _LAST: dict[tuple, tuple[str, list[dict]]] = {}
@@ -26,6 +27,8 @@ def _inputs_key(sources: list[str], rewrites: list[str], styles: list[str]) -> s
 OPTIONS = ("model", "variant", "device", "dtype", "head_dtype", "batch_tokens", "base_url", "tokenizer")
 
 
+@register("logprob_style", dimension="style")
+@register("logprob_content", dimension="content")
 class LogProbMetric(Metric):
     """One dimension (``content`` or ``style``) of :class:`styleeval.LogProb`."""
 

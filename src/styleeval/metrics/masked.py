@@ -20,6 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 
 PLACEHOLDER = "customstyle"
 MASKS = ("placeholder", "remove")
@@ -90,6 +91,10 @@ def mask_style_words(text: str, mask: str = "placeholder", min_valence: float = 
     return " ".join(out)
 
 
+@register("r_masked_cosine", inner="r_cosine")
+@register("s_masked_cosine", inner="s_cosine")
+@register("r_masked_bleu", inner="r_bleu")
+@register("s_masked_bleu", inner="s_bleu")
 class MaskedMetric(Metric):
     """A content metric computed on style-masked texts (``s_masked_bleu``, ``r_masked_cosine`` ...)."""
 
@@ -103,6 +108,13 @@ class MaskedMetric(Metric):
         self.higher_is_better = inner.higher_is_better
         prefix, _, rest = inner.name.partition("_")
         self.name = f"{prefix}_masked_{rest}"
+
+    @classmethod
+    def from_spec(cls, inner: str, mask: str = "placeholder", min_valence: str = "0", **opts: str) -> MaskedMetric:
+        """From a spec's options: ``mask``, ``min_valence``; the others go to the inner metric."""
+        from styleeval.metrics.registry import REGISTRY
+
+        return cls(REGISTRY[inner](**opts), mask=mask, min_valence=min_valence)
 
     @property
     def signature(self) -> str:

@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 from styleeval.signature import format_signature
 
 EPSILON = 0.1
@@ -90,6 +91,7 @@ def _signature(name: str, hyp: str, **extra: str) -> str:
     return format_signature(name, {**fields, **extra, "version": __version__})
 
 
+@register("s_paper_bleu")
 class SourcePaperBLEU(Metric):
     """``s_paper_bleu``: the paper's BLEU (characters, source as hypothesis, rewrite as reference, method1)."""
 
@@ -104,6 +106,7 @@ class SourcePaperBLEU(Metric):
         return [paper_bleu(s, r) for s, r in zip(sources, rewrites)]
 
 
+@register("r_paper_bleu")
 class ReferencePaperBLEU(Metric):
     """``r_paper_bleu``: the same definition with the reference as hypothesis (max over references).
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import check_options, register
 from styleeval.signature import format_signature
 
 
+@register("ppl")
 class Perplexity(Metric):
     """Perplexity of each rewrite (lower = more fluent; the meta-evaluation negates it)."""
 
@@ -22,6 +24,12 @@ class Perplexity(Metric):
 
     def __init__(self, model: str = "1b", device: str | None = None, dtype: str = "float32") -> None:
         self.options = {"model": str(model), "device": device, "dtype": str(dtype)}
+
+    @classmethod
+    def from_spec(cls, **opts: str) -> Perplexity:
+        """From a spec's options: ``model``, ``device``, ``dtype``."""
+        check_options(opts, {"model", "device", "dtype"})
+        return cls(**opts)
 
     def _lp(self):
         from styleeval.logprob import shared_logprob

@@ -11,6 +11,7 @@ goes with higher human ratings.
 from __future__ import annotations
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 from styleeval.signature import format_signature
 
 
@@ -42,6 +43,7 @@ def sentence_pinc(sources: list[str], rewrites: list[str], max_n: int = 4, lower
     return [pinc(s, r, max_n, lowercase) for s, r in zip(sources, rewrites)]
 
 
+@register("s_pinc")
 class SourcePINC(Metric):
     """``s_pinc``: PINC of the rewrite against its source (n-grams up to ``max_n``, whitespace tokens)."""
 
@@ -54,6 +56,15 @@ class SourcePINC(Metric):
         self.lowercase = bool(lowercase)
         if self.max_n < 1:
             raise ValueError(f"s_pinc: max_n must be >= 1, got {max_n}")
+
+    @classmethod
+    def from_spec(cls, **opts: str) -> SourcePINC:
+        """From a spec's options: ``n`` (default 4), ``lowercase`` (default no)."""
+        lowercase = opts.pop("lowercase", "no").lower() in ("1", "yes", "true")
+        max_n = int(opts.pop("n", "4"))
+        if opts:
+            raise ValueError(f"unknown options {sorted(opts)} (known: n, lowercase)")
+        return cls(max_n=max_n, lowercase=lowercase)
 
     @property
     def signature(self) -> str:

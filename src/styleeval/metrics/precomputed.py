@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
 from styleeval.signature import format_signature
 
 
@@ -63,6 +64,15 @@ def _digest(scores: Mapping[str, float]) -> str:
     for key in sorted(scores):
         h.update(f"{key}\t{scores[key]!r}\n".encode())
     return h.hexdigest()[:12]
+
+
+@register("precomputed")
+def from_spec(**opts: str) -> PrecomputedMetric:
+    """``precomputed:file=FILE:column=COLUMN[:lower_is_better=yes][:name=NAME]``."""
+    known = {"file", "column", "lower_is_better", "name"}
+    if set(opts) - known or not {"file", "column"} <= set(opts):
+        raise ValueError(f"precomputed needs file= and column= (options: {sorted(known)}), got {sorted(opts)}")
+    return from_file(**opts)
 
 
 def from_file(file: str, column: str, lower_is_better: bool | str = False, name: str | None = None) -> PrecomputedMetric:

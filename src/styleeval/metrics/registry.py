@@ -13,161 +13,60 @@ from styleeval.metrics.base import Metric
 
 Factory = Callable[..., Metric]
 
-
-def _sacre(cls_path: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        if opts:
-            raise ValueError(f"takes no options, got {sorted(opts)}")
-        import importlib
-
-        module, cls = cls_path.rsplit(".", 1)
-        return getattr(importlib.import_module(module), cls)()
-
-    return make
+REGISTRY: dict[str, Factory] = {}
+"""Metric name -> factory taking the spec's options (strings). Filled by :func:`register` where each metric class is
+defined; :func:`_discover` imports every module of :mod:`styleeval.metrics` so that all are known."""
 
 
-def _pinc(**opts: str) -> Metric:
-    from styleeval.metrics.pinc import SourcePINC
+def register(name: str, **fixed: object) -> Callable:
+    """Class (or function) decorator: the metric is available as ``name``; ``fixed`` keyword arguments are passed on
+    with the spec's options (``@register("s_cosine", inputs="source")``). The class builds itself from the spec's
+    string options with a ``from_spec`` classmethod where they need converting, else its constructor takes them."""
 
-    lowercase = opts.pop("lowercase", "no").lower() in ("1", "yes", "true")
-    max_n = int(opts.pop("n", "4"))
-    if opts:
-        raise ValueError(f"unknown options {sorted(opts)} (known: n, lowercase)")
-    return SourcePINC(max_n=max_n, lowercase=lowercase)
+    def decorate(obj):
+        if name in REGISTRY:
+            raise ValueError(f"metric {name!r} is registered twice")
+        import inspect
 
+        build = getattr(obj, "from_spec", None) or obj
+        takes = [p for p in inspect.signature(build).parameters.values() if p.name not in fixed]
 
-def _cosine(inputs: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        from styleeval.metrics.cosine import DEFAULT_MODEL, CosineMetric
+        def factory(**opts: str) -> Metric:
+            if opts and not takes:
+                raise ValueError(f"takes no options, got {sorted(opts)}")
+            return build(**{**fixed, **opts})  # a spec may override a fixed option (module=PATH)
 
-        known = {"model", "device", "batch_size"}
-        if set(opts) - known:
-            raise ValueError(f"unknown options {sorted(set(opts) - known)} (known: {sorted(known)})")
-        return CosineMetric(inputs, model=opts.get("model", DEFAULT_MODEL), device=opts.get("device"),
-                            batch_size=int(opts.get("batch_size", 64)))
+        REGISTRY[name] = factory
+        return obj
 
-    return make
-
-
-def _evaluate(inputs: str, module: str | None = None, name: str | None = None, **fixed: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        from styleeval.metrics.evaluate_metric import EvaluateMetric
-
-        merged = {**fixed, **opts}
-        mod = merged.pop("module", module)
-        key = merged.pop("key", None)
-        config = merged.pop("config", None)
-        metric = EvaluateMetric(mod or "", inputs, key=key, config=config, **merged)
-        if name:
-            metric.name = name
-        return metric
-
-    return make
+    return decorate
 
 
-def _logprob(dimension: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        from styleeval.metrics.logprob_metric import LogProbMetric
-
-        known = {"model", "variant", "device", "dtype", "head_dtype", "batch_tokens", "base_url", "tokenizer"}
-        if set(opts) - known:
-            raise ValueError(f"unknown options {sorted(set(opts) - known)} (known: {sorted(known)})")
-        return LogProbMetric(dimension, **opts)
-
-    return make
+def check_options(given: dict[str, object], known: set[str] | tuple[str, ...]) -> None:
+    """A spec's option that the metric does not take is an error listing the ones it takes."""
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ValueError(f"unknown options {unknown} (known: {sorted(known)})")
 
 
-def _rouge(kind: str, inputs: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        from styleeval.metrics.rouge import ROUGE
-
-        if set(opts) - {"stem"}:
-            raise ValueError(f"unknown options {sorted(set(opts) - {'stem'})} (known: ['stem'])")
-        return ROUGE(kind, inputs, **opts)
-
-    return make
+_DISCOVERED = False
 
 
-def _ppl(**opts: str) -> Metric:
-    from styleeval.metrics.perplexity import Perplexity
+def _discover() -> None:
+    """Import every metric module once (each registers its metrics)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    import importlib
+    import pkgutil
 
-    known = {"model", "device", "dtype"}
-    if set(opts) - known:
-        raise ValueError(f"unknown options {sorted(set(opts) - known)} (known: {sorted(known)})")
-    return Perplexity(**opts)
+    import styleeval.metrics as package
 
+    for info in pkgutil.iter_modules(package.__path__):
+        if not info.name.startswith("_") and info.name not in ("base", "registry"):
+            importlib.import_module(f"styleeval.metrics.{info.name}")
+    _DISCOVERED = True
 
-def _precomputed(**opts: str) -> Metric:
-    from styleeval.metrics.precomputed import from_file
-
-    known = {"file", "column", "lower_is_better", "name"}
-    if set(opts) - known or not {"file", "column"} <= set(opts):
-        raise ValueError(f"precomputed needs file= and column= (options: {sorted(known)}), got {sorted(opts)}")
-    return from_file(**opts)
-
-
-def _autorater(dimension: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        from styleeval.metrics.autorater_metric import AutoraterMetric
-
-        return AutoraterMetric(dimension, **opts)
-
-    return make
-
-
-def _masked(inner: str) -> Factory:
-    def make(**opts: str) -> Metric:
-        from styleeval.metrics.masked import MaskedMetric
-
-        mask = opts.pop("mask", "placeholder")
-        min_valence = opts.pop("min_valence", "0")
-        return MaskedMetric(REGISTRY[inner](**opts), mask=mask, min_valence=min_valence)
-
-    return make
-
-
-def _paper_bleu(cls: str) -> Factory:
-    return _sacre(f"styleeval.metrics.paper_bleu.{cls}")
-
-
-REGISTRY: dict[str, Factory] = {
-    "s_bleu": _sacre("styleeval.metrics.bleu.SourceBLEU"),
-    "r_bleu": _sacre("styleeval.metrics.bleu.ReferenceBLEU"),
-    "s_chrf": _sacre("styleeval.metrics.chrf.SourceChrF"),
-    "r_chrf": _sacre("styleeval.metrics.chrf.ReferenceChrF"),
-    "s_ter": _sacre("styleeval.metrics.ter.SourceTER"),
-    "r_ter": _sacre("styleeval.metrics.ter.ReferenceTER"),
-    "s_pinc": _pinc,
-    "s_paper_bleu": _paper_bleu("SourcePaperBLEU"),
-    "r_paper_bleu": _paper_bleu("ReferencePaperBLEU"),
-    "s_cosine": _cosine("source"),
-    "r_cosine": _cosine("reference"),
-    "s_evaluate": _evaluate("source"),
-    "r_evaluate": _evaluate("reference"),
-    "s_bertscore": _evaluate("source", "bertscore", lang="en"),
-    "r_bertscore": _evaluate("reference", "bertscore", lang="en"),
-    "s_bleurt": _evaluate("source", "bleurt"),
-    "r_bleurt": _evaluate("reference", "bleurt"),
-    "s_meteor": _evaluate("source", "meteor"),
-    "r_meteor": _evaluate("reference", "meteor"),
-    "rs_comet": _evaluate("reference", "comet", name="rs_comet"),
-    "logprob_content": _logprob("content"),
-    "logprob_style": _logprob("style"),
-    "autorater_meaning": _autorater("meaning"),
-    "autorater_style": _autorater("style"),
-    "precomputed": _precomputed,
-    "s_rouge1": _rouge("rouge1", "source"),
-    "s_rouge2": _rouge("rouge2", "source"),
-    "s_rougel": _rouge("rougeL", "source"),
-    "r_rouge1": _rouge("rouge1", "reference"),
-    "r_rouge2": _rouge("rouge2", "reference"),
-    "r_rougel": _rouge("rougeL", "reference"),
-    "ppl": _ppl,
-    "s_masked_bleu": _masked("s_bleu"),
-    "r_masked_bleu": _masked("r_bleu"),
-    "s_masked_cosine": _masked("s_cosine"),
-    "r_masked_cosine": _masked("r_cosine"),
-}
 
 #: Cheap metrics that need no model weights (the CLI default).
 DEFAULT_METRICS = ("s_bleu", "r_bleu", "s_chrf", "r_chrf", "s_ter", "r_ter", "s_pinc", "s_paper_bleu")
@@ -175,6 +74,7 @@ DEFAULT_METRICS = ("s_bleu", "r_bleu", "s_chrf", "r_chrf", "s_ter", "r_ter", "s_
 
 def available_metrics() -> list[str]:
     """Every registered metric name."""
+    _discover()
     return sorted(REGISTRY)
 
 
@@ -226,6 +126,7 @@ def get_metric(spec: str) -> Metric:
         if alias is not None:
             metric.alias = alias.strip()
         return metric
+    _discover()
     if name not in REGISTRY:
         raise ValueError(f"unknown metric {name!r}; available: {', '.join(available_metrics())}")
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import check_options, register
 from styleeval.signature import format_signature
 
 KINDS = ("rouge1", "rouge2", "rougeL")
@@ -25,6 +26,12 @@ def rouge(target: str, prediction: str, kind: str = "rougeL", stem: bool = False
     return float(_scorer(kind, stem).score(target, prediction)[kind].fmeasure)
 
 
+@register("r_rougel", kind="rougeL", inputs="reference")
+@register("r_rouge2", kind="rouge2", inputs="reference")
+@register("r_rouge1", kind="rouge1", inputs="reference")
+@register("s_rougel", kind="rougeL", inputs="source")
+@register("s_rouge2", kind="rouge2", inputs="source")
+@register("s_rouge1", kind="rouge1", inputs="source")
 class ROUGE(Metric):
     """``s_rouge*`` (against the source) and ``r_rouge*`` (best over the references)."""
 
@@ -35,6 +42,12 @@ class ROUGE(Metric):
         self.inputs = inputs  # type: ignore[assignment]
         self.stem = stem if isinstance(stem, bool) else str(stem).lower() in ("1", "true", "yes")
         self.name = f"{'s' if inputs == 'source' else 'r'}_{kind.lower()}"
+
+    @classmethod
+    def from_spec(cls, kind: str, inputs: str, **opts: str) -> ROUGE:
+        """From a spec's options: ``stem``."""
+        check_options(opts, {"stem"})
+        return cls(kind, inputs, **opts)
 
     @property
     def signature(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from styleeval.metrics._sacrebleu import SacreBleuMetric, sentence_scores
+from styleeval.metrics.registry import register
 
 
 def sentence_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
@@ -17,6 +18,7 @@ def sentence_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str]])
     return sentence_scores("ter", hypotheses, references)
 
 
+@register("s_ter")
 class SourceTER(SacreBleuMetric):
     """``s_ter``: sentence TER of the rewrite with the source as the only reference."""
 
@@ -24,6 +26,7 @@ class SourceTER(SacreBleuMetric):
         super().__init__("ter", "source")
 
 
+@register("r_ter")
 class ReferenceTER(SacreBleuMetric):
     """``r_ter``: sentence TER of the rewrite against all references of the row."""
 

@@ -1,0 +1,23 @@
+"""How datasets and metrics are named in tables and plots (shared by :mod:`.report` and :mod:`.plots`, which import
+it and not each other)."""
+
+from __future__ import annotations
+
+DATASET_LABELS = {
+    "style_gap_testset": "Test set",
+    "lai_formality": "Lai",
+    "mir_yelp": "Mir",
+    "asset": "Alv. (ASSET)",
+    "ziegenbein_appropriateness": "Ze.",
+}
+
+
+def metric_label(name: str) -> str:
+    """``s_bleu`` -> ``S-Bleu``, ``r_ter`` -> ``R-Ter``, ``logprob_content`` -> ``LogProb content``."""
+    if name.startswith(("s_", "r_")):
+        return f"{name[0].upper()}-{name[2:].replace('_', ' ').title().replace(' ', '-')}"
+    if name.startswith("rs_"):
+        return f"RS-{name[3:].title()}"
+    if name.startswith("logprob_"):
+        return f"LogProb {name[8:]}"
+    return name
