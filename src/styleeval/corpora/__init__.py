@@ -20,19 +20,34 @@ from datasets import Dataset, concatenate_datasets
 
 from styleeval.corpora._files import ChecksumError, CorpusError, MissingFileError
 from styleeval.corpora.schema import RATING_FEATURES, STEL_FEATURES
+from styleeval.corpora.spec import Config, CorpusSpec
 
-RATING_CORPORA: tuple[str, ...] = (
-    "style_gap_testset",
-    "lai_formality",
-    "mir_yelp",
-    "asset",
-    "ziegenbein_appropriateness",
-)
-CORPORA: tuple[str, ...] = (*RATING_CORPORA, "stel")
+
+def _discover() -> dict[str, CorpusSpec]:
+    """Every module of this package that declares a ``SPEC``, in the specs' order."""
+    import pkgutil
+
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name in ("schema", "spec", "configs"):
+            continue
+        spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), "SPEC", None)
+        if isinstance(spec, CorpusSpec):
+            found.append(spec)
+    return {spec.name: spec for spec in sorted(found, key=lambda spec: (spec.order, spec.name))}
+
+
+SPECS: dict[str, CorpusSpec] = _discover()
+"""Every corpus, by name, as its module declares it (:class:`~styleeval.corpora.spec.CorpusSpec`)."""
+RATING_CORPORA: tuple[str, ...] = tuple(n for n, spec in SPECS.items() if spec.kind == "rating")
+CORPORA: tuple[str, ...] = tuple(SPECS)
 
 __all__ = [
     "CORPORA",
     "RATING_CORPORA",
+    "SPECS",
+    "Config",
+    "CorpusSpec",
     "RATING_FEATURES",
     "STEL_FEATURES",
     "ChecksumError",
@@ -65,8 +80,7 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
     """
     if name not in CORPORA:
         raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
-    module = importlib.import_module(f"styleeval.corpora.{name}")
-    return module.load(data_dir, **options)
+    return SPECS[name].loader(data_dir, **options)
 
 
 def load_rating_corpora(

@@ -15,6 +15,7 @@ from datasets import Dataset
 from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import RowContext, read_csv, read_lines
 from styleeval.corpora.schema import rating_dataset, rating_row
+from styleeval.corpora.spec import CorpusSpec
 
 NAME = "asset"
 SOURCE = Source(NAME, "facebookresearch/asset", "9d659040d0d8942dbc4cd65cf357563b43fd9ab4")
@@ -90,3 +91,7 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
     if len(rows) != N_PAIRS:
         raise CorpusError(f"{len(rows)} rated pairs, expected {N_PAIRS}", file=path, url=url)
     return rating_dataset(rows)
+
+
+SPEC = CorpusSpec(NAME, "Alv. (ASSET)", "rating", 3, load,
+                  authors_style_words={"simple": "simplified"})

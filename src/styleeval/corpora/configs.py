@@ -8,43 +8,17 @@ which the cards do not list and ``scripts/push_to_hub.py`` never uploads.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from datasets import Dataset
 
-from styleeval.corpora import load_corpus
-from styleeval.corpora import stel as stel_module
-from styleeval.corpora import style_gap_testset as style_gap_module
+from styleeval.corpora import SPECS, load_corpus
+from styleeval.corpora.spec import Config
 
 SPLIT = "test"
 RESTRICTED_DIR = "data/restricted"
 
-
-@dataclass(frozen=True)
-class Config:
-    """One config of a dataset folder: its name, the rows it holds and where its Parquet file goes."""
-
-    name: str
-    restricted: bool = False
-
-    @property
-    def path(self) -> str:
-        """Path of the Parquet file relative to the dataset folder."""
-        return f"{RESTRICTED_DIR if self.restricted else 'data'}/{self.name}.parquet"
-
-
-CONFIGS: dict[str, tuple[Config, ...]] = {
-    "style_gap_testset": (Config("all"), *(Config(task) for task, _ in style_gap_module.TASKS.values())),
-    "lai_formality": (Config("default"),),
-    "mir_yelp": (Config("default"),),
-    "asset": (Config("default"),),
-    "ziegenbein_appropriateness": (Config("default"),),
-    "stel": (
-        Config("all"),
-        *(Config(c) for c in stel_module.PUBLIC_COMPONENTS),
-        *(Config(c, restricted=True) for c in stel_module.RESTRICTED_COMPONENTS),
-    ),
-}
+CONFIGS: dict[str, tuple[Config, ...]] = {name: spec.configs for name, spec in SPECS.items()}
+"""The configs of every corpus, as its module declares them."""
 
 
 def public_configs(name: str) -> list[Config]:

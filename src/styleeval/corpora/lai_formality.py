@@ -20,6 +20,7 @@ from datasets import Dataset
 from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import RowContext
 from styleeval.corpora.schema import rating_dataset, rating_row
+from styleeval.corpora.spec import CorpusSpec
 
 NAME = "lai_formality"
 SOURCE = Source(NAME, "laihuiyuan/eval-formality-transfer", "ac47a0882926902fa79a59bbe3ba0eb4c97176f5")
@@ -123,3 +124,6 @@ def load(data_dir: str | os.PathLike[str] | None = None, references: int = 1) ->
                 )
             )
     return rating_dataset(rows)
+
+
+SPEC = CorpusSpec(NAME, "Lai", "rating", 1, load)

@@ -17,6 +17,7 @@ from datasets import Dataset
 from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import read_lines
 from styleeval.corpora.schema import rating_dataset, rating_row
+from styleeval.corpora.spec import CorpusSpec
 
 NAME = "mir_yelp"
 SOURCE = Source(NAME, "passeul/style-transfer-model-evaluation", "4ca376d34d2aa554c4d4aeb35dc0b6246b983213")
@@ -120,3 +121,6 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
                 )
             )
     return rating_dataset(rows)
+
+
+SPEC = CorpusSpec(NAME, "Mir", "rating", 2, load)

@@ -19,6 +19,7 @@ from datasets import Dataset
 from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import read_csv
 from styleeval.corpora.schema import STEL_FEATURES
+from styleeval.corpora.spec import Config, CorpusSpec
 
 NAME = "stel"
 SOURCE = Source(NAME, "nlpsoc/STEL", "e52f0521df53bd57c9ecafda16e7f2d6966a9993")
@@ -104,3 +105,7 @@ def load(
     for component, (group, path, expected) in table.items():
         rows.extend(_parse(component, group, path, expected, data_dir))
     return Dataset.from_list(rows, features=STEL_FEATURES)
+
+
+SPEC = CorpusSpec(NAME, "STEL", "stel", 5, load,
+                  configs=(Config("all"), *(Config(c) for c in PUBLIC_COMPONENTS), *(Config(c, restricted=True) for c in RESTRICTED_COMPONENTS)))

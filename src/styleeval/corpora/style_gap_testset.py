@@ -21,6 +21,7 @@ from datasets import Dataset
 from styleeval.corpora._files import CorpusError, Source, local_data_dir, resolve, verify
 from styleeval.corpora._parsing import read_csv
 from styleeval.corpora.schema import rating_dataset, rating_row
+from styleeval.corpora.spec import Config, CorpusSpec
 
 logger = logging.getLogger(__name__)
 
@@ -133,3 +134,7 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
         path = paths[n] if paths else resolve(SOURCE, file_path(n), data_dir)
         rows.extend(_parse_file(n, path, SOURCE.url(file_path(n)), raters))
     return rating_dataset(rows)
+
+
+SPEC = CorpusSpec(NAME, "Test set", "rating", 0, load,
+                  configs=(Config("all"), *(Config(task) for task, _ in TASKS.values())))

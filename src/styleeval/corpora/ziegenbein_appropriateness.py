@@ -23,6 +23,7 @@ from datasets import Dataset
 from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import read_csv
 from styleeval.corpora.schema import rating_dataset, rating_row
+from styleeval.corpora.spec import CorpusSpec
 
 NAME = "ziegenbein_appropriateness"
 SOURCE = Source(NAME, "timonziegenbein/inappropriateness-mitigation", "8d4061d931937597f907bac4ca33215ef4d7cb3d")
@@ -164,3 +165,7 @@ def load(data_dir: str | os.PathLike[str] | None = None, *, ratings: bool = True
         return build(items, None)
     ratings_file = resolve(SOURCE, RATINGS, data_dir)
     return build(items, parse_ratings(ratings_file), ratings_file=ratings_file)
+
+
+SPEC = CorpusSpec(NAME, "Ze.", "rating", 4, load,
+                  authors_style_words={"appropriate": "appropriated"})

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from styleeval.corpora import SPECS
+
 DIMENSIONS = ("content", "style", "fluency")
 #: Datasets built to stress-test metrics (the paper's constructed test set): grouped apart, per task.
 TESTSET_DATASETS = frozenset({"style_gap_testset"})
@@ -17,8 +19,7 @@ REQUIRED = ("source", "rewrite", "target_style", "task", "system", "is_reference
 STYLE_WORDS = ("corpus", "authors")
 
 AUTHORS_STYLE_WORDS: dict[str, dict[str, str]] = {
-    "asset": {"simple": "simplified"},
-    "ziegenbein_appropriateness": {"appropriate": "appropriated"},
+    **{name: dict(spec.authors_style_words) for name, spec in SPECS.items() if spec.authors_style_words},
     "*": {"layman": "understandable for layman", "expert": "addressed to an expert", "simplicity": "simplified"},
 }
 """``style_words="authors"``: the target-style words of the authors' run scripts where the corpus's differ, per

@@ -3,13 +3,10 @@ it and not each other)."""
 
 from __future__ import annotations
 
-DATASET_LABELS = {
-    "style_gap_testset": "Test set",
-    "lai_formality": "Lai",
-    "mir_yelp": "Mir",
-    "asset": "Alv. (ASSET)",
-    "ziegenbein_appropriateness": "Ze.",
-}
+from styleeval.corpora import SPECS
+
+DATASET_LABELS: dict[str, str] = {name: spec.label for name, spec in SPECS.items()}
+"""Each corpus's label in tables, as its module declares it."""
 
 
 def metric_label(name: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from styleeval.corpora import RATING_CORPORA
 from styleeval.metaeval.cache import ScoresCache
 from styleeval.metaeval.correlation import DegenerateScoresError, correlate, kendall_tau_like, system_level
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
@@ -20,7 +21,7 @@ CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spe
                "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
 WMT_COLUMNS = ["dataset", "subset", "metric", "dimension", "n_pairs", "kendall_like", "n_systems",
                "system_pearson", "system_pearson_p"]
-DEFAULT_DATASETS = ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness")
+DEFAULT_DATASETS: tuple[str, ...] = RATING_CORPORA
 
 Loader = Callable[[str], Any]
 
