@@ -71,7 +71,7 @@ def test_evaluate_module_arguments_are_checked(module, tiny_model_dir):
     common = {"predictions": ["b"], "sources": ["a"], "styles": "polite", "model_id": str(tiny_model_dir)}
     with pytest.raises(ValueError, match=r"unknown argument 'devise' \(did you mean 'device'\?\); valid arguments"):
         metric.compute(**common, devise="cpu")
-    with pytest.raises(ValueError, match=r"dtype must be str, got int 16"):
+    with pytest.raises(ValueError, match=r"dtype must be str or None, got int 16"):  # None: not given
         metric.compute(**common, dtype=16)
     with pytest.raises(ValueError, match="takes no references"):
         metric.compute(**common, references=["x"])

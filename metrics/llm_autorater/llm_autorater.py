@@ -19,6 +19,7 @@ A thin `evaluate` wrapper: all the work is done by ``styleeval.Autorater``.
 import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
 import styleeval.autorater.rater
+import styleeval.options
 import styleeval.evaluate_support as support
 
 _CITATION = """\
@@ -84,24 +85,7 @@ Examples:
 """
 
 
-OPTIONS = {  # None: not given (the backend's default); an option of the other backend is an error
-    "model": ((str, type(None)), None),
-    "model_id": ((str, type(None)), None),  # alias of model
-    "mode": ((str,), "expected"),
-    "prompt": ((str,), "paper-small"),
-    "parser": ((str,), "robust"),
-    "fill": ((str,), "mean"),
-    "base_url": ((str, type(None)), None),
-    "tokenizer": ((str, type(None)), None),
-    "device": ((str, type(None)), None),
-    "dtype": ((str,), None),
-    "seed": ((int,), 0),
-    "batch_size": ((int, type(None)), None),
-    "trust_remote_code": ((bool, type(None)), None),
-    "max_concurrency": ((int, type(None)), None),
-    "timeout": ((int, float, type(None)), None),
-}
-ALIASES = {"model_id": "model"}
+INPUTS = ("predictions", "sources", "styles", "fill")
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -125,9 +109,9 @@ class LlmAutorater(support.SourceStyleInputs, evaluate.Metric):
         )
 
     def _compute(self, predictions, sources, styles, **given):
-        opts = support.resolve_aliases("llm_autorater", support.check_options("llm_autorater", given, OPTIONS),
-                                       ALIASES)
-        fill = opts.pop("fill")
+        given = dict(given)
+        fill = given.pop("fill", "mean")
+        opts = styleeval.options.AUTORATER_OPTIONS.from_kwargs("llm_autorater", given, fixed=INPUTS)
         if fill not in ("mean", "none"):
             raise ValueError(f"llm_autorater: fill must be 'mean' or 'none', got {fill!r}")
         judge = styleeval.autorater.rater.shared_autorater(**opts)

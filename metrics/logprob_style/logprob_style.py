@@ -20,6 +20,7 @@ import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows t
 import evaluate
 import styleeval.evaluate_support as support
 import styleeval.logprob
+import styleeval.options
 
 _CITATION = """\
 @misc{pauli2025mindthestylegap,
@@ -91,26 +92,7 @@ Examples:
     ['content_preservation', 'content_preservation_mean', 'signature', 'style_strength', 'style_strength_mean']
 """
 
-OPTIONS = {  # None: not given (the backend's default); an option of the other backend is an error
-    "model": ((str, type(None)), None),
-    "model_id": ((str, type(None)), None),  # alias of model
-    "tokenizer": ((str, type(None)), None),
-    "tokenizer_id": ((str, type(None)), None),  # alias of tokenizer
-    "variant": ((str,), "default"),
-    "end_of_turn": ((bool,), True),
-    "on_overflow": ((str,), "error"),
-    "base_url": ((str, type(None)), None),
-    "batch_size": ((int, type(None)), None),
-    "batch_tokens": ((int, type(None)), None),
-    "device": ((str, type(None)), None),
-    "dtype": ((str,), None),
-    "head_dtype": ((str, type(None)), None),
-    "revision": ((str, type(None)), None),
-    "trust_remote_code": ((bool, type(None)), None),
-    "max_concurrency": ((int, type(None)), None),
-    "timeout": ((int, float, type(None)), None),
-}
-ALIASES = {"model_id": "model", "tokenizer_id": "tokenizer", "batch_size": "max_batch_rows"}
+INPUTS = ("predictions", "sources", "styles")
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -134,8 +116,7 @@ class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
         )
 
     def _compute(self, predictions, sources, styles, **options):
-        opts = support.resolve_aliases("logprob_style", support.check_options("logprob_style", options, OPTIONS),
-                                       ALIASES)
+        opts = styleeval.options.LOGPROB_OPTIONS.from_kwargs("logprob_style", options, fixed=INPUTS)
         scorer = styleeval.logprob.shared_logprob(**opts)
         scores = scorer.score(sources, predictions, styles)
         content = [row["content"] for row in scores]

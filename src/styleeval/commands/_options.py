@@ -1,5 +1,6 @@
-"""Command-line options shared by ``styleeval score`` and ``styleeval autorate`` (file in, file out, resumable;
-local model or OpenAI-compatible server)."""
+"""Command-line options shared by ``styleeval score`` and ``styleeval autorate``: file in, file out, resumable. The
+model and backend options come from :mod:`styleeval.options` (one declaration for the CLI, the evaluate modules and
+the metric specs)."""
 
 from __future__ import annotations
 
@@ -34,30 +35,6 @@ def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -
                    help=f"{verb.removesuffix('d')} at most this many new rows in this run, then stop (rerun to continue)")
     p.add_argument("--overwrite", action="store_true", help="start OUT afresh instead of resuming it")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
-
-
-def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    """--model, --base-url, --tokenizer, and the backend options (local: --device, --dtype; server:
-    --max-concurrency, --timeout). An option the chosen backend does not take is an error, not ignored."""
-    p.add_argument("--model", "-m", default=None,
-                   help="preset (1b, 3b, 8b), Hub id or local path; with --base-url the served model name "
-                   "(default: 1b locally, the server's only model with --base-url)")
-    p.add_argument("--base-url", default=None,
-                   help="an OpenAI-compatible server (vLLM), e.g. http://127.0.0.1:8000/v1, instead of a local model")
-    p.add_argument("--tokenizer", default=None,
-                   help="tokenizer id or path (with --base-url prompts are tokenized locally; default: --model)")
-    p.add_argument("--device", default=None, help="cpu, cuda, cuda:N or mps (local model; default: cuda if any)")
-    p.add_argument("--dtype", default=None, help="float32 (default), bfloat16 or float16 (local model)")
-    p.add_argument("--max-concurrency", type=positive_int, default=None, help="requests in flight (server; default 8)")
-    p.add_argument("--timeout", type=float, default=None,
-                   help="seconds a request may take in all before it is retried (server; default 120)")
-
-
-def backend_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The model options as given (``None``: not given), passed through to the backend that ``--base-url`` selects
-    (:func:`styleeval.backends.open_backend`), which rejects those that do not apply."""
-    return {"base_url": args.base_url, "tokenizer": args.tokenizer, "device": args.device, "dtype": args.dtype,
-            "max_concurrency": args.max_concurrency, "timeout": args.timeout}
 
 
 def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str,

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from styleeval.commands._options import (
-    add_file_arguments,
-    add_model_arguments,
-    backend_options,
-    column_means,
-    run_file_command,
-)
+from styleeval.commands._options import add_file_arguments, column_means, run_file_command
+from styleeval.options import AUTORATER_OPTIONS
 
 EPILOG = """\
 IN has the columns source, rewrite and style (or give one style for all rows with --style). OUT gets one
@@ -36,14 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_file_arguments(p, "rated", chunk_size=64)
-    add_model_arguments(p)
-    p.add_argument("--mode", choices=("expected", "paper"), default="expected",
-                   help="expected: rating distributions read from the model (never breaks format; default); "
-                   "paper: the authors' generated JSON reply")
-    p.add_argument("--prompt", choices=("paper-small", "paper-70b"), default="paper-small",
-                   help="the judge prompt (default: paper-small, the authors' 1B/3B/8B prompt)")
-    p.add_argument("--parser", choices=("robust", "authors"), default="robust", help="paper mode's reply parser")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed (paper-70b)")
+    AUTORATER_OPTIONS.add_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -51,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``styleeval autorate``; returns the exit status (bad input raises ``ValueError``)."""
     from styleeval.files import AUTORATER_RECORDS, autorate_file, read_scores
 
-    options = {"mode": args.mode, "prompt": args.prompt, "parser": args.parser, "seed": args.seed,
-               **backend_options(args)}
+    options = AUTORATER_OPTIONS.from_args(args)
+    model = options.pop("model", None)
 
     def summary(result) -> str:
         records = read_scores(result.output, AUTORATER_RECORDS)
@@ -63,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     return run_file_command(
         args,
-        lambda: autorate_file(args.input, args.out, args.model, style=args.style, chunk_size=args.chunk_size,
+        lambda: autorate_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
                               max_rows=args.max_rows, overwrite=args.overwrite, progress=not args.quiet,
                            encoding=args.encoding, **options),
         "rated", summary,

@@ -1,6 +1,7 @@
 """The LLM autorater (Pauli et al. 2025, D.2) as two metrics: ``autorater_meaning`` and ``autorater_style``.
 
-Options: ``model`` (preset, id or path; with ``base_url`` the served model name), ``mode`` (``expected`` or
+Options: those of :data:`styleeval.options.AUTORATER_OPTIONS`: ``model`` (preset, id or path; with ``base_url`` the
+served model name), ``mode`` (``expected`` or
 ``paper``), ``prompt`` (``paper-small``, ``paper-70b``), ``parser`` (``robust``, ``authors``), ``base_url``,
 ``tokenizer``, ``device``, ``dtype``, ``seed``, ``fill`` (paper mode: ``mean``, the authors' rule, fills every
 unreadable rating with the mean of the readable ones over the whole dataset, once all its rows are rated -- never per
@@ -19,7 +20,6 @@ from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
 _LAST: dict[tuple, tuple[str, list[dict]]] = {}
-OPTIONS = ("model", "mode", "prompt", "parser", "base_url", "tokenizer", "device", "dtype", "seed", "fill")
 
 
 @register("autorater_style", dimension="style")
@@ -31,21 +31,17 @@ class AutoraterMetric(Metric):
     incremental = True
     inputs = "source"
 
-    def __init__(self, dimension: str, **options: str) -> None:
+    def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
+        from styleeval.options import AUTORATER_OPTIONS
+
         if dimension not in ("meaning", "style"):
             raise ValueError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise ValueError(f"unknown options {unknown} (known: {sorted(OPTIONS)})")
+        if fill not in ("mean", "none"):
+            raise ValueError(f"fill must be 'mean' or 'none', got {fill!r}")
         self.dimension = dimension
         self.name = f"autorater_{dimension}"
-        opts: dict[str, object] = {k: v for k, v in options.items() if v is not None}
-        self.fill = str(opts.pop("fill", "mean"))
-        if self.fill not in ("mean", "none"):
-            raise ValueError(f"fill must be 'mean' or 'none', got {self.fill!r}")
-        if "seed" in opts:
-            opts["seed"] = int(str(opts["seed"]))
-        self.options = opts
+        self.fill = fill
+        self.options = {k: v for k, v in AUTORATER_OPTIONS.from_spec(options).items() if v is not None}
 
     @property
     def _key(self) -> tuple:

@@ -1,8 +1,9 @@
 """LogProb (Pauli et al., 2025) as two metrics: ``logprob_content`` and ``logprob_style``.
 
-Options: ``model`` (id, local path or preset such as ``1b``; default ``1b``; with ``base_url`` the served model),
-``variant`` (``default`` or ``authors``), ``device``, ``dtype``, ``head_dtype``, ``batch_tokens``, ``base_url`` (a
-vLLM server, e.g. ``http://127.0.0.1:8000/v1``) and ``tokenizer``, e.g.
+Options: those of :data:`styleeval.options.LOGPROB_OPTIONS`: ``model`` (id, local path or preset such as ``1b``;
+default ``1b``; with ``base_url`` the served model), ``variant`` (``default`` or ``authors``), ``device``, ``dtype``,
+``head_dtype``, ``batch_tokens``, ``base_url`` (a vLLM server, e.g. ``http://127.0.0.1:8000/v1``), ``tokenizer``...,
+e.g.
 ``logprob_content:model=3b:device=cuda:dtype=bfloat16`` or ``logprob_style:variant=authors:base_url=http://h:8000/v1``. Both metrics read the target
 style of each row. :class:`styleeval.LogProb` is imported lazily; one scoring pass serves both dimensions
 (the last result is kept in memory per option set).
@@ -24,9 +25,6 @@ def _inputs_key(sources: list[str], rewrites: list[str], styles: list[str]) -> s
     return hashlib.sha256(json.dumps([sources, rewrites, styles]).encode()).hexdigest()
 
 
-OPTIONS = ("model", "variant", "device", "dtype", "head_dtype", "batch_tokens", "base_url", "tokenizer")
-
-
 @register("logprob_style", dimension="style")
 @register("logprob_content", dimension="content")
 class LogProbMetric(Metric):
@@ -36,24 +34,14 @@ class LogProbMetric(Metric):
     incremental = True
     inputs = "source"
 
-    def __init__(self, dimension: str, **options: str | None) -> None:
-        from styleeval.logprob import HEAD_DTYPES, VARIANTS
+    def __init__(self, dimension: str, **options: object) -> None:
+        from styleeval.options import LOGPROB_OPTIONS
 
         if dimension not in ("content", "style"):
             raise ValueError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise ValueError(f"unknown options {unknown} (known: {sorted(OPTIONS)})")
-        if options.get("variant") not in (None, *VARIANTS):
-            raise ValueError(f"variant must be one of {', '.join(VARIANTS)}, got {options['variant']!r}")
-        if options.get("head_dtype") not in (None, *HEAD_DTYPES):
-            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {options['head_dtype']!r}")
         self.dimension = dimension
         self.name = f"logprob_{dimension}"
-        opts: dict[str, object] = {k: v for k, v in options.items() if v is not None}
-        if "batch_tokens" in opts:
-            opts["batch_tokens"] = int(str(opts["batch_tokens"]))
-        self.options = opts
+        self.options = {k: v for k, v in LOGPROB_OPTIONS.from_spec(options).items() if v is not None}
 
     @property
     def _key(self) -> tuple:
