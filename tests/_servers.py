@@ -102,6 +102,7 @@ class FaultProxy:
         self.reject: Callable[[bytes], bool] | None = None
         self.reject_message = "rejected by the test proxy"
         self.mutate: Callable[[str, bytes], bytes] | None = None
+        self.bodies: list[bytes] = []  # every request body, in arrival order
         self.requests = 0
         self.lock = threading.Lock()
         proxy = self
@@ -133,6 +134,7 @@ class FaultProxy:
                 body = self.rfile.read(length) if length else b""
                 with proxy.lock:
                     proxy.requests += 1
+                    proxy.bodies.append(body)
                     action = proxy.plan.pop(0) if proxy.plan else "pass"
                 if proxy.reject is not None and proxy.reject(body):
                     return self._reply(400, json.dumps({"error": {"message": proxy.reject_message}}).encode())

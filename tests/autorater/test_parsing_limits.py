@@ -27,3 +27,13 @@ def test_any_string_parses_or_is_unparsed(reply):
         meaning, style = parse(reply)
         assert meaning is None or isinstance(meaning, float)
         assert style is None or isinstance(style, float)
+
+
+def test_the_option_choices_are_the_prompts_and_parsers():
+    """A judge prompt or parser added in its module must be offered by the CLI, the evaluate module and the specs."""
+    from styleeval.autorater.parsing import PARSERS
+    from styleeval.autorater.prompts import PROMPTS
+    from styleeval.options import AUTORATER_OPTIONS
+
+    assert AUTORATER_OPTIONS["prompt"].choices == tuple(PROMPTS)
+    assert AUTORATER_OPTIONS["parser"].choices == tuple(PARSERS)

@@ -345,16 +345,4 @@ def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool
     return buf.getvalue()
 
 
-def _drop_torn_tail(path: Path) -> None:
-    """Cut a last record that an interrupted write left without its newline (that row is scored again)."""
-    with open(path, "rb+") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        f.seek(0)
-        f.truncate(f.read().rfind(b"\n") + 1)
-
 

@@ -31,7 +31,6 @@ def _existing_header(output: Path) -> list[str] | None:
         return next(csv.reader(f), None)
 
 
-
 def _drop_torn_tail(path: Path) -> None:
     """Cut a last record that an interrupted write left without its newline (that row is scored again)."""
     with open(path, "rb+") as f:
@@ -43,7 +42,6 @@ def _drop_torn_tail(path: Path) -> None:
             return
         f.seek(0)
         f.truncate(f.read().rfind(b"\n") + 1)
-
 
 
 def _check_resume(out: Path, done: list[dict[str, Any]], rows: Sequence[InputRow]) -> set[int]:

@@ -14,7 +14,7 @@ from styleeval.corpora import RATING_FEATURES, STEL_FEATURES, _checksums, _files
 from styleeval.corpora import ziegenbein_appropriateness as zieg
 from styleeval.corpora.configs import CONFIGS, public_configs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED_ROWS = {
     "style_gap_testset": {"all": 500, "sentiment": 50, "detoxification": 50, "catchy": 100, "politeness": 100,

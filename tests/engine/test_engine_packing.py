@@ -91,7 +91,7 @@ def test_benchmark_smoke_run(data_dir):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "scripts" / "bench_logprob.py"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_logprob.py"
     for workload in ("testset", "lai"):
         proc = subprocess.run([sys.executable, str(script), "--shape", "tiny", "--workload", workload, "--samples", "4",
                                "--contenders", "engine,unpacked,naive", "--data-dir", str(data_dir)],

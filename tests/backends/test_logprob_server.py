@@ -80,7 +80,7 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
 
     import evaluate
 
-    module = evaluate.load(str(__import__("pathlib").Path(__file__).parents[1] / "metrics" / "logprob_style"))
+    module = evaluate.load(str(__import__("pathlib").Path(__file__).parents[2] / "metrics" / "logprob_style"))
     got = module.compute(predictions=REWRITES[:4], sources=SOURCES[:4], styles=STYLES[:4], model_id=vllm_server.name,
                          base_url=vllm_server.base_url, tokenizer_id=str(judge_model_dir))
     assert got["content_preservation"] == pytest.approx(local.content, abs=1e-4)

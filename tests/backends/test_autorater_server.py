@@ -154,3 +154,22 @@ def test_paper_mode_without_a_tokenizer_warns_about_control_like_text(vllm_serve
     served = Autorater(vllm_server.name, mode="paper", base_url=vllm_server.base_url, progress=False)
     with pytest.warns(UserWarning, match="pass tokenizer="):
         served.rate([JUDGE_SOURCES[0]], ["<|eot_id|> hi"], JUDGE_STYLE, fallback=None)
+
+
+def test_sampled_paper_mode_sends_each_row_its_own_seed(fault_proxy):
+    """paper-70b on a server: every request carries the row's own seed (row_seed), whatever rows share the call."""
+    import json
+
+    from styleeval.autorater.rater import row_seed
+
+    judge = Autorater("judge", mode="paper", prompt="paper-70b", max_new_tokens=4, base_url=fault_proxy.base_url,
+                      progress=False)
+    fault_proxy.bodies.clear()
+    judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
+    sent = [json.loads(b) for b in fault_proxy.bodies if b"messages" in b]
+    want = {row_seed(0, judge.prompt.messages(s, r, JUDGE_STYLE)) for s, r in zip(JUDGE_SOURCES, JUDGE_REWRITES)}
+    assert {body["seed"] for body in sent} == want and len(want) == 3
+    fault_proxy.bodies.clear()
+    judge.rate(JUDGE_SOURCES[1:2], JUDGE_REWRITES[1:2], JUDGE_STYLE)  # alone: the same seed as among the others
+    assert [json.loads(b)["seed"] for b in fault_proxy.bodies if b"messages" in b] == \
+        [row_seed(0, judge.prompt.messages(JUDGE_SOURCES[1], JUDGE_REWRITES[1], JUDGE_STYLE))]

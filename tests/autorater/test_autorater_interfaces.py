@@ -12,7 +12,7 @@ from conftest import JUDGE_REPLIES, JUDGE_REWRITES, JUDGE_SOURCES, JUDGE_STYLE
 
 from styleeval.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METRIC_DIR = ROOT / "metrics" / "llm_autorater"
 
 
