@@ -128,7 +128,12 @@ def get_metric(spec: str) -> Metric:
         return metric
     _discover()
     if name not in REGISTRY:
-        raise ValueError(f"unknown metric {name!r}; available: {', '.join(available_metrics())}")
+        import difflib
+
+        close = difflib.get_close_matches(name, list(REGISTRY), 1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown metric {name!r}{hint}; available: {', '.join(available_metrics())}, "
+                         "lai:<score>, precomputed:file=...:column=...")
     try:
         metric = REGISTRY[name](**opts)
     except ValueError as err:

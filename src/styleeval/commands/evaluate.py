@@ -1,0 +1,95 @@
+"""``styleeval evaluate``: evaluate and compare style-transfer systems, with confidence intervals and significance.
+
+    styleeval evaluate outputs.csv --metrics s_bleu,s_chrf,logprob_content,logprob_style --out report/
+    styleeval evaluate sysA.jsonl sysB.jsonl --system-from-filename --style formal --out report/
+
+The work is :func:`styleeval.systems.evaluate_systems`; this command reads the files and writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+EPILOG = """\
+Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
+optionally source_id (pairs rows across systems; default: the source text), reference or references (for r_*
+metrics) and human_<dimension> ratings (added as rows of the report, with each metric's system-level agreement).
+OUT gets rows.jsonl (every row's scores and the metrics' signatures), systems.csv (system, metric, n, n_missing,
+mean, ci_low, ci_high, cluster), pairs.csv (paired tests, Holm-adjusted per metric), report.md, report.json and
+tradeoff.png. Per-row scores are kept in OUT/cache: a killed run resumes, a rerun with more metrics computes only
+the new ones.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``evaluate`` sub-command."""
+    from styleeval.systems.evaluation import DEFAULT_METRICS
+
+    p = subparsers.add_parser(
+        "evaluate", help="compare style-transfer systems: means with CIs, paired significance tests, clusters",
+        description="Evaluate and compare style-transfer systems on per-row metric scores.", epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("inputs", nargs="+", metavar="IN", help="CSV or JSONL files of system outputs")
+    p.add_argument("--out", "-o", required=True, metavar="DIR", help="folder for the report files")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+                   help=f"comma-separated metric specs (default: {','.join(DEFAULT_METRICS)}); as in metaeval, "
+                   "e.g. logprob_content:model=3b, s_chrf, precomputed:file=F:column=C")
+    p.add_argument("--style", help="one target style for every row (overrides a style column)")
+    p.add_argument("--system-from-filename", action="store_true",
+                   help="each IN holds one system, named after its file (without the extension)")
+    p.add_argument("--test", choices=("ar", "bootstrap"), default="ar",
+                   help="ar: paired approximate randomization (10,000 trials, default); bootstrap: paired bootstrap")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (0.05)")
+    p.add_argument("--sort-by", default=None, help="the metric systems are ranked by (default: the first)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization draws")
+    p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8)")
+    p.add_argument("--no-plots", action="store_true", help="skip tradeoff.png")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.set_defaults(func=run)
+
+
+def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "utf-8") -> list[dict]:
+    """The rows of every input file, each with ``_where`` (file and line) for messages."""
+    from styleeval.files.records import iter_records
+
+    rows = []
+    names = [Path(p).stem for p in paths]
+    if system_from_filename and len(set(names)) != len(names):
+        raise ValueError(f"--system-from-filename: two inputs have the same name ({', '.join(names)})")
+    for path, name in zip(paths, names):
+        for where, record in iter_records(path, encoding=encoding):
+            if where == "header":
+                continue
+            if system_from_filename:
+                if record.get("system") not in (None, "", name):
+                    raise ValueError(f"{path}, {where}: has system {record['system']!r} but "
+                                     f"--system-from-filename names it {name!r}")
+                record = {**record, "system": name}
+            rows.append({**record, "_where": f"{path}, {where}"})
+    if not rows:
+        raise ValueError(f"no rows in {', '.join(paths)}")
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``styleeval evaluate``; returns the exit status (bad input raises ``ValueError``)."""
+    from styleeval.commands.metaeval import _check_out_dir
+    from styleeval.systems.evaluation import evaluate_systems
+    from styleeval.systems.report import write_outputs
+
+    out = Path(args.out)
+    _check_out_dir(out)
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    rows = read_inputs(args.inputs, args.system_from_filename, args.encoding)
+    start = time.perf_counter()
+    report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
+                              sort_by=args.sort_by, cache_dir=out / "cache", progress=not args.no_progress,
+                              log=lambda message: print(f"note: {message}", file=sys.stderr))
+    paths = write_outputs(report, out, plots=not args.no_plots)
+    print(f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows, {len(report.signatures)} metrics, "
+          f"{time.perf_counter() - start:.1f}s -> {paths['report']}")
+    return 0

@@ -1,0 +1,163 @@
+"""The files of ``styleeval evaluate``: ``rows.jsonl``, ``systems.csv``, ``pairs.csv``, ``report.md``,
+``report.json`` and ``tradeoff.png``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from styleeval.metaeval.labels import metric_label
+
+if TYPE_CHECKING:  # pragma: no cover
+    from styleeval.systems.evaluation import SystemsReport
+
+CONTENT_METRICS = ("logprob_content", "autorater_meaning", "human_content")
+STYLE_METRICS = ("logprob_style", "autorater_style", "human_style")
+
+
+def fmt(value: float, digits: int = 4) -> str:
+    """A number for reading: ``digits`` significant digits, ``–`` for NaN."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    return f"{value:.{digits}g}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(report: SystemsReport) -> str:
+    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes."""
+    metrics = report.metrics
+    cell = {(r.system, r.metric): r for r in report.systems.itertuples()}
+    arrow = {m: "↑" if report.higher_is_better.get(m, True) else "↓" for m in metrics}
+    rows = []
+    ranked = report.ranking()
+    for system in ranked + sorted(set(report.scores["system"]) - set(ranked)):
+        row = [system]
+        for m in metrics:
+            r = cell.get((system, m))
+            cluster = f" ({int(r.cluster)})" if r is not None and math.isfinite(r.cluster) else ""
+            row.append("–" if r is None or not r.n else f"{fmt(r.mean)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]{cluster}")
+        rows.append(row)
+    n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
+                     for m in metrics]
+    test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
+    out = [
+        "# System evaluation", "",
+        f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: mean [95% bootstrap CI] "
+        f"(significance cluster: systems in one cluster are not significantly different, {test}, Holm-adjusted "
+        f"p < {report.alpha:g}). Sorted by {metric_label(report.sort_by)}.", "",
+        _table(["system"] + [f"{metric_label(m)} {arrow[m]}" for m in metrics], rows + [n_row]), "",
+    ]
+    significant = report.pairs[report.pairs["significant"]]
+    out += ["## Significant differences", ""]
+    if len(significant):
+        out.append(_table(["metric", "A", "B", "delta A-B [CI]", "p (Holm)", "pairs"], [
+            [metric_label(r.metric), r.system_a, r.system_b, f"{fmt(r.delta)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
+             fmt(r.p_adjusted, 3), str(r.n_pairs)] for r in significant.itertuples()]))
+    else:
+        out.append("None at this level.")
+    out.append("")
+    if len(report.agreement):
+        out += ["## Agreement with the human ratings (system level)", "",
+                _table(["human", "metric", "Pearson r", "pairwise accuracy", "systems"], [
+                    [r.human, metric_label(r.metric), fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3),
+                     str(r.n_systems)] for r in report.agreement.itertuples()]), ""]
+    out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()] + [""]
+    if report.notes:
+        out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
+    return "\n".join(out)
+
+
+def _pick(metrics: list[str], wanted: tuple[str, ...]) -> str | None:
+    return next((m for m in wanted if m in metrics), None)
+
+
+def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
+    """Systems that no other system beats on both coordinates (higher is better on both)."""
+    return [s for s, (x, y) in points.items()
+            if not any(ox >= x and oy >= y and (ox > x or oy > y) for o, (ox, oy) in points.items() if o != s)]
+
+
+def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None = None,
+                  style: str | None = None) -> Path | None:
+    """Systems in the (content, style) plane with their CIs and the Pareto front; ``None`` when the report has no
+    content or no style metric."""
+    metrics = report.metrics
+    content = content or _pick(metrics, CONTENT_METRICS)
+    style = style or _pick(metrics, STYLE_METRICS)
+    if content is None or style is None:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = report.systems.set_index(["system", "metric"])
+    points, bars = {}, {}
+    for system in report.ranking(content):
+        try:
+            cx, sy = table.loc[(system, content)], table.loc[(system, style)]
+        except KeyError:
+            continue
+        if math.isfinite(cx["mean"]) and math.isfinite(sy["mean"]):
+            sign_x = 1 if report.higher_is_better.get(content, True) else -1
+            sign_y = 1 if report.higher_is_better.get(style, True) else -1
+            points[system] = (sign_x * cx["mean"], sign_y * sy["mean"])
+            bars[system] = (cx, sy)
+    front = set(pareto_front(points))
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for system, (cx, sy) in bars.items():
+        x, y = cx["mean"], sy["mean"]
+        xerr = [[x - cx["ci_low"]], [cx["ci_high"] - x]] if math.isfinite(cx["ci_low"]) else None
+        yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color="tab:red" if system in front else "tab:blue",
+                    capsize=3)
+        ax.annotate(system, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    if len(front) > 1:
+        pts = sorted((bars[s][0]["mean"], bars[s][1]["mean"]) for s in front)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", label="Pareto front")
+        ax.legend()
+    ax.set_xlabel(metric_label(content))
+    ax.set_ylabel(metric_label(style))
+    ax.set_title("Systems: content vs style (95% CIs; red: Pareto front)")
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
+    """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"rows": out / "rows.jsonl", "systems": out / "systems.csv", "pairs": out / "pairs.csv",
+             "report": out / "report.md", "json": out / "report.json"}
+    with open(paths["rows"], "w", encoding="utf-8") as f:
+        for record in report.scores.to_dict("records"):
+            clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+            clean["signatures"] = report.signatures
+            f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
+    report.systems.to_csv(paths["systems"], index=False)
+    report.pairs.to_csv(paths["pairs"], index=False)
+    paths["report"].write_text(report.to_markdown(), encoding="utf-8")
+    paths["json"].write_text(json.dumps(report.to_dict(), indent=1, default=_plain), encoding="utf-8")
+    if plots:
+        written = report.plot(out / "tradeoff.png")
+        if written is not None:
+            paths["plot"] = written
+    return paths
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON: {type(value).__name__}")

@@ -1,0 +1,112 @@
+"""evaluate_systems and `styleeval evaluate`: means, pairs on shared sources, clusters, bad input, resumable files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from styleeval.cli import main
+from styleeval.systems import evaluate_systems
+from styleeval.systems.stats import approximate_randomization
+
+
+def _rows(systems: dict[str, list[str]], sources: list[str]) -> list[dict]:
+    return [{"source": src, "rewrite": rw, "style": "formal", "system": name}
+            for name, rewrites in systems.items() for src, rw in zip(sources, rewrites) if rw is not None]
+
+
+SOURCES = [f"the cat number {i} sat on the mat today" for i in range(12)]
+
+
+def test_means_pairs_and_missing_rows():
+    same = [s.replace("today", "yesterday") for s in SOURCES]
+    other = [f"a completely different sentence {i}" for i in range(12)]
+    partial = list(same)
+    partial[3] = None  # system C has no row for source 3
+    report = evaluate_systems(_rows({"A": same, "B": other, "C": partial}, SOURCES), ["s_chrf"])
+    table = report.systems.set_index("system")
+    want = np.mean(report.scores.loc[report.scores["system"] == "A", "s_chrf"])
+    assert table.loc["A", "mean"] == pytest.approx(want) and table.loc["A", "n"] == 12
+    pair = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "C")].iloc[0]
+    assert pair.n_pairs == 11 and pair.delta == pytest.approx(0.0) and not pair.significant
+    ab = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "B")].iloc[0]
+    a = report.scores[report.scores.system == "A"]["s_chrf"].to_numpy()
+    b = report.scores[report.scores.system == "B"]["s_chrf"].to_numpy()
+    assert ab.p == approximate_randomization(a, b) and ab.significant
+    assert table.loc["A", "cluster"] == table.loc["C", "cluster"] == 1 and table.loc["B", "cluster"] == 2
+
+
+def test_pairs_follow_source_id_not_the_source_text():
+    rows = _rows({"A": SOURCES[:4], "B": SOURCES[:4]}, SOURCES[:4])
+    for i, row in enumerate(rows):
+        row["source_id"] = f"id{i % 4 if row['system'] == 'A' else (i + 1) % 4}"  # B's ids are shifted
+    report = evaluate_systems(rows, ["s_bleu"])
+    assert report.pairs.iloc[0].n_pairs == 4
+
+
+@pytest.fixture(scope="module")
+def lai_rows(data_dir):
+    from styleeval.corpora import load_corpus
+
+    ds = load_corpus("lai_formality", data_dir=data_dir)
+    return [{"source": r["source"], "rewrite": r["rewrite"], "style": r["target_style"], "system": r["system"],
+             "source_id": r["source_id"], "reference": r["reference"], "human_content": r["content_mean"]}
+            for r in ds]
+
+
+def test_lai_systems_copy_and_references(lai_rows):
+    """An identical copy of a system is never significantly different from it; Lai's human references differ
+    significantly from the best S-chrF system."""
+    best_copy = [{**r, "system": "RAO-copy"} for r in lai_rows if r["system"] == "RAO"]
+    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf")
+    assert report.ranking("s_chrf")[:2] in (["RAO", "RAO-copy"], ["RAO-copy", "RAO"])
+    pairs = report.pairs.set_index(["metric", "system_a", "system_b"])
+    copy = pairs.loc[("s_chrf", "RAO", "RAO-copy")]
+    assert copy.delta == 0.0 and copy.p == 1.0 and not copy.significant
+    assert pairs.loc[("s_chrf", "RAO", "reference")].significant
+    assert set(report.agreement["metric"]) == {"s_chrf", "r_chrf"}
+    assert any("no score (no reference)" in n for n in report.notes)  # the references have no reference
+    text = report.to_markdown()
+    assert "| RAO |" in text and "S-Chrf ↑" in text and "## Agreement with the human ratings" in text
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match=r"row 1: 'system' is missing or empty"):
+        evaluate_systems([{"source": "a", "rewrite": "b", "style": "s", "system": "A"},
+                          {"source": "a", "rewrite": "b", "style": "s", "system": " "}], ["s_bleu"])
+    with pytest.raises(ValueError, match=r"row 1: system 'A' has a second row for source 'a' \(first at row 0\)"):
+        evaluate_systems([{"source": "a", "rewrite": "b", "style": "s", "system": "A"}] * 2, ["s_bleu"])
+    with pytest.raises(ValueError, match=r"unknown metric 's_chfr' \(did you mean 's_chrf'\?\)"):
+        evaluate_systems([{"source": "a", "rewrite": "b", "style": "s", "system": "A"}], ["s_chfr"])
+    one = evaluate_systems([{"source": "a b c", "rewrite": "a b d", "style": "s", "system": "A"}], ["s_bleu"])
+    assert one.pairs.empty and any("only one system" in n for n in one.notes)
+    assert any("one scored row; its confidence interval is undefined" in n for n in one.notes)
+
+
+def test_cli_writes_every_file_and_a_rerun_computes_only_new_metrics(tmp_path, monkeypatch):
+    from styleeval.metrics.bleu import SourceBLEU
+
+    for name, rewrites in {"A": SOURCES, "B": [s.upper() for s in SOURCES]}.items():
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"source": s, "rewrite": r}) + "\n"
+                                                       for s, r in zip(SOURCES, rewrites)), encoding="utf-8")
+    out = tmp_path / "report"
+    args = ["evaluate", str(tmp_path / "A.jsonl"), str(tmp_path / "B.jsonl"), "--system-from-filename", "--style",
+            "formal", "--out", str(out), "--no-progress"]
+    assert main([*args, "--metrics", "s_bleu"]) == 0
+    calls = []
+    original = SourceBLEU._score
+    monkeypatch.setattr(SourceBLEU, "_score", lambda self, *a: calls.append(1) or original(self, *a))
+    assert main([*args, "--metrics", "s_bleu,s_chrf"]) == 0
+    assert calls == []  # s_bleu came from OUT/cache
+    systems = pd.read_csv(out / "systems.csv")
+    assert list(systems.columns) == ["system", "metric", "n", "n_missing", "mean", "ci_low", "ci_high", "cluster"]
+    assert set(systems.metric) == {"s_bleu", "s_chrf"} and len(systems) == 4
+    pairs = pd.read_csv(out / "pairs.csv")
+    assert list(pairs.columns)[:4] == ["metric", "system_a", "system_b", "n_pairs"] and len(pairs) == 2
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 24 and set(rows[0]["signatures"]) == {"s_bleu", "s_chrf"}
+    assert json.loads((out / "report.json").read_text())["test"] == "ar"
+    assert "# System evaluation" in (out / "report.md").read_text()

@@ -1,0 +1,61 @@
+"""The statistics of system comparison against slow, obviously correct computations."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from styleeval.systems import stats
+
+
+def test_bootstrap_ci_equals_a_loop_over_resamples():
+    values = [0.2, 0.9, 0.4, 0.7, 0.1, 0.8]
+    low, high = stats.bootstrap_ci(values, n_boot=500, seed=3)
+    rng = np.random.default_rng(3)
+    means = []
+    for _ in range(500):  # the same draws, one resample at a time
+        picks = rng.integers(0, len(values), size=len(values))
+        means.append(sum(values[i] for i in picks) / len(values))
+    means.sort()
+    assert (low, high) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
+    assert low < np.mean(values) < high
+    assert all(np.isnan(stats.bootstrap_ci([1.0])))  # undefined for one value
+
+
+def test_approximate_randomization_is_exact_on_ten_pairs():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=10), rng.normal(size=10) + 0.4
+    d = a - b
+    hits = sum(abs(np.mean([s * x for s, x in zip(signs, d)])) >= abs(d.mean()) - 1e-12
+               for signs in itertools.product([1, -1], repeat=10))
+    assert stats.approximate_randomization(a, b) == hits / 1024
+    assert stats.approximate_randomization(a, b) == stats.approximate_randomization(b, a)  # symmetric
+    assert stats.approximate_randomization(a, a) == 1.0
+
+
+def test_random_shufflings_approach_the_exact_p():
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(size=14), rng.normal(size=14) + 0.5
+    exact = stats.approximate_randomization(a, b, trials=2**14)
+    sampled = stats.approximate_randomization(a, b, trials=10_000, seed=5)
+    assert sampled == pytest.approx(exact, abs=0.015)
+    assert stats.approximate_randomization(a, b, trials=10_000, seed=5) == sampled  # seeded
+
+
+def test_paired_bootstrap_of_identical_systems():
+    low, high, p = stats.paired_bootstrap([0.1, 0.5, 0.3], [0.1, 0.5, 0.3])
+    assert (low, high, p) == (0.0, 0.0, 1.0)
+
+
+def test_holm_by_hand():
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5, float("nan"), 0.01]) == pytest.approx([0.5, float("nan"), 0.02], nan_ok=True)
+
+
+def test_clusters_start_where_a_system_differs_from_the_cluster_head():
+    different = {("A", "D"), ("B", "D"), ("C", "D")}
+    clusters = stats.significance_clusters(["A", "B", "C", "D"],
+                                           lambda x, y: (x, y) in different or (y, x) in different)
+    assert clusters == {"A": 1, "B": 1, "C": 1, "D": 2}
