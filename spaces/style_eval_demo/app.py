@@ -14,6 +14,7 @@ import csv
 import functools
 import os
 import tempfile
+from pathlib import Path
 
 import gradio as gr
 
@@ -74,27 +75,30 @@ def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str):
 
 @_user_error
 def batch_ui(file):
+    from styleeval.systems.report import fmt
+
     if file is None:
         raise gr.Error("Please upload a CSV or JSONL file with the columns source, rewrite, style [, system].")
     path = file if isinstance(file, str) else file.name
-    rows, means = DEMO.batch(path)
-    out = tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, newline="", encoding="utf-8")
-    with out:
+    rows, report = DEMO.batch(path)
+    folder = tempfile.mkdtemp(prefix="styleeval-batch-")
+    scored = os.path.join(folder, f"{Path(path).stem}-scored.csv")  # named after the upload
+    with open(scored, "w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    table = [[r["row"], r["system"], r["rewrite"], r["content"], r["style_strength"]] for r in rows]
-    summary = [[s, m["rows"], m["content"], m["style_strength"]] for s, m in means.items()]
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3))
-    ax.bar([s for s, *_ in summary], [c for *_, c, _ in summary])
-    ax.set_ylabel("mean LogProb content")
-    fig.tight_layout()
-    return table, summary, fig, out.name
+    table = [[r["row"], r["system"], r["rewrite"], fmt(r["content"]), fmt(r["style_strength"])] for r in rows]
+    cells = {(r.system, r.metric): r for r in report.systems.itertuples()}
+    summary = []
+    for system in report.ranking("logprob_content"):
+        line = [system, int(cells[system, "logprob_content"].n)]
+        for metric in ("logprob_content", "logprob_style"):
+            c = cells[system, metric]
+            cluster = f" ({int(c.cluster)})" if c.cluster == c.cluster else ""
+            line.append(f"{fmt(c.mean)} [{fmt(c.ci_low)}, {fmt(c.ci_high)}]{cluster}")
+        summary.append(line)
+    plot = report.plot(os.path.join(folder, "tradeoff.png"))
+    return table, summary, plot, scored
 
 
 def _metaeval():
@@ -146,12 +150,15 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
         c_button.click(compare_ui, [c_source, c_a, c_b, c_style], c_table, api_name=False)
     with gr.Tab("Batch"):
         gr.Markdown(f"Upload a CSV or JSONL file with the columns `source`, `rewrite`, `style` and optionally "
-                    f"`system` (at most {MAX_BATCH_ROWS} rows, {MAX_CHARS} characters per field).")
+                    f"`system` and `source_id` (pairs rows across systems; default: the source) (at most {MAX_BATCH_ROWS} rows, {MAX_CHARS} characters per field).")
         b_file = gr.File(label="Rewrites (CSV/JSONL)", file_types=[".csv", ".jsonl"], elem_id="batch-file")
         b_button = gr.Button("Score file", variant="primary", elem_id="batch")
         b_table = gr.Dataframe(headers=["row", "system", "rewrite", "content", "style_strength"], elem_id="batch-table")
-        b_means = gr.Dataframe(headers=["system", "rows", "mean content", "mean style"], label="Per system")
-        b_plot = gr.Plot(label="Mean content per system")
+        b_means = gr.Dataframe(headers=["system", "rows", "content: mean [95% CI] (cluster)",
+                                        "style: mean [95% CI] (cluster)"], label="Per system", elem_id="batch-means")
+        gr.Markdown("Systems in one cluster are not significantly different (paired approximate randomization, "
+                    "Holm-adjusted p < 0.05); `styleeval evaluate` gives the full report with more metrics.")
+        b_plot = gr.Image(label="Content vs style per system (95% CIs, Pareto front in red)", type="filepath")
         b_out = gr.File(label="Scored file", elem_id="batch-out")
         b_button.click(batch_ui, b_file, [b_table, b_means, b_plot, b_out], api_name=False)
     with gr.Tab("Meta-evaluation"):

@@ -160,9 +160,14 @@ class Demo:
         return [[name, x, y, "A" if x > y else "B" if y > x else "tie"] for name, x, y in rows]
 
     # -- a file ---------------------------------------------------------------------------------------------------
-    def batch(self, path: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
-        """Score a CSV/JSONL file (columns source, rewrite, style [, system]); returns the rows and per-system means."""
+    def batch(self, path: str) -> tuple[list[dict[str, Any]], Any]:
+        """Score a CSV/JSONL file (columns source, rewrite, style [, system, source_id]); returns the scored rows
+        (with the signature) and the :class:`~styleeval.systems.SystemsReport` comparing the systems (means with
+        bootstrap CIs, paired tests, clusters)."""
+        import pandas as pd
+
         from styleeval.files.records import read_rows
+        from styleeval.systems.evaluation import compare_systems
 
         rows = read_rows(path)
         if len(rows) > MAX_BATCH_ROWS:
@@ -175,17 +180,18 @@ class Demo:
         scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
         out = []
         for r, s in zip(rows, scores):
-            out.append({"row": r.row, "system": str(r.extra.get("system", "")), "source": r.source,
-                        "rewrite": r.rewrite, "style": r.style, "content": s["content"], "style_strength": s["style"]})
-        means: dict[str, dict[str, float]] = {}
-        for system in dict.fromkeys(o["system"] for o in out):
-            sub = [o for o in out if o["system"] == system]
-            means[system or "(all)"] = {
-                "rows": len(sub),
-                "content": _nanmean([o["content"] for o in sub]),
-                "style_strength": _nanmean([o["style_strength"] for o in sub]),
-            }
-        return out, means
+            out.append({"row": r.row, "system": str(r.extra.get("system") or "(all)"), "source": r.source,
+                        "rewrite": r.rewrite, "style": r.style, "content": s["content"], "style_strength": s["style"],
+                        "signature": scores.signature})
+        frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
+                              "source_id": [str(r.extra.get("source_id") or r.source) for r in rows],
+                              "logprob_content": [o["content"] for o in out],
+                              "logprob_style": [o["style_strength"] for o in out]})
+        signature = str(scores.signature)
+        report = compare_systems(frame, {"logprob_content": signature.replace("logprob|", "logprob_content|", 1),
+                                         "logprob_style": signature.replace("logprob|", "logprob_style|", 1)},
+                                 trials=2000, n_boot=500)
+        return out, report
 
 
 def _label(token: dict[str, Any]) -> str:

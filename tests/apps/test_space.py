@@ -144,11 +144,14 @@ def test_space_in_headless_chromium(space, tmp_path):
         link.wait_for(timeout=120_000)
         with page.expect_download() as info:
             link.click()
+        assert info.value.suggested_filename == "batch-scored.csv"  # named after the upload
         downloaded = tmp_path / "scored.csv"
         info.value.save_as(downloaded)
         text = downloaded.read_text(encoding="utf-8")
-        assert text.splitlines()[0].startswith("row,system,source,rewrite,style,content,style_strength")
-        assert len(text.splitlines()) == 3
+        assert text.splitlines()[0] == "row,system,source,rewrite,style,content,style_strength,signature"
+        assert len(text.splitlines()) == 3 and ",logprob|model:" in text.splitlines()[1]
+        means = page.locator("#batch-means").inner_text()
+        assert "[" in means and "A" in means and "B" in means  # per system: mean [lo, hi] (cluster)
         page.screenshot(path=str(tmp_path / "batch.png"), full_page=True)
         browser.close()
     assert (tmp_path / "score.png").stat().st_size > 0

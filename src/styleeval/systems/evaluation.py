@@ -234,9 +234,41 @@ def evaluate_systems(
     for column in sorted({k for r in checked for k in r.human}):
         scores[column] = [r.human.get(column, np.nan) for r in checked]
         better[column] = True
-    labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
-    if not labels:
+    if len(scores.columns) == 3:
         raise ValueError("no metric could be computed: " + "; ".join(notes))
+    return compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
+                           seed=seed, sort_by=sort_by, notes=notes, log=log)
+
+
+def compare_systems(
+    scores: pd.DataFrame,
+    signatures: Mapping[str, str],
+    higher_is_better: Mapping[str, bool] | None = None,
+    *,
+    test: str = "ar",
+    alpha: float = 0.05,
+    n_boot: int = stats.N_BOOT,
+    trials: int = stats.N_TRIALS,
+    seed: int = 0,
+    sort_by: str | None = None,
+    notes: list[str] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SystemsReport:
+    """The comparison part of :func:`evaluate_systems`, on per-row scores already computed: ``scores`` has the
+    columns ``row``, ``system``, ``source_id`` and one column per metric (or ``human_*`` rating)."""
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+    notes = [] if notes is None else notes
+    better = {c: True for c in scores.columns if c not in ("row", "system", "source_id")}
+    better.update(higher_is_better or {})
+    signatures = dict(signatures)
+
+    def note(message: str) -> None:
+        notes.append(message)
+        if log is not None:
+            log(message)
+
+    labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
     sort_by = sort_by or labels[0]
     if sort_by not in labels:
         raise ValueError(f"sort_by {sort_by!r} is not among the metrics ({', '.join(labels)})")
@@ -256,8 +288,11 @@ def evaluate_systems(
             system_rows.append({"system": s, "metric": label, "n": len(kept), "n_missing": len(values) - len(kept),
                                 "mean": float(kept.mean()) if len(kept) else math.nan, "ci_low": low,
                                 "ci_high": high})
+        scored = [s for s in systems if per_system[s][label].notna().any()]
+        for s in sorted(set(systems) - set(scored)):
+            note(f"{label}: system {s} has no scored row; it is not ranked or paired")
         metric_pairs = []
-        for a, b in itertools.combinations(systems, 2):
+        for a, b in itertools.combinations(scored, 2):
             joined = per_system[a].merge(per_system[b], on="source_id", suffixes=("_a", "_b")).dropna()
             if joined.empty:
                 note(f"{label}: systems {a} and {b} share no scored source; not paired")
