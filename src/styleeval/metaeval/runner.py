@@ -91,7 +91,9 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
 
         with tqdm(total=len(rows), initial=len(rows) - len(todo), unit="row", leave=False, disable=not progress,
                   desc=f"{metric.label} on {data.name}") as bar:
-            for idx in timed_chunks(todo, flush_seconds, cap=1024):
+            runs = _source_runs(todo, data.source_ids)  # a source's rows stay in one chunk: one prompt, one tree
+            for picked in timed_chunks(runs, flush_seconds, cap=256):
+                idx = np.concatenate(picked)
                 values = compute(idx)
                 scores[idx] = values
                 if cache is not None:
@@ -104,6 +106,15 @@ def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = N
     if cache is not None:
         cache.save(signature, fingerprint, scores.tolist(), dataset=data.name)
     return scores
+
+
+def _source_runs(rows: np.ndarray, source_ids: Sequence[str]) -> list[np.ndarray]:
+    """``rows`` cut into runs of consecutive rows with one source id (all of ``rows`` when there are no ids)."""
+    if len(rows) == 0:
+        return []
+    ids = [source_ids[i] for i in rows] if len(source_ids) else [None] * len(rows)
+    cuts = [k for k in range(1, len(rows)) if ids[k] != ids[k - 1]]
+    return np.split(np.asarray(rows, dtype=int), cuts)
 
 
 def _load(name: str, loader: Loader | None, data_dir: str | os.PathLike[str] | None) -> Any:

@@ -6,20 +6,17 @@ served model name), ``mode`` (``expected`` or
 ``tokenizer``, ``device``, ``dtype``, ``seed``, ``fill`` (paper mode: ``mean``, the authors' rule, fills every
 unreadable rating with the mean of the readable ones over the whole dataset, once all its rows are rated -- never per
 chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One rating pass serves both dimensions
-(the last result is kept in memory per option set). In the meta-evaluation the ``content`` dimension is compared with
+(every row's result is kept in memory per option set). In the meta-evaluation the ``content`` dimension is compared with
 ``autorater_meaning``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-from styleeval.metrics.base import Metric
+from styleeval.metrics.base import Metric, RowMemo
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
-_LAST: dict[tuple, tuple[str, list[dict]]] = {}
+_ROWS = RowMemo()  # one rating pass serves both dimensions, whatever the chunking
 
 
 @register("autorater_style", dimension="style")
@@ -77,13 +74,13 @@ class AutoraterMetric(Metric):
         from styleeval.backends.openai_server import ServerError
 
         assert styles is not None
-        key = hashlib.sha256(json.dumps([sources, rewrites, styles, self._judge().signature]).encode()).hexdigest()
-        last = _LAST.get(self._key)
-        if last is None or last[0] != key:
+        judge = self._judge()
+
+        def compute(src, rw, st):
             try:
-                rows = self._judge().rate(sources, rewrites, styles)
+                return list(judge.rate(src, rw, st))
             except ServerError as err:
                 raise ValueError(str(err)) from err
-            _LAST[self._key] = (key, [dict(r) for r in rows])
-            last = _LAST[self._key]
-        return [row[self.dimension] for row in last[1]]
+
+        rows = _ROWS.rows(self._key, judge.signature, sources, rewrites, styles, compute)
+        return [row[self.dimension] for row in rows]

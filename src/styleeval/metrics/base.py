@@ -121,6 +121,30 @@ class Metric:
         return f"{type(self).__name__}({self.signature!r})"
 
 
+class RowMemo:
+    """The per-row results of one scorer shared by the metrics of its dimensions (LogProb content and style, the
+    autorater's meaning and style): a row already computed under the same signature is not computed again, whatever
+    the chunks it arrives in (the meta-evaluation sizes each metric's chunks by its own speed)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple, tuple[str, dict[tuple[str, str, str], dict[str, Any]]]] = {}
+
+    def rows(self, key: tuple, signature: str, sources: list[str], rewrites: list[str], styles: list[str],
+             compute: Any) -> list[dict[str, Any]]:
+        """The result of every row; ``compute(sources, rewrites, styles)`` runs once on the distinct rows not yet
+        known under ``signature`` (results in order, one dict per row)."""
+        known_signature, table = self._memo.get(key, ("", {}))
+        if known_signature != signature:
+            table = {}
+            self._memo[key] = (signature, table)
+        wanted = list(zip(sources, rewrites, styles))
+        missing = list(dict.fromkeys(row for row in wanted if row not in table))
+        if missing:
+            results = compute([r[0] for r in missing], [r[1] for r in missing], [r[2] for r in missing])
+            table.update(zip(missing, (dict(r) for r in results)))
+        return [table[row] for row in wanted]
+
+
 def targets(metric: Metric, sources: list[str], references: list[list[str]] | None) -> list[list[str]]:
     """What each rewrite is compared with: ``[source]`` for ``s_`` metrics, the references for ``r_`` ones."""
     if metric.inputs == "source":

@@ -6,23 +6,16 @@ default ``1b``; with ``base_url`` the served model), ``variant`` (``default`` or
 e.g.
 ``logprob_content:model=3b:device=cuda:dtype=bfloat16`` or ``logprob_style:variant=authors:base_url=http://h:8000/v1``. Both metrics read the target
 style of each row. :class:`styleeval.LogProb` is imported lazily; one scoring pass serves both dimensions
-(the last result is kept in memory per option set).
+(every row's result is kept in memory per option set).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-from styleeval.metrics.base import Metric
+from styleeval.metrics.base import Metric, RowMemo
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
-_LAST: dict[tuple, tuple[str, list[dict]]] = {}
-
-
-def _inputs_key(sources: list[str], rewrites: list[str], styles: list[str]) -> str:
-    return hashlib.sha256(json.dumps([sources, rewrites, styles]).encode()).hexdigest()
+_ROWS = RowMemo()  # one scoring pass serves both dimensions, whatever the chunking
 
 
 @register("logprob_style", dimension="style")
@@ -65,16 +58,16 @@ class LogProbMetric(Metric):
         return self._engine().signature.renamed(self.name)
 
     def _score(self, sources, rewrites, references, styles):
-        assert styles is not None
-        key = _inputs_key(sources, rewrites, styles) + self._engine().signature  # new weights: new pass
-        last = _LAST.get(self._key)
-        if last is None or last[0] != key:
-            from styleeval.backends.openai_server import ServerError
+        from styleeval.backends.openai_server import ServerError
 
+        assert styles is not None
+        engine = self._engine()
+
+        def compute(src, rw, st):
             try:
-                scores = self._engine().score(sources, rewrites, styles)
+                return list(engine.score(src, rw, st))
             except ServerError as err:
                 raise ValueError(str(err)) from err
-            _LAST[self._key] = (key, [dict(s) for s in scores])
-            last = _LAST[self._key]
-        return [row[self.dimension] for row in last[1]]
+
+        rows = _ROWS.rows(self._key, engine.signature, sources, rewrites, styles, compute)  # new weights: new pass
+        return [row[self.dimension] for row in rows]
