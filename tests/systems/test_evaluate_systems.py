@@ -110,3 +110,14 @@ def test_cli_writes_every_file_and_a_rerun_computes_only_new_metrics(tmp_path, m
     assert len(rows) == 24 and set(rows[0]["signatures"]) == {"s_bleu", "s_chrf"}
     assert json.loads((out / "report.json").read_text())["test"] == "ar"
     assert "# System evaluation" in (out / "report.md").read_text()
+
+
+def test_three_identical_systems_and_one_clearly_different():
+    good = [s.replace("today", "yesterday") for s in SOURCES]
+    bad = [f"nothing alike {i}" for i in range(12)]
+    report = evaluate_systems(_rows({"A": good, "B": good, "C": good, "D": bad}, SOURCES), ["s_chrf", "s_ter"])
+    for metric in ("s_chrf", "s_ter"):  # s_ter: lower is better, ranked ascending
+        table = report.systems[report.systems.metric == metric].set_index("system")["cluster"].to_dict()
+        assert table == {"A": 1, "B": 1, "C": 1, "D": 2}
+        pairs = report.pairs[report.pairs.metric == metric]
+        assert pairs[pairs.system_b == "D"].significant.all() and not pairs[pairs.system_b != "D"].significant.any()
