@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from styleeval.metaeval.pairwise import pairwise_accuracy
 from styleeval.systems import stats
 
 DEFAULT_METRICS = ("logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_bleu", "s_chrf")
@@ -325,15 +326,6 @@ def _clusters(report: SystemsReport, metric: str) -> dict[str, int]:
         report.ranking(metric), lambda a, b: (a, b) in significant or (b, a) in significant)
 
 
-def system_pairwise_accuracy(human: Mapping[str, float], metric: Mapping[str, float]) -> float:
-    """Share of system pairs with a human difference that the metric orders as the humans do (Kocmi et al. 2021)."""
-    names = [s for s in human if s in metric and math.isfinite(human[s]) and math.isfinite(metric[s])]
-    pairs = [(a, b) for a, b in itertools.combinations(names, 2) if human[a] != human[b]]
-    if not pairs:
-        return math.nan
-    return sum(np.sign(human[a] - human[b]) == np.sign(metric[a] - metric[b]) for a, b in pairs) / len(pairs)
-
-
 def _agreement(report: SystemsReport) -> pd.DataFrame:
     """System-level agreement of every metric with every human dimension: Pearson r of the system means and
     pairwise accuracy (lower-is-better metrics negated)."""
@@ -345,7 +337,7 @@ def _agreement(report: SystemsReport) -> pd.DataFrame:
             sign = 1.0 if report.higher_is_better.get(metric, True) else -1.0
             both = means[[human, metric]].dropna()
             r = float(np.corrcoef(both[human], sign * both[metric])[0, 1]) if len(both) > 2 else math.nan
-            acc = system_pairwise_accuracy(both[human].to_dict(), (sign * both[metric]).to_dict())
+            acc = pairwise_accuracy(both[human].to_dict(), (sign * both[metric]).to_dict())
             rows.append({"human": human, "metric": metric, "n_systems": len(both), "pearson": r,
                          "pairwise_accuracy": acc})
     return pd.DataFrame(rows, columns=["human", "metric", "n_systems", "pearson", "pairwise_accuracy"])
