@@ -61,6 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "instead of stopping with an error")
     p.add_argument("--hybrids", action="store_true",
                    help="add Mukherjee et al.'s hybrid metrics (oracle and cross-validated by source) to the report")
+    p.add_argument("--leaderboard", action="store_true",
+                   help="also write leaderboard.csv/.md/.png: every metric ranked and clustered per corpus and human "
+                   "dimension (content, style, fluency where rated) by acc_eq, system pairwise accuracy, SPA and "
+                   "Spearman (docs/metaeval.md)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
@@ -103,10 +107,34 @@ def run(args: argparse.Namespace) -> int:
         allow_missing=args.allow_missing,
     )
     paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids)
+    if args.leaderboard:
+        _leaderboard(args, result, cache)
     elapsed = time.perf_counter() - start
     print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")
     return 0
+
+
+def _leaderboard(args: argparse.Namespace, first, cache) -> None:
+    """Every human dimension of the run's corpora (the run's own dimension is ``first``), then the leaderboard."""
+    from styleeval.metaeval import DEFAULT_DATASETS, run_metaeval
+    from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
+
+    results = [first]
+    for dimension in ("content", "style", "fluency"):
+        if dimension == args.dimension:
+            continue
+        try:
+            results.append(run_metaeval(
+                datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=dimension,
+                data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
+                progress=not args.no_progress, style_words=args.style_words, allow_missing=True,
+                log=lambda msg: None))
+        except ValueError as err:  # no corpus of the run rates this dimension
+            print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
+    board = build_leaderboard(results, seed=args.seed)
+    paths = write_leaderboard(board, args.out, plots=not args.no_plots)
+    print(f"leaderboard: {len(board)} rows -> {paths['md']}")
 
 
 def _check_out_dir(out) -> None:

@@ -127,16 +127,50 @@ def paired_permutation_p(a: Sequence[float], b: Sequence[float], trials: int = 1
     return (count + 1) / (trials + 1)
 
 
-def soft_pairwise_accuracy(human_items: Mapping[str, Sequence[float]], metric_items: Mapping[str, Sequence[float]],
+def soft_pairwise_accuracy(human_items: Mapping[str, Sequence[float] | Mapping[Hashable, float]],
+                           metric_items: Mapping[str, Sequence[float] | Mapping[Hashable, float]],
                            trials: int = 1000, seed: int = 0) -> tuple[float, dict[tuple[str, str], tuple]]:
     """SPA (Thompson et al. 2024): for every system pair (a, b), the permutation p-values that a beats b under the
-    human scores and under the metric's (each system's per-item scores, items aligned), and
-    SPA = mean over pairs of 1 - |p_human - p_metric|. Returns SPA and the per-pair ``(p_human, p_metric)``."""
+    human scores and under the metric's (each system's per-item scores: sequences aligned by position, or mappings
+    item -> score aligned on the items both systems have), and SPA = mean over pairs of 1 - |p_human - p_metric|.
+    Returns SPA and the per-pair ``(p_human, p_metric)``."""
+    import pandas as pd
+
+    def series(items) -> pd.Series:
+        return pd.Series(dict(items) if isinstance(items, Mapping) else list(items), dtype=float)
+
     names = sorted(set(human_items) & set(metric_items))
     per_pair = {}
     for a, b in itertools.combinations(names, 2):
-        per_pair[a, b] = (paired_permutation_p(human_items[a], human_items[b], trials, seed),
-                          paired_permutation_p(metric_items[a], metric_items[b], trials, seed))
+        joined = pd.concat([series(human_items[a]), series(human_items[b]), series(metric_items[a]),
+                            series(metric_items[b])], axis=1, join="inner").dropna()
+        if joined.empty:
+            continue
+        ha, hb, ma, mb = (joined[c].to_numpy() for c in joined.columns)
+        per_pair[a, b] = (paired_permutation_p(ha, hb, trials, seed), paired_permutation_p(ma, mb, trials, seed))
     if not per_pair:
         return math.nan, per_pair
     return float(np.mean([1 - abs(ph - pm) for ph, pm in per_pair.values()])), per_pair
+
+
+def perm_both(statistic, human: np.ndarray, x: np.ndarray, y: np.ndarray, trials: int = 1000,
+              seed: int = 0) -> float:
+    """One-sided p-value that metric ``x`` agrees with ``human`` better than ``y`` does under ``statistic(human,
+    metric) -> float``, by PERM-BOTH (Deutsch et al. 2021): both metrics are z-scored, then each row's (system x
+    input cell's) two scores are swapped at random; p = (count of permuted differences >= the observed + 1) /
+    (trials + 1). Rows where any of the three is NaN are left out."""
+    keep = np.isfinite(human) & np.isfinite(x) & np.isfinite(y)
+    h, a, b = human[keep], _z(x[keep]), _z(y[keep])
+    observed = statistic(h, a) - statistic(h, b)
+    rng = np.random.default_rng(seed)
+    count = 0
+    for _ in range(trials):
+        swap = rng.random(len(h)) < 0.5
+        a2, b2 = np.where(swap, b, a), np.where(swap, a, b)
+        count += statistic(h, a2) - statistic(h, b2) >= observed - 1e-12
+    return (count + 1) / (trials + 1)
+
+
+def _z(v: np.ndarray) -> np.ndarray:
+    sd = v.std()
+    return (v - v.mean()) / sd if sd > 0 else v - v.mean()

@@ -43,6 +43,7 @@ class MetaevalResult:
     scores: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (dataset, metric) -> per-row scores
     human: dict[str, np.ndarray] = field(default_factory=dict)  # dataset -> human ratings of the dimension
     groups: dict[str, list[str]] = field(default_factory=dict)  # dataset -> source id of each row
+    systems: dict[str, list[str]] = field(default_factory=dict)  # dataset -> system of each row
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -271,6 +272,7 @@ def run_metaeval(
         result.scores[dataset, label] = values if metric.higher_is_better else -values
     result.human = {d.name: d.human[dimension] for d in loaded}
     result.groups = {d.name: list(d.source_ids) for d in loaded}
+    result.systems = {d.name: list(d.systems) for d in loaded}
     return result
 
 

@@ -1,0 +1,46 @@
+"""The metrics leaderboard: a constructed case with three clusters in order, and `metaeval --leaderboard` files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from styleeval.metaeval import run_metaeval
+from styleeval.metaeval.leaderboard import COLUMNS, build_leaderboard
+
+
+def test_small_noise_large_noise_and_random_form_three_clusters(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    human = rng.integers(1, 6, size=n).astype(float)  # 1-5 ratings: many ties
+    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
+             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
+             "is_reference_rewrite": False, "content_mean": float(h), "style_mean": 1.0, "fluency_mean": None}
+            for i, h in enumerate(human)]
+    scores = {"small": human + rng.normal(scale=0.3, size=n), "large": human + rng.normal(scale=2.0, size=n),
+              "random": rng.normal(size=n)}
+    path = tmp_path / "scores.csv"
+    path.write_text("id," + ",".join(scores) + "\n" + "".join(
+        f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(n)), encoding="utf-8")
+    specs = [f"precomputed:file={path}:column={c}:as={c}" for c in ("random", "large", "small")]
+    result = run_metaeval(["toy"], specs, dimension="content", loader=lambda name: rows, n_boot=0)
+    board = build_leaderboard([result], trials=200)
+    assert list(board.columns) == COLUMNS
+    for statistic in ("acc_eq", "spearman"):
+        part = board[board.statistic == statistic].sort_values("rank")
+        assert part.metric.tolist() == ["small", "large", "random"]
+        assert part.cluster.tolist() == [1, 2, 3]
+        assert (part.n == n).all() and (part.corpus == "toy").all()
+
+
+def test_cli_leaderboard_on_the_mirror(tmp_path, capsys):
+    from styleeval.cli import main
+
+    out = tmp_path / "lb"
+    assert main(["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu,s_chrf,r_chrf", "--out", str(out),
+                 "--leaderboard", "--no-progress", "--bootstrap", "0", "--no-cache"]) == 0
+    board = pd.read_csv(out / "leaderboard.csv")
+    assert set(board.dimension) == {"content", "style", "fluency"}  # Lai rates all three
+    assert {"acc_eq", "spearman", "system_pairwise_accuracy", "soft_pairwise_accuracy"} <= set(board.statistic)
+    assert (out / "leaderboard.png").stat().st_size > 0
+    assert "## Lai: content" in (out / "leaderboard.md").read_text()
