@@ -18,7 +18,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from styleeval.demo import EXAMPLES, MAX_BATCH_ROWS, MAX_CHARS, Demo, metaeval_summary
+from styleeval.demo import EXAMPLES, MAX_BATCH_ROWS, MAX_CHARS, Demo, metaeval_leaderboard, metaeval_summary
 
 DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
 COLORS = {"style": "#4c9be8", "paraphrase": "#7bc67b", "repeat": "#cccccc", "unexplained": "#ff6b6b"}
@@ -105,10 +105,13 @@ def _metaeval():
     extra = []
     if os.environ.get("STYLEEVAL_METAEVAL_LLM", "0") == "1":  # LogProb's correlations too (500 rows: GPU advised)
         extra = [f"logprob_content{DEMO.metric_options}"]
+    data_dir = os.environ.get("STYLEEVAL_DATA_DIR") or None
     try:
-        return metaeval_summary(os.environ.get("STYLEEVAL_DATA_DIR") or None, extra_metrics=extra)
+        rows, fig = metaeval_summary(data_dir, extra_metrics=extra)
+        board = metaeval_leaderboard(data_dir, extra_metrics=extra)
+        return rows, fig, board
     except Exception as err:  # the demo still works without the corpus
-        return [[f"meta-evaluation unavailable: {err}", "", 0, 0.0, 1.0]], None
+        return [[f"meta-evaluation unavailable: {err}", "", 0, 0.0, 1.0]], None, []
 
 
 with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
@@ -165,10 +168,16 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
         gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
                     "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "
                     "(computed when the Space starts).")
-        m_rows, m_fig = _metaeval()
+        m_rows, m_fig, m_board = _metaeval()
         gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"])
         if m_fig is not None:
             gr.Plot(value=m_fig)
+        if m_board:
+            gr.Markdown("**Leaderboard** (content, test set): each metric ranked per statistic and clustered "
+                        "(a new cluster starts at the first metric significantly worse than the best of the current "
+                        "one, PERM-BOTH, p < 0.05). acc_eq is the tie-calibrated pairwise accuracy (docs/metaeval.md).")
+            gr.Dataframe(value=m_board, headers=["statistic", "metric", "value", "rank", "cluster", "n"],
+                         elem_id="leaderboard")
     gr.api(score_api, api_name="score")
 
 demo.queue(default_concurrency_limit=1, max_size=32)

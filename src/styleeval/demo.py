@@ -234,3 +234,17 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
     ax.legend(fontsize=7)
     fig.tight_layout()
     return rows, fig
+
+
+def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = ("s_bleu", "s_chrf", "s_paper_bleu"),
+                         extra_metrics: Sequence[str] = (), trials: int = 100) -> list[list[Any]]:
+    """The metrics leaderboard on the test set's content ratings (:mod:`styleeval.metaeval.leaderboard`): rows
+    ``[statistic, metric, value, rank, cluster, n]``, values to 4 significant digits."""
+    from styleeval.metaeval import run_metaeval
+    from styleeval.metaeval.leaderboard import build_leaderboard
+
+    result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
+                          n_boot=0)
+    board = build_leaderboard([result], trials=trials)
+    return [[r.statistic, r.metric, float(f"{r.value:.4g}"), int(r.rank),
+             int(r.cluster) if math.isfinite(r.cluster) else "", int(r.n)] for r in board.itertuples()]

@@ -30,7 +30,9 @@ class App:
     def __init__(self, script: Path, model_dir: Path, log: Path, timeout: float = 180) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        env = {**os.environ, "STYLEEVAL_MODEL": str(model_dir), "GRADIO_SERVER_NAME": "127.0.0.1",
+        data_dir = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
+        env = {**os.environ, "STYLEEVAL_DATA_DIR": data_dir,  # the app runs in its own folder: an absolute path
+               "STYLEEVAL_MODEL": str(model_dir), "GRADIO_SERVER_NAME": "127.0.0.1",
                "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False"}
         self.log = log
         self.proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
@@ -153,6 +155,14 @@ def test_space_in_headless_chromium(space, tmp_path):
         means = page.locator("#batch-means").inner_text()
         assert "[" in means and "A" in means and "B" in means  # per system: mean [lo, hi] (cluster)
         page.screenshot(path=str(tmp_path / "batch.png"), full_page=True)
+
+        page.get_by_role("tab", name="Meta-evaluation").click()
+        board = page.locator("#leaderboard").last  # Gradio puts the elem_id on the block and on the table
+        deadline = time.time() + 30
+        while "acc_eq" not in board.inner_text() and time.time() < deadline:
+            time.sleep(0.2)
+        assert "acc_eq" in board.inner_text() and "spearman" in board.inner_text() and "s_chrf" in board.inner_text()
+        page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
         browser.close()
     assert (tmp_path / "score.png").stat().st_size > 0
 
@@ -192,3 +202,11 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
     metrics = {r[0] for r in rows}
     assert metrics == {"s_bleu", "logprob_content"} and fig is not None
     assert {r[1] for r in rows} >= {"all", "politeness", "formality"}
+
+
+def test_metaeval_leaderboard_rows(data_dir):
+    from styleeval.demo import metaeval_leaderboard
+
+    rows = metaeval_leaderboard(str(data_dir), metrics=("s_bleu", "s_chrf"), trials=20)
+    assert {(r[0], r[1]) for r in rows} == {(s, m) for s in ("acc_eq", "spearman") for m in ("s_bleu", "s_chrf")}
+    assert all(r[5] == 500 and r[3] in (1, 2) for r in rows)

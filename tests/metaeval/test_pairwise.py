@@ -81,5 +81,22 @@ def test_permutation_p_values_are_seeded_and_ordered():
     p = paired_permutation_p(a, b, seed=3)
     assert p == paired_permutation_p(a, b, seed=3) and p < 0.05
     assert paired_permutation_p(b, a, seed=3) > 0.95  # one-sided: the other direction
+    # symmetry: the same swaps count each side once, so p(a>b) + p(b>a) = (trials + 2) / (trials + 1) without ties
+    assert p + paired_permutation_p(b, a, seed=3) == pytest.approx(1002 / 1001)
     spa, per_pair = soft_pairwise_accuracy({"x": a, "y": b}, {"x": a, "y": b})
     assert spa == 1.0 and set(per_pair) == {("x", "y")}
+
+
+def test_perm_both_is_seeded_and_symmetric():
+    from styleeval.metaeval.pairwise import perm_both
+
+    rng = np.random.default_rng(2)
+    h = rng.integers(1, 6, size=80).astype(float)
+    x, y = h + rng.normal(scale=0.5, size=80), h + rng.normal(scale=3.0, size=80)
+
+    def stat(hh, mm):
+        return tie_calibrated_accuracy(hh, mm)[0]
+
+    p_xy = perm_both(stat, h, x, y, trials=200, seed=1)
+    assert p_xy == perm_both(stat, h, x, y, trials=200, seed=1) and p_xy < 0.05
+    assert p_xy + perm_both(stat, h, y, x, trials=200, seed=1) >= 202 / 201  # ties can only add
