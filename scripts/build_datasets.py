@@ -64,11 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as err:
         print(f"build_datasets: {err}", file=sys.stderr)
         return 2
-    failed = []
+    failed, built = [], []
     for name in args.names or list(CONFIGS):
         print(f"{name}:")
         try:
             build_one(name, args.out, args.data_dir, args.include_restricted)
+            built.append(name)
         except MissingFileError as err:  # e.g. Ziegenbein's ratings, absent from a mirror: not a failed build
             print(f"  note: {name} skipped: {err}", file=sys.stderr)
         except CorpusError as err:
@@ -76,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
     if failed:
         print(f"not built: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    if not built:
+        print("build_datasets: nothing was built: no source file could be read or downloaded. Point --data-dir (or "
+              "STYLEEVAL_DATA_DIR) at a local mirror laid out like ../shared/data, or run with network access",
+              file=sys.stderr)
         return 1
     return 0
 

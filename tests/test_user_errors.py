@@ -181,3 +181,12 @@ def test_scripts_name_the_missing_data_directory(tmp_path, script):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "is not a directory" in lines[0] and str(tmp_path / "nowhere") in lines[0]
+
+
+def test_build_datasets_that_builds_nothing_fails_and_says_what_to_set(tmp_path):
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "build_datasets.py"), "--data-dir", str(empty),
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "nothing was built" in proc.stderr and "--data-dir" in proc.stderr and "STYLEEVAL_DATA_DIR" in proc.stderr

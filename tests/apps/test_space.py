@@ -210,3 +210,24 @@ def test_metaeval_leaderboard_rows(data_dir):
     rows = metaeval_leaderboard(str(data_dir), metrics=("s_bleu", "s_chrf"), trials=20)
     assert {(r[0], r[1]) for r in rows} == {(s, m) for s in ("acc_eq", "spearman") for m in ("s_bleu", "s_chrf")}
     assert all(r[5] == 500 and r[3] in (1, 2) for r in rows)
+
+
+def test_one_gradio_version_in_every_front_matter():
+    """Every Space / metric card names one sdk_version, which its requirements admit and whose major version is the
+    installed Gradio's (the apps use Gradio 5+ APIs)."""
+    import gradio
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    cards = [*ROOT.glob("spaces/*/README.md"), *ROOT.glob("metrics/*/README.md")]
+    versions = {}
+    for card in cards:
+        front = card.read_text(encoding="utf-8").split("---")[1]
+        fields = dict(line.split(":", 1) for line in front.strip().splitlines() if ":" in line)
+        assert fields["sdk"].strip() == "gradio", card
+        versions[card] = Version(fields["sdk_version"].strip())
+        for line in (card.parent / "requirements.txt").read_text().splitlines():
+            if line.strip().startswith("gradio"):
+                assert Requirement(line.strip()).specifier.contains(versions[card]), (card, line)
+    assert len(set(versions.values())) == 1, versions
+    assert next(iter(versions.values())).major == Version(gradio.__version__).major

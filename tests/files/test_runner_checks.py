@@ -95,3 +95,12 @@ def test_missing_scores_file_is_one_line(tmp_path, capsys):
     assert main(["metaeval", "--scores", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "r"),
                  "--no-plots", "--no-progress"]) == 2
     assert "missing.csv: no such file" in capsys.readouterr().err
+
+
+def test_no_lock_file_is_left_behind(tmp_path, tiny_model_dir):
+    inp, out = _jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "out.jsonl"
+    score_file(inp, out, str(tiny_model_dir), progress=False, device="cpu")
+    assert not (tmp_path / "out.jsonl.lock").exists()
+    with pytest.raises(ValueError, match="different settings"):  # a run that fails while holding the lock
+        score_file(inp, out, str(tiny_model_dir), progress=False, device="cpu", end_of_turn=False)
+    assert not (tmp_path / "out.jsonl.lock").exists()

@@ -29,3 +29,10 @@ def test_a_metric_the_table_skipped_is_not_tested(tmp_path):
     assert table is not None and "sparse" not in table
     assert table.splitlines()[-1].replace(" ", "") == "|n|100|100|"
     assert "**" in table.splitlines()[2]  # good correlates significantly better than noisy
+
+
+def test_the_n_row_says_when_metrics_saw_fewer_rows(data_dir):
+    from styleeval.metaeval.report import _n
+
+    result = run_metaeval(["style_gap_testset"], ["s_bleu", "r_bleu"], data_dir=str(data_dir), n_boot=0)
+    assert _n(result.correlations, "style_gap_testset", "all") == "100-500"  # R-BLEU: the 100 rows with a reference

@@ -37,11 +37,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "mir_yelp, asset, ziegenbein_appropriateness)")
     p.add_argument("--metrics", type=_csv_list, default=list(DEFAULT_METRICS),
                    help="comma-separated metric specs, options as name:key=value (default: "
-                   f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}")
+                   f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}, lai:<score> (Lai et "
+                   "al.'s released scores, e.g. lai:comet), precomputed:file=FILE:column=COLUMN")
     p.add_argument("--scores", action="append", default=[], metavar="FILE",
                    help="a CSV/JSONL file of precomputed scores keyed by the corpus row 'id': each other column becomes "
                    "a metric (repeatable); one column: precomputed:file=FILE:column=NAME")
-    p.add_argument("--dimension", choices=("content", "style", "fluency"), default="content")
+    p.add_argument("--dimension", choices=("content", "style", "fluency"), default="content",
+                   help="the human ratings metrics are compared with (default: content)")
     p.add_argument("--style-words", choices=("corpus", "authors"), default="corpus",
                    help="target-style words given to LLM metrics: the corpus's (default) or the authors' run "
                    "scripts' where they differ (asset: simplified, ziegenbein_appropriateness: appropriated)")
@@ -75,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from styleeval.metaeval import (
-        DEFAULT_DATASETS,
         ScoresCache,
         default_cache_dir,
         run_metaeval,
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(result)} figures -> {args.out}/lai.csv, {args.out}/lai.md ({time.perf_counter() - start:.1f}s)")
         return 0
     result = run_metaeval(
-        datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
+        datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
         cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
         log=lambda msg: print(f"note: {msg}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace, first, cache) -> None:
     """Every human dimension of the run's corpora (the run's own dimension is ``first``), then the leaderboard."""
-    from styleeval.metaeval import DEFAULT_DATASETS, run_metaeval
+    from styleeval.metaeval import run_metaeval
     from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
 
     results = [first]
@@ -126,7 +127,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
             continue
         try:
             results.append(run_metaeval(
-                datasets=args.datasets or DEFAULT_DATASETS, metrics=args.metrics, dimension=dimension,
+                datasets=args.datasets or None, metrics=args.metrics, dimension=dimension,
                 data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
                 progress=not args.no_progress, style_words=args.style_words, allow_missing=True,
                 log=lambda msg: None))

@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--component", default=None,
                    help="comma-separated style types (default: all loaded): contraction, nbr_substitution, emotives, "
                    "em-subj-pronoun; formality, simplicity with --include-dimensions")
-    p.add_argument("--task", choices=("quadruple", "triple"), default="quadruple")
+    p.add_argument("--task", choices=("quadruple", "triple"), default="quadruple",
+                   help="quadruple: STEL's tasks (two anchors, two alternatives; default); triple: STEL-or-content "
+                   "(the alternative in the second anchor's style replaced by that anchor: same content as the first)")
     p.add_argument("--include-dimensions", action="store_true",
                    help="also load the licence-restricted formality/simplicity samples (local use only)")
     p.add_argument("--device", default=None, help="device of model-based methods")

@@ -199,7 +199,8 @@ def run_file(
         return _score_rows(job, input, output, rows, finished, todo, signature, out_path, out_fmt, extra_columns,
                            overwrite, chunk_size, flush_seconds, progress, on_chunk)
     finally:
-        if lock is not None:
+        if lock is not None:  # the lock file goes with the run (removed while still held: no one else took it)
+            Path(lock.lock_file).unlink(missing_ok=True)
             lock.release()
 
 

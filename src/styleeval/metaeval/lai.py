@@ -230,7 +230,7 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
     wanted: dict[str, tuple[str, dict[str, float], bool]] = {}
     referenced = []
     for spec in metrics:
-        metric = get_metric(spec)
+        metric = get_metric(spec, data_dir=data_dir)
         if metric.needs_references and not metric.name.startswith(("lai:", "precomputed")):
             referenced.append(metric)
         values = score_dataset(metric, data, cache, progress=progress)

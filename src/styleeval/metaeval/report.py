@@ -65,9 +65,13 @@ def group_table(result: MetaevalResult, group: Group) -> str:
 
 
 def _n(corr: pd.DataFrame, dataset: str, subset: str) -> str:
-    """The number of rated rows behind a column (the largest n of its metrics: r_ metrics may see fewer)."""
+    """The number of rated rows behind a column; ``100-500`` when its metrics saw different numbers (r_ metrics see
+    only the rows with a reference), so that no cell claims more rows than it had."""
     sub = corr[(corr.dataset == dataset) & (corr.subset == subset)]
-    return str(int(sub.n.max())) if len(sub) else "–"
+    if not len(sub):
+        return "–"
+    low, high = int(sub.n.min()), int(sub.n.max())
+    return str(high) if low == high else f"{low}-{high}"
 
 
 def dataset_table(result: MetaevalResult) -> str:

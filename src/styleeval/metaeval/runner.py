@@ -127,7 +127,7 @@ def _load(name: str, loader: Loader | None, data_dir: str | os.PathLike[str] | N
 
 
 def run_metaeval(
-    datasets: Sequence[str] = DEFAULT_DATASETS,
+    datasets: Sequence[str] | None = None,
     metrics: Sequence[str | Metric] = ("s_bleu",),
     dimension: str = "content",
     data_dir: str | os.PathLike[str] | None = None,
@@ -144,6 +144,8 @@ def run_metaeval(
 
     Args:
         datasets: corpus names for ``styleeval.corpora.load_corpus`` (or for ``loader``); repeated names count once.
+            ``None``: every rating corpus whose data is present (an absent one is skipped with a note naming it;
+            a corpus named explicitly and absent is an error).
         metrics: metric specs (``s_bleu``, ``logprob_content:model=1b``, ``...:as=LP-1B``) or metric objects.
         dimension: ``content``, ``style`` or ``fluency``.
         data_dir: local mirror of the corpora (default ``$STYLEEVAL_DATA_DIR`` or download).
@@ -167,7 +169,8 @@ def run_metaeval(
         raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
     if style_words not in STYLE_WORDS:
         raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
-    datasets = list(dict.fromkeys(datasets))
+    present_only = datasets is None
+    datasets = list(dict.fromkeys(DEFAULT_DATASETS if datasets is None else datasets))
     if loader is None:
         from styleeval.corpora import RATING_CORPORA
 
@@ -178,7 +181,7 @@ def run_metaeval(
             hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, RATING_CORPORA, 1))
                                  else "") for d in unknown]
             raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(RATING_CORPORA)}")
-    metric_objs = [m if isinstance(m, Metric) else get_metric(m) for m in metrics]
+    metric_objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=data_dir) for m in metrics]
     names = [m.label for m in metric_objs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -192,12 +195,19 @@ def run_metaeval(
         if log is not None:
             log(msg)
 
+    from styleeval.corpora import MissingFileError
+
     loaded: list[RatedData] = []
     for name in datasets:
         try:
             rows = _load(name, loader, data_dir)
             data = rows if isinstance(rows, RatedData) else RatedData.from_rows(rows, name)
         except (OSError, ValueError, KeyError) as err:
+            if present_only and isinstance(err, MissingFileError):  # the default set: the corpora that are present
+                note(f"skipped dataset {name}: its data is not present ({err}); name it in --datasets to make "
+                     "its absence an error")
+                result.missing += [(name, m.label, "dataset not present") for m in metric_objs]
+                continue
             if not allow_missing:
                 raise ValueError(f"dataset {name} cannot be used: {err}. Fix the data (see STYLEEVAL_DATA_DIR), "
                                  "leave it out of --datasets, or pass --allow-missing to report without it") from err

@@ -105,8 +105,11 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), opts
 
 
-def get_metric(spec: str) -> Metric:
+def get_metric(spec: str, data_dir: str | None = None) -> Metric:
     """The metric object for ``spec`` (``s_bleu``, ``logprob_content:model=3b``, ``s_evaluate:module=bleurt``).
+
+    ``data_dir`` is the run's local corpus mirror: metrics that read corpus files (``lai:<score>``) use it unless the
+    spec names its own ``data_dir=``.
 
     ``as=NAME`` gives the metric a display name (:attr:`Metric.label`), e.g. ``logprob_content:model=3b:as=LP-3B``,
     so that one meta-evaluation can compare configurations of the same metric.
@@ -121,7 +124,7 @@ def get_metric(spec: str) -> Metric:
         known = {"data_dir"}
         if set(opts) - known:
             raise ValueError(f"metric {spec!r}: unknown options {sorted(set(opts) - known)} (known: data_dir)")
-        metric = lai_metric(name.split(":", 1)[1], opts.get("data_dir"))
+        metric = lai_metric(name.split(":", 1)[1], opts.get("data_dir") or data_dir)
         metric.spec = spec.strip()  # type: ignore[attr-defined]
         if alias is not None:
             metric.alias = alias.strip()
