@@ -90,6 +90,16 @@ def main_space(args: argparse.Namespace) -> int:
     if not (folder / "app.py").is_file() or not (folder / "README.md").is_file():
         raise SystemExit(f"{folder}: a Space needs app.py and README.md")
     build = Path(args.build_dir) if args.build_dir else Path(tempfile.mkdtemp(prefix="styleeval-space-"))
+    try:
+        return _space(args, folder, build)
+    finally:
+        if not args.build_dir:  # a temporary build (dry run or upload) is removed; a --build-dir is the user's
+            import shutil
+
+            shutil.rmtree(build, ignore_errors=True)
+
+
+def _space(args: argparse.Namespace, folder: Path, build: Path) -> int:
     files = build_space(folder, build)
     repo_id = args.repo_id or folder.resolve().name
     print(f"{'Uploading' if args.push else 'Dry run: would upload'} to https://huggingface.co/spaces/{repo_id} "

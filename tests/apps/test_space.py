@@ -231,3 +231,14 @@ def test_one_gradio_version_in_every_front_matter():
                 assert Requirement(line.strip()).specifier.contains(versions[card]), (card, line)
     assert len(set(versions.values())) == 1, versions
     assert next(iter(versions.values())).major == Version(gradio.__version__).major
+
+
+def test_push_script_dry_run_leaves_no_temporary_build(tmp_path):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "push_to_hub.py"),
+                           str(ROOT / "metrics" / "llm_autorater"), "--repo-id", "ORG/llm-autorater",
+                           "--repo-type", "space"], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TMPDIR": str(temp)})
+    assert proc.returncode == 0, proc.stderr
+    assert "dry run" in proc.stdout and not list(temp.glob("styleeval-space-*"))
