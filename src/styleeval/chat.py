@@ -129,6 +129,10 @@ def user_message(context: str, source: str, style: str) -> str:
     return INSTRUCTIONS[context].format(style=style, source=source)
 
 
+SYSTEM_PROMPT_MODES = ("auto", "system", "fold")
+"""How the system prompt is given to a chat template (see :class:`ChatFormat`)."""
+
+
 class ChatFormat:
     """Renders LogProb prompts with a tokenizer's chat template and tokenizes prompts and rewrites.
 
@@ -137,9 +141,14 @@ class ChatFormat:
         chat_template: a Jinja chat template to use instead of the tokenizer's own (required when the
             tokenizer has none).
         end_of_turn: append the template's end-of-turn token to every scored rewrite.
+        system_prompt: ``"auto"`` (default): a system turn where the template accepts one, else the system prompt
+            folded into the user turn as ``system + "\n\n" + user`` (Gemma's templates reject a system role; Google
+            documents this practice); ``"system"``: always a system turn (an error where the template rejects it);
+            ``"fold"``: always folded. :attr:`folds` says which applies.
     """
 
-    def __init__(self, tokenizer, chat_template: str | None = None, end_of_turn: bool = True) -> None:
+    def __init__(self, tokenizer, chat_template: str | None = None, end_of_turn: bool = True,
+                 system_prompt: str = "auto") -> None:
         self.tokenizer = tokenizer
         template = chat_template if chat_template is not None else getattr(tokenizer, "chat_template", None)
         if isinstance(template, dict):  # tokenizers with several named templates
@@ -151,6 +160,13 @@ class ChatFormat:
                 "Pass chat_template=... (a Jinja string) to use one anyway."
             )
         self.template: str = template
+        if system_prompt not in SYSTEM_PROMPT_MODES:
+            raise ValueError(f"system_prompt must be one of {', '.join(SYSTEM_PROMPT_MODES)}, got {system_prompt!r}")
+        accepts = system_prompt == "fold" or self._accepts_system()
+        if system_prompt == "system" and not accepts:
+            raise ValueError("system_prompt='system': this chat template rejects a system turn (System role not "
+                             "supported); use system_prompt='auto' or 'fold' to fold it into the user turn")
+        self.folds = system_prompt == "fold" or not accepts
         self.encoder = TextEncoder(tokenizer)
         self._frames: dict[str, tuple[str, str, bool] | None] = {}
         self._heads: dict[str, tuple[int, list[int]] | None] = {}
@@ -172,10 +188,38 @@ class ChatFormat:
             **TEMPLATE_KWARGS,
         )
 
+    def _accepts_system(self) -> bool:
+        """Whether the template renders a system turn (Gemma's raise "System role not supported")."""
+        try:
+            self.render([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+                        add_generation_prompt=True)
+        except Exception as err:  # jinja2's TemplateError from raise_exception, or the template's own failure
+            if "system" in str(err).lower():
+                return False
+            raise
+        return True
+
+    def messages(self, user: str, system: str | None = SYSTEM_PROMPT) -> list[dict[str, str]]:
+        """The chat messages of one prompt: a system turn and the user turn, or the system prompt folded into the
+        user turn (:attr:`folds`)."""
+        if system is None:
+            return [{"role": "user", "content": user}]
+        if self.folds:
+            return [{"role": "user", "content": f"{system}\n\n{user}"}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    def fold(self, conversation: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+        """A conversation as this template takes it: a leading system message folded into the first user message
+        where :attr:`folds`."""
+        conversation = list(conversation)
+        if self.folds and len(conversation) > 1 and conversation[0]["role"] == "system" \
+                and conversation[1]["role"] == "user":
+            return self.messages(conversation[1]["content"], conversation[0]["content"]) + conversation[2:]
+        return conversation
+
     def prompt_text(self, user: str, system: str = SYSTEM_PROMPT) -> str:
-        """System turn + user turn + the assistant header, as text."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        return self.render(messages, add_generation_prompt=True)
+        """System turn (or the folded system prompt) + user turn + the assistant header, as text."""
+        return self.render(self.messages(user, system), add_generation_prompt=True)
 
     def _find_end_of_turn(self) -> int:
         messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _MARKER}]
@@ -231,7 +275,7 @@ class ChatFormat:
         texts: list[str] = []
         spans: list[list[tuple[int, int]] | None] = []
         for messages in conversations:
-            messages = list(messages)
+            messages = self.fold(messages)
             if any(self.encoder.has_control(m["content"]) for m in messages):
                 text, sp = self.render_spans(messages, add_generation_prompt=True)
                 texts.append(text)
@@ -284,8 +328,7 @@ class ChatFormat:
         for i, text in zip(plain, self.prompt_texts([distinct[i] for i in plain], system)):
             texts[i] = text
         for i in guarded:
-            messages = [{"role": "system", "content": system}, {"role": "user", "content": distinct[i]}]
-            texts[i], spans[i] = self.render_spans(messages, add_generation_prompt=True)
+            texts[i], spans[i] = self.render_spans(self.messages(distinct[i], system), add_generation_prompt=True)
         ids: list[list[int] | None] = [None] * len(distinct)
         cut = self._head_cut(system) if plain else None
         if cut is not None:  # every plain text starts with the head: tokenize it once

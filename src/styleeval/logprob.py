@@ -97,6 +97,9 @@ class LogProb:
         chat_template: a Jinja chat template, for models whose tokenizer has none.
         on_overflow: ``"error"`` (default) or ``"skip"``: a row longer than the model's context gets NaN
             scores and a warning.
+        system_prompt: ``"auto"`` (default): a system turn where the chat template has one, else the system prompt
+            folded into the user turn (Gemma; the signature then says ``sys:folded``); ``"system"`` or ``"fold"``
+            to force either (:class:`styleeval.chat.ChatFormat`).
         backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url`` and the backend
             options below must not be given).
         base_url: an OpenAI-compatible server that returns prompt log-probabilities (vLLM:
@@ -121,6 +124,7 @@ class LogProb:
         end_of_turn: bool = True,
         chat_template: str | None = None,
         on_overflow: str = "error",
+        system_prompt: str = "auto",
         backend: Backend | None = None,
         base_url: str | None = None,
         progress: bool = True,
@@ -144,7 +148,8 @@ class LogProb:
         if variant == "authors":
             self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)
         else:
-            self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn)
+            self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn,
+                                   system_prompt=system_prompt)
 
     @property
     def max_length(self) -> int | None:
@@ -172,6 +177,7 @@ class LogProb:
                 "dtype": identity.dtype,
                 "head": identity.head,
                 "tmpl": self.chat.template_hash,
+                **({"sys": "folded"} if getattr(self.chat, "folds", False) else {}),
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",
                 "backend": identity.kind,
@@ -303,7 +309,7 @@ def _pieces(order: list[int], keys: Sequence[Any], size: int) -> list[list[int]]
 
 
 _SHARED: dict[tuple, LogProb] = {}
-LOGPROB_OPTIONS = ("variant", "end_of_turn", "chat_template", "on_overflow", "pipeline_rows")
+LOGPROB_OPTIONS = ("variant", "end_of_turn", "chat_template", "on_overflow", "system_prompt", "pipeline_rows")
 """Options of :class:`LogProb` itself; every other option belongs to the backend."""
 
 

@@ -145,6 +145,9 @@ _MODEL = [
     Option("tokenizer", str, "tokenizer id or path (default: the model's; on a server prompts are tokenized here)",
            aliases=("tokenizer_id",)),
 ]
+_SYSTEM_PROMPT = Option("system_prompt", str, "auto (default): a system turn where the chat template has one, else "
+                        "folded into the user turn (Gemma); system or fold to force either",
+                        choices=("auto", "system", "fold"), applies="scorer")
 _BACKEND = [
     Option("device", str, "cpu, cuda, cuda:N or mps (default: cuda if any)", applies="local"),
     Option("dtype", str, "float32 (default), bfloat16 or float16", applies="local"),
@@ -165,6 +168,7 @@ LOGPROB_OPTIONS = Options("LogProb", [
            applies="scorer"),
     Option("on_overflow", str, "a row longer than the model's context: stop with an error (default), or skip it "
            "(NaN scores)", choices=("error", "skip"), applies="scorer"),
+    _SYSTEM_PROMPT,
     *_BACKEND,
     Option("head_dtype", str, "precision of the LM head and softmax (bfloat16 with --dtype bfloat16: the authors' "
            "numbers)", choices=("float32", "bfloat16", "float16"), applies="local"),
@@ -182,6 +186,7 @@ AUTORATER_OPTIONS = Options("the autorater", [
            choices=("paper-small", "paper-70b"), applies="scorer"),
     Option("parser", str, "paper mode's reply parser (default: robust)", choices=("robust", "authors"),
            applies="scorer"),
+    _SYSTEM_PROMPT,
     Option("seed", int, "sampling seed of paper-70b (each row samples with its own seed derived from it)",
            applies="scorer"),
     *_BACKEND,

@@ -48,15 +48,36 @@ DEFAULT_CORPUS = [
 ]
 
 
+FAMILIES: dict[str, dict[str, object]] = {
+    "llama-3.2": {"template": "meta-llama-Llama-3.2-3B-Instruct.jinja", "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
+                  "eot": "<|eot_id|>", "special": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                                                   "<|end_header_id|>", "<|eot_id|>", "<|python_tag|>", "<|eom_id|>"]},
+    "llama-3.1": {"template": "meta-llama-Llama-3.1-8B-Instruct.jinja", "bos": "<|begin_of_text|>", "eos": "<|eot_id|>",
+                  "eot": "<|eot_id|>", "special": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                                                   "<|end_header_id|>", "<|eot_id|>", "<|python_tag|>", "<|eom_id|>"]},
+    "qwen2.5": {"template": "Qwen-Qwen2.5-7B-Instruct.jinja", "bos": None, "eos": "<|im_end|>", "eot": "<|im_end|>",
+                "special": ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]},
+    "phi-3.5": {"template": "microsoft-Phi-3.5-mini-instruct.jinja", "bos": "<s>", "eos": "<|endoftext|>",
+                "eot": "<|end|>", "special": ["<s>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>",
+                                              "<|endoftext|>"]},
+    "gemma-2": {"template": "google-gemma-2-2b-it.jinja", "bos": "<bos>", "eos": "<eos>", "eot": "<end_of_turn>",
+                "special": ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"]},
+}
+"""The chat-model families whose real templates ``../shared/chat_templates`` holds: the template file, the control
+tokens a tokenizer needs for it, its BOS / EOS and its end-of-turn token (tests build tiny tokenizers with them)."""
+
+
 def build_tokenizer(
     corpus: Iterable[str] | None = None,
     vocab_size: int = 600,
     chat_template: str | None = LLAMA3_TEMPLATE,
+    family: str | None = None,
 ):
     """Train a byte-level BPE tokenizer on ``corpus`` and wrap it as a ``PreTrainedTokenizerFast``.
 
     Every byte is in the initial alphabet, so any text can be tokenized. ``chat_template=None`` gives a
-    tokenizer without a chat template (to test the error path).
+    tokenizer without a chat template (to test the error path). ``family`` (a key of :data:`FAMILIES`) gives the
+    tokenizer that family's control tokens, BOS and EOS (pass the family's real template as ``chat_template``).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -64,17 +85,19 @@ def build_tokenizer(
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
+    spec = FAMILIES[family] if family is not None else None
+    specials = [*SPECIAL_TOKENS, *(t for t in spec["special"] if t not in SPECIAL_TOKENS)] if spec else SPECIAL_TOKENS
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=specials,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(list(corpus if corpus is not None else DEFAULT_CORPUS), trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        bos_token="<|begin_of_text|>",
-        eos_token="<|eot_id|>",
+        bos_token=spec["bos"] if spec else "<|begin_of_text|>",
+        eos_token=spec["eos"] if spec else "<|eot_id|>",
         pad_token="<|pad|>",
     )
     if chat_template is not None:

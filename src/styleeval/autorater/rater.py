@@ -118,6 +118,9 @@ class Autorater:
         seed: sampling seed (``paper-70b``); each row samples with :func:`row_seed` of it.
         max_new_tokens: override the prompt's reply length (paper mode).
         chat_template: a Jinja chat template for tokenizers without one.
+        system_prompt: ``"auto"`` (default), ``"system"`` or ``"fold"``: the judge's system message as a system
+            turn, or folded into the user turn where the template has no system role (Gemma; ``sys:folded`` in the
+            signature). See :class:`styleeval.chat.ChatFormat`.
         backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url``, ``tokenizer`` and the
             backend options must not be given).
         base_url: an OpenAI-compatible server (``http://host:port/v1``) instead of a local model.
@@ -140,6 +143,7 @@ class Autorater:
         seed: int = 0,
         max_new_tokens: int | None = None,
         chat_template: str | None = None,
+        system_prompt: str = "auto",
         backend: Backend | None = None,
         progress: bool = True,
         **backend_options: Any,
@@ -165,6 +169,7 @@ class Autorater:
         self.tokenizer = self.chat = None
         self._end_of_turn_id: int | None = None
         self._tree_cache: Any = False  # built on first use by _scaffold_tree
+        self.system_prompt = system_prompt
         if backend.tokenizer is not None:
             self._set_tokenizer(backend.tokenizer, chat_template)
         elif not backend.supports(SERVER_CHAT):
@@ -174,9 +179,11 @@ class Autorater:
         from styleeval.chat import ChatFormat
 
         self.tokenizer = tokenizer
-        self.chat = ChatFormat(tokenizer, chat_template=chat_template, end_of_turn=False)
+        self.chat = ChatFormat(tokenizer, chat_template=chat_template, end_of_turn=False,
+                               system_prompt=self.system_prompt)
         try:  # the template's end-of-turn token ends a generated reply
-            self._end_of_turn_id = ChatFormat(tokenizer, chat_template=self.chat.template).end_of_turn_id
+            self._end_of_turn_id = ChatFormat(tokenizer, chat_template=self.chat.template,
+                                              system_prompt=self.system_prompt).end_of_turn_id
         except ValueError:
             self._end_of_turn_id = None
 
@@ -203,6 +210,8 @@ class Autorater:
         }
         if self.chat is not None:
             fields["tmpl"] = self.chat.template_hash
+            if self.chat.folds:
+                fields["sys"] = "folded"
         fields.update(backend=identity.kind, version=__version__)
         return Signature.build("autorater", fields)
 
@@ -411,7 +420,7 @@ def _fill_with_mean(rows: list[dict[str, Any]]) -> None:
 _SHARED: dict[tuple, Autorater] = {}
 
 
-AUTORATER_OPTIONS = ("mode", "prompt", "parser", "seed", "max_new_tokens", "chat_template")
+AUTORATER_OPTIONS = ("mode", "prompt", "parser", "seed", "max_new_tokens", "chat_template", "system_prompt")
 """Options of :class:`Autorater` itself; every other option belongs to the backend."""
 
 
