@@ -18,7 +18,16 @@ from pathlib import Path
 
 import gradio as gr
 
-from styleeval.demo import EXAMPLES, MAX_BATCH_ROWS, MAX_CHARS, Demo, metaeval_leaderboard, metaeval_summary
+from styleeval.demo import (
+    EXAMPLES,
+    MAX_BATCH_ROWS,
+    MAX_CHARS,
+    TIE_BELOW,
+    UNEXPLAINED_BELOW,
+    Demo,
+    metaeval_leaderboard,
+    metaeval_summary,
+)
 
 DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
 COLORS = {"style": "#4c9be8", "paraphrase": "#7bc67b", "repeat": "#cccccc", "unexplained": "#ff6b6b"}
@@ -39,7 +48,32 @@ def _user_error(fn):
 
 
 def _fmt(value: float) -> str:
-    return "n/a" if value != value else f"{value:.4f}"
+    return "n/a" if value != value else f"{value:.4g}"
+
+
+def _rating(value: float) -> str:
+    return "unparsed" if value != value else f"{value:g}"
+
+
+def _with_status(*cleared):
+    """A UI handler returning ``(status, *outputs)``: empty status on success; on an error the status says what to do,
+    in the page until the next request (a toast alone fades), and every output is cleared (no stale result under
+    an error badge)."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapped(*args):
+            try:
+                return ("", *fn(*args))
+            except gr.Error as err:
+                message = str(err.message)
+            except (ValueError, RuntimeError, OSError) as err:
+                message = str(err)
+            gr.Warning(message)
+            return (f"**Error:** {message}", *cleared)
+
+        return wrapped
+
+    return decorate
 
 
 @_user_error
@@ -50,30 +84,30 @@ def score_api(source: str, rewrite: str, style: str) -> dict:
     return {k: out[k] for k in keys if k in out}
 
 
-@_user_error
+@_with_status("", None, None, "")
 def score_ui(source: str, rewrite: str, style: str, paper_mode: bool):
     out = DEMO.score(source, rewrite, style, paper_mode=paper_mode)
     lines = [f"**LogProb content** {_fmt(out['content'])}: {out['content_reading']}",
              f"**LogProb style** {_fmt(out['style'])}: {out['style_reading']}"]
     if "autorater" in out:
         a = out["autorater"]
-        lines.append(f"**Autorater** (expected 1-5 rating) meaning {a['meaning']:.2f}, style {a['style']:.2f}: "
+        lines.append(f"**Autorater** (expected 1-5 rating) meaning {a['meaning']:.3g}, style {a['style']:.3g}: "
                      "an LLM judge's expected rating, read from its rating probabilities")
     if "autorater_paper" in out:
         p = out["autorater_paper"]
-        lines.append(f"**Autorater, paper mode** meaning {p['meaning']}, style {p['style']} "
+        lines.append(f"**Autorater, paper mode** meaning {_rating(p['meaning'])}, style {_rating(p['style'])} "
                      f"({'parsed' if p['parsed'] else 'reply not readable'}): `{(p['reply'] or '')[:120]}`")
     lines.append(f"**S-BLEU** {out['s_bleu']:.1f}, **S-chrF** {out['s_chrf']:.1f}: overlap with the *source*; high for "
                  "copies, blind to swapped facts (the paper's point)")
     return "\n\n".join(lines), out["tokens"], out["token_table"], out["signature"]
 
 
-@_user_error
+@_with_status(None)
 def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str):
-    return DEMO.compare(source, rewrite_a, rewrite_b, style)
+    return (DEMO.compare(source, rewrite_a, rewrite_b, style),)
 
 
-@_user_error
+@_with_status(None, None, None, None)
 def batch_ui(file):
     from styleeval.systems.report import fmt
 
@@ -110,8 +144,10 @@ def _metaeval():
         rows, fig = metaeval_summary(data_dir, extra_metrics=extra)
         board = metaeval_leaderboard(data_dir, extra_metrics=extra)
         return rows, fig, board
-    except Exception as err:  # the demo still works without the corpus
-        return [[f"meta-evaluation unavailable: {err}", "", 0, 0.0, 1.0]], None, []
+    except Exception:  # the demo still works without the corpus
+        return [["The meta-evaluation needs the rated corpora: set STYLEEVAL_DATA_DIR to a local mirror (an "
+                 "absolute path, laid out like shared/data) or let the Space download them.", "", 0, 0.0, 1.0]], \
+            None, []
 
 
 with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
@@ -129,8 +165,10 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
             style = gr.Textbox(label="Target style", value="polite", elem_id="style")
             paper = gr.Checkbox(label="also run the autorater in paper mode (slower)", value=False)
         score_button = gr.Button("Score", variant="primary", elem_id="score")
+        score_status = gr.Markdown(elem_id="score-status")
         readings = gr.Markdown("_Scores appear here after scoring._", elem_id="readings")
-        tokens = gr.HighlightedText(label="Rewrite, token by token: which instruction explains each token",
+        tokens = gr.HighlightedText(label="Rewrite, token by token: which instruction explains each token (red: "
+                                          f"none gives it a probability of {UNEXPLAINED_BELOW:g} or more)",
                                     color_map=COLORS, show_legend=True, show_inline_category=False,
                                     elem_id="tokens")
         with gr.Accordion("Per-token log-probabilities", open=False):
@@ -139,8 +177,8 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
         signature = gr.Textbox(label="Signature", interactive=False)
         gr.Examples([[s, a, st] for s, a, _, st in EXAMPLES] + [[s, b, st] for s, _, b, st in EXAMPLES],
                     inputs=[source, rewrite, style])
-        score_button.click(score_ui, [source, rewrite, style, paper], [readings, tokens, token_table, signature],
-                           api_name=False)
+        score_button.click(score_ui, [source, rewrite, style, paper],
+                           [score_status, readings, tokens, token_table, signature], api_name=False)
     with gr.Tab("Compare"):
         c_source = gr.Textbox(label="Source", value=EXAMPLES[0][0])
         with gr.Row():
@@ -148,14 +186,17 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
             c_b = gr.Textbox(label="Rewrite B", value=EXAMPLES[0][2])
         c_style = gr.Textbox(label="Target style", value=EXAMPLES[0][3])
         c_button = gr.Button("Compare", variant="primary", elem_id="compare")
+        c_status = gr.Markdown(elem_id="compare-status")
         c_table = gr.Dataframe(headers=["metric", "A", "B", "prefers"], elem_id="compare-table")
+        gr.Markdown(f"4 significant digits; scores that differ by less than {TIE_BELOW:.1%} of the larger are a tie.")
         gr.Examples([list(e) for e in EXAMPLES], inputs=[c_source, c_a, c_b, c_style])
-        c_button.click(compare_ui, [c_source, c_a, c_b, c_style], c_table, api_name=False)
+        c_button.click(compare_ui, [c_source, c_a, c_b, c_style], [c_status, c_table], api_name=False)
     with gr.Tab("Batch"):
         gr.Markdown(f"Upload a CSV or JSONL file with the columns `source`, `rewrite`, `style` and optionally "
                     f"`system` and `source_id` (pairs rows across systems; default: the source) (at most {MAX_BATCH_ROWS} rows, {MAX_CHARS} characters per field).")
         b_file = gr.File(label="Rewrites (CSV/JSONL)", file_types=[".csv", ".jsonl"], elem_id="batch-file")
         b_button = gr.Button("Score file", variant="primary", elem_id="batch")
+        b_status = gr.Markdown(elem_id="batch-status")
         b_table = gr.Dataframe(headers=["row", "system", "rewrite", "content", "style_strength"], elem_id="batch-table")
         b_means = gr.Dataframe(headers=["system", "rows", "content: mean [95% CI] (cluster)",
                                         "style: mean [95% CI] (cluster)"], label="Per system", elem_id="batch-means")
@@ -163,7 +204,7 @@ with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
                     "Holm-adjusted p < 0.05); `styleeval evaluate` gives the full report with more metrics.")
         b_plot = gr.Image(label="Content vs style per system (95% CIs, Pareto front in red)", type="filepath")
         b_out = gr.File(label="Scored file", elem_id="batch-out")
-        b_button.click(batch_ui, b_file, [b_table, b_means, b_plot, b_out], api_name=False)
+        b_button.click(batch_ui, b_file, [b_status, b_table, b_means, b_plot, b_out], api_name=False)
     with gr.Tab("Meta-evaluation"):
         gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
                     "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "

@@ -132,8 +132,8 @@ class Demo:
             "content": row["content"], "style": row["style"],
             "content_reading": reading_content(row["content"]), "style_reading": reading_style(row["style"]),
             "tokens": [(t["token"], _label(t)) for t in tokens],
-            "token_table": [[t["token"], t["logp_style"], t["logp_paraphrase"], t["logp_repeat"], t["best"],
-                             t["style"]] for t in tokens],
+            "token_table": [[t["token"], readable(t["logp_style"]), readable(t["logp_paraphrase"]),
+                             readable(t["logp_repeat"]), t["best"], readable(t["style"])] for t in tokens],
             "signature": self.logprob().signature,
         }
         for name in ("s_bleu", "s_chrf"):
@@ -157,7 +157,7 @@ class Demo:
             rows += [["Autorater meaning", a["autorater"]["meaning"], b["autorater"]["meaning"]],
                      ["Autorater style", a["autorater"]["style"], b["autorater"]["style"]]]
         rows += [["S-BLEU (vs source)", a["s_bleu"], b["s_bleu"]], ["S-chrF (vs source)", a["s_chrf"], b["s_chrf"]]]
-        return [[name, x, y, "A" if x > y else "B" if y > x else "tie"] for name, x, y in rows]
+        return [[name, readable(x), readable(y), prefers(x, y)] for name, x, y in rows]
 
     # -- a file ---------------------------------------------------------------------------------------------------
     def batch(self, path: str) -> tuple[list[dict[str, Any]], Any]:
@@ -192,6 +192,24 @@ class Demo:
                                          "logprob_style": signature.replace("logprob|", "logprob_style|", 1)},
                                  trials=2000, n_boot=500)
         return out, report
+
+
+TIE_BELOW = 1e-3
+"""Compare calls two scores a tie when they differ by less than this share of the larger magnitude (at least 1)."""
+
+
+def readable(value: float, digits: int = 4) -> float | str:
+    """A number for reading: ``digits`` significant digits; ``"n/a"`` for NaN."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return float(f"{value:.{digits}g}")
+
+
+def prefers(a: float, b: float) -> str:
+    """``"A"``, ``"B"`` or ``"tie"`` (a difference below :data:`TIE_BELOW`, relative; or a score missing)."""
+    if not (math.isfinite(a) and math.isfinite(b)) or abs(a - b) < TIE_BELOW * max(1.0, abs(a), abs(b)):
+        return "tie"
+    return "A" if a > b else "B"
 
 
 def _label(token: dict[str, Any]) -> str:

@@ -89,8 +89,20 @@ def test_demo_functions_match_the_library(tiny_model_dir):
     rows = demo.compare("give me the report now.", "Could you send the report?", "Could you send the invoice?",
                         "polite")
     assert [r[0] for r in rows][:2] == ["LogProb content", "LogProb style"] and all(r[3] in "AB tie" for r in rows)
+    assert all(v == "n/a" or float(f"{v:.4g}") == v for r in rows for v in r[1:3])  # 4 significant digits
+    same = demo.compare("give me the report now.", "Could you send the report?", "Could you send the report?",
+                        "polite")
+    assert all(r[3] == "tie" for r in same)  # identical rewrites: every metric a tie
     with pytest.raises(ValueError, match="at most 1000"):
         check_text("source", "x" * 1001)
+
+
+def test_readable_numbers_and_ties():
+    from styleeval.demo import prefers, readable
+
+    assert readable(-12.3456789) == -12.35 and readable(float("nan")) == "n/a" and readable(1.23456e-5) == 1.235e-05
+    assert prefers(-13.8801, -13.8802) == "tie" and prefers(-13.88, -15.85) == "A" and prefers(0.1, 0.2) == "B"
+    assert prefers(float("nan"), 1.0) == "tie"
 
 
 def _browser():
@@ -137,6 +149,10 @@ def test_space_in_headless_chromium(space, tmp_path):
         page.locator("#style textarea").fill("")  # an error the user can act on
         page.locator("#score").click()
         page.get_by_text("Please fill in the target style.").first.wait_for(timeout=30_000)
+        time.sleep(6)  # the toast fades; the status stays in the page and the stale result is gone
+        assert "Please fill in the target style." in page.locator("#score-status").inner_text()
+        assert "LogProb content" not in page.locator("#readings").inner_text()
+        page.screenshot(path=str(tmp_path / "error-after-toast.png"), full_page=True)
         page.screenshot(path=str(tmp_path / "error.png"), full_page=True)
 
         page.get_by_role("tab", name="Batch").click()
