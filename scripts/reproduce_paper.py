@@ -102,22 +102,40 @@ CONTENT_METRICS: dict[str, str | None] = {
     "S-Comet": None,
     "RS-Comet": "rs_comet",
     "QuestEval": None,
-    "LLM-as-A 70b": None,
-    "LLM-as-A 8b": None,
-    "LLM-as-A 3b": None,
+    "LLM-as-A 70b": "autorater_meaning:model=meta-llama/Meta-Llama-3-70B-Instruct:mode=paper:prompt=paper-70b",
+    "LLM-as-A 8b": "autorater_meaning:model=8b:mode=paper",
+    "LLM-as-A 3b": "autorater_meaning:model=3b:mode=paper",
     "LogProb 8b": "logprob_content:model=8b",
     "LogProb 3b": "logprob_content:model=3b",
     "LogProb 1b": "logprob_content:model=1b",
 }
-STYLE_METRICS = {row: (spec.replace("logprob_content", "logprob_style") if spec else None)
+STYLE_METRICS = {row: (spec.replace("logprob_content", "logprob_style").replace("autorater_meaning", "autorater_style")
+                        if spec else None)
                  for row, spec in CONTENT_METRICS.items() if row in TABLE5}
 NOT_IMPLEMENTED = {
     "S-Comet": "not implemented (COMET-Kiwi via the unbabel-comet package, not an evaluate module)",
     "QuestEval": "not implemented (QuestEval package)",
-    "LLM-as-A 70b": "not implemented (LLM-as-Autorater)",
-    "LLM-as-A 8b": "not implemented (LLM-as-Autorater)",
-    "LLM-as-A 3b": "not implemented (LLM-as-Autorater)",
 }
+
+
+def needs_weights(spec: str) -> str | None:
+    """For an LLM metric spec (LogProb, the autorater): ``"needs weights (<id>)"`` when its model is neither a local
+    folder nor in the Hugging Face cache -- checked without any network request -- else ``None``."""
+    from styleeval.metrics import parse_spec
+    from styleeval.models import DEFAULT_MODEL, PRESETS
+
+    name, opts = parse_spec(spec)
+    if not name.startswith(("logprob_", "autorater_")) or opts.get("base_url"):
+        return None
+    model = opts.get("model") or DEFAULT_MODEL
+    model = PRESETS.get(model.lower(), model)
+    if os.path.isdir(os.path.expanduser(model)):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    cached = try_to_load_from_cache(model, "config.json")
+    return None if isinstance(cached, str) else f"needs weights ({model}: not in the local Hugging Face cache)"
+
 MISSING_DATA = {
     "ziegenbein_appropriateness": "ratings file not in the local mirror",
     None: "ratings not public / not in the mirror",
@@ -146,8 +164,9 @@ What the rows use:
   gives -0.13 (all) but -0.73 sentiment, -0.47 detoxify, -0.37 catchy, -0.05 polite, -0.17 persuasive,
   0.02 formal.
 - Other rows need weights that are not available offline here (BERTScore/DeBERTa-xlarge-MNLI, BLEURT-large,
-  LaBSE, COMET, Llama 3.x for LogProb) or methods outside this package (LLM-as-Autorater, QuestEval,
-  COMET-Kiwi). With the weights in the Hugging Face cache (or `--online`), the same script fills them in.
+  LaBSE, COMET, Llama 3.x for LogProb and the LLM-as-Autorater in paper mode: "needs weights", checked in the local
+  cache without any network request) or methods outside this package (QuestEval, COMET-Kiwi). With the weights in
+  the Hugging Face cache (or `--online`), the same script fills them in.
 
 Data caveats: Ziegenbein et al.'s ratings file is not in the local mirror (the harness skips the corpus with a
 note); Cao et al. and Scialom et al. ratings are not public / not in the mirror; **Alv.** is the ASSET
@@ -199,6 +218,10 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
     for row in rows:
         spec = metrics.get(row)
         if spec is None:
+            continue
+        missing = needs_weights(spec)
+        if missing and not args.online:  # offline: no load is attempted, so no network request either
+            failures[row] = missing
             continue
         started = time.perf_counter()
         notes: list[str] = []
@@ -276,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true")
     parser.add_argument("--write", default=None, help="also write the comparison as markdown to this file")
     args = parser.parse_args(argv)
+    if not args.online:  # before anything imports huggingface_hub, which reads these once
+        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            os.environ[var] = "1"
     from styleeval.corpora import CorpusError
     from styleeval.corpora._files import local_data_dir
 
@@ -284,9 +310,6 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as err:
         print(f"reproduce_paper: {err}", file=sys.stderr)
         return 2
-    if not args.online:
-        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
-            os.environ.setdefault(var, "1")
     from styleeval.metaeval import default_cache_dir
 
     args.cache_dir = args.cache_dir or default_cache_dir()

@@ -190,3 +190,16 @@ def test_build_datasets_that_builds_nothing_fails_and_says_what_to_set(tmp_path)
                            "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert "nothing was built" in proc.stderr and "--data-dir" in proc.stderr and "STYLEEVAL_DATA_DIR" in proc.stderr
+
+
+def test_reproduce_paper_offline_checks_the_cache_before_any_load(tmp_path, tiny_model_dir):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reproduce_paper", ROOT / "scripts" / "reproduce_paper.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.CONTENT_METRICS["LLM-as-A 3b"] == "autorater_meaning:model=3b:mode=paper"  # implemented now
+    assert script.STYLE_METRICS["LLM-as-A 8b"] == "autorater_style:model=8b:mode=paper"
+    assert script.needs_weights("logprob_content:model=8b").startswith("needs weights (meta-llama/Llama-3.1-8B")
+    assert script.needs_weights(f"autorater_meaning:model={tiny_model_dir}") is None  # a local folder
+    assert script.needs_weights("s_bleu") is None

@@ -107,6 +107,19 @@ def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str):
     return (DEMO.compare(source, rewrite_a, rewrite_b, style),)
 
 
+def _remove_old_batches(age: float = 3600.0) -> None:
+    """The scored files of earlier batches are served for an hour, then removed (nothing piles up in /tmp)."""
+    import shutil
+    import time
+
+    for old in Path(tempfile.gettempdir()).glob("styleeval-batch-*"):
+        try:
+            if time.time() - old.stat().st_mtime > age:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            pass
+
+
 @_with_status(None, None, None, None)
 def batch_ui(file):
     from styleeval.systems.report import fmt
@@ -115,6 +128,7 @@ def batch_ui(file):
         raise gr.Error("Please upload a CSV or JSONL file with the columns source, rewrite, style [, system].")
     path = file if isinstance(file, str) else file.name
     rows, report = DEMO.batch(path)
+    _remove_old_batches()
     folder = tempfile.mkdtemp(prefix="styleeval-batch-")
     scored = os.path.join(folder, f"{Path(path).stem}-scored.csv")  # named after the upload
     with open(scored, "w", newline="", encoding="utf-8") as out:
@@ -150,7 +164,7 @@ def _metaeval():
             None, []
 
 
-with gr.Blocks(title="styleeval: evaluate text style transfer") as demo:
+with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(3600, 3600)) as demo:
     gr.Markdown(
         "# Evaluate a style-transfer rewrite\n"
         "LogProb (Pauli et al. 2025, *Mind the Style Gap*) scores each rewrite token after three instructions "
@@ -225,4 +239,4 @@ demo.queue(default_concurrency_limit=1, max_size=32)
 
 if __name__ == "__main__":
     demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), max_file_size="2mb")

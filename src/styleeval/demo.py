@@ -169,7 +169,14 @@ class Demo:
         from styleeval.files.records import read_rows
         from styleeval.systems.evaluation import compare_systems
 
-        rows = read_rows(path)
+        name, size = os.path.basename(path), os.path.getsize(path)
+        if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
+            raise ValueError(f"{name} is {size / 1e6:.1f} MB; the demo takes files up to {MAX_UPLOAD_BYTES / 1e6:g} MB "
+                             f"({MAX_BATCH_ROWS} rows). Use `styleeval score` for larger files.")
+        try:
+            rows = read_rows(path)
+        except (ValueError, FileNotFoundError) as err:
+            raise ValueError(for_upload(str(err), path)) from None
         if len(rows) > MAX_BATCH_ROWS:
             raise ValueError(f"The file has {len(rows)} rows; the demo scores at most {MAX_BATCH_ROWS}. "
                              "Use `styleeval score` for larger files.")
@@ -192,6 +199,25 @@ class Demo:
                                          "logprob_style": signature.replace("logprob|", "logprob_style|", 1)},
                                  trials=2000, n_boot=500)
         return out, report
+
+
+MAX_UPLOAD_BYTES = 2_000_000
+"""The largest batch upload the demo reads (200 rows of 3 fields of 1000 characters fit)."""
+
+_CLI_ADVICE = {
+    " or pass the file's encoding (--encoding latin-1, encoding='latin-1')": " and upload it again",
+    "; give the style with --style": "; add a style column",
+}
+
+
+def for_upload(message: str, path: str) -> str:
+    """A file error as the Space says it: the upload's name instead of the server's path, no command-line flags."""
+    name = os.path.basename(path)
+    for full in {str(path), os.path.abspath(path), os.path.realpath(path)}:
+        message = message.replace(full, name)
+    for advice, instead in _CLI_ADVICE.items():
+        message = message.replace(advice, instead)
+    return message
 
 
 TIE_BELOW = 1e-3

@@ -258,3 +258,30 @@ def test_push_script_dry_run_leaves_no_temporary_build(tmp_path):
                           env={**os.environ, "TMPDIR": str(temp)})
     assert proc.returncode == 0, proc.stderr
     assert "dry run" in proc.stdout and not list(temp.glob("styleeval-space-*"))
+
+
+def test_batch_uploads_are_bounded_and_errors_name_only_the_upload(tiny_model_dir, tmp_path):
+    import tracemalloc
+
+    from styleeval.demo import Demo
+
+    demo = Demo(model=str(tiny_model_dir), autorater=False)
+    big = tmp_path / "huge.csv"
+    with open(big, "w", encoding="utf-8") as f:  # 55 MB, as in the report
+        f.write("source,rewrite,style\n")
+        line = "a" * 500 + "," + "b" * 500 + ",polite\n"
+        for _ in range(55_000):
+            f.write(line)
+    tracemalloc.start()
+    with pytest.raises(ValueError, match=r"^huge.csv is 55.\d MB; the demo takes files up to 2 MB"):
+        demo.batch(str(big))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 5_000_000  # the file was never read
+    latin = tmp_path / "upload.csv"
+    latin.write_bytes("source,rewrite,style\ncaf\xe9,cafe,polite\n".encode("latin-1"))
+    with pytest.raises(ValueError) as caught:
+        demo.batch(str(latin))
+    message = str(caught.value)
+    assert message.startswith("upload.csv, line 2: not valid utf-8") and "upload it again" in message
+    assert str(tmp_path) not in message and "--encoding" not in message
