@@ -203,3 +203,16 @@ def test_reproduce_paper_offline_checks_the_cache_before_any_load(tmp_path, tiny
     assert script.needs_weights("logprob_content:model=8b").startswith("needs weights (meta-llama/Llama-3.1-8B")
     assert script.needs_weights(f"autorater_meaning:model={tiny_model_dir}") is None  # a local folder
     assert script.needs_weights("s_bleu") is None
+
+
+def test_help_texts_cover_every_option_and_spec(capsys):
+    from styleeval.cli import main
+
+    for command, needles in (("metaeval", ["the human ratings metrics are compared with", "lai:<score>",
+                                           "precomputed:file=FILE:column=COLUMN", "--leaderboard"]),
+                             ("stel", ["STEL-or-content"]), ("evaluate", ["--system-from-filename"])):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        for needle in needles:
+            assert needle in text, (command, needle)

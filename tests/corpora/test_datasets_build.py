@@ -154,11 +154,15 @@ def test_push_dry_run_and_guards(built, tmp_path, capsys):
 
 
 def test_build_reports_missing_sources(data_dir, tmp_path, capsys):
-    # a file absent from the mirror (Ziegenbein's ratings) is a clear note, not a failed build
+    # a file absent from the mirror (Ziegenbein's ratings) is a clear note, not a failed build; but when nothing asked
+    # for could be built the run fails and says what to set (issue 22)
     status = build_script.main(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness"])
-    assert status == 0
     err = capsys.readouterr().err
     assert "note: ziegenbein_appropriateness skipped" in err and "study_abs_results.csv" in err
+    assert status == 1 and "nothing was built" in err
+    status = build_script.main(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness",
+                                "mir_yelp"])
+    assert status == 0 and "note: ziegenbein_appropriateness skipped" in capsys.readouterr().err
     # a corrupt file is a failure
     mirror = tmp_path / "mirror"
     bad = mirror / "asset" / "human_ratings" / "human_ratings.csv"
