@@ -189,14 +189,14 @@ def lm_eval_contender(model, tokenizer, batch_size: int):
 
 
 def vllm_contender(url: str, concurrency: int):
-    from styleeval.backends.openai_server import ServerClient
+    from styleeval.backends.openai_server import ServerBackend
 
-    client = ServerClient(url, max_concurrency=concurrency)
+    backend = ServerBackend(None, url, need_tokenizer=False, max_concurrency=concurrency, progress=False)
 
     def run(prompts, targets):
         flat_p = [prompts[ctx][i] for i in range(len(targets)) for ctx in CONTEXTS]
         flat_t = [targets[i] for i in range(len(targets)) for _ in CONTEXTS]
-        lps = client.token_logprobs(flat_p, flat_t, per_request=3)
+        lps = backend.token_logprobs(flat_p, flat_t, group=len(CONTEXTS))
         return [logprob_equations(*lps[3 * i : 3 * i + 3]) for i in range(len(targets))]
 
     return run

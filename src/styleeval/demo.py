@@ -194,9 +194,7 @@ class Demo:
                               "source_id": [str(r.extra.get("source_id") or r.source) for r in rows],
                               "logprob_content": [o["content"] for o in out],
                               "logprob_style": [o["style_strength"] for o in out]})
-        signature = str(scores.signature)
-        report = compare_systems(frame, {"logprob_content": signature.replace("logprob|", "logprob_content|", 1),
-                                         "logprob_style": signature.replace("logprob|", "logprob_style|", 1)},
+        report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")},
                                  trials=2000, n_boot=500)
         return out, report
 
@@ -225,10 +223,11 @@ TIE_BELOW = 1e-3
 
 
 def readable(value: float, digits: int = 4) -> float | str:
-    """A number for reading: ``digits`` significant digits; ``"n/a"`` for NaN."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    return float(f"{value:.{digits}g}")
+    """A number for reading (:func:`styleeval.systems.report.fmt` as a float); ``"n/a"`` for NaN."""
+    from styleeval.systems.report import fmt
+
+    text = fmt(value, digits)
+    return "n/a" if text == "–" else float(text)
 
 
 def prefers(a: float, b: float) -> str:

@@ -162,7 +162,6 @@ class Autorater:
 
             self.decoding = replace(self.decoding, max_new_tokens=int(max_new_tokens))
         self.seed = int(seed)
-        self.progress = progress
         self.backend = backend = given_or_open(
             backend, model, base_url, tokenizer=tokenizer, progress=progress, need_tokenizer=mode == "expected",
             defaults={"share_prompts": True}, **backend_options)

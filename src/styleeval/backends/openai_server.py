@@ -157,11 +157,6 @@ class ServerClient:
         """What ``/models`` says of the served model (``{}`` when it is not listed)."""
         return next((m for m in self.list_models() if m.get("id") == self.model), {})
 
-    def max_model_len(self) -> int | None:
-        """The served model's context length where the server says it (vLLM's ``max_model_len``), else ``None``."""
-        value = self.model_entry().get("max_model_len")
-        return int(value) if isinstance(value, int) else None
-
     @property
     def model(self) -> str:
         """The served model name sent with every request (asked from the server when not given)."""

@@ -191,11 +191,7 @@ def evaluate_systems(
         raise ValueError("give at least one metric")
     checked = check_rows(rows, style)
     notes: list[str] = []
-
-    def note(message: str) -> None:
-        notes.append(message)
-        if log is not None:
-            log(message)
+    note = _noter(notes, log)
 
     objs = [get_metric(spec) for spec in metrics]  # unknown names fail here, before any work
     labels = [m.label for m in objs]
@@ -263,11 +259,7 @@ def compare_systems(
     better = {c: True for c in scores.columns if c not in ("row", "system", "source_id")}
     better.update(higher_is_better or {})
     signatures = dict(signatures)
-
-    def note(message: str) -> None:
-        notes.append(message)
-        if log is not None:
-            log(message)
+    note = _noter(notes, log)
 
     labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
     sort_by = sort_by or labels[0]
@@ -317,6 +309,16 @@ def compare_systems(
                                                                            systems_frame["metric"])]
     report.agreement = _agreement(report)
     return report
+
+
+def _noter(notes: list[str], log: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``note(message)``: kept in ``notes`` and passed to ``log`` as it happens."""
+    def note(message: str) -> None:
+        notes.append(message)
+        if log is not None:
+            log(message)
+
+    return note
 
 
 def _clusters(report: SystemsReport, metric: str) -> dict[str, int]:
