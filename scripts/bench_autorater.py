@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = build_tokenizer(corpus, vocab_size=2000, chat_template=LLAMA3_TEMPLATE)
     model = build_model(args.shape, vocab_size=len(tokenizer))
     judges = {
-        "paper": Autorater(model, tokenizer=tokenizer, mode="paper", batch_size=args.batch_size, progress=False),
+        "paper": Autorater(model, tokenizer=tokenizer, mode="paper", generate_batch_size=args.batch_size, progress=False),
         "expected": Autorater(model, tokenizer=tokenizer, mode="expected", progress=False),
     }
     judges["expected"].rate(*[list(x) for x in zip(*rows[:2])])  # warm-up

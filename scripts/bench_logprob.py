@@ -46,8 +46,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from styleeval import LogProb  # noqa: E402
+from styleeval.backends.base import common_prefix_length  # noqa: E402
 from styleeval.chat import CONTEXTS, SYSTEM_PROMPT, user_message  # noqa: E402
-from styleeval.engine import common_prefix_length  # noqa: E402
 from styleeval.logprob import logprob_equations  # noqa: E402
 from styleeval.testing import LLAMA3_TEMPLATE, build_model, build_tokenizer  # noqa: E402
 
@@ -165,7 +165,7 @@ def engine(lp):
     def run(prompts, targets):
         flat_p = [prompts[ctx][i] for i in range(len(targets)) for ctx in CONTEXTS]
         flat_t = [targets[i] for i in range(len(targets)) for _ in CONTEXTS]
-        lps = lp.engine.token_logprobs(flat_p, flat_t)
+        lps = lp.backend.engine.token_logprobs(flat_p, flat_t)
         return [logprob_equations(*lps[3 * i : 3 * i + 3]) for i in range(len(targets))]
 
     return run
@@ -288,7 +288,7 @@ def main() -> None:
     distinct = len({(r[0], r[3]) for c in chunks for r in c})
     print(f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else f'{torch.get_num_threads()} threads'})"
           f" dtype={args.dtype} shape={args.shape} params={sum(p.numel() for p in model.parameters()) / 1e6:.0f}M"
-          f" vocab={model.config.vocab_size} batch_tokens={lp.engine.batch_tokens} torch={torch.__version__}")
+          f" vocab={model.config.vocab_size} batch_tokens={lp.backend.engine.batch_tokens} torch={torch.__version__}")
     print(f"workload={args.workload}: {n_rows} rows in {len(chunks)} chunks, {distinct} distinct (source, style)"
           f" prompts per context; contenders: {', '.join(runners)}")
 

@@ -121,20 +121,14 @@ NOT_IMPLEMENTED = {
 def needs_weights(spec: str) -> str | None:
     """For an LLM metric spec (LogProb, the autorater): ``"needs weights (<id>)"`` when its model is neither a local
     folder nor in the Hugging Face cache -- checked without any network request -- else ``None``."""
+    from styleeval.backends import backend_class
     from styleeval.metrics import parse_spec
-    from styleeval.models import DEFAULT_MODEL, PRESETS
 
     name, opts = parse_spec(spec)
-    if not name.startswith(("logprob_", "autorater_")) or opts.get("base_url"):
+    if not name.startswith(("logprob_", "autorater_")):
         return None
-    model = opts.get("model") or DEFAULT_MODEL
-    model = PRESETS.get(model.lower(), model)
-    if os.path.isdir(os.path.expanduser(model)):
-        return None
-    from huggingface_hub import try_to_load_from_cache
-
-    cached = try_to_load_from_cache(model, "config.json")
-    return None if isinstance(cached, str) else f"needs weights ({model}: not in the local Hugging Face cache)"
+    missing = backend_class(opts.get("backend"), opts.get("base_url")).missing_weights(opts.get("model"))
+    return None if missing is None else f"needs weights ({missing})"
 
 MISSING_DATA = {
     "ziegenbein_appropriateness": "ratings file not in the local mirror",

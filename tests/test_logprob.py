@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from styleeval import LogProb, LogProbScores
+from styleeval.backends.base import common_prefix_length
+from styleeval.backends.local.engine import ScoringEngine
 from styleeval.chat import SYSTEM_PROMPT, ChatFormat
-from styleeval.engine import ScoringEngine, common_prefix_length
 from styleeval.testing import CHATML_TEMPLATE, build_model, build_tokenizer
 
 CONTEXT_INSTRUCTIONS = {
@@ -154,7 +155,7 @@ def test_out_of_memory_halves_the_batch(tiny_model, tiny_tokenizer, rows):
     sources, rewrites, styles = map(list, zip(*rows))
     base = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
     lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=4096, progress=False)
-    real = lp.engine._score_batch
+    real = lp.backend.engine._score_batch
     sizes = []
 
     def limited(batch, *args):  # the device "has memory" for 4 rows at most
@@ -163,11 +164,11 @@ def test_out_of_memory_halves_the_batch(tiny_model, tiny_tokenizer, rows):
             raise torch.OutOfMemoryError("simulated")
         return real(batch, *args)
 
-    lp.engine._score_batch = limited
+    lp.backend.engine._score_batch = limited
     with pytest.warns(UserWarning, match="out of memory"):
         got = lp.score(sources, rewrites, styles)
     assert got.content == pytest.approx(base.content, abs=1e-5)
-    assert lp.engine.batch_tokens < 4096 and max(s for s in sizes if s <= 4) <= 4
+    assert lp.backend.engine.batch_tokens < 4096 and max(s for s in sizes if s <= 4) <= 4
 
 
 # -- engine details --------------------------------------------------------------------------------------

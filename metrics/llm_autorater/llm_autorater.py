@@ -58,7 +58,8 @@ Args:
     device (`str`, optional): "cpu", "cuda", "cuda:N" or "mps" (local models). Defaults to CUDA when available.
     dtype (`str`, optional): "float32" (default), "bfloat16" or "float16" (local models).
     seed (`int`, optional): sampling seed of "paper-70b". Defaults to 0.
-    batch_size (`int`, optional): prompts per generate call (paper mode, local). Defaults to 16.
+    generate_batch_size (`int`, optional): prompts per generated batch (paper mode, local). Defaults to 16.
+    backend (`str`, optional): a registered backend ("local", "openai"; default "openai" with base_url).
     fill (`str`, optional): "mean" (default) or "none": see `meaning` below.
     trust_remote_code (`bool`, optional), max_concurrency, timeout (optional, with `base_url`).
     An option that does not apply to the backend raises a ValueError naming it.

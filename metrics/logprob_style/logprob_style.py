@@ -55,8 +55,9 @@ Args:
     base_url (`str`, optional): a vLLM OpenAI-compatible server ("http://host:8000/v1") that computes the
         log-probabilities instead of a local model; prompts are tokenized locally.
     tokenizer (`str`, optional; alias `tokenizer_id`): the tokenizer (default: the model's).
-    batch_size (`int`, optional): at most this many sequences per forward pass (default: only the token
+    max_batch_rows (`int`, optional): at most this many sequences per forward pass (default: only the token
         budget `batch_tokens` limits a batch).
+    backend (`str`, optional): a registered backend ("local", "openai"; default "openai" with base_url).
     batch_tokens (`int`, optional): token budget of one forward pass. Defaults to 512 on CPU, 16384 on GPU.
     device (`str`, optional): "cpu", "cuda", "cuda:N" or "mps". Defaults to CUDA when available, else CPU.
     dtype (`str`, optional): "float32" (default), "bfloat16" or "float16".

@@ -27,13 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
-    from styleeval.backends.openai_server import ServerError
+    from styleeval.backends import BackendError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, ServerError) as err:  # bad input, a failing server: one clear line, no traceback
+    except (ValueError, BackendError) as err:  # bad input, a failing backend: one clear line, no traceback
         print(f"styleeval {args.command}: error: {err}", file=sys.stderr)
         return 2
 

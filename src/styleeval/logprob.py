@@ -29,16 +29,13 @@ from typing import Any
 import torch
 
 from styleeval._version import __version__
-from styleeval.backends import Backend, given_or_open, shared_backend
-from styleeval.backends.local import DEFAULT_BATCH_TOKENS_CPU, DEFAULT_BATCH_TOKENS_GPU, HEAD_DTYPES
-from styleeval.backends.openai_server import ServerError
+from styleeval.backends import Backend, BackendError, given_or_open, shared_backend, split_options
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.errors import RowError, RowsWarning
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
-__all__ = ["LogProb", "LogProbScores", "logprob_equations", "shared_logprob", "DEFAULT_BATCH_TOKENS_CPU",
-           "DEFAULT_BATCH_TOKENS_GPU", "HEAD_DTYPES", "VARIANTS"]
+__all__ = ["LogProb", "LogProbScores", "logprob_equations", "shared_logprob", "VARIANTS"]
 
 PIPELINE_ROWS = 256
 VARIANTS = ("default", "authors")
@@ -101,7 +98,8 @@ class LogProb:
             folded into the user turn (Gemma; the signature then says ``sys:folded``); ``"system"`` or ``"fold"``
             to force either (:class:`styleeval.chat.ChatFormat`).
         backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url`` and the backend
-            options below must not be given).
+            options below must not be given), or the name of a registered backend (``"local"``, ``"openai"``;
+            default: ``"openai"`` when ``base_url`` is given, else ``"local"``).
         base_url: an OpenAI-compatible server that returns prompt log-probabilities (vLLM:
             ``http://host:port/v1``) instead of a local model; prompts are tokenized here and sent as token ids.
         progress: show a progress bar.
@@ -124,8 +122,8 @@ class LogProb:
         end_of_turn: bool = True,
         chat_template: str | None = None,
         on_overflow: str = "error",
-        system_prompt: str = "auto",
-        backend: Backend | None = None,
+        system_prompt: str | None = None,
+        backend: Backend | str | None = None,
         base_url: str | None = None,
         progress: bool = True,
         pipeline_rows: int = PIPELINE_ROWS,
@@ -137,8 +135,12 @@ class LogProb:
             raise ValueError(f"pipeline_rows must be positive, got {pipeline_rows}")
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
-        if variant == "authors" and not end_of_turn:
-            raise ValueError("end_of_turn=False: the authors' variant always scores the end-of-turn token")
+        if variant == "authors":
+            given = [name for name, value in (("end_of_turn", not end_of_turn), ("chat_template", chat_template),
+                                              ("system_prompt", system_prompt)) if value]
+            if given:
+                raise ValueError(f"{', '.join(given)}: the authors' variant uses their hand-written Llama 3 prompt "
+                                 "(system turn, end-of-turn token scored); leave it out or use variant='default'")
         self.pipeline_rows = int(pipeline_rows)
         self.variant = variant
         self.on_overflow = on_overflow
@@ -149,19 +151,12 @@ class LogProb:
             self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)
         else:
             self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn,
-                                   system_prompt=system_prompt)
+                                   system_prompt=system_prompt or "auto")
 
     @property
     def max_length(self) -> int | None:
         """The longest prompt + rewrite (tokens) the backend scores."""
         return self.backend.max_length
-
-    def __getattr__(self, name: str) -> Any:  # model, engine, device, dtype, model_name, revision of the backend
-        if name in ("model", "engine", "device", "dtype", "model_name", "revision"):
-            backend = self.__dict__.get("backend")
-            if backend is not None:
-                return getattr(backend, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def signature(self) -> Signature:
@@ -231,7 +226,7 @@ class LogProb:
                 flat_targets = [targets[j] for j in live for _ in CONTEXTS]
                 try:
                     flat = self.backend.token_logprobs(flat_prompts, flat_targets, group=len(CONTEXTS)) if live else []
-                except ServerError as err:  # its row is the live row's position: name the caller's row
+                except BackendError as err:  # its row is the live row's position: name the caller's row
                     raise (err if err.row is None else err.at(rows_k[live[err.row]])) from None
                 c = len(CONTEXTS)
                 for r, j in enumerate(live):
@@ -309,16 +304,16 @@ def _pieces(order: list[int], keys: Sequence[Any], size: int) -> list[list[int]]
 
 
 _SHARED: dict[tuple, LogProb] = {}
-LOGPROB_OPTIONS = ("variant", "end_of_turn", "chat_template", "on_overflow", "system_prompt", "pipeline_rows")
-"""Options of :class:`LogProb` itself; every other option belongs to the backend."""
 
 
-def shared_logprob(model: Any = None, base_url: str | None = None, **options: Any) -> LogProb:
+def shared_logprob(model: Any = None, base_url: str | None = None, backend: str | None = None,
+                   **options: Any) -> LogProb:
     """A :class:`LogProb` whose backend is :func:`styleeval.backends.shared_backend`: weights loaded once per process
     per (model, device, dtype, revision), one client per server. Options are :class:`LogProb`'s and its backend's
-    (``None`` means not given); used by the ``evaluate`` module, the meta-evaluation and the apps."""
-    own = {k: options.pop(k) for k in LOGPROB_OPTIONS if k in options and options[k] is not None}
-    backend = shared_backend(model, base_url, **options)
+    (the backend's declared options go to it, the others to :class:`LogProb`; ``None`` means not given); used by the
+    ``evaluate`` module, the meta-evaluation and the apps."""
+    mine, own = split_options(options, backend, base_url)
+    backend = shared_backend(model, base_url, backend=backend, **mine)
     key = (id(backend), *sorted((k, repr(v)) for k, v in own.items()))
     if key not in _SHARED or _SHARED[key].backend is not backend:
         _SHARED[key] = LogProb(backend=backend, progress=False, **own)

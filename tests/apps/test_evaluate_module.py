@@ -74,7 +74,7 @@ def test_compute_matches_logprob_and_loads_the_model_once(load_metric, model_loa
     # A second evaluate.load of the module and a second compute with other batching: the model is reused.
     second = load_metric().compute(
         predictions=REWRITES[:2], sources=SOURCES[:2], styles="polite", model_id=model_id, device="cpu",
-        batch_size=1, dtype="float32",
+        max_batch_rows=1, dtype="float32",
     )
     assert len(model_loads) == loads_so_far == 2
     again = LogProb(model_id, device="cpu", progress=False).score(SOURCES[:2], REWRITES[:2], "polite")

@@ -96,7 +96,7 @@ def test_paper_mode_on_a_judge_with_known_replies(judge_model_dir):
 def test_paper_mode_results_are_in_input_order_whatever_the_batching(judge_model_dir):
     order = [2, 0, 1]
     for batch_size in (1, 2, 16):
-        judge = Autorater(str(judge_model_dir), mode="paper", batch_size=batch_size, progress=False)
+        judge = Autorater(str(judge_model_dir), mode="paper", generate_batch_size=batch_size, progress=False)
         res = judge.rate([JUDGE_SOURCES[i] for i in order], [JUDGE_REWRITES[i] for i in order], JUDGE_STYLE)
         assert [r["reply"] for r in res] == [JUDGE_REPLIES[i] for i in order]
 
@@ -244,7 +244,7 @@ def test_bad_rows_are_clear_errors(tiny_model, tiny_tokenizer):
 
 def test_engine_prompt_groups_are_exact(tiny_model, tiny_tokenizer):
     """Grouping rows by a longer shared prompt (share_prompts) changes nothing but the work done."""
-    from styleeval.engine import ScoringEngine
+    from styleeval.backends.local.engine import ScoringEngine
 
     rng = random.Random(3)
     base = tiny_tokenizer("Rewrite the following sentence to be polite: ", add_special_tokens=False)["input_ids"]

@@ -30,7 +30,7 @@ def test_server_options_on_a_local_model_are_errors(tiny_model, tiny_tokenizer, 
     ({"pack_prompts": False}, "pack_prompts"), ({"device": "cpu"}, "device"), ({"dtype": "float32"}, "dtype"),
 ])
 def test_local_options_on_a_server_are_errors_before_any_request(options, name):
-    with pytest.raises(ValueError, match=rf"^{name}: not an option of the server backend"):
+    with pytest.raises(ValueError, match=rf"^{name}: not an option of the openai backend"):
         LogProb("judge", base_url="http://127.0.0.1:9/v1", **options)  # nothing listens there: never contacted
 
 

@@ -16,7 +16,7 @@ Two modes, on any :class:`~styleeval.backends.Backend` (a local model or an Open
     prompt and the model's probabilities of the rating tokens ``1``..``5`` at that position are read and
     renormalised over the five; the meaning rating is their expectation. The most probable meaning rating and
     ``, "style": `` are then appended and the style distribution is read the same way. Deterministic, every row
-    parsed, batched and prefix-shared through the scoring engine (:meth:`ScoringEngine.candidate_logprobs`).
+    parsed, batched and prefix-shared through the scoring engine (:meth:`Backend.candidate_logprobs`).
 
 How the scaffold is tokenized: the assistant text (``{"meaning": 3, "style": `` ...) is tokenized on its own and
 appended to the prompt ids; the rating tokens are where the encodings of ``<scaffold>1`` .. ``<scaffold>5`` part
@@ -38,7 +38,16 @@ import torch
 from styleeval._version import __version__
 from styleeval.autorater.parsing import get_parser
 from styleeval.autorater.prompts import JudgePrompt, get_prompt
-from styleeval.backends import SERVER_CHAT, TREE_LOGPROBS, Backend, given_or_open, shared_backend
+from styleeval.backends import (
+    SERVER_CHAT,
+    TREE_LOGPROBS,
+    Backend,
+    TokenTree,
+    given_or_open,
+    shared_backend,
+    split_options,
+)
+from styleeval.backends.base import common_prefix_length
 from styleeval.errors import RowError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
@@ -122,11 +131,11 @@ class Autorater:
             turn, or folded into the user turn where the template has no system role (Gemma; ``sys:folded`` in the
             signature). See :class:`styleeval.chat.ChatFormat`.
         backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url``, ``tokenizer`` and the
-            backend options must not be given).
+            backend options must not be given), or a registered backend's name (``"local"``, ``"openai"``).
         base_url: an OpenAI-compatible server (``http://host:port/v1``) instead of a local model.
         progress: show progress bars.
         **backend_options: the backend's options. Local: ``device``, ``dtype``, ``revision``,
-            ``trust_remote_code``, ``batch_size`` (prompts per ``generate`` call, paper mode), ``batch_tokens``
+            ``trust_remote_code``, ``generate_batch_size`` (prompts per generated batch, paper mode), ``batch_tokens``
             (expected mode). Server: ``api_key``, ``max_concurrency``, ``timeout``, ``max_retries``, ``revision``
             (of the tokenizer), ``extra_body`` (e.g. vLLM's ``{"chat_template_kwargs": {"date_string": "26 Jul
             2024"}}``, which the local backend pins). An option the backend does not take is a ``ValueError``.
@@ -144,7 +153,7 @@ class Autorater:
         max_new_tokens: int | None = None,
         chat_template: str | None = None,
         system_prompt: str = "auto",
-        backend: Backend | None = None,
+        backend: Backend | str | None = None,
         progress: bool = True,
         **backend_options: Any,
     ) -> None:
@@ -164,7 +173,7 @@ class Autorater:
         self.seed = int(seed)
         self.backend = backend = given_or_open(
             backend, model, base_url, tokenizer=tokenizer, progress=progress, need_tokenizer=mode == "expected",
-            defaults={"share_prompts": True}, **backend_options)
+            **backend_options)
         self.tokenizer = self.chat = None
         self._end_of_turn_id: int | None = None
         self._tree_cache: Any = False  # built on first use by _scaffold_tree
@@ -185,13 +194,6 @@ class Autorater:
                                               system_prompt=self.system_prompt).end_of_turn_id
         except ValueError:
             self._end_of_turn_id = None
-
-    def __getattr__(self, name: str) -> Any:  # model, engine, device, dtype, model_name, revision of the backend
-        if name in ("model", "engine", "device", "dtype", "model_name", "revision", "client"):
-            backend = self.__dict__.get("backend")
-            if backend is not None:
-                return getattr(backend, name, None)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- signature ----------------------------------------------------------------------------------------
     @property
@@ -282,8 +284,6 @@ class Autorater:
     def _scaffold(self, text: str) -> tuple[list[int], list[list[int]]]:
         """Token ids of ``text`` up to where the encodings of ``text + "1"`` .. ``text + "5"`` part, and the five
         rating tails after it (one token each for Llama 3; a tokenizer may glue the space to some digits)."""
-        from styleeval.engine import common_prefix_length
-
         encoded = [self.tokenizer(text + r, add_special_tokens=False)["input_ids"] for r in RATINGS]
         shared = common_prefix_length(encoded)
         tails = [list(e[shared:]) for e in encoded]
@@ -292,7 +292,7 @@ class Autorater:
         return list(encoded[0][:shared]), tails
 
     def _scaffold_tree(self) -> tuple[list[int], list, list, list[list], list[list[list]]] | None:
-        """The reply scaffold of every row as one token tree (see :class:`styleeval.engine.TokenTree`): after the
+        """The reply scaffold of every row as one token tree (see :class:`styleeval.backends.TokenTree`): after the
         shared ``{"meaning": `` ids, the five meaning ratings (a trie over their tokens), each followed by
         ``, "style": `` and the five style ratings. Returns ``(shared ids, nodes, reads, meaning paths, style
         paths)``, a path being the (read, candidate) pairs whose log-probabilities add up to one rating; ``None``
@@ -343,10 +343,9 @@ class Autorater:
         self._check_context(prompts, 64)
         tree = self._scaffold_tree() if self.backend.supports(TREE_LOGPROBS) else None
         if tree is not None:  # one forward pass per row: the meaning and all five style continuations at once
-            from styleeval.engine import TokenTree
-
             shared, nodes, reads, meaning_paths, style_paths = tree
-            results = self.backend.tree_logprobs([TokenTree(p + shared, nodes, reads) for p in prompts])
+            results = self.backend.tree_logprobs([TokenTree(p + shared, nodes, reads) for p in prompts],
+                                                 shared_prefixes=True)
 
             def path_logprob(read_lps: list[torch.Tensor], path: list) -> float:
                 return sum(float(read_lps[r][c]) for r, c in path)
@@ -388,7 +387,8 @@ class Autorater:
             by_candidates.setdefault(tuple(t[0] for t in tails[i]), []).append(i)
         multi = sorted(set(range(n)) - set(single))
         for candidates, rows in by_candidates.items():
-            out[rows] = self.backend.candidate_logprobs([contexts[i] for i in rows], candidates).double()
+            out[rows] = self.backend.candidate_logprobs([contexts[i] for i in rows], candidates,
+                                                        shared_prefixes=True).double()
         if multi:
             pairs = [(contexts[i], tail) for i in multi for tail in tails[i]]
             lps = self.backend.token_logprobs([c for c, _ in pairs], [t for _, t in pairs], group=len(RATINGS))
@@ -419,17 +419,15 @@ def _fill_with_mean(rows: list[dict[str, Any]]) -> None:
 _SHARED: dict[tuple, Autorater] = {}
 
 
-AUTORATER_OPTIONS = ("mode", "prompt", "parser", "seed", "max_new_tokens", "chat_template", "system_prompt")
-"""Options of :class:`Autorater` itself; every other option belongs to the backend."""
-
-
-def shared_autorater(model: Any = None, base_url: str | None = None, **options: Any) -> Autorater:
+def shared_autorater(model: Any = None, base_url: str | None = None, backend: str | None = None,
+                     **options: Any) -> Autorater:
     """An :class:`Autorater` on :func:`styleeval.backends.shared_backend` (weights loaded once per process per
     model, device, dtype and revision; one client per server), built once per option set and reused (the
-    ``evaluate`` module, the meta-evaluation and the apps)."""
-    own = {k: options.pop(k) for k in AUTORATER_OPTIONS if k in options and options[k] is not None}
-    backend = shared_backend(model, base_url, need_tokenizer=own.get("mode", "expected") == "expected"
-                             or options.get("tokenizer") is not None, defaults={"share_prompts": True}, **options)
+    ``evaluate`` module, the meta-evaluation and the apps). The backend's declared options go to the backend,
+    the others to :class:`Autorater`."""
+    mine, own = split_options(options, backend, base_url)
+    backend = shared_backend(model, base_url, backend=backend, need_tokenizer=own.get("mode", "expected") ==
+                             "expected" or mine.get("tokenizer") is not None, **mine)
     key = (id(backend), *sorted((k, repr(v)) for k, v in own.items()))
     if key not in _SHARED or _SHARED[key].backend is not backend:
         _SHARED[key] = Autorater(backend=backend, progress=False, **own)

@@ -1,8 +1,14 @@
 """Backends: what computes log-probabilities and replies, behind one interface (:class:`Backend`).
 
-:func:`open_backend` is the only place that decides between a local model and a server; everything above it
-(LogProb, the autorater, the metrics, the CLI, the evaluate modules, the apps) passes ``base_url`` through and asks a
-backend for capabilities, never for its type.
+A backend is chosen by name from a registry (``backend="local" | "openai"``, or any registered name; when no name
+is given, ``openai`` where a ``base_url`` is given, else ``local``): :func:`backend_class` is the only place that
+decides. Everything above (LogProb, the autorater, the metrics, the CLI, the evaluate modules, the apps) passes the
+name and the options through, asks a backend for capabilities, never for its type, and catches only
+:class:`BackendError`.
+
+Registering a backend: :func:`register_backend` (in code), or an entry point in the ``styleeval.backends`` group
+(``name = "package.module:Class"``), found the first time the registry is read. Its declared ``options`` join the
+CLI, the evaluate modules' keywords and the metric-spec options (:mod:`styleeval.options`).
 """
 
 from __future__ import annotations
@@ -15,100 +21,147 @@ from styleeval.backends.base import (
     SERVER_CHAT,
     TREE_LOGPROBS,
     Backend,
+    BackendError,
     Decoding,
     Identity,
+    TokenTree,
 )
+from styleeval.optiontypes import Option, merge_options
 
-__all__ = ["Backend", "Decoding", "Identity", "clear_shared", "given_or_open", "open_backend", "shared_backend", "CANDIDATE_LOGPROBS", "PREFIX_REUSE",
-           "SERVER_CHAT", "TREE_LOGPROBS"]
+__all__ = ["Backend", "BackendError", "Decoding", "Identity", "TokenTree", "backend_class", "backend_names",
+           "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend", "split_options",
+           "CANDIDATE_LOGPROBS", "PREFIX_REUSE", "SERVER_CHAT", "TREE_LOGPROBS"]
+
+DEFAULT_BACKEND = "local"
+URL_BACKEND = "openai"
+"""The backend chosen when none is named: ``openai`` where a ``base_url`` is given, else ``local``."""
+
+_REGISTRY: dict[str, type[Backend]] = {}
+_ENTRY_POINTS_READ = False
 
 
-def open_backend(model: Any = None, base_url: str | None = None, *, need_tokenizer: bool = True,
-                 defaults: dict[str, Any] | None = None, **options: Any) -> Backend:
-    """The backend for ``model``: a server when ``base_url`` is given, else a model loaded here.
+def register_backend(cls: type[Backend], name: str | None = None) -> type[Backend]:
+    """Register a :class:`Backend` subclass under ``name`` (default: its ``name``); usable as a class decorator.
+    Its options must not redefine an option another backend declares with another type."""
+    name = name or cls.name
+    if not isinstance(cls, type) or not issubclass(cls, Backend):
+        raise TypeError(f"register_backend: {cls!r} is not a Backend subclass")
+    if not name or name == "abstract":
+        raise ValueError(f"register_backend: {cls.__name__} needs a name (class attribute name)")
+    merge_options([*((n, c.options) for n, c in _registry().items() if n != name), (name, cls.options)])
+    _REGISTRY[name] = cls
+    return cls
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a registered backend (tests, plugins reloaded)."""
+    _REGISTRY.pop(name, None)
+
+
+def _registry() -> dict[str, type[Backend]]:
+    global _ENTRY_POINTS_READ
+    if not _ENTRY_POINTS_READ:
+        _ENTRY_POINTS_READ = True
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group="styleeval.backends"):
+            if entry.name not in _REGISTRY:
+                register_backend(entry.load(), entry.name)
+    return _REGISTRY
+
+
+def backend_names() -> list[str]:
+    """The registered backends' names."""
+    return list(_registry())
+
+
+def backend_options() -> list[Option]:
+    """Every registered backend's options, merged by name (each records which backends take it)."""
+    return merge_options((name, cls.options) for name, cls in _registry().items())
+
+
+def backend_class(backend: str | None = None, base_url: str | None = None) -> type[Backend]:
+    """The registered class named ``backend``; ``None``: ``openai`` where ``base_url`` is given, else ``local``."""
+    name = backend or (URL_BACKEND if base_url is not None else DEFAULT_BACKEND)
+    registry = _registry()
+    if name not in registry:
+        raise ValueError(f"backend must be one of {', '.join(registry)}, got {name!r}")
+    return registry[name]
+
+
+def _options(base_url: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    return {**options, "base_url": base_url} if base_url is not None else dict(options)
+
+
+def open_backend(model: Any = None, base_url: str | None = None, *, backend: str | None = None,
+                 need_tokenizer: bool = True, **options: Any) -> Backend:
+    """The backend named ``backend`` (see :func:`backend_class`) for ``model``.
 
     Args:
-        model: a preset, Hub id, local path or model object; with ``base_url`` the served model name (``None``: the
+        model: a preset, Hub id, local path or model object; on a server the served model name (``None``: the
             server's only model).
-        base_url: an OpenAI-compatible server's API root (``http://host:8000/v1``).
-        need_tokenizer: a server backend loads the tokenizer from the served name when none is given.
-        defaults: options the caller would like where the backend takes them (e.g. the autorater's
-            ``share_prompts``), never an error.
-        **options: the backend's options (:data:`styleeval.backends.local.OPTIONS`,
-            :data:`styleeval.backends.openai_server.OPTIONS`); ``None`` means "not given". An option the chosen
-            backend does not take is a ``ValueError`` naming it.
+        base_url: an OpenAI-compatible server's API root (``http://host:8000/v1``): an option of the ``openai``
+            backend, and what chooses it when no ``backend`` is named.
+        backend: a registered backend name.
+        need_tokenizer: ``False`` when prompts will not be tokenized here (a server rendering the chat itself).
+        **options: the backend's declared options; ``None`` means "not given". An option the chosen backend does
+            not declare is a ``ValueError`` naming it.
     """
-    if base_url is not None:
-        from styleeval.backends.openai_server import OPTIONS, ServerBackend
-
-        extra = {k: v for k, v in (defaults or {}).items() if k in OPTIONS and options.get(k) is None}
-        return ServerBackend.from_options(model, base_url, {**options, **extra}, need_tokenizer=need_tokenizer)
-    from styleeval.backends.local import OPTIONS as LOCAL_OPTIONS
-    from styleeval.backends.local import LocalBackend
-
-    extra = {k: v for k, v in (defaults or {}).items() if k in LOCAL_OPTIONS and options.get(k) is None}
-    return LocalBackend.from_options(model, {**options, **extra})
+    cls = backend_class(backend, base_url)
+    return cls.from_options(model, _options(base_url, options), need_tokenizer=need_tokenizer)
 
 
-def given_or_open(backend: Backend | None, model: Any = None, base_url: str | None = None, **options: Any) -> Backend:
-    """``backend`` when one is given (then ``model``, ``base_url`` and every option must be left out: they belong to
-    it), else :func:`open_backend` of the rest. What :class:`~styleeval.LogProb` and the autorater call."""
-    if backend is None:
-        return open_backend(model, base_url, **options)
-    ignored = {"need_tokenizer", "defaults", "progress"}
-    given = [k for k, v in {"model": model, "base_url": base_url, **options}.items()
+def shared_backend(model: Any = None, base_url: str | None = None, *, backend: str | None = None,
+                   need_tokenizer: bool = True, **options: Any) -> Backend:
+    """:func:`open_backend`, opened once per process per (model, options) (``Backend.shared``; the local backend
+    also loads the weights once for every engine option set): repeated calls (the evaluate modules, the
+    meta-evaluation, the apps) do not reload weights or reconnect. Progress bars are off unless asked for."""
+    cls = backend_class(backend, base_url)
+    opts = _options(base_url, options)
+    if opts.get("progress") is None:
+        opts["progress"] = False
+    return cls.shared(model, opts, need_tokenizer=need_tokenizer)
+
+
+def split_options(options: dict[str, Any], backend: str | None = None,
+                  base_url: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` split into backend options (those any registered backend declares: the chosen one rejects those
+    it does not take, naming them) and the rest (a scorer's own), ``None`` values dropped."""
+    names = {o.name for o in backend_options()} | set(backend_class(backend, base_url).option_names())
+    given = {k: v for k, v in options.items() if v is not None}
+    return {k: v for k, v in given.items() if k in names}, {k: v for k, v in given.items() if k not in names}
+
+
+def given_or_open(given: Backend | str | None, model: Any = None, base_url: str | None = None,
+                  **options: Any) -> Backend:
+    """``given`` when it is a :class:`Backend` (then ``model``, ``base_url`` and every option must be left out: they
+    belong to it), else :func:`open_backend` of the rest with ``given`` as the backend's name. What
+    :class:`~styleeval.LogProb` and the autorater call."""
+    if not isinstance(given, Backend):
+        return open_backend(model, base_url, backend=given, **options)
+    ignored = {"need_tokenizer", "progress"}
+    named = [k for k, v in {"model": model, "base_url": base_url, **options}.items()
              if v is not None and k not in ignored]
-    if given:
-        raise ValueError(f"{', '.join(given)}: a backend is given, and these belong to it; leave them out")
-    return backend
-
-
-_MODELS: dict[tuple, tuple[Any, Any]] = {}
-_SERVERS: dict[tuple, Backend] = {}
-_LOCAL: dict[tuple, Backend] = {}
+    if named:
+        raise ValueError(f"{', '.join(named)}: a backend is given, and these belong to it; leave them out")
+    return given
 
 
 def clear_shared() -> None:
-    """Forget every shared model and client (the next :func:`shared_backend` call loads again)."""
-    _MODELS.clear()
-    _SERVERS.clear()
-    _LOCAL.clear()
+    """Forget every shared backend and loaded model (the next :func:`shared_backend` call loads again)."""
+    for cls in _registry().values():
+        for attr in ("_shared", "_weights", "_backends"):
+            cache = cls.__dict__.get(attr)
+            if isinstance(cache, dict):
+                cache.clear()
 
 
-def shared_backend(model: Any = None, base_url: str | None = None, *, need_tokenizer: bool = True,
-                   defaults: dict[str, Any] | None = None, **options: Any) -> Backend:
-    """:func:`open_backend`, with the weights loaded once per process per (model, device, dtype, revision,
-    trust_remote_code) and one server client per (URL, model, options): repeated calls (the evaluate modules, the
-    meta-evaluation, the apps) do not reload weights. A local folder's revision is its fingerprint, so weights
-    replaced in place are loaded again. Engine options (``batch_tokens``, ``head_dtype``...) give cheap new
-    backends around the shared weights."""
-    from styleeval.models import DEFAULT_MODEL, model_revision_key
+def _register_builtin() -> None:
+    from styleeval.backends.local import LocalBackend
+    from styleeval.backends.openai_server import ServerBackend
 
-    if base_url is not None:
-        key = (base_url, str(model), need_tokenizer, tuple(sorted((k, repr(v)) for k, v in options.items())),
-               tuple(sorted((k, repr(v)) for k, v in (defaults or {}).items())))
-        if key not in _SERVERS:
-            _SERVERS[key] = open_backend(model, base_url, need_tokenizer=need_tokenizer, defaults=defaults,
-                                         progress=False, **options)
-        return _SERVERS[key]
-    if model is None:
-        model = DEFAULT_MODEL
-    if not isinstance(model, (str, bytes)) and not hasattr(model, "__fspath__"):
-        return open_backend(model, defaults=defaults, **{"progress": False, **options})
-    load = ("tokenizer", "device", "dtype", "revision", "trust_remote_code")
-    key = (str(model), str(options.get("device")), str(options.get("dtype") or "float32"),
-           model_revision_key(model, options.get("revision")), bool(options.get("trust_remote_code")),
-           repr(options.get("tokenizer")))
-    if key not in _MODELS:
-        base = open_backend(model, progress=False, **{k: options.get(k) for k in load})
-        _MODELS[key] = (base.model, base.tokenizer, base.model_name, base.revision)  # type: ignore[attr-defined]
-    loaded, tokenizer, name, revision = _MODELS[key]
-    rest = {k: v for k, v in options.items() if k not in load}
-    full = (*key, tuple(sorted((k, repr(v)) for k, v in rest.items())),
-            tuple(sorted((k, repr(v)) for k, v in (defaults or {}).items())))
-    if full not in _LOCAL:
-        backend = open_backend(loaded, tokenizer=tokenizer, device=options.get("device"),
-                               dtype=options.get("dtype"), defaults=defaults, **{"progress": False, **rest})
-        backend.model_name, backend.revision = name, revision  # type: ignore[attr-defined]
-        _LOCAL[full] = backend
-    return _LOCAL[full]
+    register_backend(LocalBackend)
+    register_backend(ServerBackend)
+
+
+_register_builtin()

@@ -5,18 +5,23 @@ ids rendered by :mod:`styleeval.chat`), answers two calls that every backend has
 :meth:`Backend.generate`, and advertises optional :attr:`Backend.capabilities` that a metric may ask for (never the
 backend's type). :attr:`Backend.identity` is what a signature records about the weights.
 
-Adding a backend (TGI, SGLang, llama.cpp, a hosted API): one module in this package with a subclass, registered in
-:func:`styleeval.backends.open_backend`, and its tests in ``tests/backends/`` (docs/architecture.md).
+Adding a backend (TGI, SGLang, llama.cpp, a hosted API): one module with a subclass that declares its ``name`` and
+``options`` and is registered with :func:`styleeval.backends.register_backend` (or the ``styleeval.backends`` entry
+point group), and its tests in ``tests/backends/`` (docs/architecture.md). Everything outside this package catches
+:class:`BackendError`, never one backend's own error type.
 """
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
+
+from styleeval.optiontypes import Option
 
 TREE_LOGPROBS = "tree_logprobs"
 """Capability: :meth:`Backend.tree_logprobs` (a prompt and a token tree of continuations in one pass)."""
@@ -26,6 +31,61 @@ PREFIX_REUSE = "prefix_reuse"
 """Capability: prompts that share a prefix are cheaper when sent together (keep them in one call)."""
 SERVER_CHAT = "server_chat"
 """Capability: :meth:`Backend.generate_chat` (the server renders the chat template itself)."""
+
+TOKENIZER = Option("tokenizer", str, "tokenizer id or path (default: the model's; on a server prompts are tokenized "
+                   "here)", aliases=("tokenizer_id",))
+REVISION = Option("revision", str, "model revision (branch, tag or commit) of a Hub id")
+TRUST_REMOTE_CODE = Option("trust_remote_code", bool, "allow model code from the Hub")
+"""Options every backend that loads a tokenizer (or weights) from the Hub declares."""
+
+
+class BackendError(RuntimeError):
+    """A backend failed for good (a server rejected a request, could not be reached, or answered something unusable).
+
+    ``row`` is the caller's row (``None`` when the failure concerns no row), ``reason`` the message without the row,
+    ``status`` an HTTP status where there is one. Every backend's own errors subclass this; code outside
+    ``styleeval.backends`` catches only this class.
+    """
+
+    def __init__(self, message: str, status: int | None = None, row: int | None = None, what: str = "") -> None:
+        self.reason, self.status, self.row, self.what = message, status, row, what
+        where = "" if row is None else f"row {row}" + (f" ({what})" if what else "") + ": "
+        super().__init__(where + message)
+
+    def at(self, row: int | None) -> BackendError:
+        """The same error for row ``row`` of the caller's caller (same class)."""
+        return type(self)(self.reason, self.status, row, self.what)
+
+
+@dataclass(frozen=True)
+class TokenTree:
+    """A prompt followed by a tree of tokens, and where to read next-token log-probabilities of candidates: the data
+    of the :data:`TREE_LOGPROBS` capability.
+
+    ``nodes[j] = (token, parent)``: ``parent`` is ``-1`` for a child of the prompt's last token, else the index of
+    an earlier node. ``reads[r] = (position, candidates)``: the log-probabilities of ``candidates`` as the next
+    token after ``position`` (``-1``: the prompt's end; ``j``: node ``j``, given its ancestors).
+    """
+
+    prompt: Sequence[int]
+    nodes: Sequence[tuple[int, int]]
+    reads: Sequence[tuple[int, Sequence[int]]]
+
+
+def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
+    """Length of the longest token prefix shared by all ``sequences`` (0 for an empty list)."""
+    if not sequences:
+        return 0
+    first = sequences[0]
+    n = min(len(s) for s in sequences)
+    for seq in sequences[1:]:
+        i = 0
+        while i < n and seq[i] == first[i]:
+            i += 1
+        n = i
+        if n == 0:
+            break
+    return n
 
 
 @dataclass(frozen=True)
@@ -67,16 +127,56 @@ class Backend(ABC):
     """Log-probabilities and replies from one model. Subclasses set :attr:`capabilities` and implement the calls.
 
     Attributes:
-        kind: ``"local"`` or ``"server"`` (recorded in signatures; never branched on by callers).
+        name: the registered name (``backend="local"``, ``--backend openai``).
+        options: the options this backend takes besides the model (:class:`~styleeval.optiontypes.Option`); the CLI,
+            the evaluate modules and the metric specs offer them, and :meth:`from_options` rejects any other.
+        kind: what signatures record (``backend:<kind>``); never branched on by callers.
         capabilities: optional calls this backend supports (:data:`TREE_LOGPROBS`, :data:`CANDIDATE_LOGPROBS`,
             :data:`PREFIX_REUSE`, :data:`SERVER_CHAT`).
         tokenizer: the tokenizer prompts are rendered with (``None`` only for a server used through
             :meth:`generate_chat`).
+
+    Thread safety: a backend may be shared by threads; a call never changes state that another call reads.
     """
 
+    name: ClassVar[str] = "abstract"
+    options: ClassVar[tuple[Option, ...]] = ()
     kind: str = "abstract"
     capabilities: frozenset[str] = frozenset()
     tokenizer: Any = None
+    _shared: ClassVar[dict[tuple, Backend]]
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def from_options(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> Backend:
+        """This backend for ``model`` from keyword options (``None``: not given); an option it does not declare is a
+        ``ValueError`` naming it. ``need_tokenizer=False``: prompts will not be tokenized here (a server's chat)."""
+        reject_options(cls.name, options, cls.option_names())
+        return cls(model, **{k: v for k, v in options.items() if v is not None})  # type: ignore[call-arg]
+
+    @classmethod
+    def missing_weights(cls, model: Any) -> str | None:
+        """Why this backend could not open ``model`` without a download (``"<id>: not in the local Hugging Face
+        cache"``), checked without any network request; ``None`` when nothing is missing (a server holds its own)."""
+        return None
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """The declared options' names, and ``progress`` (every backend takes it: a scorer's progress bars)."""
+        return [o.name for o in cls.options] + ["progress"]
+
+    @classmethod
+    def shared(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> Backend:
+        """:meth:`from_options`, opened once per process per (model, options): what the evaluate modules, the
+        meta-evaluation and the apps use so that repeated calls do not load or connect again."""
+        key = (cls, repr(model), need_tokenizer, tuple(sorted((k, repr(v)) for k, v in options.items())))
+        with Backend._shared_lock:
+            cache = cls.__dict__.get("_shared")
+            if cache is None:
+                cache = cls._shared = {}
+            if key not in cache:
+                cache[key] = cls.from_options(model, options, need_tokenizer=need_tokenizer)
+            return cache[key]
 
     def supports(self, capability: str) -> bool:
         """Whether this backend offers ``capability``."""
@@ -105,16 +205,20 @@ class Backend(ABC):
         """One reply per token-id prompt, in input order. Sampling uses each row's own ``seeds[i]``, so a row's reply
         does not depend on the other rows of the call."""
 
-    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int]) -> torch.Tensor:
-        """``(len(prompts), len(candidates))`` log-probabilities of each candidate as the next token (float32)."""
+    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int],
+                           shared_prefixes: bool = False) -> torch.Tensor:
+        """``(len(prompts), len(candidates))`` log-probabilities of each candidate as the next token (float32).
+        ``shared_prefixes``: a hint that the prompts share long prefixes (the autorater's instructions) which a
+        :data:`PREFIX_REUSE` backend may compute once; it never changes the numbers."""
         cands = [int(c) for c in candidates]
         pairs = [(list(p), [c]) for p in prompts for c in cands]
         values = self.token_logprobs([p for p, _ in pairs], [c for _, c in pairs], group=len(cands))
         out = torch.stack([v[0] for v in values]) if values else torch.empty(0)
         return out.view(len(prompts), len(cands)).float()
 
-    def tree_logprobs(self, trees: Sequence[Any]) -> list[list[torch.Tensor]]:
-        """Token trees scored in one pass each (capability :data:`TREE_LOGPROBS`)."""
+    def tree_logprobs(self, trees: Sequence[TokenTree], shared_prefixes: bool = False) -> list[list[torch.Tensor]]:
+        """Token trees scored in one pass each (capability :data:`TREE_LOGPROBS`); ``shared_prefixes`` as for
+        :meth:`candidate_logprobs`."""
         raise NotImplementedError(f"the {self.kind} backend has no {TREE_LOGPROBS}")
 
     def generate_chat(self, conversations: Sequence[list[dict[str, str]]], decoding: Decoding,
@@ -123,9 +227,9 @@ class Backend(ABC):
         raise NotImplementedError(f"the {self.kind} backend has no {SERVER_CHAT}")
 
 
-def reject_options(kind: str, given: dict[str, Any], applicable: Sequence[str]) -> None:
+def reject_options(name: str, given: dict[str, Any], applicable: Sequence[str]) -> None:
     """Options given for a backend they do not apply to are an error naming each, never silently ignored."""
     wrong = sorted(k for k, v in given.items() if v is not None and k not in applicable)
     if wrong:
-        raise ValueError(f"{', '.join(wrong)}: not an option of the {kind} backend (it takes "
-                         f"{', '.join(sorted(applicable))}); leave {'it' if len(wrong) == 1 else 'them'} out")
+        raise ValueError(f"{', '.join(wrong)}: not an option of the {name} backend (it takes "
+                         f"{', '.join(sorted(set(applicable) - {'progress'}))}); leave {'it' if len(wrong) == 1 else 'them'} out")

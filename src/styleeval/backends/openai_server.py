@@ -34,12 +34,17 @@ from tqdm.auto import tqdm
 
 from styleeval.backends.base import (
     CANDIDATE_LOGPROBS,
+    REVISION,
     SERVER_CHAT,
+    TOKENIZER,
+    TRUST_REMOTE_CODE,
     Backend,
+    BackendError,
     Decoding,
     Identity,
     reject_options,
 )
+from styleeval.optiontypes import Option
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -53,23 +58,14 @@ PROBE_TEXT = "Style transfer rewrites a text in another style and keeps its mean
 """The fixed text whose prompt log-probabilities fingerprint the weights behind a URL."""
 
 
-class ServerError(RuntimeError):
+class ServerError(BackendError):
     """A request to the server failed for good: rejected (4xx), unreachable after every retry, or answered with
-    something unusable.
+    something unusable (a :class:`~styleeval.backends.base.BackendError`).
 
     ``status`` is the HTTP status of a rejected request, 200 for an answer that lacks what was asked for or holds
     invalid values, and ``None`` when the server could not be reached or timed out. ``row`` is the caller's row
     (``None`` when the failure concerns no row, e.g. listing the models); ``reason`` the message without the row.
     """
-
-    def __init__(self, message: str, status: int | None = None, row: int | None = None, what: str = "") -> None:
-        self.reason, self.status, self.row, self.what = message, status, row, what
-        where = "" if row is None else f"row {row}" + (f" ({what})" if what else "") + ": "
-        super().__init__(where + message)
-
-    def at(self, row: int | None) -> ServerError:
-        """The same error for row ``row`` of the caller's caller."""
-        return ServerError(self.reason, self.status, row, self.what)
 
 
 def api_key_from_env() -> str:
@@ -365,11 +361,6 @@ def _error_message(err: Any) -> str:
     return str(getattr(err, "message", err))
 
 
-OPTIONS = ("tokenizer", "revision", "trust_remote_code", "api_key", "max_concurrency", "timeout", "max_retries",
-           "extra_body", "progress")
-"""What :class:`ServerBackend` takes besides the served model name and the URL."""
-
-
 class ServerBackend(Backend):
     """An OpenAI-compatible server. Prompts are rendered and tokenized here (``tokenizer``) and sent as token ids;
     without a tokenizer only :meth:`generate_chat` is available (the server renders the chat).
@@ -384,6 +375,20 @@ class ServerBackend(Backend):
         extra_body: extra request fields of :meth:`generate_chat` (e.g. vLLM's ``chat_template_kwargs``).
     """
 
+    name = "openai"
+    options = (
+        Option("base_url", str, "an OpenAI-compatible server (vLLM), e.g. http://127.0.0.1:8000/v1, instead of a "
+               "local model"),
+        TOKENIZER,
+        REVISION,
+        TRUST_REMOTE_CODE,
+        Option("max_concurrency", int, f"requests in flight (default {DEFAULT_MAX_CONCURRENCY})"),
+        Option("timeout", float, f"seconds a request may take in all before it is retried (default "
+               f"{DEFAULT_TIMEOUT:g})"),
+        Option("max_retries", int, f"retries of a failed request (default {DEFAULT_MAX_RETRIES})"),
+        Option("api_key", str, "the server's API key (default: STYLEEVAL_API_KEY, else OPENAI_API_KEY)", cli=False),
+        Option("extra_body", dict, "extra fields of chat requests (e.g. vLLM's chat_template_kwargs)", cli=False),
+    )
     kind = "server"
     capabilities = frozenset({CANDIDATE_LOGPROBS, SERVER_CHAT})
 
@@ -418,12 +423,15 @@ class ServerBackend(Backend):
         self._identity: Identity | None = None
 
     @classmethod
-    def from_options(cls, model: Any, base_url: str, options: dict[str, Any],
-                     need_tokenizer: bool = True) -> ServerBackend:
-        """A server backend from keyword options; an option of another backend is an error naming it."""
-        reject_options("server", options, OPTIONS)
-        return cls(model, base_url, need_tokenizer=need_tokenizer,
-                   **{k: v for k, v in options.items() if v is not None})
+    def from_options(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> ServerBackend:
+        """A server backend from keyword options (``base_url`` required); an option of another backend is an error
+        naming it."""
+        reject_options(cls.name, options, cls.option_names())
+        given = {k: v for k, v in options.items() if v is not None}
+        if "base_url" not in given:
+            raise ValueError("base_url: the openai backend needs the server's URL (e.g. --base-url "
+                             "http://127.0.0.1:8000/v1)")
+        return cls(model, given.pop("base_url"), need_tokenizer=need_tokenizer, **given)
 
     @property
     def identity(self) -> Identity:
@@ -459,7 +467,8 @@ class ServerBackend(Backend):
                 out.append(torch.tensor(lp, dtype=torch.float32))
         return out
 
-    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int]) -> torch.Tensor:
+    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int],
+                           shared_prefixes: bool = False) -> torch.Tensor:
         """From the top-20 next tokens where they hold every candidate, else each candidate appended to the prompt
         and read back as a prompt log-probability (exact for any model and vocabulary; vLLM returns both)."""
         cands = [int(c) for c in candidates]

@@ -4,7 +4,7 @@ work, one loop (:func:`run_file`).
 Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is appended to
 OUT and flushed before the next starts. A rerun skips the rows already in OUT after checking that they were written
 for this input and with this run's whole signature (also when OUT is already complete). Errors about a row
-(:class:`~styleeval.errors.RowError`, a server's :class:`~styleeval.backends.openai_server.ServerError`) carry the
+(:class:`~styleeval.errors.RowError`, a backend's :class:`~styleeval.backends.BackendError`) carry the
 chunk's row number as data, mapped here to the input row; warnings about rows likewise.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from styleeval.backends.openai_server import ServerError
+from styleeval.backends import BackendError
 from styleeval.errors import RowError, RowsWarning
 from styleeval.files.records import (
     AUTORATER_RECORDS,
@@ -204,7 +204,7 @@ def run_file(
             lock.release()
 
 
-def _input_row_error(input: Path | str, err: RowError | ServerError, chunk: Sequence[InputRow]) -> Exception:
+def _input_row_error(input: Path | str, err: RowError | BackendError, chunk: Sequence[InputRow]) -> Exception:
     """The error of chunk row ``err.row`` re-addressed to its input row (the data, never the message text)."""
     if err.row is None or not 0 <= err.row < len(chunk):
         return err
@@ -233,7 +233,7 @@ def _score_rows(job, input, output, rows, finished, todo, signature, out_path, o
                     warnings.simplefilter("always")
                     try:
                         values = job.score_chunk(scorer, chunk)
-                    except (RowError, ServerError) as err:
+                    except (RowError, BackendError) as err:
                         raise _input_row_error(input, err, chunk) from None
                 for w in caught:  # warnings about chunk rows name the input rows
                     message = w.message

@@ -46,11 +46,11 @@ class AutoraterMetric(Metric):
 
     def _judge(self):
         from styleeval.autorater.rater import shared_autorater
-        from styleeval.backends.openai_server import ServerError
+        from styleeval.backends import BackendError
 
         try:
             return shared_autorater(**self.options)
-        except (OSError, ImportError, RuntimeError, ServerError) as err:
+        except (OSError, ImportError, RuntimeError, BackendError) as err:
             raise ValueError(f"cannot load the autorater {self.options.get('model')!r}: {err}") from err
 
     @property
@@ -71,7 +71,7 @@ class AutoraterMetric(Metric):
         return list(scores)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.backends.openai_server import ServerError
+        from styleeval.backends import BackendError
 
         assert styles is not None
         judge = self._judge()
@@ -79,7 +79,7 @@ class AutoraterMetric(Metric):
         def compute(src, rw, st):
             try:
                 return list(judge.rate(src, rw, st))
-            except ServerError as err:
+            except BackendError as err:
                 raise ValueError(str(err)) from err
 
         rows = _ROWS.rows(self._key, judge.signature, sources, rewrites, styles, compute)

@@ -41,12 +41,12 @@ class LogProbMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _engine(self):
-        from styleeval.backends.openai_server import ServerError
+        from styleeval.backends import BackendError
         from styleeval.logprob import shared_logprob
 
         try:
             return shared_logprob(**self.options)
-        except (OSError, ImportError, RuntimeError, ServerError) as err:
+        except (OSError, ImportError, RuntimeError, BackendError) as err:
             raise ValueError(f"cannot load LogProb model {self.options.get('model')!r}: {err}") from err
 
     @property
@@ -58,7 +58,7 @@ class LogProbMetric(Metric):
         return self._engine().signature.renamed(self.name)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.backends.openai_server import ServerError
+        from styleeval.backends import BackendError
 
         assert styles is not None
         engine = self._engine()
@@ -66,7 +66,7 @@ class LogProbMetric(Metric):
         def compute(src, rw, st):
             try:
                 return list(engine.score(src, rw, st))
-            except ServerError as err:
+            except BackendError as err:
                 raise ValueError(str(err)) from err
 
         rows = _ROWS.rows(self._key, engine.signature, sources, rewrites, styles, compute)  # new weights: new pass

@@ -10,8 +10,8 @@ import torch
 from test_logprob import slow_scores
 
 from styleeval import LogProb
+from styleeval.backends.local.engine import ScoringEngine
 from styleeval.chat import CONTEXTS, ChatFormat, user_message
-from styleeval.engine import ScoringEngine
 from styleeval.testing import CHATML_TEMPLATE
 
 
@@ -32,7 +32,7 @@ def test_packed_equals_slow_path(tiny_model, tiny_tokenizer, grouped_rows):
     shuffled = [grouped_rows[i] for i in order]
     for batch_tokens in (64, 512, 10**5):
         lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=batch_tokens, progress=False)
-        assert lp.engine.pack_prompts
+        assert lp.backend.engine.pack_prompts
         got = lp.score(*map(list, zip(*shuffled)))
         for k, i in enumerate(order):
             assert got[k]["content"] == pytest.approx(expected[i][0], abs=1e-5)
@@ -91,7 +91,7 @@ def test_benchmark_smoke_run(data_dir):
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_logprob.py"
+    script = Path(__file__).resolve().parents[3] / "scripts" / "bench_logprob.py"
     for workload in ("testset", "lai"):
         proc = subprocess.run([sys.executable, str(script), "--shape", "tiny", "--workload", workload, "--samples", "4",
                                "--contenders", "engine,unpacked,naive", "--data-dir", str(data_dir)],
@@ -101,7 +101,7 @@ def test_benchmark_smoke_run(data_dir):
 
 
 def test_thread_guard(monkeypatch):
-    from styleeval.engine import available_cpus, guard_threads
+    from styleeval.backends.local.engine import available_cpus, guard_threads
 
     before = torch.get_num_threads()
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -175,7 +175,7 @@ def _layout_by_hand(batch, prefix_len, width):
 
 
 def test_tree_layout_equals_a_token_by_token_construction():
-    from styleeval.engine import _Row
+    from styleeval.backends.local.engine import _Row
 
     rng = random.Random(0)
     batch = []
@@ -195,7 +195,7 @@ def test_tree_layout_equals_a_token_by_token_construction():
 
 
 def test_trees_with_no_reads_and_different_candidate_counts_share_a_batch(tiny_model):
-    from styleeval.engine import TokenTree
+    from styleeval.backends import TokenTree
 
     engine = ScoringEngine(tiny_model, batch_tokens=10**5)
     trees = [TokenTree([1, 2, 3], [], []), TokenTree([1, 2], [(5, -1)], [(-1, [4, 5]), (0, [6])]),
@@ -273,7 +273,7 @@ def test_kept_prefix_is_dropped_when_the_weights_change(tiny_model, tiny_tokeniz
 def test_head_blocks_gathered_across_batches(tiny_model, tiny_tokenizer, grouped_rows):
     """The LM head runs on blocks of ``head_rows`` scored positions gathered across decoder batches: every block but
     the last is full, and the results do not depend on the block size (plain rows, token trees, candidates)."""
-    from styleeval.engine import TokenTree
+    from styleeval.backends import TokenTree
 
     prompts, targets = _prompts_and_targets(tiny_tokenizer, grouped_rows)
     trees = [TokenTree([1, 2, 3], [(4, -1), (5, 0)], [(-1, [4, 6]), (1, [7])]), TokenTree([1, 2], [], [(-1, [9])])]

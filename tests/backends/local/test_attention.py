@@ -5,9 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from styleeval.attention import NAME, lower_right_attention, lower_right_attention_for, supports_lower_right
+from styleeval.backends.local.attention import (
+    NAME,
+    lower_right_attention,
+    lower_right_attention_for,
+    supports_lower_right,
+)
+from styleeval.backends.local.engine import ScoringEngine
 from styleeval.chat import CONTEXTS, ChatFormat, user_message
-from styleeval.engine import ScoringEngine
 
 
 class _Module:

@@ -36,21 +36,8 @@ from dataclasses import dataclass
 import torch
 from tqdm.auto import tqdm
 
-from styleeval.attention import lower_right_attention_for
-
-
-@dataclass(frozen=True)
-class TokenTree:
-    """A prompt followed by a tree of tokens, and where to read next-token log-probabilities of candidates.
-
-    ``nodes[j] = (token, parent)``: ``parent`` is ``-1`` for a child of the prompt's last token, else the index of
-    an earlier node. ``reads[r] = (position, candidates)``: the log-probabilities of ``candidates`` as the next
-    token after ``position`` (``-1``: the prompt's end; ``j``: node ``j``, given its ancestors).
-    """
-
-    prompt: Sequence[int]
-    nodes: Sequence[tuple[int, int]]
-    reads: Sequence[tuple[int, Sequence[int]]]
+from styleeval.backends.base import TokenTree, common_prefix_length
+from styleeval.backends.local.attention import lower_right_attention_for
 
 
 @dataclass(frozen=True)
@@ -114,22 +101,6 @@ def guard_threads() -> None:
         torch.set_num_threads(cpus)
 
 
-def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
-    """Length of the longest token prefix shared by all ``sequences`` (0 for an empty list)."""
-    if not sequences:
-        return 0
-    first = sequences[0]
-    n = min(len(s) for s in sequences)
-    for seq in sequences[1:]:
-        i = 0
-        while i < n and seq[i] == first[i]:
-            i += 1
-        n = i
-        if n == 0:
-            break
-    return n
-
-
 class ScoringEngine:
     """Computes per-token log-probabilities of continuations given prompts with a Hugging Face causal LM.
 
@@ -149,7 +120,7 @@ class ScoringEngine:
             rounded probability (what the authors' LogProb script did; needed only to match their numbers).
         pack_prompts: run every distinct prompt once, its continuations packed after it as a token tree.
         lower_right: plain batches (no trees) attend with one lower-right causal mask instead of a per-batch 4D
-            mask (:mod:`styleeval.attention`; SDPA models without sliding windows; exact). ``False``: the library's
+            mask (:mod:`styleeval.backends.local.attention`; SDPA models without sliding windows; exact). ``False``: the library's
             own mask, for comparison.
         progress: show a progress bar over rows.
     """
@@ -261,8 +232,10 @@ class ScoringEngine:
         return results
 
     @torch.inference_mode()
-    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int]) -> torch.Tensor:
-        """Log-probability of each candidate token as the next token after each prompt.
+    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int],
+                           share_prompts: bool | None = None) -> torch.Tensor:
+        """Log-probability of each candidate token as the next token after each prompt (``share_prompts``: this
+        call's grouping by longer shared prefixes; ``None``: the engine's default).
 
         The same batching, prefix sharing and float32 head as :meth:`token_logprobs`; the log-softmax is over the
         whole vocabulary (renormalise over the candidates if needed). Returns a float32 CPU tensor of shape
@@ -278,12 +251,14 @@ class ScoringEngine:
         if not prompts:
             return out
         cand = torch.tensor(candidates, dtype=torch.long)[None, :]
-        for index, logprobs in self._run([_Item(i, tuple(p), [], cand) for i, p in enumerate(prompts)]):
+        for index, logprobs in self._run([_Item(i, tuple(p), [], cand) for i, p in enumerate(prompts)],
+                                         share_prompts):
             out[index] = logprobs[0]
         return out
 
     @torch.inference_mode()
-    def tree_logprobs(self, trees: Sequence[TokenTree]) -> list[list[torch.Tensor]]:
+    def tree_logprobs(self, trees: Sequence[TokenTree],
+                      share_prompts: bool | None = None) -> list[list[torch.Tensor]]:
         """Next-token log-probabilities of candidate tokens at several points of a token tree after each prompt.
 
         Each :class:`TokenTree` is packed into one sequence (its prompt, then its nodes in order) with an attention
@@ -310,7 +285,7 @@ class ScoringEngine:
             items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets, parents,
                                torch.tensor([p for p, _ in tree.reads], dtype=torch.long)))
         out: list[list[torch.Tensor]] = [[] for _ in trees]
-        for index, logprobs in self._run(items):
+        for index, logprobs in self._run(items, share_prompts):
             reads = trees[index].reads
             out[index] = [logprobs[r, : len(cands)] for r, (_, cands) in enumerate(reads)]
         return out
@@ -322,10 +297,10 @@ class ScoringEngine:
             return 0
         return max(0, min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1))
 
-    def _groups(self, items: list[_Item], global_len: int) -> list[tuple[int, list[_Item]]]:
-        """``[(prefix length, items)]``: one group for all items, or (``share_prompts``) runs of items, sorted by
+    def _groups(self, items: list[_Item], global_len: int, share: bool) -> list[tuple[int, list[_Item]]]:
+        """``[(prefix length, items)]``: one group for all items, or (``share``) runs of items, sorted by
         prompt, whose common prefix goes at least ``min_shared`` tokens past the global prefix."""
-        if not self.share_prompts:
+        if not share:
             return [(global_len, items)]
         ordered = sorted(items, key=lambda it: it.prompt)
         groups: list[tuple[int, list[_Item]]] = []
@@ -341,7 +316,7 @@ class ScoringEngine:
         groups.append((shared, members))
         return [(max(global_len, n) if n - global_len >= self.min_shared else global_len, g) for n, g in groups]
 
-    def _run(self, items: list[_Item]):
+    def _run(self, items: list[_Item], share_prompts: bool | None = None):
         """Score ``items`` in budget-packed batches, longest first within each prompt group; yields
         ``(item.index, (positions, K) tensor)`` (K: the most candidates any item reads, padded with token 0).
 
@@ -358,7 +333,8 @@ class ScoringEngine:
         with lower_right_attention_for(self.model, self.lower_right):
             global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
             try:
-                for prefix_len, group in self._groups(items, global_len):
+                share = self.share_prompts if share_prompts is None else share_prompts and self.reuse_prefix
+                for prefix_len, group in self._groups(items, global_len, share):
                     cache = global_cache
                     if prefix_len > global_len:  # the group's own shared prompt, run once on top of the global one
                         cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]),

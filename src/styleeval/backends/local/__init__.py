@@ -1,0 +1,172 @@
+"""The local backend: a transformers causal LM, the one :class:`~styleeval.backends.local.engine.ScoringEngine` for
+every log-probability (:mod:`.engine`, with its attention in :mod:`.attention`), and batched generation
+(:mod:`.generation`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from styleeval.backends.base import (
+    CANDIDATE_LOGPROBS,
+    PREFIX_REUSE,
+    REVISION,
+    TOKENIZER,
+    TREE_LOGPROBS,
+    TRUST_REMOTE_CODE,
+    Backend,
+    Decoding,
+    Identity,
+    TokenTree,
+)
+from styleeval.optiontypes import Option
+
+DEFAULT_BATCH_TOKENS_CPU = 512
+"""Token budget of one forward pass on a CPU (measured fastest on this project's 2-core machine)."""
+DEFAULT_BATCH_TOKENS_GPU = 16384
+HEAD_DTYPES = ("float32", "bfloat16", "float16")
+
+
+
+class LocalBackend(Backend):
+    """A causal LM loaded here (a preset, Hub id, local path or model object).
+
+    Args:
+        model: what :func:`styleeval.models.load_model` takes.
+        tokenizer, device, dtype, revision, trust_remote_code: as for :func:`~styleeval.models.load_model`.
+        batch_tokens: token budget of one forward pass (default 512 on CPU, 16384 on a GPU).
+        max_batch_rows, reuse_prefix, pack_prompts: :class:`~styleeval.backends.local.engine.ScoringEngine` options.
+        head_dtype: ``"float32"`` (default) or ``"bfloat16"``/``"float16"``: the LM head and softmax rounded to it.
+        generate_batch_size: prompts per batch of :meth:`generate` (default 16).
+        progress: progress bars.
+    """
+
+    name = "local"
+    options = (
+        TOKENIZER,
+        Option("device", str, "cpu, cuda, cuda:N or mps (default: cuda if any)"),
+        Option("dtype", str, "float32 (default), bfloat16 or float16"),
+        REVISION,
+        TRUST_REMOTE_CODE,
+        Option("batch_tokens", int, "token budget of one forward pass (default: 512 on CPU, 16384 on GPU)"),
+        Option("max_batch_rows", int, "at most this many sequences per forward pass"),
+        Option("head_dtype", str, "precision of the LM head and softmax (bfloat16 with --dtype bfloat16: the "
+               "authors' numbers)", choices=HEAD_DTYPES),
+        Option("generate_batch_size", int, "prompts per batch when generating replies (the autorater's paper mode; "
+               "default 16)"),
+        Option("reuse_prefix", bool, "run the prefix shared by all prompts once (default yes)", cli=False),
+        Option("pack_prompts", bool, "run each distinct prompt once, its continuations packed as a token tree "
+               "(default yes)", cli=False),
+    )
+    kind = "local"
+    capabilities = frozenset({TREE_LOGPROBS, CANDIDATE_LOGPROBS, PREFIX_REUSE})
+    _weights: dict[tuple, tuple[Any, Any, str, str]] = {}  # shared(): loaded weights, per load key
+    _backends: dict[tuple, Backend] = {}  # shared(): backends around them, per option set
+
+    def __init__(self, model: Any, tokenizer: Any = None, device: str | torch.device | None = None,
+                 dtype: str | torch.dtype | None = None, revision: str | None = None, trust_remote_code: bool = False,
+                 batch_tokens: int | None = None, max_batch_rows: int | None = None, head_dtype: str | None = None,
+                 reuse_prefix: bool = True, pack_prompts: bool = True, generate_batch_size: int | None = None,
+                 progress: bool = True, loaded: tuple[Any, Any, str, str] | None = None) -> None:
+        from styleeval.backends.local.engine import ScoringEngine
+        from styleeval.models import DEFAULT_MODEL, load_model, resolve_device, resolve_dtype
+
+        head_name = str(head_dtype or "float32").removeprefix("torch.")
+        if head_name not in HEAD_DTYPES:
+            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {head_dtype!r}")
+        if generate_batch_size is not None and generate_batch_size < 1:
+            raise ValueError(f"generate_batch_size must be positive, got {generate_batch_size}")
+        self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype or "float32")
+        self.model, self.tokenizer, self.model_name, self.revision = loaded or load_model(
+            DEFAULT_MODEL if model is None else model, tokenizer, self.device, self.dtype, revision,
+            bool(trust_remote_code),
+        )
+        if batch_tokens is None:
+            batch_tokens = DEFAULT_BATCH_TOKENS_CPU if self.device.type == "cpu" else DEFAULT_BATCH_TOKENS_GPU
+        self.head_dtype = head_name
+        self.generate_batch_size = int(generate_batch_size or 16)
+        self.progress = progress
+        self.engine = ScoringEngine(
+            self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows, reuse_prefix=reuse_prefix,
+            head_dtype=None if head_name == "float32" else resolve_dtype(head_name), pack_prompts=pack_prompts,
+            progress=progress,
+        )
+
+    @classmethod
+    def missing_weights(cls, model: Any) -> str | None:
+        """``"<id>: not in the local Hugging Face cache"`` for a Hub id (or preset) whose weights are not cached here;
+        ``None`` for a local folder, a model object or cached weights. No network request."""
+        import os
+
+        from styleeval.models import DEFAULT_MODEL, PRESETS
+
+        model = DEFAULT_MODEL if model is None else model
+        if not isinstance(model, str):
+            return None
+        model = PRESETS.get(model.lower(), model)
+        if os.path.isdir(os.path.expanduser(model)):
+            return None
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(model, "config.json")
+        return None if isinstance(cached, str) else f"{model}: not in the local Hugging Face cache"
+
+    @classmethod
+    def shared(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> Backend:
+        """:meth:`Backend.shared` with the weights loaded once per process per (model, tokenizer, device, dtype,
+        revision, trust_remote_code): engine options (``batch_tokens``, ``head_dtype``...) give cheap new backends
+        around the shared weights. A local folder's revision is its fingerprint, so weights replaced in place are
+        loaded again. A model object is not cached (it is loaded already)."""
+        from styleeval.backends.base import reject_options
+        from styleeval.models import DEFAULT_MODEL, model_revision_key
+
+        model = DEFAULT_MODEL if model is None else model
+        if not isinstance(model, (str, bytes)) and not hasattr(model, "__fspath__"):
+            return cls.from_options(model, options)
+        reject_options(cls.name, options, cls.option_names())
+        given = {k: v for k, v in options.items() if v is not None}
+        load = {k: given.pop(k) for k in ("tokenizer", "revision", "trust_remote_code") if k in given}
+        key = (str(model), str(given.get("device")), str(given.get("dtype") or "float32"),
+               model_revision_key(model, load.get("revision")), bool(load.get("trust_remote_code")),
+               repr(load.get("tokenizer")))
+        full = (key, tuple(sorted((k, repr(v)) for k, v in given.items())))
+        with Backend._shared_lock:
+            if key not in cls._weights:
+                first = cls(model, device=given.get("device"), dtype=given.get("dtype"), progress=False, **load)
+                cls._weights[key] = (first.model, first.tokenizer, first.model_name, first.revision)
+            if full not in cls._backends:
+                cls._backends[full] = cls(model, loaded=cls._weights[key], **given)
+            return cls._backends[full]
+
+    @property
+    def identity(self) -> Identity:
+        return Identity(self.model_name, self.revision, str(self.dtype).removeprefix("torch."), self.kind,
+                        self.head_dtype)
+
+    @property
+    def max_length(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
+                       group: int = 1) -> list[torch.Tensor]:
+        return self.engine.token_logprobs(prompts, continuations)
+
+    def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int],
+                           shared_prefixes: bool = False) -> torch.Tensor:
+        return self.engine.candidate_logprobs(prompts, candidates, share_prompts=shared_prefixes)
+
+    def tree_logprobs(self, trees: Sequence[TokenTree], shared_prefixes: bool = False) -> list[list[torch.Tensor]]:
+        return self.engine.tree_logprobs(trees, share_prompts=shared_prefixes)
+
+    def generate(self, prompts: Sequence[Sequence[int]], decoding: Decoding, seeds: Sequence[int],
+                 stop_ids: Sequence[int] = ()) -> list[str]:
+        from styleeval.backends.local.generation import generate_replies
+
+        return generate_replies(
+            self.model, self.tokenizer, prompts, max_new_tokens=decoding.max_new_tokens,
+            do_sample=decoding.do_sample, temperature=decoding.temperature, top_p=decoding.top_p, seeds=seeds,
+            batch_size=self.generate_batch_size, stop_ids=stop_ids, progress=self.progress,
+        )
