@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from styleeval.metaeval.pairwise import tie_calibrated_accuracy  # noqa: E402
+from styleeval.stats.pairwise import tie_calibrated_accuracy  # noqa: E402
 
 
 def main() -> None:

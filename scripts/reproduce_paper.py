@@ -202,8 +202,9 @@ def _cached_loader(data_dir: str | None):
 def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, datasets: list[str],
               args: argparse.Namespace) -> tuple[dict, dict]:
     """Correlations per (row, dataset, subset), and why a row could not be computed."""
-    from styleeval.metaeval import ScoresCache, run_metaeval
+    from styleeval.metaeval import run_metaeval
     from styleeval.metrics import get_metric
+    from styleeval.scoring import ScoresCache
 
     cache = ScoresCache(None if args.no_cache else args.cache_dir)
     loader = _cached_loader(args.data_dir)
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as err:
         print(f"reproduce_paper: {err}", file=sys.stderr)
         return 2
-    from styleeval.metaeval import default_cache_dir
+    from styleeval.scoring import default_cache_dir
 
     args.cache_dir = args.cache_dir or default_cache_dir()
     started = time.perf_counter()

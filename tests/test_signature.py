@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from styleeval.signature import Signature, format_signature, parse_signature
+from styleeval.signature import Signature
 
 
 def test_build_parse_rename_round_trip():
@@ -17,7 +17,18 @@ def test_build_parse_rename_round_trip():
     renamed = sig.renamed("logprob_style")
     assert renamed.name == "logprob_style" and renamed.fields == sig.fields and renamed != sig
     assert pickle.loads(pickle.dumps(sig)) == sig and isinstance(pickle.loads(pickle.dumps(sig)), Signature)
-    assert format_signature("x", {"a": 1}) == "x|a:1" and parse_signature("x|a:1") == ("x", {"a": "1"})
+
+
+def test_a_nested_signature_is_written_in_brackets_and_parses_back():
+    inner = Signature.build("s_bleu", {"nrefs": 1, "tok": "13a"})
+    outer = Signature.build("s_masked_bleu", {"mask": "vader-3.3.2:words:min0", "inner": inner, "v": "1"})
+    assert outer == "s_masked_bleu|mask:vader-3.3.2:words:min0|inner:[s_bleu|nrefs:1|tok:13a]|v:1"
+    back = Signature.parse(str(outer))
+    assert back == outer and isinstance(back.fields["inner"], Signature)
+    assert back.fields["inner"].fields == {"nrefs": "1", "tok": "13a"} and back.fields["v"] == "1"
+    twice = Signature.build("x", {"a": outer})  # nests to any depth
+    assert Signature.parse(twice).fields["a"].fields["inner"].name == "s_bleu"
+    assert outer.renamed("y") == "y|mask:vader-3.3.2:words:min0|inner:[s_bleu|nrefs:1|tok:13a]|v:1"
 
 
 def test_every_field_counts_in_equality():
@@ -27,12 +38,14 @@ def test_every_field_counts_in_equality():
 
 
 @pytest.mark.parametrize("name, fields", [("", {}), ("a|b", {}), ("x", {"k|": 1}), ("x", {"k:": 1}),
-                                          ("x", {"k": "a|b"})])
+                                          ("x", {"k": "a|b"}), ("x", {"k": "[a]"}), ("x[", {})])
 def test_malformed_signatures_are_errors(name, fields):
     with pytest.raises(ValueError):
         Signature.build(name, fields)
 
 
-def test_parse_rejects_text_that_is_not_a_signature():
-    with pytest.raises(ValueError, match="has no ':'"):
-        Signature.parse("logprob|model")
+@pytest.mark.parametrize("text, message", [("logprob|model", "has no ':'"), ("x|a:[b|c:1", "unbalanced"),
+                                           ("x|a:b]", "unbalanced"), ("x|a:b[c]", "bracket outside")])
+def test_parse_rejects_text_that_is_not_a_signature(text, message):
+    with pytest.raises(ValueError, match=message):
+        Signature.parse(text)

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from styleeval.cli import main
-from styleeval.metaeval import ScoresCache, run_metaeval, score_dataset
+from styleeval.metaeval import run_metaeval
 from styleeval.metaeval.data import RatedData
+from styleeval.scoring import ScoresCache, score_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -109,7 +110,7 @@ def test_corrupt_cache_entry_is_recomputed(tmp_path, payload):
 # -- 6. metaeval LLM metrics: kill -9 loses at most the chunk in flight -----------------------------------------
 KILL_SCRIPT = """
 import json, sys
-from styleeval.metaeval import ScoresCache, score_dataset
+from styleeval.scoring import ScoresCache, score_dataset
 from styleeval.metaeval.data import RatedData
 from styleeval.metrics import get_metric
 rows = json.loads(open(sys.argv[1]).read())

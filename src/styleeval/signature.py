@@ -2,7 +2,8 @@
 
 A :class:`Signature` is a string ``name|key:value|key:value...`` that knows its parts: the scorer that made a number
 builds it in one place, and every resume or cache check compares the whole string. Booleans are written
-``yes``/``no``.
+``yes``/``no``. A value may itself be a signature (a masked metric's inner metric): it is written in brackets,
+``inner:[s_bleu|tok:13a]``, and parses back as a :class:`Signature`.
 
 >>> sig = Signature.build("logprob", {"model": "m@rev", "eot": True})
 >>> sig
@@ -11,6 +12,11 @@ builds it in one place, and every resume or cache check compares the whole strin
 ('yes', 'logprob_style|model:m@rev|eot:yes')
 >>> Signature.parse("logprob|model:m@rev|eot:yes") == sig
 True
+>>> outer = Signature.build("s_masked_bleu", {"mask": "words", "inner": Signature.build("s_bleu", {"tok": "13a"})})
+>>> outer
+'s_masked_bleu|mask:words|inner:[s_bleu|tok:13a]'
+>>> Signature.parse(outer).fields["inner"].fields
+{'tok': '13a'}
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class Signature(str):
 
     name: str
     fields: dict[str, str]
+    """Field values in order: strings, or :class:`Signature` for a nested signature."""
 
     def __new__(cls, text: str) -> Signature:
         name, fields = _split(text)
@@ -43,9 +50,15 @@ class Signature(str):
         for key, value in fields.items():
             if isinstance(value, bool):
                 value = "yes" if value else "no"
-            text = str(value)
-            if "|" in key or ":" in key or "|" in text:
-                raise ValueError(f"signature field {key!r}: keys hold no ':' or '|', values no '|' (got {text!r})")
+            if isinstance(value, Signature):
+                text = f"[{value.format()}]"
+            else:
+                text = str(value)
+                if any(c in text for c in "|[]"):
+                    raise ValueError(f"signature field {key!r}: a value holds no '|', '[' or ']' (got {text!r}); "
+                                     "nest a Signature instead")
+            if not key or any(c in key for c in "|:[]"):
+                raise ValueError(f"signature field {key!r}: keys hold no ':', '|', '[' or ']'")
             parts.append(f"{key}:{text}")
         return cls("|".join(parts))
 
@@ -68,23 +81,38 @@ class Signature(str):
         return (Signature, (self.format(),))
 
 
+def _top_level(text: str) -> list[str]:
+    """``text`` split at the ``|`` outside brackets (``ValueError`` on unbalanced brackets)."""
+    parts, depth, start = [], 0, 0
+    for k, c in enumerate(text):
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"not a signature: unbalanced ']' in {text!r}")
+        elif c == "|" and depth == 0:
+            parts.append(text[start:k])
+            start = k + 1
+    if depth:
+        raise ValueError(f"not a signature: unbalanced '[' in {text!r}")
+    parts.append(text[start:])
+    return parts
+
+
 def _split(text: str) -> tuple[str, dict[str, str]]:
-    name, *rest = text.split("|")
-    fields = {}
+    name, *rest = _top_level(text)
+    if not name or any(c in name for c in "[]"):
+        raise ValueError(f"not a signature: name {name!r} of {text!r}")
+    fields: dict[str, str] = {}
     for part in rest:
         if ":" not in part:
             raise ValueError(f"not a signature: field {part!r} of {text!r} has no ':'")
         key, value = part.split(":", 1)
-        fields[key] = value
+        if value.startswith("[") and value.endswith("]") and _top_level(value[1:-1]) is not None:
+            fields[key] = Signature(value[1:-1])
+        elif any(c in value for c in "[]"):
+            raise ValueError(f"not a signature: field {key!r} of {text!r} holds a bracket outside a nested signature")
+        else:
+            fields[key] = value
     return name, fields
-
-
-def format_signature(name: str, fields: Mapping[str, object]) -> Signature:
-    """``name|key:value|key:value...`` (:meth:`Signature.build`); booleans are written ``yes``/``no``."""
-    return Signature.build(name, fields)
-
-
-def parse_signature(signature: str) -> tuple[str, dict[str, str]]:
-    """Inverse of :func:`format_signature` (values come back as strings)."""
-    sig = Signature.parse(signature)
-    return sig.name, dict(sig.fields)

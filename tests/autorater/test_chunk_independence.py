@@ -58,8 +58,8 @@ def test_the_authors_fill_is_over_the_whole_dataset(judge_model_dir):
     """Paper mode on the judge (2 of 3 replies readable): per-row outputs keep NaN; the meta-evaluation fills with
     the mean over every row of the dataset, whatever the chunking."""
     from styleeval.metaeval.data import RatedData
-    from styleeval.metaeval.runner import score_dataset
     from styleeval.metrics import get_metric
+    from styleeval.scoring import score_dataset
 
     judge = Autorater(str(judge_model_dir), mode="paper", progress=False)
     raw = [r["meaning"] for r in _in_chunks(lambda s, r: judge.rate(s, r, JUDGE_STYLE), 3)]

@@ -79,18 +79,45 @@ def test_any_backend_serves_logprob_and_the_autorater(tiny_model, tiny_tokenizer
     assert torch.allclose(probs, local.candidate_logprobs([[1, 2, 3], [4, 5]], [7, 8, 9]), atol=1e-5)
 
 
+BACKEND_NAMES = ("base_url", "client")
+BACKEND_TYPES = ("ServerError", "ServerBackend", "LocalBackend", "ServerClient", "ScoringEngine")
+
+
+def _name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # opts.get("base_url"), opts["base_url"]
+        return node.value
+    return None
+
+
 def _branch_names(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, name) of every ``base_url`` / ``client`` read in the test of an if, a conditional expression, a while
-    or an assert."""
+    """(line, what) of every branch on the backend: ``base_url`` / ``client`` (a name, an attribute or a key such as
+    ``opts.get("base_url")``) read in the test of an if, a conditional expression, a while, an assert or a boolean
+    operation; an ``except`` of one backend's error; an ``isinstance`` check against a backend's class."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.If, ast.IfExp, ast.While, ast.Assert)):
-            for inner in ast.walk(node.test):
-                name = inner.id if isinstance(inner, ast.Name) else inner.attr if isinstance(inner, ast.Attribute) \
-                    else None
-                if name in ("base_url", "client"):
-                    found.append((node.lineno, name))
-    return found
+            tests = [node.test]
+        elif isinstance(node, ast.BoolOp):
+            tests = node.values
+        else:
+            tests = []
+        for test in tests:
+            for inner in ast.walk(test):
+                if _name(inner) in BACKEND_NAMES:
+                    found.append((node.lineno, _name(inner)))
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            for inner in ast.walk(node.type):
+                if _name(inner) in BACKEND_TYPES:
+                    found.append((node.lineno, f"except {_name(inner)}"))
+        if isinstance(node, ast.Call) and _name(node.func) in ("isinstance", "issubclass") and len(node.args) == 2:
+            for inner in ast.walk(node.args[1]):
+                if _name(inner) in BACKEND_TYPES:
+                    found.append((node.lineno, f"isinstance {_name(inner)}"))
+    return sorted(set(found))
 
 
 def test_nothing_outside_backends_branches_on_the_backend():
@@ -103,4 +130,8 @@ def test_nothing_outside_backends_branches_on_the_backend():
             for line, name in _branch_names(ast.parse(path.read_text(encoding="utf-8"))):
                 offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     assert offenders == []
-    assert _branch_names(ast.parse("if base_url:\n    pass\nx = 1 if self.client is None else 2"))  # it can fail
+    caught = _branch_names(ast.parse(  # it can fail: each form is found
+        "if base_url:\n    pass\nx = 1 if self.client is None else 2\ny = opts.get('base_url') or 3\n"
+        "try:\n    pass\nexcept (ValueError, ServerError):\n    pass\nz = isinstance(b, LocalBackend)\n"))
+    assert [what for _, what in caught] == ["base_url", "client", "base_url", "except ServerError",
+                                            "isinstance LocalBackend"]

@@ -58,9 +58,9 @@ def test_score_refuses_to_resume_onto_another_model(model_copy, tiny_tokenizer, 
 def test_metaeval_cache_and_shared_models_see_the_new_weights(model_copy, tiny_tokenizer, tmp_path):
     from styleeval.autorater.rater import shared_autorater
     from styleeval.logprob import shared_logprob
-    from styleeval.metaeval import ScoresCache, score_dataset
     from styleeval.metaeval.data import RatedData
     from styleeval.metrics import get_metric
+    from styleeval.scoring import ScoresCache, score_dataset
 
     rows = [{"id": f"t/{i}", "dataset": "t", "task": "politeness", "target_style": st, "source_id": str(i),
              "source": s, "rewrite": r, "reference": None, "system": "a", "is_reference_rewrite": False,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from styleeval.corpora import CORPORA, RATING_CORPORA, SPECS
 from styleeval.corpora.configs import CONFIGS
-from styleeval.metaeval.labels import DATASET_LABELS
+from styleeval.labels import DATASET_LABELS
 from styleeval.metaeval.runner import DEFAULT_DATASETS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from styleeval.metaeval import ScoresCache, run_metaeval, score_dataset
+from styleeval.metaeval import run_metaeval
 from styleeval.metaeval.data import RatedData
 from styleeval.metrics import Metric
+from styleeval.scoring import ScoresCache, score_dataset
 
 HUMAN = [1.0, 2.0, 4.0, 3.0, 5.0, 2.0]
 

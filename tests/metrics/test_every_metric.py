@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from styleeval.metrics import available_metrics, get_metric
+from styleeval.signature import Signature
 
 SOURCES = ["the food was cold and the staff rude.", "give me the report now.", "the meeting is on Tuesday."]
 REWRITES = ["The food was warm and the staff kind.", "Could you send me the report?", "The meeting is on Monday."]
@@ -61,8 +62,12 @@ def offline_specs(tiny_model_dir, judge_model_dir, tmp_path_factory) -> dict[str
 def test_every_registered_metric(name, offline_specs):
     assert name in offline_specs, f"{name} is registered but has no offline spec here: add one"
     metric = get_metric(offline_specs[name])
-    assert metric.signature == get_metric(offline_specs[name]).signature  # stable across instances
-    assert metric.signature.split("|", 1)[0]
+    signature = metric.signature
+    assert signature == get_metric(offline_specs[name]).signature  # stable across instances
+    assert isinstance(signature, Signature) and signature.name
+    back = Signature.parse(str(signature))  # written and read back: every field, nested ones included
+    assert back == signature and back.fields == signature.fields
+    assert Signature.build(back.name, back.fields) == signature
     if getattr(metric, "needs_ids", False):  # precomputed: looked up by corpus row id
         assert metric.score_ids(["toy/2", "toy/0", "toy/1"]) == [1.0, 0.0, 0.5]
         return

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from styleeval.cli import main
+from styleeval.stats import approximate_randomization
 from styleeval.systems import evaluate_systems
-from styleeval.systems.stats import approximate_randomization
 
 
 def _rows(systems: dict[str, list[str]], sources: list[str]) -> list[dict]:

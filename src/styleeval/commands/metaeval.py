@@ -24,7 +24,8 @@ def _csv_list(value: str) -> list[str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.metrics.registry import DEFAULT_METRICS, available_metrics  # light: no scipy/pandas
+    from styleeval.corpora import RATING_CORPORA, SPECS
+    from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
     p = subparsers.add_parser(
         "metaeval",
@@ -33,12 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "correlations.csv, report.md and plots.",
     )
     p.add_argument("--datasets", type=_csv_list, default=None,
-                   help="comma-separated corpora (default: all rating corpora: style_gap_testset, lai_formality, "
-                   "mir_yelp, asset, ziegenbein_appropriateness)")
+                   help=f"comma-separated corpora (default: those of the rating corpora present: "
+                   f"{', '.join(RATING_CORPORA)})")
     p.add_argument("--metrics", type=_csv_list, default=list(DEFAULT_METRICS),
                    help="comma-separated metric specs, options as name:key=value (default: "
-                   f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}, lai:<score> (Lai et "
-                   "al.'s released scores, e.g. lai:comet), precomputed:file=FILE:column=COLUMN")
+                   f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}"
+                   f"{''.join(f', {ns}:<{member}>' for ns, (_, _, member) in NAMESPACES.items())} (lai:<score>: Lai "
+                   "et al.'s released scores, e.g. lai:comet), precomputed:file=FILE:column=COLUMN")
     p.add_argument("--scores", action="append", default=[], metavar="FILE",
                    help="a CSV/JSONL file of precomputed scores keyed by the corpus row 'id': each other column becomes "
                    "a metric (repeatable); one column: precomputed:file=FILE:column=NAME")
@@ -46,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the human ratings metrics are compared with (default: content)")
     p.add_argument("--style-words", choices=("corpus", "authors"), default="corpus",
                    help="target-style words given to LLM metrics: the corpus's (default) or the authors' run "
-                   "scripts' where they differ (asset: simplified, ziegenbein_appropriateness: appropriated)")
+                   "scripts' where they differ (" + ", ".join(
+                       f"{n}: {', '.join(s.authors_style_words.values())}" for n, s in SPECS.items()
+                       if s.authors_style_words) + ")")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--cache-dir", default=None,
@@ -76,12 +80,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
     from pathlib import Path
 
-    from styleeval.metaeval import (
-        ScoresCache,
-        default_cache_dir,
-        run_metaeval,
-        write_report,
-    )
+    from styleeval.metaeval import run_metaeval, write_report
+    from styleeval.scoring import ScoresCache, default_cache_dir
 
     _check_out_dir(Path(args.out))  # before any work: all of it would be lost at the end otherwise
     metrics = list(args.metrics)

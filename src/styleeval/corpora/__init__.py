@@ -84,10 +84,13 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
 
 
 def load_rating_corpora(
-    names: tuple[str, ...] | list[str] = ("style_gap_testset", "lai_formality", "mir_yelp", "asset"),
+    names: tuple[str, ...] | list[str] | None = None,
     data_dir: str | os.PathLike[str] | None = None,
 ) -> Dataset:
-    """Several rating corpora concatenated into one long table (they share :data:`RATING_FEATURES`)."""
+    """Several rating corpora concatenated into one long table (they share :data:`RATING_FEATURES`); ``None``: every
+    rating corpus whose ratings are public (:attr:`CorpusSpec.public_ratings`)."""
+    if names is None:
+        names = [n for n in RATING_CORPORA if SPECS[n].public_ratings]
     unknown = [n for n in names if n not in RATING_CORPORA]
     if unknown:
         raise ValueError(f"not rating corpora: {unknown}; choose from {', '.join(RATING_CORPORA)}")

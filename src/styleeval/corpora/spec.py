@@ -29,7 +29,8 @@ class CorpusSpec:
     """A corpus: ``name`` (``load_corpus`` name and ``datasets/<name>`` folder), ``label`` (tables and plots),
     ``kind`` (``"rating"``: the long rating schema, in the meta-evaluation; ``"stel"``: STEL's tasks), ``order``
     (its place in lists), its Hub ``configs``, the ``authors_style_words`` their scripts used where the corpus's
-    words differ, and ``loader(data_dir, **options) -> Dataset``."""
+    words differ, ``public_ratings`` (``False`` where the ratings file is not public: the corpus is then left out of
+    :func:`~styleeval.corpora.load_rating_corpora`'s default), and ``loader(data_dir, **options) -> Dataset``."""
 
     name: str
     label: str
@@ -38,6 +39,7 @@ class CorpusSpec:
     loader: Callable[..., Any]
     configs: tuple[Config, ...] = (Config("default"),)
     authors_style_words: Mapping[str, str] = field(default_factory=dict)
+    public_ratings: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("rating", "stel"):

@@ -291,7 +291,7 @@ def score_file(
             :func:`~styleeval.files.records.read_rows`); ``-``: standard input. Other columns are carried through.
         output: where the records go (:data:`~styleeval.files.records.LOGPROB_RECORDS`); ``-``: JSONL on stdout.
         model: the LogProb model (preset, Hub id, local path, model object; the served name with ``base_url``);
-            ignored when ``scorer`` is given.
+            with ``scorer`` it and every LogProb option must be left out (they belong to the scorer).
         style: one target style for every row (overrides a ``style`` column).
         chunk_size: at most this many rows per chunk written to ``output``.
         max_rows: score at most this many new rows, then stop (the rest is scored by the next run).
@@ -314,9 +314,19 @@ def score_file(
         scores = lp.score([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
         return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in scores]
 
+    _given_or_options("scorer", scorer, model, logprob_kwargs)
     job = FileJob(LOGPROB_RECORDS, make_scorer, score_chunk, scorer)
     return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
                     progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds)
+
+
+def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]) -> None:
+    """A scorer object and options for building one are not given together (the options would be ignored)."""
+    if given is None:
+        return
+    named = [k for k, v in {"model": model, **options}.items() if v is not None]
+    if named:
+        raise ValueError(f"{', '.join(named)}: a {what} is given, and these belong to it; leave them out")
 
 
 def autorate_file(
@@ -344,7 +354,8 @@ def autorate_file(
 
     Args:
         model: the judge (preset, Hub id, local path, model object, or the served model name with ``base_url``).
-        judge: an existing :class:`styleeval.Autorater` to use instead of building one.
+        judge: an existing :class:`styleeval.Autorater` to use instead of building one (then ``model`` and the
+            autorater options must be left out).
         **autorater_kwargs: passed to :class:`styleeval.Autorater` (``mode``, ``prompt``, ``parser``,
             ``base_url``, ``device``, ``dtype``, ``seed``...).
         Other arguments: as for :func:`score_file`.
@@ -361,6 +372,7 @@ def autorate_file(
                  "reply": r.get("reply"), "meaning_probs": r.get("meaning_probs"), "style_probs": r.get("style_probs")}
                 for r in rows]
 
+    _given_or_options("judge", judge, model, autorater_kwargs)
     job = FileJob(AUTORATER_RECORDS, make_judge, rate_chunk, judge)
     return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
                     progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds)

@@ -1,33 +1,27 @@
 """Meta-evaluation of style-transfer metrics against human ratings (Pauli et al., 2025; Lai et al., 2022).
 
->>> from styleeval.metaeval import run_metaeval, write_report, ScoresCache
+>>> from styleeval.metaeval import run_metaeval, write_report
+>>> from styleeval.scoring import ScoresCache
 >>> result = run_metaeval(["style_gap_testset"], ["s_bleu", "s_paper_bleu"], "content",
 ...                       cache=ScoresCache("~/.cache/styleeval/scores"))
 >>> write_report(result, "out/")   # correlations.csv, report.md, *.png
+
+The statistics it reports live in :mod:`styleeval.stats`, the scoring pass and its cache in
+:mod:`styleeval.scoring`.
 """
 
 from __future__ import annotations
 
-from styleeval.metaeval.cache import ScoresCache, default_cache_dir
-from styleeval.metaeval.correlation import (
-    Correlation,
-    DegenerateScoresError,
-    bootstrap_ci,
-    check_scores,
-    correlate,
-    format_correlation,
-    kendall_tau_like,
-    significance_marker,
-    system_level,
-)
 from styleeval.metaeval.data import RatedData
 from styleeval.metaeval.grouping import Group, group_averages, paper_groups, summarize_group
 from styleeval.metaeval.runner import (
     CSV_COLUMNS,
     DEFAULT_DATASETS,
     MetaevalResult,
+    correlate_datasets,
+    load_datasets,
     run_metaeval,
-    score_dataset,
+    score_datasets,
 )
 
 
@@ -41,24 +35,15 @@ def write_report(result: MetaevalResult, out_dir, plots: bool = True, hybrids: b
 __all__ = [
     "CSV_COLUMNS",
     "DEFAULT_DATASETS",
-    "Correlation",
-    "DegenerateScoresError",
     "Group",
     "MetaevalResult",
     "RatedData",
-    "ScoresCache",
-    "bootstrap_ci",
-    "check_scores",
-    "correlate",
-    "default_cache_dir",
-    "format_correlation",
+    "correlate_datasets",
     "group_averages",
-    "kendall_tau_like",
+    "load_datasets",
     "paper_groups",
     "run_metaeval",
-    "score_dataset",
-    "significance_marker",
+    "score_datasets",
     "summarize_group",
-    "system_level",
     "write_report",
 ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from styleeval.corpora import SPECS
+from styleeval.scoring.inputs import ScoringInputs
 
 DIMENSIONS = ("content", "style", "fluency")
 #: Datasets built to stress-test metrics (the paper's constructed test set): grouped apart, per task.
@@ -44,23 +43,14 @@ def with_style_words(data: RatedData, style_words: str) -> tuple[RatedData, int]
 
 
 @dataclass
-class RatedData:
-    """One rating corpus in column form (rows in corpus order)."""
+class RatedData(ScoringInputs):
+    """One rating corpus in column form (rows in corpus order): what metrics read (:class:`ScoringInputs`), and the
+    tasks, systems, reference flags and human ratings the meta-evaluation correlates with."""
 
-    name: str
-    ids: list[str]
-    sources: list[str]
-    rewrites: list[str]
-    references: list[list[str] | None]
-    styles: list[str]
-    tasks: list[str]
-    systems: list[str]
-    source_ids: list[str]
-    is_reference: np.ndarray
+    tasks: list[str] = field(default_factory=list)
+    systems: list[str] = field(default_factory=list)
+    is_reference: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     human: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return len(self.rewrites)
 
     @classmethod
     def from_rows(cls, rows: Any, name: str | None = None) -> RatedData:
@@ -117,20 +107,6 @@ class RatedData:
             is_reference=np.array([bool(r["is_reference_rewrite"]) for r in records]),
             human=human,
         )
-
-    @property
-    def fingerprint(self) -> str:
-        """SHA-256 (first 20 hex digits) of what metrics read: source, rewrite, references, style, in order."""
-        h = hashlib.sha256()
-        for row in zip(self.sources, self.rewrites, self.references, self.styles):
-            h.update(json.dumps(row, ensure_ascii=False).encode("utf-8"))
-            h.update(b"\n")
-        return h.hexdigest()[:20]
-
-    @property
-    def has_references(self) -> np.ndarray:
-        """Boolean mask of rows that have at least one reference."""
-        return np.array([r is not None for r in self.references])
 
     @property
     def kind(self) -> str:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from styleeval.stats.correlation import pearson as _pearson
+
 EPS = 1e-6
 
 
@@ -50,12 +52,6 @@ def weighted_geometric_mean(columns: Sequence[np.ndarray], weights: Sequence[flo
     w = np.asarray(weights, float)
     w = w / w.sum()
     return np.exp(sum(wi * np.log(np.clip(c, EPS, None)) for wi, c in zip(w, columns)))
-
-
-def _pearson(x: np.ndarray, y: np.ndarray) -> float:
-    if np.std(x) == 0 or np.std(y) == 0:
-        return math.nan
-    return float(np.corrcoef(x, y)[0, 1])
 
 
 def _weight_grid(k: int, step: float) -> list[tuple[float, ...]]:

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from styleeval.metaeval.correlation import kendall_tau_like
+from styleeval.stats.correlation import kendall_tau_like
 
 LAI_COLUMNS = ["table", "metric", "dimension", "subset", "level", "statistic", "n", "value", "p"]
 ASPECTS = ("style", "content", "fluency")
@@ -221,8 +221,8 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
     from styleeval.corpora import load_corpus
     from styleeval.corpora.lai_scores import DIMENSION
     from styleeval.metaeval.data import RatedData
-    from styleeval.metaeval.runner import score_dataset
     from styleeval.metrics import get_metric
+    from styleeval.scoring import score_dataset
 
     ds = load_corpus("lai_formality", data_dir)
     frame = lai_frame(ds)

@@ -1,66 +1,32 @@
-"""A metrics leaderboard at the WMT standard: for every corpus and human dimension of a run, every metric's
-tie-calibrated pairwise accuracy acc_eq (grouped by source where a corpus has several systems per source), its
-system-level pairwise accuracy and soft pairwise accuracy where the corpus has systems, and Spearman's rho; metrics
-ranked per statistic and clustered (a new cluster starts at the first metric significantly worse than the best of
-the current cluster, PERM-BOTH, one-sided p < alpha). ``--scores`` files enter like any metric.
+"""A metrics leaderboard at the WMT standard: for every corpus and human dimension of a run, every metric's value of
+every registered statistic that applies to the corpus (:mod:`styleeval.metaeval.statistics`: acc_eq, Spearman,
+system-level pairwise accuracy, soft pairwise accuracy); metrics ranked per statistic and clustered (a new cluster
+starts at the first metric significantly worse than the best of the current cluster, PERM-BOTH, one-sided
+p < alpha). ``--scores`` files enter like any metric.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
-from styleeval.metaeval.pairwise import (
-    pairwise_accuracy,
-    perm_both,
-    soft_pairwise_accuracy,
-    tie_calibrated_accuracy,
-)
 from styleeval.metaeval.runner import MetaevalResult
-from styleeval.systems.stats import significance_clusters
+from styleeval.metaeval.statistics import STATISTICS, Corpus
+from styleeval.stats.clusters import significance_clusters
+from styleeval.stats.pairwise import perm_both
 
 COLUMNS = ["corpus", "dimension", "statistic", "metric", "value", "ci_low", "ci_high", "rank", "cluster", "n",
            "signature"]
-MIN_SYSTEMS = 3
 
 
-def _spearman(h: np.ndarray, m: np.ndarray) -> float:
-    return float(scipy_stats.spearmanr(h, m).statistic) if len(h) > 2 and np.ptp(m) > 0 else math.nan
-
-
-def _statistics(result: MetaevalResult, dataset: str) -> dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray],
-                                                                         float]]:
-    """statistic name -> f(human, metric, row indices) for this corpus."""
-    sources = np.asarray(result.groups.get(dataset, []), dtype=object)
-    systems = np.asarray(result.systems.get(dataset, []), dtype=object)
-    per_source = pd.Series(systems).groupby(pd.Series(sources)).nunique() if len(systems) else pd.Series([], float)
-    grouped = len(per_source) > 0 and per_source.max() > 2  # several systems per source (Lai's design)
-    out: dict[str, Callable] = {
-        "acc_eq": lambda h, m, idx: tie_calibrated_accuracy(h, m, sources[idx] if grouped else None)[0],
-        "spearman": lambda h, m, idx: _spearman(h, m),
-    }
-    real_systems = result.dataset_kinds.get(dataset) != "testset"  # the test set's "systems" are rewrite types
-    if real_systems and len(set(systems)) >= MIN_SYSTEMS and len(set(systems)) < len(systems) / 2:
-
-        def means(v: np.ndarray, idx: np.ndarray) -> dict[str, float]:
-            return pd.Series(v).groupby(systems[idx]).mean().to_dict()
-
-        out["system_pairwise_accuracy"] = lambda h, m, idx: pairwise_accuracy(means(h, idx), means(m, idx))
-
-        def spa(h: np.ndarray, m: np.ndarray, idx: np.ndarray) -> float:
-            keys = systems[idx]
-            items = {s: (keys == s) for s in set(keys)}  # each system's items, aligned on the source ids
-            return soft_pairwise_accuracy({s: dict(zip(sources[idx][mask], h[mask])) for s, mask in items.items()},
-                                          {s: dict(zip(sources[idx][mask], m[mask])) for s, mask in items.items()},
-                                          trials=200)[0]
-
-        out["soft_pairwise_accuracy"] = spa
-    return out
+def _corpus(result: MetaevalResult, dataset: str) -> Corpus:
+    return Corpus(dataset, result.dataset_kinds.get(dataset, ""),
+                  np.asarray(result.groups.get(dataset, []), dtype=object),
+                  np.asarray(result.systems.get(dataset, []), dtype=object))
 
 
 def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed: int = 0,
@@ -73,28 +39,33 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
             names = [m for m in result.metrics if (dataset, m) in result.scores]
             if human is None or not names:
                 continue
-            for statistic, fn in _statistics(result, dataset).items():
+            corpus = _corpus(result, dataset)
+            for statistic in STATISTICS.values():
+                if not statistic.applies(corpus):
+                    continue
+                fn = statistic.compute
                 values, counts = {}, {}
                 for name in names:
                     m = result.scores[dataset, name]
                     idx = np.flatnonzero(np.isfinite(human) & np.isfinite(m))
                     if len(idx) < 3:
                         continue
-                    values[name] = fn(human[idx], m[idx], idx)
+                    values[name] = fn(corpus, human[idx], m[idx], idx)
                     counts[name] = len(idx)
                 ranked = [n for n in sorted(values, key=lambda n: -values[n]) if math.isfinite(values[n])]
 
-                def worse(head: str, other: str, fn=fn, h=human, scores=result.scores, dataset=dataset) -> bool:
+                def worse(head: str, other: str, fn=fn, h=human, scores=result.scores, dataset=dataset,
+                          corpus=corpus) -> bool:
                     x, y = scores[dataset, head], scores[dataset, other]
                     keep = np.flatnonzero(np.isfinite(h) & np.isfinite(x) & np.isfinite(y))
-                    p = perm_both(lambda hh, mm: fn(hh, mm, keep), h[keep], x[keep], y[keep], trials=trials,
-                                  seed=seed)
+                    p = perm_both(lambda hh, mm: fn(corpus, hh, mm, keep), h[keep], x[keep], y[keep],
+                                  trials=trials, seed=seed)
                     return p < alpha
 
-                clusters = significance_clusters(ranked, worse) if statistic != "soft_pairwise_accuracy" else \
-                    {n: math.nan for n in ranked}  # SPA's own p-values make PERM-BOTH on it too slow to be useful
+                clusters = significance_clusters(ranked, worse) if statistic.clustered else \
+                    {n: math.nan for n in ranked}
                 for rank, name in enumerate(ranked, start=1):
-                    rows.append({"corpus": dataset, "dimension": result.dimension, "statistic": statistic,
+                    rows.append({"corpus": dataset, "dimension": result.dimension, "statistic": statistic.name,
                                  "metric": name, "value": values[name], "ci_low": math.nan, "ci_high": math.nan,
                                  "rank": rank, "cluster": clusters[name], "n": counts[name],
                                  "signature": result.signatures.get(name, "")})
@@ -117,13 +88,13 @@ def _add_spearman_ci(rows: list[dict], result: MetaevalResult, dataset: str) -> 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:
     """One table per corpus and dimension: metrics as rows, statistics as columns ("value (rank/cluster)")."""
-    from styleeval.metaeval.labels import DATASET_LABELS, metric_label
+    from styleeval.labels import DATASET_LABELS, metric_label
 
+    used = list(dict.fromkeys(board["statistic"]))
     out = ["# Metrics leaderboard", "",
            "Each cell: value (cluster). Clusters per statistic: a new one starts at the first metric significantly "
-           "worse than the best of the current one (PERM-BOTH, one-sided p < 0.05). acc_eq: tie-calibrated pairwise "
-           "accuracy (grouped by source where a corpus has several systems per source); system_pairwise_accuracy and "
-           "soft_pairwise_accuracy: system level. Definitions: docs/metaeval.md.", ""]
+           "worse than the best of the current one (PERM-BOTH, one-sided p < 0.05). Definitions: docs/metaeval.md.",
+           "", *[f"- {s}: {STATISTICS[s].description}" for s in used if s in STATISTICS], ""]
     for (corpus, dimension), part in board.groupby(["corpus", "dimension"], sort=False):
         stats = list(dict.fromkeys(part["statistic"]))
         first = part[part["statistic"] == stats[0]].sort_values("rank")

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from styleeval.labels import DATASET_LABELS, metric_label
 from styleeval.metaeval.grouping import Group, group_averages
-from styleeval.metaeval.labels import DATASET_LABELS, metric_label
 
 
 def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
@@ -108,7 +108,7 @@ def plot_datasets(result, path: str | Path) -> Path:
 def metric_correlations(result) -> pd.DataFrame:
     """Spearman correlation between every two metrics over the rows both scored (all datasets together; scores of
     lower-is-better metrics negated, as in the tables)."""
-    from scipy import stats
+    from styleeval.stats.correlation import spearman
 
     names = list(result.metrics)
     mat = pd.DataFrame(np.nan, index=names, columns=names)
@@ -123,8 +123,7 @@ def metric_correlations(result) -> pd.DataFrame:
                 continue
             x, y = np.concatenate(xs), np.concatenate(ys)
             keep = np.isfinite(x) & np.isfinite(y)
-            if keep.sum() > 2 and np.std(x[keep]) > 0 and np.std(y[keep]) > 0:
-                mat.loc[a, b] = stats.spearmanr(x[keep], y[keep]).statistic
+            mat.loc[a, b] = spearman(x[keep], y[keep])
     return mat
 
 

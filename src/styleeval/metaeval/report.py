@@ -8,10 +8,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.metaeval.correlation import format_correlation
+from styleeval.labels import DATASET_LABELS, metric_label
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
-from styleeval.metaeval.labels import DATASET_LABELS, metric_label
 from styleeval.metaeval.runner import MetaevalResult
+
+ALPHA = 0.05
+"""The significance level of the tables' markers."""
+
+
+def significance_marker(p: float, alpha: float = ALPHA) -> str:
+    """``"*"`` when the correlation is *not* significant at ``alpha`` (the paper's convention), else ``""``."""
+    return "*" if not (p < alpha) else ""
+
+
+def format_correlation(r: float, p: float, digits: int = 2, alpha: float = ALPHA) -> str:
+    """``0.52`` or ``-0.14*`` as in the paper's tables; ``–`` for a missing value."""
+    if r is None or not np.isfinite(r):
+        return "–"
+    return f"{r:.{digits}f}{significance_marker(p, alpha)}"
+
 
 
 def _p_lookup(corr: pd.DataFrame) -> dict[tuple[str, str, str], float]:
@@ -110,7 +125,7 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
     Exactly the metrics and rows of the correlation table it sits under: a metric the table skipped (NaN scores,
     constant) is not tested, each pair is tested on the rows both metrics were correlated on, and the last row
     gives each metric's n."""
-    from styleeval.metaeval.significance import significance_matrix
+    from styleeval.stats.compare import significance_matrix
 
     human = result.human.get(dataset)
     table = result.correlations
@@ -198,7 +213,7 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
         lines += ["", "## Is metric A better than metric B?", "",
                   "Williams test for dependent correlations (Pearson, all rated rows of a dataset): one-sided p that the "
                   "row's metric correlates better with the humans than the column's; **bold** = significant at 0.05. "
-                  "`styleeval.metaeval.significance.paired_bootstrap` gives a bootstrap CI of the difference."]
+                  "`styleeval.stats.compare.paired_bootstrap_correlation` gives a bootstrap CI of the difference."]
         for d, t in sig_tables:
             if t:
                 lines += ["", f"### {DATASET_LABELS.get(d, d)}", "", t]

@@ -1,4 +1,6 @@
-"""The meta-evaluation harness: load corpora, score them with metrics (cached), correlate per subset."""
+"""The meta-evaluation harness in three steps: :func:`load_datasets` (the corpora, checked), :func:`score_datasets`
+(every metric on every corpus through the scoring layer, cached) and :func:`correlate_datasets` (per subset, plus
+Lai et al.'s WMT-style rows); :func:`run_metaeval` runs the three."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ import numpy as np
 import pandas as pd
 
 from styleeval.corpora import RATING_CORPORA
-from styleeval.metaeval.cache import ScoresCache
-from styleeval.metaeval.correlation import DegenerateScoresError, correlate, kendall_tau_like, system_level
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
+from styleeval.scoring import ScoresCache, score_dataset
+from styleeval.stats.correlation import DegenerateScoresError, correlate, kendall_tau_like, system_level
 
 CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spearman_p", "pearson", "pearson_p",
                "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
@@ -52,70 +54,6 @@ def _progress(iterable, total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
     return tqdm(iterable, total=total, desc=desc, leave=False)
-
-
-def score_dataset(metric: Metric, data: RatedData, cache: ScoresCache | None = None, progress: bool = False,
-                  flush_seconds: float = 5.0) -> np.ndarray:
-    """The metric's score of every row of ``data`` (NaN for rows a reference-based metric cannot score).
-
-    Served from ``cache`` when it holds (signature, fingerprint); otherwise computed and written at once. Metrics
-    marked ``incremental`` (the LLM metrics) are scored in chunks of about ``flush_seconds`` of work, each chunk
-    appended to the cache's partial file as it finishes, so a killed run loses at most the chunk in flight and the
-    next run starts after the last saved row.
-    """
-    from styleeval.files.runner import timed_chunks
-
-    signature, fingerprint = metric.signature, data.fingerprint
-    if cache is not None:
-        cached = cache.load(signature, fingerprint, len(data))
-        if cached is not None:
-            return np.asarray(cached, dtype=float)
-    rows = np.flatnonzero(data.has_references) if metric.needs_references else np.arange(len(data))
-    scores = np.full(len(data), np.nan)
-
-    def compute(idx: np.ndarray) -> list[float]:
-        return metric.compute(
-            [data.sources[i] for i in idx],
-            [data.rewrites[i] for i in idx],
-            [data.references[i] for i in idx] if metric.needs_references else None,
-            [data.styles[i] for i in idx] if metric.needs_styles else None,
-        )
-
-    if len(rows) and getattr(metric, "needs_ids", False):  # precomputed scores, looked up by row id
-        scores[rows] = metric.score_ids([data.ids[i] for i in rows])
-    elif len(rows) and getattr(metric, "incremental", False):
-        partial = cache.load_partial(signature, fingerprint, len(data)) if cache is not None else {}
-        for i, v in partial.items():
-            scores[i] = v
-        todo = np.array([i for i in rows if i not in partial], dtype=int)
-        from tqdm.auto import tqdm
-
-        with tqdm(total=len(rows), initial=len(rows) - len(todo), unit="row", leave=False, disable=not progress,
-                  desc=f"{metric.label} on {data.name}") as bar:
-            runs = _source_runs(todo, data.source_ids)  # a source's rows stay in one chunk: one prompt, one tree
-            for picked in timed_chunks(runs, flush_seconds, cap=256):
-                idx = np.concatenate(picked)
-                values = compute(idx)
-                scores[idx] = values
-                if cache is not None:
-                    cache.append_partial(signature, fingerprint, idx.tolist(), list(values))
-                bar.update(len(idx))
-    elif len(rows):
-        scores[rows] = compute(rows)
-    if len(rows):
-        scores[rows] = metric.finalize(scores[rows].tolist())
-    if cache is not None:
-        cache.save(signature, fingerprint, scores.tolist(), dataset=data.name)
-    return scores
-
-
-def _source_runs(rows: np.ndarray, source_ids: Sequence[str]) -> list[np.ndarray]:
-    """``rows`` cut into runs of consecutive rows with one source id (all of ``rows`` when there are no ids)."""
-    if len(rows) == 0:
-        return []
-    ids = [source_ids[i] for i in rows] if len(source_ids) else [None] * len(rows)
-    cuts = [k for k in range(1, len(rows)) if ids[k] != ids[k - 1]]
-    return np.split(np.asarray(rows, dtype=int), cuts)
 
 
 def _load(name: str, loader: Loader | None, data_dir: str | os.PathLike[str] | None) -> Any:
@@ -167,20 +105,6 @@ def run_metaeval(
     """
     if dimension not in DIMENSIONS:
         raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
-    if style_words not in STYLE_WORDS:
-        raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
-    present_only = datasets is None
-    datasets = list(dict.fromkeys(DEFAULT_DATASETS if datasets is None else datasets))
-    if loader is None:
-        from styleeval.corpora import RATING_CORPORA
-
-        unknown = [d for d in datasets if d not in RATING_CORPORA]
-        if unknown:
-            import difflib
-
-            hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, RATING_CORPORA, 1))
-                                 else "") for d in unknown]
-            raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(RATING_CORPORA)}")
     metric_objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=data_dir) for m in metrics]
     names = [m.label for m in metric_objs]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -195,6 +119,33 @@ def run_metaeval(
         if log is not None:
             log(msg)
 
+    loaded = load_datasets(datasets, dimension, metric_objs, result, note, data_dir=data_dir, loader=loader,
+                           style_words=style_words, allow_missing=allow_missing)
+    scores = score_datasets(loaded, metric_objs, result, note, cache=cache, progress=progress)
+    correlate_datasets(loaded, metric_objs, scores, result, note, n_boot=n_boot, seed=seed, progress=progress)
+    return result
+
+
+def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Sequence[Metric], result: MetaevalResult,
+                  note: Callable[[str], None], *, data_dir: str | os.PathLike[str] | None = None,
+                  loader: Loader | None = None, style_words: str = "corpus",
+                  allow_missing: bool = False) -> list[RatedData]:
+    """Step 1: the corpora with ``dimension`` ratings, worded as ``style_words`` says (see :func:`run_metaeval`);
+    skipped ones are noted and listed in ``result.missing``."""
+    if style_words not in STYLE_WORDS:
+        raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
+    present_only = datasets is None
+    datasets = list(dict.fromkeys(DEFAULT_DATASETS if datasets is None else datasets))
+    if loader is None:
+        from styleeval.corpora import RATING_CORPORA
+
+        unknown = [d for d in datasets if d not in RATING_CORPORA]
+        if unknown:
+            import difflib
+
+            hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, RATING_CORPORA, 1))
+                                 else "") for d in unknown]
+            raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(RATING_CORPORA)}")
     from styleeval.corpora import MissingFileError
 
     loaded: list[RatedData] = []
@@ -206,13 +157,13 @@ def run_metaeval(
             if present_only and isinstance(err, MissingFileError):  # the default set: the corpora that are present
                 note(f"skipped dataset {name}: its data is not present ({err}); name it in --datasets to make "
                      "its absence an error")
-                result.missing += [(name, m.label, "dataset not present") for m in metric_objs]
+                result.missing += [(name, m.label, "dataset not present") for m in metrics]
                 continue
             if not allow_missing:
                 raise ValueError(f"dataset {name} cannot be used: {err}. Fix the data (see STYLEEVAL_DATA_DIR), "
                                  "leave it out of --datasets, or pass --allow-missing to report without it") from err
             note(f"skipped dataset {name}: {err}")
-            result.missing += [(name, m.label, "dataset unavailable") for m in metric_objs]
+            result.missing += [(name, m.label, "dataset unavailable") for m in metrics]
             continue
         if not np.isfinite(data.human[dimension]).any():  # the corpus does not rate this aspect (the paper's "-")
             note(f"skipped dataset {name}: it has no {dimension} ratings")
@@ -222,13 +173,19 @@ def run_metaeval(
             note(f"{name}: target styles of {reworded} rows worded as in the authors' scripts "
                  f"({', '.join(sorted(set(data.styles)))})")
         loaded.append(data)
-
     if not loaded:
         raise ValueError("no dataset could be used: " + "; ".join(result.notes))
+    return loaded
 
+
+def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], result: MetaevalResult,
+                   note: Callable[[str], None], *, cache: ScoresCache | None = None,
+                   progress: bool = False) -> dict[tuple[str, str], np.ndarray]:
+    """Step 2: every metric's scores of every corpus (``(dataset, metric label) -> scores``, as computed); a metric
+    that cannot be set up is noted once and skipped everywhere, one that fails on a corpus is skipped there."""
     scores: dict[tuple[str, str], np.ndarray] = {}
     failed: dict[str, str] = {}
-    pairs = [(d, m) for d in loaded for m in metric_objs]
+    pairs = [(d, m) for d in loaded for m in metrics]
     for data, metric in _progress(pairs, len(pairs), "scoring", progress):
         if metric.needs_references and not data.has_references.any():
             continue  # no references in this corpus: the paper's "–"
@@ -245,14 +202,23 @@ def run_metaeval(
             else:
                 note(f"skipped {metric.label} on {data.name}: {err}")
             result.missing.append((data.name, metric.label, str(err)))
+    return scores
 
+
+def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
+                       scores: dict[tuple[str, str], np.ndarray], result: MetaevalResult,
+                       note: Callable[[str], None], *, n_boot: int = 1000, seed: int = 0,
+                       progress: bool = False) -> None:
+    """Step 3: the correlation table (per subset) and the WMT-style rows into ``result``, and the oriented scores
+    (lower-is-better metrics negated), human ratings, source ids and systems the leaderboard reads."""
+    dimension = result.dimension
     records, wmt_records = [], []
     for data in _progress(loaded, len(loaded), "correlating", progress):
         subsets = data.subsets(dimension)
         result.dataset_kinds[data.name] = data.kind
         result.task_subsets[data.name] = [s for s in subsets if s in set(data.tasks) and s != "all"]
         human = data.human[dimension]
-        for metric in metric_objs:
+        for metric in metrics:
             if (data.name, metric.label) not in scores:
                 continue
             values = scores[data.name, metric.label]
@@ -275,15 +241,12 @@ def run_metaeval(
             wmt = _wmt_row(data, metric.label, dimension, human, values, applicable)
             if wmt is not None:
                 wmt_records.append(wmt)
+            result.scores[data.name, metric.label] = values
     result.correlations = pd.DataFrame(records, columns=CSV_COLUMNS)
     result.wmt = pd.DataFrame(wmt_records, columns=WMT_COLUMNS)
-    for (dataset, label), values in scores.items():
-        metric = next(m for m in metric_objs if m.label == label)
-        result.scores[dataset, label] = values if metric.higher_is_better else -values
     result.human = {d.name: d.human[dimension] for d in loaded}
     result.groups = {d.name: list(d.source_ids) for d in loaded}
     result.systems = {d.name: list(d.systems) for d in loaded}
-    return result
 
 
 def _wmt_row(data: RatedData, metric: str, dimension: str, human: np.ndarray, values: np.ndarray,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from styleeval.metrics.base import Inputs, Metric, targets
+from styleeval.signature import Signature
 
 
 @cache
@@ -53,8 +54,8 @@ class SacreBleuMetric(Metric):
         self.higher_is_better = kind != "ter"
 
     @property
-    def signature(self) -> str:
-        return f"{self.name}|{sacrebleu_signature(self.kind, self.inputs == 'source')}"
+    def signature(self) -> Signature:
+        return Signature.parse(f"{self.name}|{sacrebleu_signature(self.kind, self.inputs == 'source')}")
 
     def _score(self, sources, rewrites, references, styles):
         return sentence_scores(self.kind, rewrites, targets(self, sources, references))

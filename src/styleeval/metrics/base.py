@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
 Inputs = Literal["source", "reference", "source+reference"]
@@ -67,8 +68,9 @@ class Metric:
         return self.alias or self.name
 
     @property
-    def signature(self) -> str:
-        """A sacrebleu-like string naming the metric, its settings and library versions."""
+    def signature(self) -> Signature:
+        """A sacrebleu-like :class:`~styleeval.signature.Signature` naming the metric, its settings and library
+        versions."""
         raise NotImplementedError
 
     @property

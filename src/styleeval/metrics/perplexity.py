@@ -10,7 +10,7 @@ import math
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
-from styleeval.signature import format_signature
+from styleeval.signature import Signature
 
 
 @register("ppl")
@@ -37,11 +37,11 @@ class Perplexity(Metric):
         return shared_logprob(self.options["model"], device=self.options["device"], dtype=self.options["dtype"])
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         from styleeval._version import __version__
 
         identity = self._lp().backend.identity
-        return format_signature(self.name, {"model": identity.model_field, "dtype": identity.dtype, "prefix": "bos",
+        return Signature.build(self.name, {"model": identity.model_field, "dtype": identity.dtype, "prefix": "bos",
                                             "version": __version__})
 
     def _score(self, sources, rewrites, references, styles):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
-from styleeval.signature import format_signature
+from styleeval.signature import Signature
 
 
 def _ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
@@ -67,10 +67,10 @@ class SourcePINC(Metric):
         return cls(max_n=max_n, lowercase=lowercase)
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         from styleeval._version import __version__
 
-        return format_signature(
+        return Signature.build(
             self.name,
             {"n": self.max_n, "tok": "whitespace", "case": "lc" if self.lowercase else "mixed",
              "version": __version__},

@@ -16,8 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from styleeval.metrics.base import Metric
-from styleeval.metrics.registry import register
-from styleeval.signature import format_signature
+from styleeval.metrics.registry import register, register_namespace
+from styleeval.signature import Signature
 
 
 class PrecomputedMetric(Metric):
@@ -35,9 +35,9 @@ class PrecomputedMetric(Metric):
         self.higher_is_better = higher_is_better
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         """``<name>|precomputed:<origin>|sha256:<first 12 hex of the scores' content>``."""
-        return format_signature(self.name, {"precomputed": self.origin, "sha256": self.digest})
+        return Signature.build(self.name, {"precomputed": self.origin, "sha256": self.digest})
 
     def score_ids(self, ids: Sequence[str]) -> list[float]:
         """The score of each row id (``ValueError`` naming the first id the file lacks)."""
@@ -107,6 +107,7 @@ def from_file(file: str, column: str, lower_is_better: bool | str = False, name:
                              higher_is_better=not flag)
 
 
+@register_namespace("lai", options=("data_dir",), member="score")
 def lai_metric(score: str, data_dir: str | None = None) -> PrecomputedMetric:
     """``lai:<score>``: one of Lai et al.'s precomputed scores (:data:`styleeval.corpora.lai_scores.SCORES`)."""
     from styleeval.corpora.lai_scores import LOWER_IS_BETTER, SCORES

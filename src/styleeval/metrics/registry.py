@@ -42,6 +42,25 @@ def register(name: str, **fixed: object) -> Callable:
     return decorate
 
 
+NAMESPACES: dict[str, tuple[Callable[..., Metric], tuple[str, ...], str]] = {}
+"""Namespace -> (factory, its options, what a member names): ``lai:<score>`` is a member ``<score>`` of ``lai``.
+Filled by :func:`register_namespace` where the factory is defined."""
+
+
+def register_namespace(namespace: str, options: tuple[str, ...] = (), member: str = "name") -> Callable:
+    """Function decorator: specs ``<namespace>:<member>[:key=value...]`` are built by the function, called as
+    ``factory(member, data_dir=..., **options)`` (``data_dir``: the spec's own, else the run's corpus mirror, when
+    ``data_dir`` is among ``options``). ``member`` says what the part after the colon names, for help texts."""
+
+    def decorate(factory):
+        if namespace in NAMESPACES:
+            raise ValueError(f"metric namespace {namespace!r} is registered twice")
+        NAMESPACES[namespace] = (factory, tuple(options), member)
+        return factory
+
+    return decorate
+
+
 def check_options(given: dict[str, object], known: set[str] | tuple[str, ...]) -> None:
     """A spec's option that the metric does not take is an error listing the ones it takes."""
     unknown = sorted(set(given) - set(known))
@@ -59,10 +78,9 @@ def _discover() -> None:
         return
     import importlib
     import pkgutil
+    from pathlib import Path
 
-    import styleeval.metrics as package
-
-    for info in pkgutil.iter_modules(package.__path__):
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not info.name.startswith("_") and info.name not in ("base", "registry"):
             importlib.import_module(f"styleeval.metrics.{info.name}")
     _DISCOVERED = True
@@ -78,9 +96,6 @@ def available_metrics() -> list[str]:
     return sorted(REGISTRY)
 
 
-NAMESPACES = ("lai",)
-"""Metric names with a namespace: ``lai:<score>`` (Lai et al.'s precomputed scores)."""
-
 _OPTION_SPLIT = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
 
 
@@ -92,9 +107,9 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a metric spec must be a non-empty string, got {spec!r}")
     name, *parts = _OPTION_SPLIT.split(spec.strip())
-    if ":" in name and name.split(":", 1)[0] in NAMESPACES:  # lai:comet
-        pass
-    elif ":" in name:  # a colon not followed by key=value right after the name
+    if ":" in name:
+        _discover()  # namespaces are registered by the metric modules
+    if ":" in name and name.split(":", 1)[0] not in NAMESPACES:  # a colon not followed by key=value (lai:comet is ok)
         raise ValueError(f"metric spec {spec!r}: option {name.split(':', 1)[1]!r} is not key=value")
     opts: dict[str, str] = {}
     for part in parts:
@@ -118,27 +133,28 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
     alias = opts.pop("as", None)
     if alias is not None and not alias.strip():
         raise ValueError(f"metric {spec!r}: as= needs a name")
-    if name.startswith("lai:"):
-        from styleeval.metrics.precomputed import lai_metric
-
-        known = {"data_dir"}
-        if set(opts) - known:
-            raise ValueError(f"metric {spec!r}: unknown options {sorted(set(opts) - known)} (known: data_dir)")
-        metric = lai_metric(name.split(":", 1)[1], opts.get("data_dir") or data_dir)
-        metric.spec = spec.strip()  # type: ignore[attr-defined]
-        if alias is not None:
-            metric.alias = alias.strip()
-        return metric
     _discover()
-    if name not in REGISTRY:
+    namespace, _, member = name.partition(":")
+    if member and namespace in NAMESPACES:
+        factory, known, _ = NAMESPACES[namespace]
+        if set(opts) - set(known):
+            raise ValueError(f"metric {spec!r}: unknown options {sorted(set(opts) - set(known))} (known: "
+                             f"{', '.join(known) or 'none'})")
+        if "data_dir" in known:
+            opts["data_dir"] = opts.get("data_dir") or data_dir
+        build: Callable[[], Metric] = lambda: factory(member, **opts)  # noqa: E731
+    elif name in REGISTRY:
+        build = lambda: REGISTRY[name](**opts)  # noqa: E731
+    else:
         import difflib
 
         close = difflib.get_close_matches(name, list(REGISTRY), 1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown metric {name!r}{hint}; available: {', '.join(available_metrics())}, "
-                         "lai:<score>, precomputed:file=...:column=...")
+        spaces = "".join(f", {ns}:<{m}>" for ns, (_, _, m) in NAMESPACES.items())
+        raise ValueError(f"unknown metric {name!r}{hint}; available: {', '.join(available_metrics())}{spaces}, "
+                         "precomputed:file=...:column=...")
     try:
-        metric = REGISTRY[name](**opts)
+        metric = build()
     except ValueError as err:
         if str(err).startswith(("cannot", "unknown metric")):
             raise

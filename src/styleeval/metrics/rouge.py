@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
-from styleeval.signature import format_signature
+from styleeval.signature import Signature
 
 KINDS = ("rouge1", "rouge2", "rougeL")
 
@@ -50,10 +50,10 @@ class ROUGE(Metric):
         return cls(kind, inputs, **opts)
 
     @property
-    def signature(self) -> str:
+    def signature(self) -> Signature:
         from importlib.metadata import version
 
-        return format_signature(self.name, {"stem": self.stem, "rouge_score": version("rouge-score")})
+        return Signature.build(self.name, {"stem": self.stem, "rouge_score": version("rouge-score")})
 
     def _score(self, sources, rewrites, references, styles):
         if self.inputs == "source":

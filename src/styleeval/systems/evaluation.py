@@ -21,12 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.metaeval.pairwise import pairwise_accuracy
-from styleeval.systems import stats
+from styleeval import stats
+from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 
 DEFAULT_METRICS = ("logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_bleu", "s_chrf")
 """LogProb content and style with the default model, the autorater's expected mode, S-BLEU and S-chrF."""
-HUMAN_PREFIX = "human_"
 TESTS = ("ar", "bootstrap")
 SYSTEM_COLUMNS = ["system", "metric", "n", "n_missing", "mean", "ci_low", "ci_high", "cluster"]
 PAIR_COLUMNS = ["metric", "system_a", "system_b", "n_pairs", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p",
@@ -96,58 +95,6 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     return out
 
 
-@dataclass
-class SystemsReport:
-    """What :func:`evaluate_systems` found (see the module docstring). ``scores`` has one row per input row (input
-    order) with every metric's score; ``signatures`` maps each metric to its signature; ``notes`` says what could not
-    be computed and why."""
-
-    systems: pd.DataFrame
-    pairs: pd.DataFrame
-    scores: pd.DataFrame
-    signatures: dict[str, str]
-    higher_is_better: dict[str, bool]
-    notes: list[str]
-    test: str
-    alpha: float
-    sort_by: str
-    agreement: pd.DataFrame
-
-    @property
-    def metrics(self) -> list[str]:
-        """The metric labels with scores, in the order they were asked for (human ratings last)."""
-        return list(self.signatures) + [c for c in self.scores.columns if c.startswith(HUMAN_PREFIX)]
-
-    def ranking(self, metric: str | None = None) -> list[str]:
-        """Systems with scores best first by ``metric`` (default: the report's ``sort_by``)."""
-        metric = metric or self.sort_by
-        table = self.systems[(self.systems["metric"] == metric) & (self.systems["n"] > 0)]
-        ascending = not self.higher_is_better.get(metric, True)
-        return table.sort_values("mean", ascending=ascending, kind="stable")["system"].tolist()
-
-    def to_markdown(self) -> str:
-        """``report.md``: systems x metrics ("mean [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
-        from styleeval.systems.report import to_markdown
-
-        return to_markdown(self)
-
-    def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path | None:
-        """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front."""
-        from styleeval.systems.report import plot_tradeoff
-
-        return plot_tradeoff(self, path, content, style)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Everything, for ``report.json``."""
-        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-            return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-                    for r in frame.to_dict("records")]
-
-        return {"test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
-                "higher_is_better": self.higher_is_better, "systems": records(self.systems),
-                "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes}
-
-
 def evaluate_systems(
     rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
     metrics: Sequence[str] = DEFAULT_METRICS,
@@ -178,10 +125,8 @@ def evaluate_systems(
             new ones); ``None``: not kept.
         progress, log: progress bars, and a callback for notes as they happen.
     """
-    from styleeval.metaeval.cache import ScoresCache
-    from styleeval.metaeval.data import RatedData
-    from styleeval.metaeval.runner import score_dataset
     from styleeval.metrics import get_metric
+    from styleeval.scoring import ScoresCache, ScoringInputs, score_dataset
 
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
@@ -200,12 +145,10 @@ def evaluate_systems(
         raise ValueError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
     # rows sorted by source: every system's rewrite of a source lands in one scoring call (one prompt, one tree)
     order = sorted(range(len(checked)), key=lambda i: (checked[i].source_id, checked[i].source, checked[i].style))
-    data = RatedData(
+    data = ScoringInputs(
         name="systems", ids=[str(checked[i].row) for i in order], sources=[checked[i].source for i in order],
         rewrites=[checked[i].rewrite for i in order], references=[checked[i].references for i in order],
-        styles=[checked[i].style for i in order], tasks=["evaluate"] * len(order),
-        systems=[checked[i].system for i in order], source_ids=[checked[i].source_id for i in order],
-        is_reference=np.zeros(len(order), bool),
+        styles=[checked[i].style for i in order], source_ids=[checked[i].source_id for i in order],
     )
     cache = ScoresCache(cache_dir)
     scores = pd.DataFrame({"row": [r.row for r in checked], "system": [r.system for r in checked],
@@ -275,7 +218,7 @@ def compare_systems(
         for s in systems:
             values = per_system[s][label].to_numpy(float)
             kept = values[~np.isnan(values)]
-            low, high = stats.bootstrap_ci(kept, n_boot=n_boot, seed=seed)
+            low, high = stats.bootstrap_mean_ci(kept, n_boot=n_boot, seed=seed)
             if len(kept) == 1:
                 note(f"{label}: system {s} has one scored row; its confidence interval is undefined")
             system_rows.append({"system": s, "metric": label, "n": len(kept), "n_missing": len(values) - len(kept),
@@ -291,7 +234,7 @@ def compare_systems(
                 note(f"{label}: systems {a} and {b} share no scored source; not paired")
                 continue
             va, vb = joined[f"{label}_a"].to_numpy(float), joined[f"{label}_b"].to_numpy(float)
-            low, high, p_boot = stats.paired_bootstrap(va, vb, n_boot=n_boot, seed=seed)
+            low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=n_boot, seed=seed)
             p = stats.approximate_randomization(va, vb, trials=trials, seed=seed) if test == "ar" else p_boot
             metric_pairs.append({"metric": label, "system_a": a, "system_b": b, "n_pairs": len(joined),
                                  "mean_a": float(va.mean()), "mean_b": float(vb.mean()),
@@ -338,8 +281,8 @@ def _agreement(report: SystemsReport) -> pd.DataFrame:
         for metric in report.signatures:
             sign = 1.0 if report.higher_is_better.get(metric, True) else -1.0
             both = means[[human, metric]].dropna()
-            r = float(np.corrcoef(both[human], sign * both[metric])[0, 1]) if len(both) > 2 else math.nan
-            acc = pairwise_accuracy(both[human].to_dict(), (sign * both[metric]).to_dict())
+            r = stats.pearson(both[human], sign * both[metric]) if len(both) > 2 else math.nan
+            acc = stats.pairwise_accuracy(both[human].to_dict(), (sign * both[metric]).to_dict())
             rows.append({"human": human, "metric": metric, "n_systems": len(both), "pearson": r,
                          "pairwise_accuracy": acc})
     return pd.DataFrame(rows, columns=["human", "metric", "n_systems", "pearson", "pairwise_accuracy"])

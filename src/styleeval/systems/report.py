@@ -1,22 +1,72 @@
-"""The files of ``styleeval evaluate``: ``rows.jsonl``, ``systems.csv``, ``pairs.csv``, ``report.md``,
-``report.json`` and ``tradeoff.png``."""
+"""What ``styleeval evaluate`` found (:class:`SystemsReport`) and its files: ``rows.jsonl``, ``systems.csv``,
+``pairs.csv``, ``report.md``, ``report.json`` and ``tradeoff.png``."""
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from styleeval.metaeval.labels import metric_label
+from styleeval.labels import metric_label
 
-if TYPE_CHECKING:  # pragma: no cover
-    from styleeval.systems.evaluation import SystemsReport
+HUMAN_PREFIX = "human_"
+"""Input columns ``human_<dimension>`` are human ratings, compared with the metrics."""
 
 CONTENT_METRICS = ("logprob_content", "autorater_meaning", "human_content")
 STYLE_METRICS = ("logprob_style", "autorater_style", "human_style")
+
+
+@dataclass
+class SystemsReport:
+    """What :func:`evaluate_systems` found (see the module docstring). ``scores`` has one row per input row (input
+    order) with every metric's score; ``signatures`` maps each metric to its signature; ``notes`` says what could not
+    be computed and why."""
+
+    systems: pd.DataFrame
+    pairs: pd.DataFrame
+    scores: pd.DataFrame
+    signatures: dict[str, str]
+    higher_is_better: dict[str, bool]
+    notes: list[str]
+    test: str
+    alpha: float
+    sort_by: str
+    agreement: pd.DataFrame
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metric labels with scores, in the order they were asked for (human ratings last)."""
+        return list(self.signatures) + [c for c in self.scores.columns if c.startswith(HUMAN_PREFIX)]
+
+    def ranking(self, metric: str | None = None) -> list[str]:
+        """Systems with scores best first by ``metric`` (default: the report's ``sort_by``)."""
+        metric = metric or self.sort_by
+        table = self.systems[(self.systems["metric"] == metric) & (self.systems["n"] > 0)]
+        ascending = not self.higher_is_better.get(metric, True)
+        return table.sort_values("mean", ascending=ascending, kind="stable")["system"].tolist()
+
+    def to_markdown(self) -> str:
+        """``report.md``: systems x metrics ("mean [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
+        return to_markdown(self)
+
+    def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path | None:
+        """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front."""
+        return plot_tradeoff(self, path, content, style)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything, for ``report.json``."""
+        def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+            return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                    for r in frame.to_dict("records")]
+
+        return {"test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
+                "higher_is_better": self.higher_is_better, "systems": records(self.systems),
+                "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes}
 
 
 def fmt(value: float, digits: int = 4) -> str:

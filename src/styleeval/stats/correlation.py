@@ -1,7 +1,10 @@
 """Correlations between metric scores and human ratings (scipy), bootstrap intervals, WMT-style Kendall.
 
+- :func:`spearman`, :func:`pearson`: the coefficient alone (NaN where it is undefined), the one place every
+  statistic of the project computes them.
 - :func:`correlate`: Spearman (primary), Pearson and Kendall (tau-b) with their p-values, and a seeded
-  percentile-bootstrap confidence interval of Spearman's rho (rows resampled with replacement).
+  percentile-bootstrap confidence interval of Spearman's rho (:func:`spearman_bootstrap_ci`: rows resampled with
+  replacement).
 - :func:`kendall_tau_like`: the WMT17 "Kendall's tau-like" formulation used by Lai et al. (2022):
   ``(Concordant - Discordant) / (Concordant + Discordant)`` over pairs of rewrites of the *same source*;
   pairs tied by the humans are skipped, pairs tied by the metric count as discordant; averaged over
@@ -19,8 +22,6 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats
-
-ALPHA = 0.05
 
 
 class DegenerateScoresError(ValueError):
@@ -80,6 +81,22 @@ def check_scores(human: Sequence[float], metric: Sequence[float], label: str = "
     return h, m
 
 
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman's rho of two aligned vectors (scipy); NaN for fewer than 3 rows or a constant side."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan
+    return float(stats.spearmanr(a, b).statistic)
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson's r of two aligned vectors; NaN for fewer than 2 rows or a constant side."""
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return math.nan
+    return float(np.corrcoef(a, b)[0, 1])
+
+
 def _average_ranks_of_resamples(values: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Average ranks (ties share the mean rank, as ``scipy.stats.rankdata``) of each row of ``values[idx]``.
 
@@ -108,7 +125,7 @@ def _rowwise_spearman(h: np.ndarray, m: np.ndarray, idx: np.ndarray) -> np.ndarr
         return num / den
 
 
-def bootstrap_ci(
+def spearman_bootstrap_ci(
     human: Sequence[float], metric: Sequence[float], n_boot: int = 1000, seed: int = 0,
     confidence: float = 0.95, chunk: int = 250,
 ) -> tuple[float, float]:
@@ -146,7 +163,7 @@ def correlate(
     sp = stats.spearmanr(m, h)
     pe = stats.pearsonr(m, h)
     ke = stats.kendalltau(m, h)
-    low, high = bootstrap_ci(h, m, n_boot=n_boot, seed=seed, confidence=confidence)
+    low, high = spearman_bootstrap_ci(h, m, n_boot=n_boot, seed=seed, confidence=confidence)
     return Correlation(
         n=len(h), spearman=float(sp.statistic), spearman_p=float(sp.pvalue), pearson=float(pe.statistic),
         pearson_p=float(pe.pvalue), kendall=float(ke.statistic), kendall_p=float(ke.pvalue),
@@ -215,15 +232,3 @@ def system_level(
         raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
     res = fn(mm_arr, hm_arr)
     return float(res.statistic), float(res.pvalue), len(names)
-
-
-def significance_marker(p: float, alpha: float = ALPHA) -> str:
-    """``"*"`` when the correlation is *not* significant at ``alpha`` (the paper's convention), else ``""``."""
-    return "*" if not (p < alpha) else ""
-
-
-def format_correlation(r: float, p: float, digits: int = 2, alpha: float = ALPHA) -> str:
-    """``0.52`` or ``-0.14*`` as in the paper's tables; ``–`` for a missing value."""
-    if r is None or not np.isfinite(r):
-        return "–"
-    return f"{r:.{digits}f}{significance_marker(p, alpha)}"

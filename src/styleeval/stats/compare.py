@@ -7,7 +7,7 @@
       K = 1 - r12^2 - r13^2 - r23^2 + 2 r12 r13 r23,
 
   with n - 3 degrees of freedom; the p-value is one-sided (A better than B).
-- :func:`paired_bootstrap`: resample rows with replacement, the same rows for both metrics; the share of resamples
+- :func:`paired_bootstrap_correlation`: resample rows with replacement, the same rows for both metrics; the share of resamples
   where A's correlation does not exceed B's is the p-value, with a percentile CI of the difference.
 """
 
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from styleeval.stats.correlation import pearson, spearman
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,9 @@ class Comparison:
 
 def _corr(x: np.ndarray, y: np.ndarray, method: str) -> float:
     if method == "pearson":
-        return float(np.corrcoef(x, y)[0, 1])
+        return pearson(x, y)
     if method == "spearman":
-        return float(stats.spearmanr(x, y).statistic)
+        return spearman(x, y)
     raise ValueError(f"method must be 'pearson' or 'spearman', got {method!r}")
 
 
@@ -64,8 +66,8 @@ def williams_test(human: Sequence[float], a: Sequence[float], b: Sequence[float]
     return Comparison(r12, r13, t, p)
 
 
-def paired_bootstrap(human: Sequence[float], a: Sequence[float], b: Sequence[float], n_boot: int = 1000,
-                     seed: int = 0, method: str = "pearson") -> Comparison:
+def paired_bootstrap_correlation(human: Sequence[float], a: Sequence[float], b: Sequence[float],
+                                 n_boot: int = 1000, seed: int = 0, method: str = "pearson") -> Comparison:
     """Paired bootstrap of corr(human, a) - corr(human, b): one-sided p and the 95% percentile CI of the difference."""
     h, x, y = (np.asarray(v, float) for v in (human, a, b))
     keep = np.isfinite(h) & np.isfinite(x) & np.isfinite(y)

@@ -1,5 +1,5 @@
-"""How datasets and metrics are named in tables and plots (shared by :mod:`.report` and :mod:`.plots`, which import
-it and not each other)."""
+"""How datasets and metrics are named in tables and plots: shared by the reports and plots of
+:mod:`styleeval.metaeval` and :mod:`styleeval.systems`, which import it and not each other."""
 
 from __future__ import annotations
 

@@ -6,15 +6,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from styleeval.metaeval import (
+from styleeval.stats.correlation import (
     DegenerateScoresError,
-    bootstrap_ci,
     correlate,
-    format_correlation,
     kendall_tau_like,
-    significance_marker,
     system_level,
 )
+from styleeval.stats.correlation import spearman_bootstrap_ci as bootstrap_ci
 
 HUMAN = [1.0, 2.0, 2.0, 3.0, 4.0, 5.0, 5.0, 3.0, 1.0, 4.0]
 METRIC = [0.1, 0.3, 0.2, 0.5, 0.4, 0.9, 0.7, 0.2, 0.3, 0.8]
@@ -48,33 +46,6 @@ def test_bootstrap_matches_naive_loop_and_is_seeded():
     assert c.ci_low < c.spearman < c.ci_high <= 1.0
 
 
-def test_significance_markers_follow_the_paper():
-    assert significance_marker(0.049) == ""
-    assert significance_marker(0.05) == "*"  # not significant: cannot reject at the 0.05 level
-    assert significance_marker(float("nan")) == "*"
-    assert format_correlation(-0.1424, 0.157) == "-0.14*"
-    assert format_correlation(-0.7855, 1.4e-11) == "-0.79"
-    assert format_correlation(float("nan"), 0.0) == "–"
-
-
-@pytest.mark.parametrize(
-    ("metric", "message"),
-    [
-        ([0.1, np.nan, 0.3, 0.4], r"1 of 4 metric scores are NaN or infinite \(first at row 1\)"),
-        ([0.5, 0.5, 0.5, 0.5], r"all 4 metric scores are equal \(0.5\)"),
-        ([0.1, 0.2], r"only 2 rows"),
-    ],
-)
-def test_degenerate_scores_give_a_clear_message(metric, message):
-    human = [1.0, 2.0, 3.0, 4.0][: len(metric)]
-    with pytest.raises(DegenerateScoresError, match=message):
-        correlate(human, metric, label="s_bleu on toy/all")
-    with pytest.raises(DegenerateScoresError, match="human scores are equal"):
-        correlate([3.0, 3.0, 3.0], [1.0, 2.0, 3.0])
-    with pytest.raises(ValueError, match="3 metric scores but 2 human ratings"):
-        correlate([1.0, 2.0], [1.0, 2.0, 3.0])
-
-
 def test_kendall_tau_like_hand_computed():
     # source A: human 1<2<3, metric 1,3,2 -> pairs (0,1) C, (0,2) C, (1,2) D -> tau = 1/3
     # source B: human 1,1,2 (first pair tied: skipped), metric all 5 -> metric ties are discordant -> tau = -1
@@ -98,3 +69,21 @@ def test_system_level_is_pearson_of_system_means():
     ref = stats.pearsonr([0.2, 0.2, 0.8], [2, 3, 6])
     assert n == 3
     assert (r, p) == pytest.approx((ref.statistic, ref.pvalue))
+
+
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        ([0.1, np.nan, 0.3, 0.4], r"1 of 4 metric scores are NaN or infinite \(first at row 1\)"),
+        ([0.5, 0.5, 0.5, 0.5], r"all 4 metric scores are equal \(0.5\)"),
+        ([0.1, 0.2], r"only 2 rows"),
+    ],
+)
+def test_degenerate_scores_give_a_clear_message(metric, message):
+    human = [1.0, 2.0, 3.0, 4.0][: len(metric)]
+    with pytest.raises(DegenerateScoresError, match=message):
+        correlate(human, metric, label="s_bleu on toy/all")
+    with pytest.raises(DegenerateScoresError, match="human scores are equal"):
+        correlate([3.0, 3.0, 3.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="3 metric scores but 2 human ratings"):
+        correlate([1.0, 2.0], [1.0, 2.0, 3.0])

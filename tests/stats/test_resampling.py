@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from styleeval.systems import stats
+from styleeval import stats
 
 
 def test_bootstrap_ci_equals_a_loop_over_resamples():
     values = [0.2, 0.9, 0.4, 0.7, 0.1, 0.8]
-    low, high = stats.bootstrap_ci(values, n_boot=500, seed=3)
+    low, high = stats.bootstrap_mean_ci(values, n_boot=500, seed=3)
     rng = np.random.default_rng(3)
     means = []
     for _ in range(500):  # the same draws, one resample at a time
@@ -21,7 +21,7 @@ def test_bootstrap_ci_equals_a_loop_over_resamples():
     means.sort()
     assert (low, high) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])))
     assert low < np.mean(values) < high
-    assert all(np.isnan(stats.bootstrap_ci([1.0])))  # undefined for one value
+    assert all(np.isnan(stats.bootstrap_mean_ci([1.0])))  # undefined for one value
 
 
 def test_approximate_randomization_is_exact_on_ten_pairs():
@@ -45,7 +45,7 @@ def test_random_shufflings_approach_the_exact_p():
 
 
 def test_paired_bootstrap_of_identical_systems():
-    low, high, p = stats.paired_bootstrap([0.1, 0.5, 0.3], [0.1, 0.5, 0.3])
+    low, high, p = stats.paired_bootstrap_mean([0.1, 0.5, 0.3], [0.1, 0.5, 0.3])
     assert (low, high, p) == (0.0, 0.0, 1.0)
 
 

@@ -22,6 +22,8 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import numpy as np
 
+from styleeval.stats.resampling import sign_flip_test
+
 BLOCK = 1024
 """Rows per block when the pairs of a large group are enumerated (bounds memory at BLOCK x n differences)."""
 
@@ -117,14 +119,8 @@ def accuracy_at(human: Sequence[float], metric: Sequence[float], epsilon: float,
 def paired_permutation_p(a: Sequence[float], b: Sequence[float], trials: int = 1000, seed: int = 0) -> float:
     """One-sided p-value that system ``a`` is better than ``b`` on paired item scores: the share of random swaps of
     each item's two scores whose mean difference reaches the observed one, (count + 1) / (trials + 1)."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    d = d[np.isfinite(d)]
-    if len(d) == 0:
-        return math.nan
-    rng = np.random.default_rng(seed)
-    signs = rng.choice(np.array([-1.0, 1.0]), size=(trials, len(d)))
-    count = int(((signs * d).mean(axis=1) >= d.mean() - 1e-12).sum())
-    return (count + 1) / (trials + 1)
+    return sign_flip_test(np.asarray(a, dtype=float) - np.asarray(b, dtype=float), trials, seed,
+                          alternative="greater", exact=False, chunk=max(1, trials))
 
 
 def soft_pairwise_accuracy(human_items: Mapping[str, Sequence[float] | Mapping[Hashable, float]],

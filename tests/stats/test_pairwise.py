@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from styleeval.metaeval.pairwise import (
+from styleeval.stats.pairwise import (
     accuracy_at,
     paired_permutation_p,
     pairwise_accuracy,
@@ -88,7 +88,7 @@ def test_permutation_p_values_are_seeded_and_ordered():
 
 
 def test_perm_both_is_seeded_and_symmetric():
-    from styleeval.metaeval.pairwise import perm_both
+    from styleeval.stats.pairwise import perm_both
 
     rng = np.random.default_rng(2)
     h = rng.integers(1, 6, size=80).astype(float)
