@@ -19,9 +19,9 @@ from pathlib import Path
 
 from datasets import disable_progress_bars
 
-from styleeval.corpora import CorpusError, MissingFileError
+from styleeval.corpora import CorpusError, MissingFileError, corpus_names
 from styleeval.corpora._files import local_data_dir
-from styleeval.corpora.configs import CONFIGS, RESTRICTED_DIR, build_configs
+from styleeval.corpora.configs import RESTRICTED_DIR, build_configs
 
 REPO_DATASETS = Path(__file__).resolve().parents[1] / "datasets"
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"datasets to build (default: all of {', '.join(CONFIGS)})")
+                        help=f"datasets to build (default: all of {', '.join(corpus_names())})")
     parser.add_argument("--out", type=Path, default=REPO_DATASETS, help="root folder (default: datasets/)")
     parser.add_argument("--data-dir", default=None, help="local mirror of the sources (else $STYLEEVAL_DATA_DIR)")
     parser.add_argument("--include-restricted", action="store_true",
@@ -56,16 +56,16 @@ def main(argv: list[str] | None = None) -> int:
                              "(local use only; never published)")
     args = parser.parse_args(argv)
     disable_progress_bars()
-    unknown = [n for n in args.names if n not in CONFIGS]
+    unknown = [n for n in args.names if n not in corpus_names()]
     if unknown:
-        parser.error(f"unknown datasets {unknown}; choose from {', '.join(CONFIGS)}")
+        parser.error(f"unknown datasets {unknown}; choose from {', '.join(corpus_names())}")
     try:
         local_data_dir(args.data_dir)
     except CorpusError as err:
         print(f"build_datasets: {err}", file=sys.stderr)
         return 2
     failed, built = [], []
-    for name in args.names or list(CONFIGS):
+    for name in args.names or list(corpus_names()):
         print(f"{name}:")
         try:
             build_one(name, args.out, args.data_dir, args.include_restricted)

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from styleeval.corpora import SPECS
 
-DATASET_LABELS: dict[str, str] = {name: spec.label for name, spec in SPECS.items()}
-"""Each corpus's label in tables, as its module declares it."""
+
+def dataset_label(name: str) -> str:
+    """A corpus's label in tables, as its module declares it (the name itself for a dataset that is no corpus)."""
+    spec = SPECS.get(name)
+    return spec.label if spec is not None else name
 
 
 def metric_label(name: str) -> str:

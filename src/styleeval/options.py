@@ -11,7 +11,11 @@ backend does not declare is an error raised when it is opened.
 
 from __future__ import annotations
 
+from styleeval.autorater.parsing import PARSERS
+from styleeval.autorater.prompts import PROMPTS
+from styleeval.autorater.rater import MODES
 from styleeval.backends import backend_options
+from styleeval.logprob import VARIANTS
 from styleeval.optiontypes import Option, Options
 
 __all__ = ["AUTORATER_OPTIONS", "LOGPROB_OPTIONS", "Option", "Options"]
@@ -29,7 +33,7 @@ _SYSTEM_PROMPT = Option("system_prompt", str, "auto (default): a system turn whe
 LOGPROB_OPTIONS = Options("LogProb", [
     *_MODEL,
     Option("variant", str, "default, or authors: the authors' LogProp.py procedure (their hand-written Llama 3 "
-           "prompt, first rewrite token not scored)", choices=("default", "authors")),
+           "prompt, first rewrite token not scored)", choices=VARIANTS),
     Option("end_of_turn", bool, "do not score the end-of-turn token after each rewrite", flag="--no-end-of-turn"),
     Option("on_overflow", str, "a row longer than the model's context: stop with an error (default), or skip it "
            "(NaN scores)", choices=("error", "skip")),
@@ -41,10 +45,10 @@ the metric specs take."""
 AUTORATER_OPTIONS = Options("the autorater", [
     *_MODEL,
     Option("mode", str, "expected: rating distributions read from the model (never breaks format; default); paper: "
-           "the authors' generated JSON reply", choices=("expected", "paper")),
+           "the authors' generated JSON reply", choices=tuple(sorted(MODES))),
     Option("prompt", str, "the judge prompt (default: paper-small, the authors' 1B/3B/8B prompt)",
-           choices=("paper-small", "paper-70b")),
-    Option("parser", str, "paper mode's reply parser (default: robust)", choices=("robust", "authors")),
+           choices=tuple(PROMPTS)),
+    Option("parser", str, "paper mode's reply parser (default: robust)", choices=tuple(PARSERS)),
     _SYSTEM_PROMPT,
     Option("seed", int, "sampling seed of paper-70b (each row samples with its own seed derived from it)"),
 ], more=backend_options)

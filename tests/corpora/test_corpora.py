@@ -16,7 +16,6 @@ import pytest
 from datasets import concatenate_datasets
 
 from styleeval.corpora import (
-    CORPORA,
     RATING_FEATURES,
     STEL_FEATURES,
     ChecksumError,
@@ -24,6 +23,7 @@ from styleeval.corpora import (
     MissingFileError,
     _checksums,
     _files,
+    corpus_names,
     load_corpus,
     load_rating_corpora,
 )
@@ -49,7 +49,7 @@ def read_csv_rows(path: Path) -> list[dict]:
 
 
 def test_corpora_names():
-    assert CORPORA == ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness", "stel")
+    assert corpus_names() == ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness", "stel")
     with pytest.raises(ValueError, match="unknown corpus"):
         load_corpus("yelp")
 

@@ -10,9 +10,9 @@ import datasets
 import pytest
 from huggingface_hub import DatasetCard
 
-from styleeval.corpora import RATING_FEATURES, STEL_FEATURES, _checksums, _files, load_corpus
+from styleeval.corpora import RATING_FEATURES, STEL_FEATURES, _checksums, _files, corpus_names, load_corpus
 from styleeval.corpora import ziegenbein_appropriateness as zieg
-from styleeval.corpora.configs import CONFIGS, public_configs
+from styleeval.corpora.configs import public_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def test_no_init_in_datasets_folder():
     assert datasets.load_dataset.__module__ == "datasets.load"
 
 
-@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("name", list(corpus_names()))
 def test_cards(name):
     folder = ROOT / "datasets" / name
     meta = card_meta(folder)

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from styleeval.corpora import CORPORA, RATING_CORPORA, SPECS
-from styleeval.corpora.configs import CONFIGS
-from styleeval.labels import DATASET_LABELS
-from styleeval.metaeval.runner import DEFAULT_DATASETS
+from styleeval.corpora import SPECS, corpus_names, rating_corpora
+from styleeval.corpora.configs import corpus_configs
+from styleeval.labels import dataset_label
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_list_derives_from_the_specs():
-    assert CORPORA == ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness",
+    assert corpus_names() == ("style_gap_testset", "lai_formality", "mir_yelp", "asset", "ziegenbein_appropriateness",
                        "stel")
-    assert RATING_CORPORA == DEFAULT_DATASETS == CORPORA[:-1]
-    assert set(CONFIGS) == set(DATASET_LABELS) == set(SPECS)
+    assert rating_corpora() == corpus_names()[:-1]
+    assert all(corpus_configs(n) == SPECS[n].configs and dataset_label(n) == SPECS[n].label for n in SPECS)
     for name, spec in SPECS.items():
         assert spec.name == name and spec.loader.__module__ == f"styleeval.corpora.{name}"
         card = ROOT / "datasets" / name / "README.md"

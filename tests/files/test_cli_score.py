@@ -254,3 +254,17 @@ def test_overflow_names_the_input_row_or_is_skipped(tmp_path, tiny_model_dir, ca
     assert [r["row"] for r in records] == list(range(5))
     assert math.isnan(records[3]["content"]) and math.isnan(records[3]["style_strength"])
     assert not math.isnan(records[4]["content"])
+
+
+def test_a_scorer_and_the_options_to_build_one_are_not_given_together(tmp_path, tiny_model, tiny_tokenizer):
+    """``score_file(scorer=...)`` with a model or LogProb options would ignore them: an error naming each."""
+    from styleeval import LogProb
+    from styleeval.files import autorate_file, score_file
+
+    table = _write_jsonl(tmp_path / "in.jsonl", [{"source": "a b", "rewrite": "a c", "style": "polite"}])
+    lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, progress=False)
+    with pytest.raises(ValueError, match=r"^model, end_of_turn: a scorer is given, and these belong to it"):
+        score_file(table, tmp_path / "out.jsonl", "other-model", scorer=lp, end_of_turn=False, progress=False)
+    with pytest.raises(ValueError, match=r"^mode: a judge is given"):
+        autorate_file(table, tmp_path / "out2.jsonl", judge=object(), mode="paper", progress=False)
+    assert not (tmp_path / "out.jsonl").exists()

@@ -43,7 +43,7 @@ def test_masked_bleu_equals_bleu_of_the_masked_texts():
     assert r_masked == pytest.approx(sentence_bleu([mask_style_words(r, "remove") for r in rewrites],
                                                    [[mask_style_words(x[0], "remove")] for x in refs]))
     sig = get_metric("s_masked_bleu").signature
-    assert sig.startswith("s_masked_bleu|mask:vader-") and "|s_bleu|" in sig
+    assert sig.startswith("s_masked_bleu|mask:vader-") and "|inner:[s_bleu|" in sig and sig.fields["inner"].name == "s_bleu"
     with pytest.raises(ValueError, match="mask must be one of"):
         get_metric("s_masked_bleu:mask=nope")
 

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--sort-by", default=None, help="the metric systems are ranked by (default: the first)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization draws")
     p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8)")
+    p.add_argument("--data-dir", default=None,
+                   help="local corpus mirror for metrics that read corpus files (lai:<score>; default: "
+                   "$STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--no-plots", action="store_true", help="skip tradeoff.png")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
@@ -88,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=not args.no_progress,
+                              data_dir=args.data_dir,
                               log=lambda message: print(f"note: {message}", file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots)
     print(f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows, {len(report.signatures)} metrics, "

@@ -24,7 +24,7 @@ def _csv_list(value: str) -> list[str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.corpora import RATING_CORPORA, SPECS
+    from styleeval.corpora import SPECS, rating_corpora
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
     p = subparsers.add_parser(
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--datasets", type=_csv_list, default=None,
                    help=f"comma-separated corpora (default: those of the rating corpora present: "
-                   f"{', '.join(RATING_CORPORA)})")
+                   f"{', '.join(rating_corpora())})")
     p.add_argument("--metrics", type=_csv_list, default=list(DEFAULT_METRICS),
                    help="comma-separated metric specs, options as name:key=value (default: "
                    f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}"

@@ -38,14 +38,44 @@ def _discover() -> dict[str, CorpusSpec]:
 
 
 SPECS: dict[str, CorpusSpec] = _discover()
-"""Every corpus, by name, as its module declares it (:class:`~styleeval.corpora.spec.CorpusSpec`)."""
-RATING_CORPORA: tuple[str, ...] = tuple(n for n, spec in SPECS.items() if spec.kind == "rating")
-CORPORA: tuple[str, ...] = tuple(SPECS)
+"""Every corpus, by name, as its module declares it (:class:`~styleeval.corpora.spec.CorpusSpec`), in the specs'
+order; :func:`register_corpus` adds one from outside the package. Every list of corpora derives from it when it is
+read (:func:`corpus_names`, :func:`rating_corpora`, the Hub configs, the labels, the metaeval defaults)."""
+
+
+def register_corpus(spec: CorpusSpec) -> CorpusSpec:
+    """Add a corpus declared outside this package (a plugin, a test); the one inside it are discovered."""
+    if not isinstance(spec, CorpusSpec):
+        raise TypeError(f"register_corpus: {spec!r} is not a CorpusSpec")
+    if spec.name in SPECS and SPECS[spec.name] is not spec:
+        raise ValueError(f"corpus {spec.name!r} is registered twice")
+    ordered = sorted([*(s for s in SPECS.values() if s.name != spec.name), spec], key=lambda s: (s.order, s.name))
+    SPECS.clear()
+    SPECS.update((s.name, s) for s in ordered)
+    return spec
+
+
+def unregister_corpus(name: str) -> None:
+    """Remove a registered corpus (tests, plugins reloaded)."""
+    SPECS.pop(name, None)
+
+
+def corpus_names() -> tuple[str, ...]:
+    """Every corpus name, in order."""
+    return tuple(SPECS)
+
+
+def rating_corpora() -> tuple[str, ...]:
+    """The rating corpora (the long rating schema: the meta-evaluation's datasets), in order."""
+    return tuple(n for n, spec in SPECS.items() if spec.kind == "rating")
+
 
 __all__ = [
-    "CORPORA",
-    "RATING_CORPORA",
     "SPECS",
+    "corpus_names",
+    "rating_corpora",
+    "register_corpus",
+    "unregister_corpus",
     "Config",
     "CorpusSpec",
     "RATING_FEATURES",
@@ -62,7 +92,7 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
     """Load one corpus as a ``datasets.Dataset`` with declared ``Features``.
 
     Args:
-        name: one of :data:`CORPORA`.
+        name: one of :func:`corpus_names`.
         data_dir: local mirror laid out like ``../shared/data``; defaults to ``$STYLEEVAL_DATA_DIR``; when
             neither is set the pinned source files are downloaded (and cached).
         **options: loader-specific options: ``stel`` takes ``include_dimensions=True`` to add the
@@ -78,8 +108,8 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
         ValueError: unknown name.
         CorpusError: a source file is missing, fails its checksum, or has a malformed row.
     """
-    if name not in CORPORA:
-        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(CORPORA)}")
+    if name not in SPECS:
+        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(SPECS)}")
     return SPECS[name].loader(data_dir, **options)
 
 
@@ -89,9 +119,10 @@ def load_rating_corpora(
 ) -> Dataset:
     """Several rating corpora concatenated into one long table (they share :data:`RATING_FEATURES`); ``None``: every
     rating corpus whose ratings are public (:attr:`CorpusSpec.public_ratings`)."""
+    ratings = rating_corpora()
     if names is None:
-        names = [n for n in RATING_CORPORA if SPECS[n].public_ratings]
-    unknown = [n for n in names if n not in RATING_CORPORA]
+        names = [n for n in ratings if SPECS[n].public_ratings]
+    unknown = [n for n in names if n not in ratings]
     if unknown:
-        raise ValueError(f"not rating corpora: {unknown}; choose from {', '.join(RATING_CORPORA)}")
+        raise ValueError(f"not rating corpora: {unknown}; choose from {', '.join(ratings)}")
     return concatenate_datasets([load_corpus(n, data_dir) for n in names])

@@ -17,13 +17,16 @@ from styleeval.corpora.spec import Config
 SPLIT = "test"
 RESTRICTED_DIR = "data/restricted"
 
-CONFIGS: dict[str, tuple[Config, ...]] = {name: spec.configs for name, spec in SPECS.items()}
-"""The configs of every corpus, as its module declares them."""
+def corpus_configs(name: str) -> tuple[Config, ...]:
+    """The configs of corpus ``name``, as its module declares them (``ValueError`` for an unknown name)."""
+    if name not in SPECS:
+        raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(SPECS)}")
+    return SPECS[name].configs
 
 
 def public_configs(name: str) -> list[Config]:
     """The configs of ``name`` that its dataset card lists (and that may be published)."""
-    return [c for c in CONFIGS[name] if not c.restricted]
+    return [c for c in corpus_configs(name) if not c.restricted]
 
 
 def build_configs(
@@ -33,9 +36,7 @@ def build_configs(
 
     ``include_restricted=True`` adds STEL's licence-restricted formality/simplicity configs (local use only).
     """
-    if name not in CONFIGS:
-        raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(CONFIGS)}")
-    wanted = [c for c in CONFIGS[name] if include_restricted or not c.restricted]
+    wanted = [c for c in corpus_configs(name) if include_restricted or not c.restricted]
     if name == "stel":
         full = load_corpus("stel", data_dir, include_dimensions=include_restricted)
         public = full.filter(lambda group: group == "characteristics", input_columns="group")

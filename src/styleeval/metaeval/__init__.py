@@ -16,7 +16,6 @@ from styleeval.metaeval.data import RatedData
 from styleeval.metaeval.grouping import Group, group_averages, paper_groups, summarize_group
 from styleeval.metaeval.runner import (
     CSV_COLUMNS,
-    DEFAULT_DATASETS,
     MetaevalResult,
     correlate_datasets,
     load_datasets,
@@ -34,7 +33,6 @@ def write_report(result: MetaevalResult, out_dir, plots: bool = True, hybrids: b
 
 __all__ = [
     "CSV_COLUMNS",
-    "DEFAULT_DATASETS",
     "Group",
     "MetaevalResult",
     "RatedData",

@@ -17,26 +17,29 @@ TESTSET_DATASETS = frozenset({"style_gap_testset"})
 REQUIRED = ("source", "rewrite", "target_style", "task", "system", "is_reference_rewrite")
 STYLE_WORDS = ("corpus", "authors")
 
-AUTHORS_STYLE_WORDS: dict[str, dict[str, str]] = {
-    **{name: dict(spec.authors_style_words) for name, spec in SPECS.items() if spec.authors_style_words},
-    "*": {"layman": "understandable for layman", "expert": "addressed to an expert", "simplicity": "simplified"},
-}
-"""``style_words="authors"``: the target-style words of the authors' run scripts where the corpus's differ, per
-corpus (``"*"``: any corpus). ASSET is "simplified" (their ScialomD21 loader), Ziegenbein et al. "appropriated" (their
+ANY_CORPUS_STYLE_WORDS = {"layman": "understandable for layman", "expert": "addressed to an expert",
+                          "simplicity": "simplified"}
+
+
+def authors_style_words(corpus: str) -> dict[str, str]:
+    """``style_words="authors"``: the target-style words of the authors' run scripts where the corpus's differ: its
+    spec's ``authors_style_words`` over :data:`ANY_CORPUS_STYLE_WORDS` (words of any corpus). ASSET is "simplified" (their ScialomD21 loader), Ziegenbein et al. "appropriated" (their
 ZeigenB11 loader), Cao et al.'s expertise styles "understandable for layman" / "addressed to an expert" (their
 ``run_logprob_on_data.py``). The test set, Lai et al. (formal/informal) and Mir et al. (positive/negative) keep
 their words."""
+    spec = SPECS.get(corpus)
+    return {**ANY_CORPUS_STYLE_WORDS, **(dict(spec.authors_style_words) if spec is not None else {})}
 
 
 def with_style_words(data: RatedData, style_words: str) -> tuple[RatedData, int]:
     """``data`` with its target styles worded as ``style_words`` says (``corpus``: unchanged; ``authors``:
-    :data:`AUTHORS_STYLE_WORDS`), and the number of rows changed. The fingerprint follows the words, so cached
+    :func:`authors_style_words`), and the number of rows changed. The fingerprint follows the words, so cached
     scores of one wording are never served for the other."""
     if style_words not in STYLE_WORDS:
         raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
     if style_words == "corpus":
         return data, 0
-    mapping = {**AUTHORS_STYLE_WORDS["*"], **AUTHORS_STYLE_WORDS.get(data.name, {})}
+    mapping = authors_style_words(data.name)
     styles = [mapping.get(s, s) for s in data.styles]
     changed = sum(a != b for a, b in zip(styles, data.styles))
     return (replace(data, styles=styles) if changed else data), changed

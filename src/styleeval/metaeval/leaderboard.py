@@ -88,7 +88,7 @@ def _add_spearman_ci(rows: list[dict], result: MetaevalResult, dataset: str) -> 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:
     """One table per corpus and dimension: metrics as rows, statistics as columns ("value (rank/cluster)")."""
-    from styleeval.labels import DATASET_LABELS, metric_label
+    from styleeval.labels import dataset_label, metric_label
 
     used = list(dict.fromkeys(board["statistic"]))
     out = ["# Metrics leaderboard", "",
@@ -98,7 +98,7 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
     for (corpus, dimension), part in board.groupby(["corpus", "dimension"], sort=False):
         stats = list(dict.fromkeys(part["statistic"]))
         first = part[part["statistic"] == stats[0]].sort_values("rank")
-        out += [f"## {DATASET_LABELS.get(corpus, corpus)}: {dimension}", "",
+        out += [f"## {dataset_label(corpus)}: {dimension}", "",
                 "| metric | " + " | ".join(stats) + " | n |", "|" + "---|" * (len(stats) + 2)]
         for metric in first["metric"]:
             cells = []

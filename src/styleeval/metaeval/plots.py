@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import DATASET_LABELS, metric_label
+from styleeval.labels import dataset_label, metric_label
 from styleeval.metaeval.grouping import Group, group_averages
 
 
@@ -98,7 +98,7 @@ def plot_datasets(result, path: str | Path) -> Path:
     """Correlation on all rated rows of each dataset (labelled as in the report), with bootstrap CIs."""
 
     corr = result.correlations
-    labels = {d: DATASET_LABELS.get(d, d) for d in result.dataset_kinds}
+    labels = {d: dataset_label(d) for d in result.dataset_kinds}
     mat, low, high = _matrices(result, corr[corr.subset == "all"], list(labels.values()),
                                lambda r: labels.get(r.dataset))
     return _bars(mat, f"Correlation per dataset ({result.dimension})", Path(path),

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import DATASET_LABELS, metric_label
+from styleeval.labels import dataset_label, metric_label
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
 from styleeval.metaeval.runner import MetaevalResult
 
@@ -53,9 +53,9 @@ def group_table(result: MetaevalResult, group: Group) -> str:
     show_all = group.name == "testset"
     header = ["metric"]
     if show_all:
-        header += [f"ALL ({DATASET_LABELS.get(ds, ds)})" for ds in dict.fromkeys(d for d, _ in group.columns)]
+        header += [f"ALL ({dataset_label(ds)})" for ds in dict.fromkeys(d for d, _ in group.columns)]
     header += [
-        (s if group.name == "testset" else DATASET_LABELS.get(d, d)) for d, s in group.columns
+        (s if group.name == "testset" else dataset_label(d)) for d, s in group.columns
     ] + ["avg", "avg rank"]
     rows = []
     for m in result.metrics:
@@ -95,7 +95,7 @@ def dataset_table(result: MetaevalResult) -> str:
     group = Group("all", "All rows per dataset", tuple((d, "all") for d in datasets))
     summary = summarize_group(result.correlations, group, result.metrics)
     pvals = _p_lookup(result.correlations)
-    header = ["metric"] + [DATASET_LABELS.get(d, d) for d in datasets] + ["avg", "avg rank"]
+    header = ["metric"] + [dataset_label(d) for d in datasets] + ["avg", "avg rank"]
     rows = []
     for m in result.metrics:
         row = [metric_label(m)] + [_fmt(summary.loc[m, column_key(*c)], pvals.get((m, *c)))
@@ -111,7 +111,7 @@ def dataset_table(result: MetaevalResult) -> str:
 def wmt_table(result: MetaevalResult) -> str:
     """Lai et al.'s segment-level Kendall tau-like and system-level Pearson, per dataset and metric."""
     rows = [
-        [DATASET_LABELS.get(r.dataset, r.dataset), metric_label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs),
+        [dataset_label(r.dataset), metric_label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs),
          format_correlation(r.system_pearson, r.system_pearson_p), str(r.n_systems)]
         for r in result.wmt.itertuples()
     ]
@@ -174,7 +174,7 @@ def hybrid_table(result: MetaevalResult, folds: int = 5, seed: int = 0) -> str |
                     cells.append("–")
         best = max((abs(float(np.corrcoef(*[v[np.isfinite(v) & np.isfinite(human)] for v in (scores[m], human)])[0, 1]))
                     for m in names), default=float("nan"))
-        rows.append([DATASET_LABELS.get(dataset, dataset), *cells, f"{best:.2f}"])
+        rows.append([dataset_label(dataset), *cells, f"{best:.2f}"])
     if not rows:
         return None
     return _md_table(["dataset", "Simulation (oracle)", "Simulation (CV)", "Learned (oracle)", "Learned (CV)",
@@ -216,7 +216,7 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
                   "`styleeval.stats.compare.paired_bootstrap_correlation` gives a bootstrap CI of the difference."]
         for d, t in sig_tables:
             if t:
-                lines += ["", f"### {DATASET_LABELS.get(d, d)}", "", t]
+                lines += ["", f"### {dataset_label(d)}", "", t]
     hyb = hybrid_table(result) if hybrids else None
     if hyb:
         lines += ["", "## Hybrids (Mukherjee et al. 2025)", "", "Pearson with the human ratings of a weighted geometric "
@@ -226,7 +226,7 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if result.missing:
         lines += ["", "## Missing cells", "", "These (dataset, metric) cells are empty, so averages and ranks above "
                   "are over fewer columns for the metrics concerned:", ""]
-        lines += [f"- {DATASET_LABELS.get(d, d)} / {metric_label(m)}: {why}" for d, m, why in result.missing]
+        lines += [f"- {dataset_label(d)} / {metric_label(m)}: {why}" for d, m, why in result.missing]
     if result.signatures:
         lines += ["", "## Metric signatures", "", "Everything that determines each metric's scores (quote these with "
                   "the numbers):", ""]

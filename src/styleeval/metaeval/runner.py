@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.corpora import RATING_CORPORA
+from styleeval.corpora import rating_corpora
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
 from styleeval.scoring import ScoresCache, score_dataset
@@ -23,7 +23,6 @@ CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spe
                "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
 WMT_COLUMNS = ["dataset", "subset", "metric", "dimension", "n_pairs", "kendall_like", "n_systems",
                "system_pearson", "system_pearson_p"]
-DEFAULT_DATASETS: tuple[str, ...] = RATING_CORPORA
 
 Loader = Callable[[str], Any]
 
@@ -94,7 +93,7 @@ def run_metaeval(
             :class:`RatedData` directly (reused across runs).
         log: called with each note (skipped dataset, metric or subset) as it happens.
         style_words: ``corpus`` (the corpus's target-style words) or ``authors`` (the words of the authors' run
-            scripts where they differ, e.g. ASSET's "simplified": :data:`~styleeval.metaeval.data.AUTHORS_STYLE_WORDS`).
+            scripts where they differ, e.g. ASSET's "simplified": :func:`~styleeval.metaeval.data.authors_style_words`).
         allow_missing: a dataset that cannot be loaded (missing file, checksum failure) or has no ``dimension``
             ratings is skipped with a note and listed in ``result.missing``, instead of an error.
 
@@ -135,17 +134,16 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
     if style_words not in STYLE_WORDS:
         raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
     present_only = datasets is None
-    datasets = list(dict.fromkeys(DEFAULT_DATASETS if datasets is None else datasets))
+    datasets = list(dict.fromkeys(rating_corpora() if datasets is None else datasets))
     if loader is None:
-        from styleeval.corpora import RATING_CORPORA
-
-        unknown = [d for d in datasets if d not in RATING_CORPORA]
+        known = rating_corpora()
+        unknown = [d for d in datasets if d not in known]
         if unknown:
             import difflib
 
-            hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, RATING_CORPORA, 1))
+            hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, known, 1))
                                  else "") for d in unknown]
-            raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(RATING_CORPORA)}")
+            raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(known)}")
     from styleeval.corpora import MissingFileError
 
     loaded: list[RatedData] = []

@@ -109,6 +109,7 @@ def evaluate_systems(
     cache_dir: str | Path | None = None,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
+    data_dir: str | Path | None = None,
 ) -> SystemsReport:
     """Score every row with every metric and compare the systems (see the module docstring).
 
@@ -124,6 +125,8 @@ def evaluate_systems(
         cache_dir: where per-row scores are kept (a killed run resumes; a rerun with more metrics computes only the
             new ones); ``None``: not kept.
         progress, log: progress bars, and a callback for notes as they happen.
+        data_dir: the local corpus mirror of metrics that read corpus files (``lai:<score>``), as in the
+            meta-evaluation.
     """
     from styleeval.metrics import get_metric
     from styleeval.scoring import ScoresCache, ScoringInputs, score_dataset
@@ -138,7 +141,7 @@ def evaluate_systems(
     notes: list[str] = []
     note = _noter(notes, log)
 
-    objs = [get_metric(spec) for spec in metrics]  # unknown names fail here, before any work
+    objs = [get_metric(spec, data_dir=None if data_dir is None else str(data_dir)) for spec in metrics]  # unknown names fail here, before any work
     labels = [m.label for m in objs]
     dupes = sorted({label for label in labels if labels.count(label) > 1})
     if dupes:
