@@ -38,7 +38,8 @@ def test_cli_leaderboard_on_the_mirror(tmp_path, capsys):
 
     out = tmp_path / "lb"
     assert main(["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu,s_chrf,r_chrf", "--out", str(out),
-                 "--leaderboard", "--no-progress", "--bootstrap", "0", "--no-cache"]) == 0
+                 "--leaderboard", "--no-progress", "--bootstrap", "0", "--no-cache", "--leaderboard-trials", "50",
+                 "--leaderboard-bootstrap", "20"]) == 0
     board = pd.read_csv(out / "leaderboard.csv")
     assert set(board.dimension) == {"content", "style", "fluency"}  # Lai rates all three
     assert {"acc_eq", "spearman", "system_pairwise_accuracy", "soft_pairwise_accuracy"} <= set(board.statistic)

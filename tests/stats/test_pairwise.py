@@ -69,9 +69,11 @@ def test_a_perfect_metric_and_a_constant_one():
 def test_pairwise_accuracy_by_hand():
     human = {"A": 3.0, "B": 2.0, "C": 1.0, "D": 1.0}
     metric = {"A": 0.9, "B": 0.2, "C": 0.5, "D": 0.1}
-    # pairs with a human difference: AB ok, AC ok, AD ok, BC wrong, BD ok (CD is a human tie: not counted)
-    assert pairwise_accuracy(human, metric) == pytest.approx(4 / 5)
-    assert math.isnan(pairwise_accuracy({"A": 1.0, "B": 1.0}, {"A": 0.0, "B": 1.0}))
+    # AB ok, AC ok, AD ok, BC wrong, BD ok; CD is a human tie the metric does not tie: wrong as WMT counts it,
+    # left out with ties="exclude"
+    assert pairwise_accuracy(human, metric) == pytest.approx(4 / 6)
+    assert pairwise_accuracy(human, metric, ties="exclude") == pytest.approx(4 / 5)
+    assert math.isnan(pairwise_accuracy({"A": 1.0, "B": 1.0}, {"A": 0.0, "B": 1.0}, ties="exclude"))
 
 
 def test_permutation_p_values_are_seeded_and_ordered():

@@ -71,6 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="also write leaderboard.csv/.md/.png: every metric ranked and clustered per corpus and human "
                    "dimension (content, style, fluency where rated) by acc_eq, system pairwise accuracy, SPA and "
                    "Spearman (docs/metaeval.md)")
+    p.add_argument("--leaderboard-bootstrap", type=int, default=200, metavar="N",
+                   help="bootstrap resamples of the leaderboard's CIs (default 200; 0: none)")
+    p.add_argument("--leaderboard-trials", type=int, default=200, metavar="N",
+                   help="PERM-BOTH permutations behind the leaderboard's clusters (default 200; WMT uses 1000, which "
+                   "takes about 5x as long)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
@@ -133,7 +138,8 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
                 log=lambda msg: None))
         except ValueError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
-    board = build_leaderboard(results, seed=args.seed)
+    board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
+                              n_boot=args.leaderboard_bootstrap)
     paths = write_leaderboard(board, args.out, plots=not args.no_plots)
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")
 

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from styleeval.metaeval.runner import MetaevalResult
-from styleeval.metaeval.statistics import STATISTICS, Corpus
+from styleeval.metaeval.statistics import STATISTICS, Corpus, LeaderboardStatistic
 from styleeval.stats.clusters import significance_clusters
 from styleeval.stats.pairwise import perm_both
+from styleeval.stats.resampling import percentile_interval
 
 COLUMNS = ["corpus", "dimension", "statistic", "metric", "value", "ci_low", "ci_high", "rank", "cluster", "n",
            "signature"]
@@ -30,8 +31,13 @@ def _corpus(result: MetaevalResult, dataset: str) -> Corpus:
 
 
 def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed: int = 0,
-                      alpha: float = 0.05) -> pd.DataFrame:
-    """The leaderboard of one or more runs (one per human dimension) as a DataFrame with :data:`COLUMNS`."""
+                      alpha: float = 0.05, n_boot: int = 200) -> pd.DataFrame:
+    """The leaderboard of one or more runs (one per human dimension) as a DataFrame with :data:`COLUMNS`.
+
+    Per corpus, dimension and statistic: metrics ranked by value (NaN values last, rank and cluster empty: they are
+    never clustered), clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with
+    a percentile bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else
+    rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs."""
     rows = []
     for result in results:
         for dataset in result.dataset_kinds:
@@ -41,59 +47,87 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
                 continue
             corpus = _corpus(result, dataset)
             for statistic in STATISTICS.values():
-                if not statistic.applies(corpus):
-                    continue
-                fn = statistic.compute
-                values, counts = {}, {}
-                for name in names:
-                    m = result.scores[dataset, name]
-                    idx = np.flatnonzero(np.isfinite(human) & np.isfinite(m))
-                    if len(idx) < 3:
-                        continue
-                    values[name] = fn(corpus, human[idx], m[idx], idx)
-                    counts[name] = len(idx)
-                ranked = [n for n in sorted(values, key=lambda n: -values[n]) if math.isfinite(values[n])]
-
-                def worse(head: str, other: str, fn=fn, h=human, scores=result.scores, dataset=dataset,
-                          corpus=corpus) -> bool:
-                    x, y = scores[dataset, head], scores[dataset, other]
-                    keep = np.flatnonzero(np.isfinite(h) & np.isfinite(x) & np.isfinite(y))
-                    p = perm_both(lambda hh, mm: fn(corpus, hh, mm, keep), h[keep], x[keep], y[keep],
-                                  trials=trials, seed=seed)
-                    return p < alpha
-
-                clusters = significance_clusters(ranked, worse) if statistic.clustered else \
-                    {n: math.nan for n in ranked}
-                for rank, name in enumerate(ranked, start=1):
-                    rows.append({"corpus": dataset, "dimension": result.dimension, "statistic": statistic.name,
-                                 "metric": name, "value": values[name], "ci_low": math.nan, "ci_high": math.nan,
-                                 "rank": rank, "cluster": clusters[name], "n": counts[name],
-                                 "signature": result.signatures.get(name, "")})
-            _add_spearman_ci(rows, result, dataset)
+                if statistic.applies(corpus):
+                    rows += _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha,
+                                            n_boot)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _add_spearman_ci(rows: list[dict], result: MetaevalResult, dataset: str) -> None:
-    """The run's bootstrap CI of Spearman's rho (its correlation table, subset ``all``) on the Spearman rows."""
-    table = result.correlations
-    if not len(table):
-        return
-    mine = table[(table["dataset"] == dataset) & (table["subset"] == "all")].set_index("metric")
-    for row in rows:
-        if row["corpus"] == dataset and row["statistic"] == "spearman" and row["metric"] in mine.index \
-                and row["dimension"] == result.dimension:
-            row["ci_low"], row["ci_high"] = float(mine.loc[row["metric"], "ci_low"]), \
-                float(mine.loc[row["metric"], "ci_high"])
+def _statistic_rows(result: MetaevalResult, dataset: str, corpus: Corpus, statistic: LeaderboardStatistic,
+                    human: np.ndarray, names: list[str], trials: int, seed: int, alpha: float,
+                    n_boot: int) -> list[dict]:
+    fn = statistic.compute
+    values, counts, kept = {}, {}, {}
+    for name in names:
+        m = result.scores[dataset, name]
+        idx = np.flatnonzero(np.isfinite(human) & np.isfinite(m))
+        if len(idx) < 3:
+            continue
+        values[name] = fn(corpus, human[idx], m[idx], idx)
+        counts[name], kept[name] = len(idx), idx
+    finite = [n for n in values if math.isfinite(values[n])]
+    ranked = sorted(finite, key=lambda n: -values[n])  # NaN never enters a sort key or a cluster
+    pvalues: dict[tuple[str, str], float] = {}
+
+    def better(member: str, item: str) -> bool:
+        if (member, item) not in pvalues:
+            x, y = result.scores[dataset, member], result.scores[dataset, item]
+            keep = np.flatnonzero(np.isfinite(human) & np.isfinite(x) & np.isfinite(y))
+            pvalues[member, item] = perm_both(lambda hh, mm: fn(corpus, hh, mm, keep), human[keep], x[keep],
+                                              y[keep], trials=trials, seed=seed)
+        return pvalues[member, item] <= alpha
+
+    clusters = significance_clusters(ranked, better) if statistic.clustered else {}
+    out = []
+    for rank, name in enumerate([*ranked, *[n for n in values if n not in finite]], start=1):
+        low, high = (_interval(corpus, fn, human, result.scores[dataset, name], kept[name], n_boot, seed)
+                     if statistic.interval and name in finite else (math.nan, math.nan))
+        out.append({"corpus": dataset, "dimension": result.dimension, "statistic": statistic.name, "metric": name,
+                    "value": values[name], "ci_low": low, "ci_high": high,
+                    "rank": rank if name in finite else math.nan, "cluster": clusters.get(name, math.nan),
+                    "n": counts[name], "signature": result.signatures.get(name, "")})
+    return out
+
+
+def _interval(corpus: Corpus, fn, human: np.ndarray, metric: np.ndarray, rows: np.ndarray, n_boot: int,
+              seed: int) -> tuple[float, float]:
+    """Percentile bootstrap CI of ``fn``: sources (with their rows) resampled where a source has several rows, else
+    rows; a source drawn twice is two groups (relabelled), so grouped statistics see independent draws."""
+    if n_boot <= 0 or len(rows) < 3:
+        return math.nan, math.nan
+    sources = corpus.sources[rows] if len(corpus.sources) else np.arange(len(rows))
+    by_source = corpus.grouped or corpus.has_systems
+    units = pd.Series(np.arange(len(rows))).groupby(pd.Series(sources).astype(str)).indices if by_source else \
+        {i: np.array([i]) for i in range(len(rows))}
+    blocks = list(units.values())
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n_boot):
+        draw = rng.integers(0, len(blocks), len(blocks))
+        pick = np.concatenate([blocks[k] for k in draw])
+        labels = np.concatenate([np.full(len(blocks[k]), j) for j, k in enumerate(draw)]).astype(object)
+        systems = corpus.systems[rows][pick] if len(corpus.systems) else np.array([], dtype=object)
+        sample = Corpus(corpus.name, corpus.kind, labels, systems)
+        value = fn(sample, human[rows][pick], metric[rows][pick], np.arange(len(pick)))
+        if math.isfinite(value):
+            values.append(value)
+    if not values:
+        return math.nan, math.nan
+    return percentile_interval(np.asarray(values))
 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:
-    """One table per corpus and dimension: metrics as rows, statistics as columns ("value (rank/cluster)")."""
+    """One table per corpus and dimension: metrics as rows, statistics as columns ("value [CI] (cluster)"; "–" where
+    a statistic is undefined, listed last)."""
     from styleeval.labels import dataset_label, metric_label
 
     used = list(dict.fromkeys(board["statistic"]))
     out = ["# Metrics leaderboard", "",
-           "Each cell: value (cluster). Clusters per statistic: a new one starts at the first metric significantly "
-           "worse than the best of the current one (PERM-BOTH, one-sided p < 0.05). Definitions: docs/metaeval.md.",
+           "Each cell: value [95% bootstrap CI] (cluster). Clusters per statistic, WMT's rule: walking down the "
+           "ranking, a metric opens a new cluster when any metric of the current cluster is significantly better "
+           "(PERM-BOTH, one-sided p <= 0.05); a metric is never significantly worse than one of its own cluster, "
+           "but it need not be indistinguishable from every metric of the next. \"–\": undefined (e.g. a constant "
+           "metric), listed last and never clustered. Definitions: docs/metaeval.md.",
            "", *[f"- {s}: {STATISTICS[s].description}" for s in used if s in STATISTICS], ""]
     for (corpus, dimension), part in board.groupby(["corpus", "dimension"], sort=False):
         stats = list(dict.fromkeys(part["statistic"]))
@@ -108,8 +142,12 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
                     cells.append("–")
                     continue
                 r = r.iloc[0]
+                if not math.isfinite(r.value):
+                    cells.append("–")
+                    continue
                 cluster = f" ({int(r.cluster)})" if math.isfinite(r.cluster) else ""
-                cells.append(f"{r.value:.3f}{cluster}")
+                ci = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if math.isfinite(r.ci_low) else ""
+                cells.append(f"{r.value:.3f}{ci}{cluster}")
             n = int(first[first["metric"] == metric]["n"].iloc[0])
             out.append(f"| {metric_label(metric)} | " + " | ".join(cells) + f" | {n} |")
         out.append("")

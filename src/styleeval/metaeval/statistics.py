@@ -20,6 +20,8 @@ from styleeval.stats.pairwise import pairwise_accuracy, soft_pairwise_accuracy, 
 
 MIN_SYSTEMS = 3
 """System-level statistics need at least this many systems."""
+SPA_PERMUTATIONS = 1000
+"""Permutations of each system pair's test in SPA (WMT's number)."""
 
 
 @dataclass(frozen=True)
@@ -53,14 +55,16 @@ Statistic = Callable[[Corpus, np.ndarray, np.ndarray, np.ndarray], float]
 @dataclass(frozen=True)
 class LeaderboardStatistic:
     """A registered statistic: its ``name`` (the ``statistic`` column), a one-line ``description`` (the legend),
-    ``compute``, ``applies(corpus)`` and whether metrics are ``clustered`` by it (PERM-BOTH recomputes it on
-    ``trials`` permutations: leave it out for statistics that are costly or have their own p-values)."""
+    ``compute``, ``applies(corpus)``, whether metrics are ``clustered`` by it (PERM-BOTH recomputes it on
+    ``trials`` permutations) and whether it gets a bootstrap ``interval`` (recomputed on each resample): leave them
+    out for statistics that are costly or have their own p-values."""
 
     name: str
     description: str
     compute: Statistic
     applies: Callable[[Corpus], bool]
     clustered: bool = True
+    interval: bool = True
 
 
 STATISTICS: dict[str, LeaderboardStatistic] = {}
@@ -68,13 +72,14 @@ STATISTICS: dict[str, LeaderboardStatistic] = {}
 
 
 def leaderboard_statistic(name: str, description: str, applies: Callable[[Corpus], bool] | None = None,
-                          clustered: bool = True) -> Callable[[Statistic], Statistic]:
+                          clustered: bool = True, interval: bool = True) -> Callable[[Statistic], Statistic]:
     """Decorator: register ``f(corpus, human, metric, rows) -> float`` as the leaderboard statistic ``name``."""
 
     def decorate(fn: Statistic) -> Statistic:
         if name in STATISTICS:
             raise ValueError(f"leaderboard statistic {name!r} is registered twice")
-        STATISTICS[name] = LeaderboardStatistic(name, description, fn, applies or (lambda corpus: True), clustered)
+        STATISTICS[name] = LeaderboardStatistic(name, description, fn, applies or (lambda corpus: True), clustered,
+                                                interval)
         return fn
 
     return decorate
@@ -95,23 +100,25 @@ def acc_eq(corpus: Corpus, human: np.ndarray, metric: np.ndarray, rows: np.ndarr
     return tie_calibrated_accuracy(human, metric, corpus.sources[rows] if corpus.grouped else None)[0]
 
 
-@leaderboard_statistic("spearman", "Spearman's rho over the rows (CI: the run's bootstrap)")
+@leaderboard_statistic("spearman", "Spearman's rho over the rows")
 def spearman_rho(corpus: Corpus, human: np.ndarray, metric: np.ndarray, rows: np.ndarray) -> float:
     return spearman(human, metric)
 
 
 @leaderboard_statistic("system_pairwise_accuracy", "system-level pairwise accuracy of the system means (Kocmi et "
-                       "al. 2021)", applies=lambda corpus: corpus.has_systems)
+                       "al. 2021; human ties counted as mt-metrics-eval's Agreement)",
+                       applies=lambda corpus: corpus.has_systems)
 def system_pairwise_accuracy(corpus: Corpus, human: np.ndarray, metric: np.ndarray, rows: np.ndarray) -> float:
     return pairwise_accuracy(_system_means(corpus, human, rows), _system_means(corpus, metric, rows))
 
 
 @leaderboard_statistic("soft_pairwise_accuracy", "soft pairwise accuracy of the systems (Thompson et al. 2024), "
-                       "per-pair permutation p-values over the sources; ranked, not clustered",
-                       applies=lambda corpus: corpus.has_systems, clustered=False)
+                       "per-pair permutation p-values over the sources (1000 permutations, as WMT); ranked, not "
+                       "clustered, no CI (each resample would need every pair's permutations again)",
+                       applies=lambda corpus: corpus.has_systems, clustered=False, interval=False)
 def soft_pairwise(corpus: Corpus, human: np.ndarray, metric: np.ndarray, rows: np.ndarray) -> float:
     keys, sources = corpus.systems[rows], corpus.sources[rows]
     items = {s: (keys == s) for s in set(keys)}  # each system's items, aligned on the source ids
     return soft_pairwise_accuracy({s: dict(zip(sources[mask], human[mask])) for s, mask in items.items()},
                                   {s: dict(zip(sources[mask], metric[mask])) for s, mask in items.items()},
-                                  trials=200)[0]
+                                  trials=SPA_PERMUTATIONS)[0]

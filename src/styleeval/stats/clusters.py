@@ -5,14 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 
-def significance_clusters(ranked: Sequence[str], different: Callable[[str, str], bool]) -> dict[str, int]:
-    """Clusters of ``ranked`` (best first), as WMT reports rankings: a new cluster starts at the first item that is
-    significantly different from (worse than) the best item of the current cluster. Returns item -> cluster
-    (1 = best)."""
+def significance_clusters(ranked: Sequence[str], better: Callable[[str, str], bool]) -> dict[str, int]:
+    """Clusters of ``ranked`` (best first) by WMT's rule (mt-metrics-eval's ``AssignRanks``): walking down the
+    ranking, an item opens a new cluster when ANY member of the current cluster is significantly better than it
+    (``better(member, item)``: p <= alpha). Returns item -> cluster (1 = best).
+
+    What a cluster guarantees: no item is significantly worse than a member of its own cluster, and every item of a
+    later cluster is significantly worse than at least one item ranked above it; items of one cluster are not
+    necessarily "not significantly different" from every member of the next."""
     clusters: dict[str, int] = {}
-    head, number = None, 0
+    members: list[str] = []
+    number = 0
     for item in ranked:
-        if head is None or different(head, item):
-            head, number = item, number + 1
+        if not members or any(better(member, item) for member in members):
+            number += 1
+            members = []
+        members.append(item)
         clusters[item] = number
     return clusters

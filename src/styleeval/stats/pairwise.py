@@ -1,7 +1,8 @@
 """Pairwise meta-evaluation statistics, as the WMT metrics shared tasks use them (google-research/mt-metrics-eval).
 
-- :func:`pairwise_accuracy`: system-level pairwise accuracy (Kocmi et al. 2021): the share of system pairs with a
-  human difference that the metric orders the same way.
+- :func:`pairwise_accuracy`: system-level pairwise accuracy (Kocmi et al. 2021) as mt-metrics-eval's ``Agreement``
+  computes it: over every system pair, right when the sign of the human difference equals the sign of the metric
+  difference (a human tie is right only on a metric tie); ``ties="exclude"`` leaves human-tied pairs out instead.
 - :func:`tie_calibrated_accuracy`: acc_eq with tie calibration (Deutsch et al. 2023): a pair is correct when the
   metric's sign, with |m_i - m_j| <= epsilon counted as a tie, equals the human sign (human ties included); epsilon is
   chosen, exactly, among 0 and every |m_i - m_j| to maximise the accuracy. With ``groups`` (e.g. the source id: the
@@ -28,14 +29,36 @@ BLOCK = 1024
 """Rows per block when the pairs of a large group are enumerated (bounds memory at BLOCK x n differences)."""
 
 
-def pairwise_accuracy(human: Mapping[str, float], metric: Mapping[str, float]) -> float:
-    """Share of system pairs with a human difference that the metric orders as the humans do (a metric tie counts as
-    wrong); NaN when no pair has a human difference. Systems missing or NaN in either mapping are left out."""
-    names = [s for s in human if s in metric and math.isfinite(human[s]) and math.isfinite(metric[s])]
-    pairs = [(a, b) for a, b in itertools.combinations(names, 2) if human[a] != human[b]]
+TIES = ("wmt", "exclude")
+
+
+def _as_mapping(values: Mapping[Hashable, float] | Sequence[float] | np.ndarray, what: str) -> dict[Hashable, float]:
+    if isinstance(values, Mapping):
+        return dict(values)
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"pairwise_accuracy: {what} must be a mapping system -> score or a sequence aligned with the "
+                        f"other, got {type(values).__name__}")
+    return dict(enumerate(np.asarray(values, dtype=float).tolist()))
+
+
+def pairwise_accuracy(human: Mapping[Hashable, float] | Sequence[float], metric: Mapping[Hashable, float] |
+                      Sequence[float], ties: str = "wmt") -> float:
+    """System-level pairwise accuracy of ``metric`` against ``human`` (mappings system -> score, or two aligned
+    sequences). ``ties="wmt"`` (default, mt-metrics-eval's ``Agreement``): over every pair, right when
+    ``sign(h_a - h_b) == sign(m_a - m_b)`` (a human tie is right only on a metric tie); ``"exclude"``: human-tied
+    pairs are left out (and a metric tie is wrong). Systems missing or NaN in either are left out; NaN when no pair
+    counts."""
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+    h, m = _as_mapping(human, "human"), _as_mapping(metric, "metric")
+    if not isinstance(human, Mapping) and not isinstance(metric, Mapping) and len(h) != len(m):
+        raise ValueError(f"pairwise_accuracy: {len(h)} human scores but {len(m)} metric scores (aligned sequences "
+                         "must have one length)")
+    names = [s for s in h if s in m and math.isfinite(h[s]) and math.isfinite(m[s])]
+    pairs = [(a, b) for a, b in itertools.combinations(names, 2) if ties == "wmt" or h[a] != h[b]]
     if not pairs:
         return math.nan
-    return sum(np.sign(human[a] - human[b]) == np.sign(metric[a] - metric[b]) for a, b in pairs) / len(pairs)
+    return sum(np.sign(h[a] - h[b]) == np.sign(m[a] - m[b]) for a, b in pairs) / len(pairs)
 
 
 def _pair_values(h: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

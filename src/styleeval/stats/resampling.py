@@ -89,14 +89,16 @@ def approximate_randomization(a: Sequence[float], b: Sequence[float], trials: in
 def paired_bootstrap_mean(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, seed: int = 0,
                           level: float = 0.95) -> tuple[float, float, float]:
     """Paired bootstrap of ``mean(a) - mean(b)`` (resampling inputs): ``(ci_low, ci_high, p)`` with the percentile CI
-    of the difference and the two-sided p-value ``2 * min(P(delta* <= 0), P(delta* >= 0))`` (capped at 1)."""
+    of the difference and the two-sided p-value ``min(1, 2 * (min(#(delta* <= 0), #(delta* >= 0)) + 1) / (n_boot +
+    1))``: the +1 (as sacrebleu's) keeps p above 0, which a finite number of resamples cannot show."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if len(d) == 0:
         return math.nan, math.nan, math.nan
     rng = np.random.default_rng(seed)
     boot = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
     low, high = percentile_interval(boot, level)
-    p = min(1.0, 2 * min(float((boot <= 0).mean()), float((boot >= 0).mean())))
+    count = min(int((boot <= 0).sum()), int((boot >= 0).sum()))
+    p = min(1.0, 2 * (count + 1) / (n_boot + 1))
     return low, high, p
 
 
