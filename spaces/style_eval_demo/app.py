@@ -143,7 +143,7 @@ def batch_ui(file):
         for metric in ("logprob_content", "logprob_style"):
             c = cells[system, metric]
             cluster = f" ({int(c.cluster)})" if c.cluster == c.cluster else ""
-            line.append(f"{fmt(c.mean)} [{fmt(c.ci_low)}, {fmt(c.ci_high)}]{cluster}")
+            line.append(f"{fmt(c.score)} [{fmt(c.ci_low)}, {fmt(c.ci_high)}]{cluster}")
         summary.append(line)
     plot = report.plot(os.path.join(folder, "tradeoff.png"))
     return table, summary, plot, scored

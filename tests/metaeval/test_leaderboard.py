@@ -45,3 +45,32 @@ def test_cli_leaderboard_on_the_mirror(tmp_path, capsys):
     assert {"acc_eq", "spearman", "system_pairwise_accuracy", "soft_pairwise_accuracy"} <= set(board.statistic)
     assert (out / "leaderboard.png").stat().st_size > 0
     assert "## Lai: content" in (out / "leaderboard.md").read_text()
+
+
+def test_an_undefined_statistic_is_listed_last_and_never_clustered(tmp_path):
+    """A constant metric has no Spearman: its NaN must not reorder the column (a NaN sort key does), nor enter the
+    clusters; it is listed last as "–"."""
+    from styleeval.metaeval.leaderboard import leaderboard_markdown
+
+    rng = np.random.default_rng(1)
+    n = 120
+    human = rng.integers(1, 6, size=n).astype(float)
+    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
+             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
+             "is_reference_rewrite": False, "content_mean": float(h), "style_mean": 1.0, "fluency_mean": None}
+            for i, h in enumerate(human)]
+    scores = {"random": rng.normal(size=n), "constant": np.ones(n), "small": human + rng.normal(scale=0.3, size=n),
+              "large": human + rng.normal(scale=2.0, size=n)}
+    path = tmp_path / "scores.csv"
+    path.write_text("id," + ",".join(scores) + "\n" + "".join(
+        f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(n)), encoding="utf-8")
+    specs = [f"precomputed:file={path}:column={c}:as={c}" for c in scores]
+    result = run_metaeval(["toy"], specs, dimension="content", loader=lambda name: rows, n_boot=0)
+    board = build_leaderboard([result], trials=50, n_boot=30)
+    rho = board[board.statistic == "spearman"].reset_index(drop=True)
+    assert rho.metric.tolist() == ["small", "large", "random", "constant"]
+    assert rho["rank"].tolist()[:3] == [1, 2, 3] and np.isnan(rho["rank"].iloc[3])
+    assert np.isnan(rho.cluster.iloc[3]) and np.isnan(rho.value.iloc[3])
+    acc = board[board.statistic == "acc_eq"]
+    assert acc.ci_low.notna().all() and (acc.ci_low <= acc.value).all() and (acc.value <= acc.ci_high).all()
+    assert "| constant | " in leaderboard_markdown(board) and "– |" in leaderboard_markdown(board)

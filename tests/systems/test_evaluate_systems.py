@@ -25,26 +25,39 @@ def test_means_pairs_and_missing_rows():
     same = [s.replace("today", "yesterday") for s in SOURCES]
     other = [f"a completely different sentence {i}" for i in range(12)]
     partial = list(same)
-    partial[3] = None  # system C has no row for source 3
-    report = evaluate_systems(_rows({"A": same, "B": other, "C": partial}, SOURCES), ["s_chrf"])
+    partial[3] = None  # system C has no row for source 3: every system is compared on the 11 sources all have
+    report = evaluate_systems(_rows({"A": same, "B": other, "C": partial}, SOURCES), ["s_chrf:agg=mean"])
     table = report.systems.set_index("system")
-    want = np.mean(report.scores.loc[report.scores["system"] == "A", "s_chrf"])
-    assert table.loc["A", "mean"] == pytest.approx(want) and table.loc["A", "n"] == 12
+    common = (report.scores["system"] == "A") & (report.scores["source_id"] != SOURCES[3])
+    want = np.mean(report.scores.loc[common, "s_chrf"])
+    assert table.loc["A", "mean"] == pytest.approx(want) == table.loc["A", "score"] and table.loc["A", "n"] == 11
+    assert table.loc["A", "aggregate"] == "mean" and table.loc["A", "n_missing"] == 1
+    assert any("compared on the 11 sources every scored system has; left out: A 1 rows, B 1 rows" in n
+               for n in report.notes)
     pair = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "C")].iloc[0]
     assert pair.n_pairs == 11 and pair.delta == pytest.approx(0.0) and not pair.significant
     ab = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "B")].iloc[0]
-    a = report.scores[report.scores.system == "A"]["s_chrf"].to_numpy()
-    b = report.scores[report.scores.system == "B"]["s_chrf"].to_numpy()
-    assert ab.p == approximate_randomization(a, b) and ab.significant
+    a = report.scores[common]["s_chrf"].to_numpy()
+    b = report.scores[(report.scores.system == "B") & (report.scores["source_id"] != SOURCES[3])]["s_chrf"]
+    assert ab.p == approximate_randomization(a, b.to_numpy()) and ab.significant
     assert table.loc["A", "cluster"] == table.loc["C", "cluster"] == 1 and table.loc["B", "cluster"] == 2
 
 
-def test_pairs_follow_source_id_not_the_source_text():
+def test_pairs_follow_source_id_not_the_row_order():
     rows = _rows({"A": SOURCES[:4], "B": SOURCES[:4]}, SOURCES[:4])
     for i, row in enumerate(rows):
-        row["source_id"] = f"id{i % 4 if row['system'] == 'A' else (i + 1) % 4}"  # B's ids are shifted
+        k = i % 4 if row["system"] == "A" else (i + 1) % 4  # B's rows come in another order
+        row["source_id"], row["source"], row["rewrite"] = f"id{k}", SOURCES[k], SOURCES[k]
     report = evaluate_systems(rows, ["s_bleu"])
-    assert report.pairs.iloc[0].n_pairs == 4
+    assert report.pairs.iloc[0].n_pairs == 4 and report.pairs.iloc[0].delta == 0
+
+
+def test_one_source_id_with_two_source_texts_is_an_error():
+    rows = _rows({"A": SOURCES[:2], "B": SOURCES[:2]}, SOURCES[:2])
+    for row in rows:
+        row["source_id"] = "same"
+    with pytest.raises(ValueError, match=r"source_id 'same' has the source .* one source_id must name one source"):
+        evaluate_systems(rows[:1] + rows[3:], ["s_bleu"])
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +74,9 @@ def test_lai_systems_copy_and_references(lai_rows):
     """An identical copy of a system is never significantly different from it; Lai's human references differ
     significantly from the best S-chrF system."""
     best_copy = [{**r, "system": "RAO-copy"} for r in lai_rows if r["system"] == "RAO"]
-    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf")
-    assert report.ranking("s_chrf")[:2] in (["RAO", "RAO-copy"], ["RAO-copy", "RAO"])
+    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf", trials=1000, n_boot=200)
+    ranking = report.ranking("s_chrf")  # by sacrebleu's corpus chrF: HIGH first, then RAO and its copy
+    assert ranking[0] == "HIGH" and abs(ranking.index("RAO") - ranking.index("RAO-copy")) == 1
     pairs = report.pairs.set_index(["metric", "system_a", "system_b"])
     copy = pairs.loc[("s_chrf", "RAO", "RAO-copy")]
     assert copy.delta == 0.0 and copy.p == 1.0 and not copy.significant
@@ -102,7 +116,8 @@ def test_cli_writes_every_file_and_a_rerun_computes_only_new_metrics(tmp_path, m
     assert main([*args, "--metrics", "s_bleu,s_chrf"]) == 0
     assert calls == []  # s_bleu came from OUT/cache
     systems = pd.read_csv(out / "systems.csv")
-    assert list(systems.columns) == ["system", "metric", "n", "n_missing", "mean", "ci_low", "ci_high", "cluster"]
+    assert list(systems.columns) == ["system", "metric", "aggregate", "n", "n_missing", "score", "mean", "ci_low",
+                                     "ci_high", "cluster"]
     assert set(systems.metric) == {"s_bleu", "s_chrf"} and len(systems) == 4
     pairs = pd.read_csv(out / "pairs.csv")
     assert list(pairs.columns)[:4] == ["metric", "system_a", "system_b", "n_pairs"] and len(pairs) == 2

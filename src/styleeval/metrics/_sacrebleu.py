@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import Any
 
 from styleeval.metrics.base import Inputs, Metric, targets
 from styleeval.signature import Signature
@@ -41,12 +42,27 @@ def sentence_scores(kind: str, hypotheses: Sequence[str], references: Sequence[S
     return [scorer.sentence_score(h, list(r)).score for h, r in zip(hypotheses, references)]
 
 
-class SacreBleuMetric(Metric):
-    """A sacrebleu metric (``bleu``, ``chrf`` or ``ter``) comparing the rewrite with the source or references."""
+AGGREGATES = ("corpus", "mean")
 
-    def __init__(self, kind: str, inputs: Inputs = "source") -> None:
+
+def corpus_scorer(kind: str) -> Any:
+    """A new sacrebleu metric of ``kind`` with sacrebleu's corpus defaults (what ``sacrebleu -i`` computes)."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    return {"bleu": BLEU, "chrf": CHRF, "ter": TER}[kind]()
+
+
+class SacreBleuMetric(Metric):
+    """A sacrebleu metric (``bleu``, ``chrf`` or ``ter``) comparing the rewrite with the source or references. Row
+    scores are sentence scores; a system's score is sacrebleu's corpus score of its rewrites (``agg="corpus"``,
+    default) or the mean of its sentence scores (``agg="mean"``, spec ``s_chrf:agg=mean``)."""
+
+    def __init__(self, kind: str, inputs: Inputs = "source", agg: str = "corpus") -> None:
         if inputs not in ("source", "reference"):
             raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+        if agg not in AGGREGATES:
+            raise ValueError(f"agg must be one of {', '.join(AGGREGATES)}, got {agg!r}")
+        self.aggregate = agg
         _scorer(kind)  # validates kind
         self.kind = kind
         self.inputs = inputs
@@ -56,6 +72,10 @@ class SacreBleuMetric(Metric):
     @property
     def signature(self) -> Signature:
         return Signature.parse(f"{self.name}|{sacrebleu_signature(self.kind, self.inputs == 'source')}")
+
+    def corpus_metric(self) -> Any:
+        """sacrebleu's corpus metric of this kind (``None`` with ``agg=mean``)."""
+        return corpus_scorer(self.kind) if self.aggregate == "corpus" else None
 
     def _score(self, sources, rewrites, references, styles):
         return sentence_scores(self.kind, rewrites, targets(self, sources, references))

@@ -49,6 +49,7 @@ class Metric:
     Attributes:
         name: the registry name (``s_bleu``, ``r_chrf``, ...).
         inputs: what the rewrite is compared with: ``"source"``, ``"reference"`` or ``"source+reference"``.
+        aggregate: ``"mean"`` or ``"corpus"`` (see the attribute).
         higher_is_better: ``False`` for error rates (TER); the meta-evaluation negates such scores.
         needs_styles: whether the metric reads the target style of each row (LogProb).
         incremental: slow metrics (LLMs) whose scores the meta-evaluation saves chunk by chunk.
@@ -61,6 +62,14 @@ class Metric:
     needs_styles: bool = False
     incremental: bool = False
     alias: str | None = None
+    aggregate: str = "mean"
+    """How a system's score is made from its rows: ``"mean"`` of the row scores, or ``"corpus"``: the metric's corpus
+    statistic (:meth:`corpus_metric`; sacrebleu's BLEU, chrF and TER, as papers report them)."""
+
+    def corpus_metric(self) -> Any:
+        """The sacrebleu ``Metric`` object whose corpus score is the system score (``aggregate == "corpus"``), else
+        ``None``."""
+        return None
 
     @property
     def label(self) -> str:

@@ -17,13 +17,13 @@ def sentence_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
 class SourceBLEU(SacreBleuMetric):
     """``s_bleu``: sentence BLEU of the rewrite with the source as the only reference."""
 
-    def __init__(self) -> None:
-        super().__init__("bleu", "source")
+    def __init__(self, agg: str = "corpus") -> None:
+        super().__init__("bleu", "source", agg)
 
 
 @register("r_bleu")
 class ReferenceBLEU(SacreBleuMetric):
     """``r_bleu``: sentence BLEU of the rewrite against all references of the row."""
 
-    def __init__(self) -> None:
-        super().__init__("bleu", "reference")
+    def __init__(self, agg: str = "corpus") -> None:
+        super().__init__("bleu", "reference", agg)

@@ -17,13 +17,13 @@ def sentence_chrf(hypotheses: Sequence[str], references: Sequence[Sequence[str]]
 class SourceChrF(SacreBleuMetric):
     """``s_chrf``: sentence chrF of the rewrite with the source as the only reference."""
 
-    def __init__(self) -> None:
-        super().__init__("chrf", "source")
+    def __init__(self, agg: str = "corpus") -> None:
+        super().__init__("chrf", "source", agg)
 
 
 @register("r_chrf")
 class ReferenceChrF(SacreBleuMetric):
     """``r_chrf``: sentence chrF of the rewrite against all references of the row."""
 
-    def __init__(self) -> None:
-        super().__init__("chrf", "reference")
+    def __init__(self, agg: str = "corpus") -> None:
+        super().__init__("chrf", "reference", agg)

@@ -22,13 +22,13 @@ def sentence_ter(hypotheses: Sequence[str], references: Sequence[Sequence[str]])
 class SourceTER(SacreBleuMetric):
     """``s_ter``: sentence TER of the rewrite with the source as the only reference."""
 
-    def __init__(self) -> None:
-        super().__init__("ter", "source")
+    def __init__(self, agg: str = "corpus") -> None:
+        super().__init__("ter", "source", agg)
 
 
 @register("r_ter")
 class ReferenceTER(SacreBleuMetric):
     """``r_ter``: sentence TER of the rewrite against all references of the row."""
 
-    def __init__(self) -> None:
-        super().__init__("ter", "reference")
+    def __init__(self, agg: str = "corpus") -> None:
+        super().__init__("ter", "reference", agg)

@@ -8,13 +8,21 @@ mt-metrics-eval keeps WMT's in one ``stats.py``); neither of those defines a sta
 - :mod:`.compare`: is one metric's correlation with the humans higher than another's (Williams' test, paired
   bootstrap of a correlation difference);
 - :mod:`.pairwise`: pairwise accuracy, tie-calibrated acc_eq, soft pairwise accuracy, PERM-BOTH;
-- :mod:`.clusters`: significance clusters of a ranking.
+- :mod:`.clusters`: significance clusters of a ranking (WMT's rule);
+- :mod:`.corpus`: sacrebleu's corpus scores, their bootstrap CIs and sacrebleu's paired tests.
 """
 
 from __future__ import annotations
 
 from styleeval.stats.clusters import significance_clusters
 from styleeval.stats.compare import Comparison, paired_bootstrap_correlation, williams_t, williams_test
+from styleeval.stats.corpus import (
+    corpus_bootstrap_ci,
+    corpus_score,
+    corpus_statistics,
+    paired_corpus_test,
+    reference_streams,
+)
 from styleeval.stats.correlation import (
     Correlation,
     DegenerateScoresError,
@@ -46,7 +54,8 @@ from styleeval.stats.resampling import (
 )
 
 __all__ = [
-    "N_BOOT", "N_TRIALS", "Comparison", "Correlation", "DegenerateScoresError", "accuracy_at",
+    "N_BOOT", "N_TRIALS", "corpus_bootstrap_ci", "corpus_score", "corpus_statistics", "paired_corpus_test",
+    "reference_streams", "Comparison", "Correlation", "DegenerateScoresError", "accuracy_at",
     "approximate_randomization", "bootstrap_mean_ci", "check_scores", "correlate", "holm", "kendall_tau_like",
     "paired_bootstrap_correlation", "paired_bootstrap_mean", "paired_permutation_p", "pairwise_accuracy", "pearson",
     "percentile_interval", "perm_both", "sign_flip_test", "significance_clusters", "soft_pairwise_accuracy",

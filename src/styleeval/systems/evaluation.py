@@ -12,7 +12,9 @@ Holm-adjusted per metric), WMT-style significance clusters, and, when the input 
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +29,11 @@ from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 DEFAULT_METRICS = ("logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_bleu", "s_chrf")
 """LogProb content and style with the default model, the autorater's expected mode, S-BLEU and S-chrF."""
 TESTS = ("ar", "bootstrap")
-SYSTEM_COLUMNS = ["system", "metric", "n", "n_missing", "mean", "ci_low", "ci_high", "cluster"]
-PAIR_COLUMNS = ["metric", "system_a", "system_b", "n_pairs", "mean_a", "mean_b", "delta", "ci_low", "ci_high", "p",
-                "p_adjusted", "significant"]
+SYSTEM_COLUMNS = ["system", "metric", "aggregate", "n", "n_missing", "score", "mean", "ci_low", "ci_high", "cluster"]
+PAIR_COLUMNS = ["metric", "system_a", "system_b", "n_pairs", "score_a", "score_b", "mean_a", "mean_b", "delta",
+                "ci_low", "ci_high", "p", "p_adjusted", "significant"]
+INPUT_COLUMNS = ("row", "system", "source_id", "source", "rewrite", "style", "reference", "references")
+"""Input columns a metric label may not take (``as=NAME``): its scores would replace or hide them."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +51,73 @@ class SystemRow:
     human: Mapping[str, float] = field(default_factory=dict)
 
 
+def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
+    """A row's references: ``references`` / ``reference`` (a string, a list, or a JSON list in a CSV cell) plus any
+    ``reference_2``, ``reference_3``... columns. A cell that looks like a Python list repr (``['a', 'b']``, what
+    ``str(list)`` or pandas' ``to_csv`` writes) is an error: read as text it would be one wrong reference."""
+    refs: list[str] = []
+    value = record.get("references")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        value = record.get("reference")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("[") and text.endswith("]"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError(f"{where}: reference {text!r:.60} looks like a Python list, not text; write a JSON "
+                                 'list (["first", "second"]) or one column per reference (reference, reference_2, '
+                                 "...)") from None
+            if not isinstance(parsed, list) or not all(isinstance(r, str) for r in parsed):
+                raise ValueError(f"{where}: reference must be a JSON list of strings, got {text!r:.60}")
+            refs += [r for r in parsed if r.strip()]
+        elif text:
+            refs.append(value)
+    elif value is not None and not (isinstance(value, float) and math.isnan(value)):
+        if isinstance(value, (int, float, bool)) or not hasattr(value, "__iter__"):
+            raise ValueError(f"{where}: reference must be text or a list of texts, got {value!r:.40}")
+        refs += [str(r) for r in value if r is not None and str(r).strip()]
+    extra = sorted((int(m.group(1)), k) for k in record if isinstance(k, str)
+                   and (m := re.fullmatch(r"reference_(\d+)", k)))
+    for _, column in extra:
+        cell = record[column]
+        if isinstance(cell, str) and cell.strip():
+            refs.append(cell)
+        elif cell is not None and not (isinstance(cell, float) and math.isnan(cell)) and not isinstance(cell, str):
+            raise ValueError(f"{where}: {column} must be text, got {cell!r:.40}")
+    return refs or None
+
+
+def _source_id(value: Any) -> str | None:
+    """A ``source_id`` cell as text: ``None`` when missing (empty, None, NaN); an integral float (what pandas makes
+    of integer ids beside a gap) as the integer's text."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if value.is_integer():
+            return str(int(value))
+    return str(value)
+
+
 def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | None = None) -> list[SystemRow]:
     """Input rows (dicts or a DataFrame) validated: ``source``, ``rewrite``, ``style`` (or ``style=``), ``system``;
-    optional ``source_id`` (default: the source text), ``reference`` / ``references`` and ``human_<dimension>``
-    ratings. A ``ValueError`` names the row: a missing or empty value, a duplicate (system, source_id)."""
+    optional ``source_id`` (default: the source text; given for some rows, it must be given for all), references
+    (``reference`` / ``references``: text, a list, or a JSON list in a CSV cell; ``reference_2``, ``reference_3``...
+    columns) and ``human_<dimension>`` ratings. A ``ValueError`` names the row: a missing or empty value, a
+    duplicate (system, source_id), one source_id with two source texts, a Python list repr as a reference, a
+    non-finite rating."""
     records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
     out: list[SystemRow] = []
     seen: dict[tuple[str, str], str] = {}
+    texts: dict[str, tuple[str, str]] = {}
+    ids = [_source_id(r.get("source_id")) for r in records]
+    if any(i is not None for i in ids) and any(i is None for i in ids):
+        gaps = [str(r.get("_where") or f"row {k}") for k, (r, i) in enumerate(zip(records, ids)) if i is None]
+        raise ValueError(f"source_id is missing in {len(gaps)} rows ({', '.join(gaps[:5])}"
+                         f"{', ...' if len(gaps) > 5 else ''}) but given in others; give every row its source_id, or "
+                         "none (then the source text pairs the rows)")
     for i, record in enumerate(records):
         where = str(record.get("_where") or f"row {i}")
         values = {}
@@ -67,29 +131,30 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
                         "system": " (or one file per system: --system-from-filename)"}.get(column, "")
                 raise ValueError(f"{where}: {column!r} is missing or empty{hint}")
             values[column] = value
-        source_id = record.get("source_id")
-        source_id = values["source"] if source_id is None or source_id == "" else str(source_id)
+        source_id = ids[i] if ids[i] is not None else values["source"]
         key = (values["system"], source_id)
         if key in seen:
             raise ValueError(f"{where}: system {key[0]!r} has a second row for source {source_id!r:.60} (first at "
                              f"{seen[key]}); give each input one row per system, or distinct source_id values")
         seen[key] = where
-        refs = record.get("references", record.get("reference"))
-        if isinstance(refs, str):
-            refs = [refs] if refs.strip() else None
-        elif refs is not None and not (isinstance(refs, float) and math.isnan(refs)):
-            refs = [str(r) for r in refs] or None
-        else:
-            refs = None
+        first = texts.setdefault(source_id, (values["source"], where))
+        if first[0] != values["source"]:
+            raise ValueError(f"{where}: source_id {source_id!r:.40} has the source {values['source']!r:.40} but "
+                             f"{first[0]!r:.40} at {first[1]}; one source_id must name one source")
         human = {}
         for column, value in record.items():
             if isinstance(column, str) and column.startswith(HUMAN_PREFIX) and value not in (None, ""):
                 try:
-                    human[column] = float(value)
+                    number = float(value)
                 except (TypeError, ValueError):
                     raise ValueError(f"{where}: {column} must be a number, got {value!r:.40}") from None
+                if math.isinf(number):
+                    raise ValueError(f"{where}: {column} is {value!r}; ratings must be finite (leave the cell empty "
+                                     "for a missing rating)")
+                if not math.isnan(number):
+                    human[column] = number
         out.append(SystemRow(i, where, values["system"], source_id, values["source"], values["rewrite"],
-                             values["style"], refs, human))
+                             values["style"], _reference_list(record, where), human))
     if not out:
         raise ValueError("no rows to evaluate")
     return out
@@ -146,6 +211,7 @@ def evaluate_systems(
     dupes = sorted({label for label in labels if labels.count(label) > 1})
     if dupes:
         raise ValueError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
+    check_labels(labels)
     # rows sorted by source: every system's rewrite of a source lands in one scoring call (one prompt, one tree)
     order = sorted(range(len(checked)), key=lambda i: (checked[i].source_id, checked[i].source, checked[i].style))
     data = ScoringInputs(
@@ -158,6 +224,7 @@ def evaluate_systems(
                            "source_id": [r.source_id for r in checked]})
     signatures: dict[str, str] = {}
     better: dict[str, bool] = {}
+    corpus: dict[str, CorpusInputs] = {}
     for metric in objs:
         try:
             signatures[metric.label] = str(metric.signature)
@@ -170,6 +237,10 @@ def evaluate_systems(
         column[order] = values
         scores[metric.label] = column
         better[metric.label] = metric.higher_is_better
+        if metric.corpus_metric() is not None:
+            corpus[metric.label] = CorpusInputs(
+                metric.corpus_metric, [r.rewrite for r in checked],
+                [[r.source] if metric.inputs == "source" else (r.references or []) for r in checked])
         missing = int(np.isnan(column).sum())
         if missing:
             why = " (no reference)" if metric.needs_references else ""
@@ -180,7 +251,59 @@ def evaluate_systems(
     if len(scores.columns) == 3:
         raise ValueError("no metric could be computed: " + "; ".join(notes))
     return compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
-                           seed=seed, sort_by=sort_by, notes=notes, log=log)
+                           seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+
+
+@dataclass(frozen=True)
+class CorpusInputs:
+    """What a corpus-aggregated metric needs beside its row scores: ``new_metric()`` (a sacrebleu metric), each
+    input row's hypothesis and references (aligned with the scores' rows)."""
+
+    new_metric: Callable[[], Any]
+    hypotheses: Sequence[str]
+    references: Sequence[Sequence[str]]
+
+
+def check_labels(labels: Iterable[str]) -> None:
+    """A metric label must not name an input column (``as=system``, ``as=human_content``...): its scores would
+    replace or hide that column."""
+    for label in labels:
+        if label in INPUT_COLUMNS or label.startswith(HUMAN_PREFIX) or re.fullmatch(r"reference_\d+", label):
+            raise ValueError(f"metric label {label!r} names an input column; give the metric another name "
+                             f"(as=NAME)")
+
+
+def _check_scores(scores: pd.DataFrame, labels: list[str]) -> None:
+    """The rows :func:`compare_systems` compares: one per (system, source_id), finite or missing (NaN) scores."""
+    if scores.empty or not labels:
+        raise ValueError("no rows to compare: give a frame with the columns row, system, source_id and at least one "
+                         "metric column")
+    missing = [c for c in ("system", "source_id") if c not in scores.columns]
+    if missing:
+        raise ValueError(f"scores needs the columns {', '.join(missing)}")
+    rows = scores["row"] if "row" in scores.columns else pd.Series(range(len(scores)), index=scores.index)
+    doubled = scores.duplicated(["system", "source_id"], keep=False)
+    if doubled.any():
+        first = scores[doubled].iloc[0]
+        same = rows[doubled & (scores["system"] == first["system"]) & (scores["source_id"] == first["source_id"])]
+        raise ValueError(f"system {first['system']!r} has {len(same)} rows for source {first['source_id']!r:.60} "
+                         f"(rows {', '.join(map(str, same.tolist()[:5]))}); each system needs one row per source_id, "
+                         "or every row would be paired with every other")
+    for label in labels:
+        values = pd.to_numeric(scores[label], errors="coerce").to_numpy(float)
+        bad = np.flatnonzero(np.isinf(values))
+        if len(bad):
+            raise ValueError(f"{label}: {len(bad)} infinite scores (rows {', '.join(map(str, rows.iloc[bad][:5]))})"
+                             "; a mean or a test over them is meaningless: fix the scores, or make them missing "
+                             "(NaN) to leave the rows out")
+
+
+def _reachable_p(n: int, test: str, trials: int, n_boot: int) -> float:
+    """The smallest p-value a test can give with ``n`` paired rows (exact AR: 2 / 2^n; sampled: 1 / (trials + 1);
+    bootstrap: 2 / (n_boot + 1))."""
+    if test == "ar":
+        return 2 / 2**n if 2**n <= trials else 1 / (trials + 1)
+    return 2 / (n_boot + 1)
 
 
 def compare_systems(
@@ -196,18 +319,26 @@ def compare_systems(
     sort_by: str | None = None,
     notes: list[str] | None = None,
     log: Callable[[str], None] | None = None,
+    corpus: Mapping[str, CorpusInputs] | None = None,
 ) -> SystemsReport:
     """The comparison part of :func:`evaluate_systems`, on per-row scores already computed: ``scores`` has the
-    columns ``row``, ``system``, ``source_id`` and one column per metric (or ``human_*`` rating)."""
+    columns ``row``, ``system``, ``source_id`` and one column per metric (or ``human_*`` rating), one row per
+    (system, source_id) and no infinite score (``ValueError`` naming the rows otherwise).
+
+    Per metric, systems are compared on the sources every scored system has (a note names what is left out). A
+    system's ``score`` is the mean of its row scores, or for metrics in ``corpus`` sacrebleu's corpus score of its
+    rewrites (CI: bootstrap over rows recomputing it; paired tests: sacrebleu's own). Systems are ranked by score
+    and clustered by WMT's rule on the Holm-adjusted p-values."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     notes = [] if notes is None else notes
-    better = {c: True for c in scores.columns if c not in ("row", "system", "source_id")}
+    corpus = dict(corpus or {})
+    labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
+    _check_scores(scores, labels)
+    better = {c: True for c in labels}
     better.update(higher_is_better or {})
     signatures = dict(signatures)
     note = _noter(notes, log)
-
-    labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
     sort_by = sort_by or labels[0]
     if sort_by not in labels:
         raise ValueError(f"sort_by {sort_by!r} is not among the metrics ({', '.join(labels)})")
@@ -215,41 +346,81 @@ def compare_systems(
     systems = sorted(scores["system"].unique())
     if len(systems) == 1:
         note(f"only one system ({systems[0]}): nothing to compare, no pairs")
-    system_rows, pair_rows = [], []
+    system_rows, pair_rows, aggregates = [], [], {}
+    test_signatures: dict[str, str] = {}
     for label in labels:
-        per_system = {s: scores.loc[scores["system"] == s, ["source_id", label]] for s in systems}
-        for s in systems:
-            values = per_system[s][label].to_numpy(float)
-            kept = values[~np.isnan(values)]
-            low, high = stats.bootstrap_mean_ci(kept, n_boot=n_boot, seed=seed)
-            if len(kept) == 1:
-                note(f"{label}: system {s} has one scored row; its confidence interval is undefined")
-            system_rows.append({"system": s, "metric": label, "n": len(kept), "n_missing": len(values) - len(kept),
-                                "mean": float(kept.mean()) if len(kept) else math.nan, "ci_low": low,
-                                "ci_high": high})
-        scored = [s for s in systems if per_system[s][label].notna().any()]
+        inputs = corpus.get(label)
+        aggregates[label] = "corpus" if inputs is not None else "mean"
+        frame = scores[["system", "source_id", label]].assign(_i=np.arange(len(scores)))
+        frame = frame[pd.to_numeric(frame[label], errors="coerce").notna()]
+        scored = [s for s in systems if (frame["system"] == s).any()]
         for s in sorted(set(systems) - set(scored)):
             note(f"{label}: system {s} has no scored row; it is not ranked or paired")
+        common = set.intersection(*(set(frame.loc[frame["system"] == s, "source_id"]) for s in scored)) \
+            if scored else set()
+        left_out = {s: int(((frame["system"] == s) & ~frame["source_id"].isin(common)).sum()) for s in scored}
+        if any(left_out.values()):
+            note(f"{label}: systems are compared on the {len(common)} sources every scored system has; left out: "
+                 + ", ".join(f"{s} {k} rows" for s, k in left_out.items() if k))
+        frame = frame[frame["source_id"].isin(common)]
+        per_system = {s: frame[frame["system"] == s] for s in scored}
+        metric = inputs.new_metric() if inputs is not None else None
+        for s in systems:
+            part = per_system.get(s, frame.iloc[:0])
+            values = part[label].to_numpy(float)
+            n_missing = int((scores["system"] == s).sum()) - len(values)
+            if metric is not None and len(values):
+                rows_i = part["_i"].to_numpy()
+                hyps = [inputs.hypotheses[k] for k in rows_i]
+                refs = [inputs.references[k] for k in rows_i]
+                score = stats.corpus_score(metric, hyps, refs)
+                low, high = stats.corpus_bootstrap_ci(metric, stats.corpus_statistics(metric, hyps, refs),
+                                                      n_boot=n_boot, seed=seed)
+            else:
+                score = float(values.mean()) if len(values) else math.nan
+                low, high = stats.bootstrap_mean_ci(values, n_boot=n_boot, seed=seed)
+            if len(values) == 1:
+                note(f"{label}: system {s} has one scored row; its confidence interval is undefined")
+            system_rows.append({"system": s, "metric": label, "aggregate": aggregates[label], "n": len(values),
+                                "n_missing": n_missing, "score": score,
+                                "mean": float(values.mean()) if len(values) else math.nan, "ci_low": low,
+                                "ci_high": high})
         metric_pairs = []
         for a, b in itertools.combinations(scored, 2):
-            joined = per_system[a].merge(per_system[b], on="source_id", suffixes=("_a", "_b")).dropna()
+            joined = per_system[a].merge(per_system[b], on="source_id", suffixes=("_a", "_b"))
             if joined.empty:
                 note(f"{label}: systems {a} and {b} share no scored source; not paired")
                 continue
             va, vb = joined[f"{label}_a"].to_numpy(float), joined[f"{label}_b"].to_numpy(float)
-            low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=n_boot, seed=seed)
-            p = stats.approximate_randomization(va, vb, trials=trials, seed=seed) if test == "ar" else p_boot
-            metric_pairs.append({"metric": label, "system_a": a, "system_b": b, "n_pairs": len(joined),
-                                 "mean_a": float(va.mean()), "mean_b": float(vb.mean()),
-                                 "delta": float((va - vb).mean()), "ci_low": low, "ci_high": high, "p": p})
+            pair = {"metric": label, "system_a": a, "system_b": b, "n_pairs": len(joined),
+                    "mean_a": float(va.mean()), "mean_b": float(vb.mean())}
+            if metric is not None:
+                ia, ib = joined["_i_a"].to_numpy(), joined["_i_b"].to_numpy()
+                result = stats.paired_corpus_test(
+                    inputs.new_metric(), [inputs.hypotheses[k] for k in ia], [inputs.hypotheses[k] for k in ib],
+                    [inputs.references[k] for k in ia], test=test, trials=trials, n_boot=n_boot, seed=seed)
+                pair.update(score_a=result["score_a"], score_b=result["score_b"], delta=result["delta"],
+                            ci_low=result["ci_low"], ci_high=result["ci_high"], p=result["p"])
+                test_signatures.setdefault(label, result["signature"])
+            else:
+                low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=n_boot, seed=seed)
+                p = stats.approximate_randomization(va, vb, trials=trials, seed=seed) if test == "ar" else p_boot
+                pair.update(score_a=pair["mean_a"], score_b=pair["mean_b"], delta=float((va - vb).mean()),
+                            ci_low=low, ci_high=high, p=p)
+            metric_pairs.append(pair)
         for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs])):
             pair["p_adjusted"] = adjusted
-            pair["significant"] = bool(adjusted < alpha)
+            pair["significant"] = bool(adjusted <= alpha)
+        if metric_pairs and metric is None:
+            floor = _reachable_p(min(p["n_pairs"] for p in metric_pairs), test, trials, n_boot)
+            if floor > alpha:
+                note(f"{label}: with {min(p['n_pairs'] for p in metric_pairs)} paired sources the {test} test cannot "
+                     f"give p below {floor:.3g}, above alpha = {alpha:g}: no pair can be significant")
         pair_rows += metric_pairs
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
     pairs_frame = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
     report = SystemsReport(systems_frame, pairs_frame, scores, signatures, better, notes, test, alpha, sort_by,
-                           pd.DataFrame())
+                           pd.DataFrame(), aggregates, test_signatures)
     clusters = {m: _clusters(report, m) for m in labels}
     systems_frame["cluster"] = [clusters[m].get(s, np.nan) for s, m in zip(systems_frame["system"],
                                                                            systems_frame["metric"])]
@@ -268,10 +439,13 @@ def _noter(notes: list[str], log: Callable[[str], None] | None) -> Callable[[str
 
 
 def _clusters(report: SystemsReport, metric: str) -> dict[str, int]:
-    significant = {(r.system_a, r.system_b) for r in report.pairs.itertuples()
-                   if r.metric == metric and r.significant}
-    return stats.significance_clusters(
-        report.ranking(metric), lambda a, b: (a, b) in significant or (b, a) in significant)
+    """WMT's clusters of the ranking: ``better(a, b)`` when the pair is significant and its difference favours a."""
+    sign = 1.0 if report.higher_is_better.get(metric, True) else -1.0
+    better = set()
+    for r in report.pairs.itertuples():
+        if r.metric == metric and r.significant:
+            better.add((r.system_a, r.system_b) if sign * r.delta > 0 else (r.system_b, r.system_a))
+    return stats.significance_clusters(report.ranking(metric), lambda a, b: (a, b) in better)
 
 
 def _agreement(report: SystemsReport) -> pd.DataFrame:
@@ -279,7 +453,7 @@ def _agreement(report: SystemsReport) -> pd.DataFrame:
     pairwise accuracy (lower-is-better metrics negated)."""
     humans = [m for m in report.metrics if m.startswith(HUMAN_PREFIX)]
     rows = []
-    means = report.systems.pivot(index="system", columns="metric", values="mean")
+    means = report.systems.pivot(index="system", columns="metric", values="score")
     for human in humans:
         for metric in report.signatures:
             sign = 1.0 if report.higher_is_better.get(metric, True) else -1.0

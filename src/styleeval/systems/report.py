@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,10 @@ class SystemsReport:
     alpha: float
     sort_by: str
     agreement: pd.DataFrame
+    aggregates: dict[str, str] = field(default_factory=dict)
+    """metric -> ``corpus`` (sacrebleu's corpus score) or ``mean`` (the mean of row scores): what ``score`` is."""
+    test_signatures: dict[str, str] = field(default_factory=dict)
+    """metric -> sacrebleu's signature of its paired test (corpus metrics)."""
 
     @property
     def metrics(self) -> list[str]:
@@ -48,7 +52,7 @@ class SystemsReport:
         metric = metric or self.sort_by
         table = self.systems[(self.systems["metric"] == metric) & (self.systems["n"] > 0)]
         ascending = not self.higher_is_better.get(metric, True)
-        return table.sort_values("mean", ascending=ascending, kind="stable")["system"].tolist()
+        return table.sort_values("score", ascending=ascending, kind="stable")["system"].tolist()
 
     def to_markdown(self) -> str:
         """``report.md``: systems x metrics ("mean [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
@@ -65,7 +69,8 @@ class SystemsReport:
                     for r in frame.to_dict("records")]
 
         return {"test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
-                "higher_is_better": self.higher_is_better, "systems": records(self.systems),
+                "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
+                "test_signatures": self.test_signatures, "systems": records(self.systems),
                 "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes}
 
 
@@ -94,16 +99,21 @@ def to_markdown(report: SystemsReport) -> str:
         for m in metrics:
             r = cell.get((system, m))
             cluster = f" ({int(r.cluster)})" if r is not None and math.isfinite(r.cluster) else ""
-            row.append("–" if r is None or not r.n else f"{fmt(r.mean)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]{cluster}")
+            row.append("–" if r is None or not r.n else f"{fmt(r.score)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]{cluster}")
         rows.append(row)
     n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
+    corpus = [metric_label(m) for m, a in report.aggregates.items() if a == "corpus"]
+    aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score of the system's rewrites (its paired tests are "
+                 f"sacrebleu's); the others: the mean of the row scores" if corpus else "the mean of the row scores")
     out = [
         "# System evaluation", "",
-        f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: mean [95% bootstrap CI] "
-        f"(significance cluster: systems in one cluster are not significantly different, {test}, Holm-adjusted "
-        f"p < {report.alpha:g}). Sorted by {metric_label(report.sort_by)}.", "",
+        f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: score [95% bootstrap CI] "
+        f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
+        f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
+        f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
+        f"neighbouring clusters need not differ significantly. Sorted by {metric_label(report.sort_by)}.", "",
         _table(["system"] + [f"{metric_label(m)} {arrow[m]}" for m in metrics], rows + [n_row]), "",
     ]
     significant = report.pairs[report.pairs["significant"]]
@@ -120,7 +130,8 @@ def to_markdown(report: SystemsReport) -> str:
                 _table(["human", "metric", "Pearson r", "pairwise accuracy", "systems"], [
                     [r.human, metric_label(r.metric), fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3),
                      str(r.n_systems)] for r in report.agreement.itertuples()]), ""]
-    out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()] + [""]
+    out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()]
+    out += [f"- {metric_label(m)} paired test (sacrebleu): `{s}`" for m, s in report.test_signatures.items()] + [""]
     if report.notes:
         out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     return "\n".join(out)
@@ -157,22 +168,22 @@ def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None =
             cx, sy = table.loc[(system, content)], table.loc[(system, style)]
         except KeyError:
             continue
-        if math.isfinite(cx["mean"]) and math.isfinite(sy["mean"]):
+        if math.isfinite(cx["score"]) and math.isfinite(sy["score"]):
             sign_x = 1 if report.higher_is_better.get(content, True) else -1
             sign_y = 1 if report.higher_is_better.get(style, True) else -1
-            points[system] = (sign_x * cx["mean"], sign_y * sy["mean"])
+            points[system] = (sign_x * cx["score"], sign_y * sy["score"])
             bars[system] = (cx, sy)
     front = set(pareto_front(points))
     fig, ax = plt.subplots(figsize=(7, 5))
     for system, (cx, sy) in bars.items():
-        x, y = cx["mean"], sy["mean"]
+        x, y = cx["score"], sy["score"]
         xerr = [[x - cx["ci_low"]], [cx["ci_high"] - x]] if math.isfinite(cx["ci_low"]) else None
         yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color="tab:red" if system in front else "tab:blue",
                     capsize=3)
         ax.annotate(system, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
     if len(front) > 1:
-        pts = sorted((bars[s][0]["mean"], bars[s][1]["mean"]) for s in front)
+        pts = sorted((bars[s][0]["score"], bars[s][1]["score"]) for s in front)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", label="Pareto front")
         ax.legend()
     ax.set_xlabel(metric_label(content))
