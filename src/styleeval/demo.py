@@ -187,11 +187,14 @@ class Demo:
         scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
         out = []
         for r, s in zip(rows, scores):
-            out.append({"row": r.row, "system": str(r.extra.get("system") or "(all)"), "source": r.source,
+            system = r.extra.get("system")
+            out.append({"row": r.row, "system": "(all)" if system is None or str(system).strip() == "" else str(system),
+                        "source": r.source,
                         "rewrite": r.rewrite, "style": r.style, "content": s["content"], "style_strength": s["style"],
                         "signature": scores.signature})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
-                              "source_id": [str(r.extra.get("source_id") or r.source) for r in rows],
+                              "source_id": [r.source if r.extra.get("source_id") in (None, "") else str(r.extra["source_id"])
+                                            for r in rows],
                               "logprob_content": [o["content"] for o in out],
                               "logprob_style": [o["style_strength"] for o in out]})
         report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")},

@@ -161,8 +161,10 @@ class LogProb:
     @property
     def signature(self) -> Signature:
         """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
-        behind its URL), variant, dtype, head precision, template, end-of-turn, whether the first rewrite token is
+        behind its URL), variant, dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
         scored, backend, version."""
+        from styleeval.models import tokenizer_fingerprint
+
         identity = self.backend.identity
         return Signature.build(
             "logprob",
@@ -172,6 +174,7 @@ class LogProb:
                 "dtype": identity.dtype,
                 "head": identity.head,
                 "tmpl": self.chat.template_hash,
+                "tok": tokenizer_fingerprint(self.tokenizer),
                 **({"sys": "folded"} if getattr(self.chat, "folds", False) else {}),
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",

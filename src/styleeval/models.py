@@ -168,6 +168,29 @@ def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_cod
                              "locally: pass tokenizer=<Hub id or local path>)") from None
 
 
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    """12 hex digits of SHA-256 over what makes a tokenizer's ids: its serialized model (vocabulary, merges,
+    normalizer, pre-tokenizer, added tokens) for a fast tokenizer, else its sorted vocabulary; remembered on the
+    object. Two tokenizers that differ in any id sign differently, whatever their names."""
+    cached = getattr(tokenizer, "_styleeval_fingerprint", None)
+    if cached is not None:
+        return cached
+    import hashlib
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        text = backend.to_str()
+    else:
+        text = "\n".join(f"{k}\t{v}" for k, v in sorted(tokenizer.get_vocab().items()))
+    special = sorted(str(t) for t in getattr(tokenizer, "all_special_tokens", []))
+    digest = hashlib.sha256((text + "\n" + "\t".join(special)).encode("utf-8")).hexdigest()[:12]
+    try:
+        tokenizer._styleeval_fingerprint = digest
+    except (AttributeError, TypeError):  # an object that takes no attributes: computed again next time
+        pass
+    return digest
+
+
 def load_model(
     model: Any,
     tokenizer: Any = None,
@@ -187,6 +210,8 @@ def load_model(
 
     device = device or torch.device("cpu")
     fingerprint = None
+    if isinstance(tokenizer, (str, os.PathLike)):  # a tokenizer id or path is loaded, not passed on as a string
+        tokenizer = load_tokenizer(tokenizer, None, trust_remote_code)
     if isinstance(model, (str, os.PathLike)):
         name = PRESETS.get(str(model).lower(), str(model))
         if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote

@@ -285,3 +285,43 @@ def test_batch_uploads_are_bounded_and_errors_name_only_the_upload(tiny_model_di
     message = str(caught.value)
     assert message.startswith("upload.csv, line 2: not valid utf-8") and "upload it again" in message
     assert str(tmp_path) not in message and "--encoding" not in message
+
+
+def test_concurrent_users_get_the_answers_of_the_same_requests_alone(space, tiny_model_dir, tmp_path):
+    """Four users at once (the /score API through gradio_client, and the Score, Compare and Batch functions of the
+    Space called from threads) get exactly what each request gets alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio_client import Client
+
+    from styleeval.demo import Demo
+
+    texts = [("Send me the report now.", "Could you send the report?", "polite"),
+             ("the food was cold.", "The food was warm.", "positive"),
+             ("the meeting is on Tuesday.", "The meeting is on Monday.", "formal"),
+             ("give it back.", "Would you kindly give it back?", "polite")]
+    alone = [Client(space.url, verbose=False).predict(*t, api_name="/score") for t in texts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda t: Client(space.url, verbose=False).predict(*t, api_name="/score"),
+                                 texts * 2))
+    assert together == alone * 2
+
+    demo = Demo(model=str(tiny_model_dir))
+    table = tmp_path / "batch.csv"
+    table.write_text("system,source,rewrite,style\n" + "".join(
+        f"{s},{src},{rw},{st}\n" for s in ("A", "B") for src, rw, st in texts), encoding="utf-8")
+    calls = [("score", t) for t in texts] + [("compare", (texts[0][0], texts[0][1], texts[1][1], "polite"))] + \
+        [("batch", (str(table),))]
+
+    def run(call):
+        kind, args = call
+        if kind == "batch":
+            rows, report = demo.batch(*args)
+            return [(r["content"], r["style_strength"]) for r in rows], report.systems["score"].tolist()
+        out = getattr(demo, kind)(*args)
+        return out if kind == "compare" else (out["content"], out["style"], out["autorater"])
+
+    alone = [run(c) for c in calls]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(run, calls * 3))
+    assert together == alone * 3

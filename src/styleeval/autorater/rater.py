@@ -199,7 +199,7 @@ class Autorater:
     @property
     def signature(self) -> Signature:
         """Everything that determines a rating, built here and nowhere else: model@revision (a server: what is
-        behind its URL), mode, prompt, parser, decoding, dtype, template, backend, version."""
+        behind its URL), mode, prompt, parser, decoding, dtype, template, tokenizer, backend, version."""
         identity = self.backend.identity
         fields: dict[str, object] = {
             "model": identity.model_field,
@@ -210,7 +210,10 @@ class Autorater:
             "dtype": identity.dtype,
         }
         if self.chat is not None:
+            from styleeval.models import tokenizer_fingerprint
+
             fields["tmpl"] = self.chat.template_hash
+            fields["tok"] = tokenizer_fingerprint(self.tokenizer)
             if self.chat.folds:
                 fields["sys"] = "folded"
         fields.update(backend=identity.kind, version=__version__)

@@ -17,12 +17,16 @@ def _lock(output: Path):
     writing the same OUT gets a clear error instead of duplicated rows."""
     from filelock import FileLock, Timeout
 
+    from styleeval.files.atomic import write_error
+
     lock = FileLock(str(output) + ".lock", timeout=0)
     try:
         lock.acquire()
     except Timeout:
         raise ValueError(f"{output} is being written by another styleeval process (lock {lock.lock_file}); wait "
                          "for it to finish or use another --out") from None
+    except OSError as err:  # a read-only or full folder: the lock file cannot be made
+        raise write_error(lock.lock_file, err) from None
     return lock
 
 

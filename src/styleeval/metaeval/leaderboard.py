@@ -119,7 +119,7 @@ def _interval(corpus: Corpus, fn, human: np.ndarray, metric: np.ndarray, rows: n
 def leaderboard_markdown(board: pd.DataFrame) -> str:
     """One table per corpus and dimension: metrics as rows, statistics as columns ("value [CI] (cluster)"; "–" where
     a statistic is undefined, listed last)."""
-    from styleeval.labels import dataset_label, metric_label
+    from styleeval.labels import dataset_label, md_cell, metric_label
 
     used = list(dict.fromkeys(board["statistic"]))
     out = ["# Metrics leaderboard", "",
@@ -149,7 +149,7 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
                 ci = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if math.isfinite(r.ci_low) else ""
                 cells.append(f"{r.value:.3f}{ci}{cluster}")
             n = int(first[first["metric"] == metric]["n"].iloc[0])
-            out.append(f"| {metric_label(metric)} | " + " | ".join(cells) + f" | {n} |")
+            out.append(f"| {md_cell(metric_label(metric))} | " + " | ".join(cells) + f" | {n} |")
         out.append("")
     return "\n".join(out)
 

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,25 +88,31 @@ class ScoresCache:
         """Append the scores of finished rows (flushed and synced to disk)."""
         if self.root is None:
             return
+        from styleeval.files.atomic import write_error
+
         path = self.partial_path(signature, fingerprint)
-        path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"rows": [int(r) for r in rows],
                            "scores": [None if not math.isfinite(s) else float(s) for s in scores]})
-        if path.exists():  # a line torn by a kill is cut off first, so the new line stays readable
-            data = path.read_bytes()
-            if data and not data.endswith(b"\n"):
-                path.write_bytes(data[: data.rfind(b"\n") + 1])
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():  # a line torn by a kill is cut off first, so the new line stays readable
+                data = path.read_bytes()
+                if data and not data.endswith(b"\n"):
+                    path.write_bytes(data[: data.rfind(b"\n") + 1])
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as err:
+            raise write_error(path, err) from None
 
     def save(self, signature: str, fingerprint: str, scores: Sequence[float], dataset: str = "") -> Path | None:
         """Write the scores atomically; returns the path (``None`` when caching is disabled)."""
         if self.root is None:
             return None
+        from styleeval.files.atomic import atomic_write
+
         path = self.path(signature, fingerprint)
-        path.parent.mkdir(parents=True, exist_ok=True)
         payload = {
             "signature": signature,
             "fingerprint": fingerprint,
@@ -115,14 +120,7 @@ class ScoresCache:
             "n": len(scores),
             "scores": [None if not math.isfinite(s) else float(s) for s in scores],
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, lambda f: json.dump(payload, f))  # a full disk: one line naming the file
         self.partial_path(signature, fingerprint).unlink(missing_ok=True)
         return path
 

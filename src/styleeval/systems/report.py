@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import metric_label
+from styleeval.labels import md_cell, metric_label
 
 HUMAN_PREFIX = "human_"
 """Input columns ``human_<dimension>`` are human ratings, compared with the metrics."""
@@ -82,8 +83,8 @@ def fmt(value: float, digits: int = 4) -> str:
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines = ["| " + " | ".join(map(md_cell, header)) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -133,7 +134,7 @@ def to_markdown(report: SystemsReport) -> str:
     out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()]
     out += [f"- {metric_label(m)} paired test (sacrebleu): `{s}`" for m, s in report.test_signatures.items()] + [""]
     if report.notes:
-        out += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
+        out += ["## Notes", ""] + [f"- {md_cell(n)}" for n in report.notes] + [""]
     return "\n".join(out)
 
 
@@ -196,25 +197,58 @@ def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None =
     return path
 
 
+OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
+"""Every file ``styleeval evaluate`` may write in OUT (a rerun removes those it does not write)."""
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text cells that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return: OWASP's CSV-injection list) prefixed with a single quote, as OWASP recommends; numbers stay
+    numbers. Used for ``systems.csv`` and ``pairs.csv`` (``rows.jsonl`` and ``report.json`` keep the names as
+    given)."""
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = [("'" + v) if isinstance(v, str) and v.startswith(FORMULA_START) else v
+                           for v in out[column]]
+    return out
+
+
 def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
-    """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths."""
+    """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths. Each file is written under a
+    temporary name and renamed into place (a full disk or a read-only OUT is one error naming the path, and the
+    previous run's file stays whole); files of :data:`OUTPUTS` this run does not write (a plot) are removed, so OUT
+    never mixes two runs."""
+    from styleeval.files.atomic import atomic_write, atomic_write_text, write_error
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     paths = {"rows": out / "rows.jsonl", "systems": out / "systems.csv", "pairs": out / "pairs.csv",
              "report": out / "report.md", "json": out / "report.json"}
-    with open(paths["rows"], "w", encoding="utf-8") as f:
+
+    def rows(f) -> None:
         for record in report.scores.to_dict("records"):
             clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
             clean["signatures"] = report.signatures
             f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
-    report.systems.to_csv(paths["systems"], index=False)
-    report.pairs.to_csv(paths["pairs"], index=False)
-    paths["report"].write_text(report.to_markdown(), encoding="utf-8")
-    paths["json"].write_text(json.dumps(report.to_dict(), indent=1, default=_plain), encoding="utf-8")
+
+    atomic_write(paths["rows"], rows)
+    atomic_write(paths["systems"], lambda f: spreadsheet_safe(report.systems).to_csv(f, index=False))
+    atomic_write(paths["pairs"], lambda f: spreadsheet_safe(report.pairs).to_csv(f, index=False))
+    atomic_write_text(paths["report"], report.to_markdown())
+    atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     if plots:
-        written = report.plot(out / "tradeoff.png")
-        if written is not None:
-            paths["plot"] = written
+        tmp = out / ".tradeoff.tmp.png"
+        try:
+            written = report.plot(tmp)
+            if written is not None:
+                paths["plot"] = Path(os.replace(tmp, out / "tradeoff.png") or out / "tradeoff.png")
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise write_error(out / "tradeoff.png", err) from None
+    for name in OUTPUTS:
+        if out / name not in paths.values():
+            (out / name).unlink(missing_ok=True)
     return paths
 
 

@@ -4,6 +4,8 @@ every log-probability (:mod:`.engine`, with its attention in :mod:`.attention`),
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +29,20 @@ DEFAULT_BATCH_TOKENS_CPU = 512
 """Token budget of one forward pass on a CPU (measured fastest on this project's 2-core machine)."""
 DEFAULT_BATCH_TOKENS_GPU = 16384
 HEAD_DTYPES = ("float32", "bfloat16", "float16")
+
+_MODEL_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_MODEL_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> threading.RLock:
+    """The one lock of a loaded model, shared by every backend around it: a forward pass switches the model's
+    attention implementation and reuses the engine's kept prefix cache and head copy, so calls on one model run one
+    at a time (whichever thread and backend they come from); on a CPU a call already uses every core."""
+    with _MODEL_LOCKS_GUARD:
+        lock = _MODEL_LOCKS.get(model)
+        if lock is None:
+            lock = _MODEL_LOCKS[model] = threading.RLock()
+        return lock
 
 
 
@@ -89,6 +105,7 @@ class LocalBackend(Backend):
         self.head_dtype = head_name
         self.generate_batch_size = int(generate_batch_size or 16)
         self.progress = progress
+        self._lock = model_lock(self.model)
         self.engine = ScoringEngine(
             self.model, batch_tokens=batch_tokens, max_batch_rows=max_batch_rows, reuse_prefix=reuse_prefix,
             head_dtype=None if head_name == "float32" else resolve_dtype(head_name), pack_prompts=pack_prompts,
@@ -152,21 +169,25 @@ class LocalBackend(Backend):
 
     def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
                        group: int = 1) -> list[torch.Tensor]:
-        return self.engine.token_logprobs(prompts, continuations)
+        with self._lock:
+            return self.engine.token_logprobs(prompts, continuations)
 
     def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int],
                            shared_prefixes: bool = False) -> torch.Tensor:
-        return self.engine.candidate_logprobs(prompts, candidates, share_prompts=shared_prefixes)
+        with self._lock:
+            return self.engine.candidate_logprobs(prompts, candidates, share_prompts=shared_prefixes)
 
     def tree_logprobs(self, trees: Sequence[TokenTree], shared_prefixes: bool = False) -> list[list[torch.Tensor]]:
-        return self.engine.tree_logprobs(trees, share_prompts=shared_prefixes)
+        with self._lock:
+            return self.engine.tree_logprobs(trees, share_prompts=shared_prefixes)
 
     def generate(self, prompts: Sequence[Sequence[int]], decoding: Decoding, seeds: Sequence[int],
                  stop_ids: Sequence[int] = ()) -> list[str]:
         from styleeval.backends.local.generation import generate_replies
 
-        return generate_replies(
-            self.model, self.tokenizer, prompts, max_new_tokens=decoding.max_new_tokens,
-            do_sample=decoding.do_sample, temperature=decoding.temperature, top_p=decoding.top_p, seeds=seeds,
-            batch_size=self.generate_batch_size, stop_ids=stop_ids, progress=self.progress,
-        )
+        with self._lock:
+            return generate_replies(
+                self.model, self.tokenizer, prompts, max_new_tokens=decoding.max_new_tokens,
+                do_sample=decoding.do_sample, temperature=decoding.temperature, top_p=decoding.top_p, seeds=seeds,
+                batch_size=self.generate_batch_size, stop_ids=stop_ids, progress=self.progress,
+            )

@@ -1,0 +1,122 @@
+"""The files of `styleeval evaluate` never lose a previous result and never carry a forged row (issue 27, items 3-4):
+outputs are renamed into place, a full disk or a read-only OUT is one line naming the path, a rerun removes the
+files it did not make, names are escaped in Markdown and neutralised in CSV."""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+
+import pandas as pd
+
+from styleeval.cli import main
+
+SOURCES = [f"the cat number {i} sat on the mat today" for i in range(6)]
+
+
+def _write(path, systems: dict[str, list[str]], human: bool = False) -> str:
+    with open(path, "w", encoding="utf-8") as fh:
+        for name, rewrites in systems.items():
+            for i, (s, r) in enumerate(zip(SOURCES, rewrites)):
+                row = {"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal"}
+                if human:
+                    row.update(human_content=float(i % 3), human_style=float((i + len(name)) % 4))
+                fh.write(json.dumps(row) + "\n")
+    return str(path)
+
+
+def _evaluate(table, out, *extra) -> int:
+    return main(["evaluate", table, "--metrics", "s_bleu:agg=mean", "--out", str(out), "--no-progress", *extra])
+
+
+def test_a_full_disk_keeps_the_previous_run_whole(tmp_path, monkeypatch, capsys):
+    table = _write(tmp_path / "in.jsonl", {"A": SOURCES, "B": [s.upper() for s in SOURCES]})
+    out = tmp_path / "report"
+    assert _evaluate(table, out) == 0
+    before = {name: (out / name).read_bytes() for name in ("rows.jsonl", "systems.csv", "report.md")}
+    import styleeval.files.atomic as atomic
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "fsync", full)
+    capsys.readouterr()
+    assert _evaluate(table, out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cannot write" in err and "rows.jsonl: the disk is full" in err, err
+    assert {name: (out / name).read_bytes() for name in before} == before  # nothing truncated
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_read_only_out_is_one_line_for_evaluate_and_score(tmp_path, monkeypatch, capsys, tiny_model_dir):
+    table = _write(tmp_path / "in.jsonl", {"A": SOURCES, "B": SOURCES})
+    import styleeval.files.atomic as atomic
+
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(atomic.tempfile, "mkstemp", denied)
+    assert _evaluate(table, tmp_path / "report") == 2
+    assert "cannot write" in capsys.readouterr().err
+    from filelock import FileLock
+
+    monkeypatch.setattr(FileLock, "acquire", denied)
+    assert main(["score", table, "--out", str(tmp_path / "scored.jsonl"), "--model", str(tiny_model_dir),
+                 "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("styleeval score: error: cannot write") and "scored.jsonl.lock: permission denied" in err
+
+
+def test_a_rerun_removes_the_files_it_did_not_make(tmp_path):
+    out = tmp_path / "report"
+    with_humans = _write(tmp_path / "h.jsonl", {"A": SOURCES, "B": [s.upper() for s in SOURCES]}, human=True)
+    assert _evaluate(with_humans, out) == 0 and (out / "tradeoff.png").is_file()
+    without = _write(tmp_path / "n.jsonl", {"C": SOURCES, "D": SOURCES})
+    assert _evaluate(without, out) == 0
+    assert not (out / "tradeoff.png").exists()  # it plotted A and B, not this run's systems
+
+
+def test_names_cannot_forge_markdown_rows_or_spreadsheet_formulas(tmp_path):
+    forged = "A | 99.9 [99, 100] (1) |"
+    table = _write(tmp_path / "in.jsonl", {forged: SOURCES, "=HYPERLINK(\"http://x\")": SOURCES,
+                                           "line\nbreak": SOURCES, "@sum": [s.upper() for s in SOURCES]})
+    out = tmp_path / "report"
+    assert _evaluate(table, out) == 0
+    report = (out / "report.md").read_text(encoding="utf-8")
+    table_lines = [line for line in report.split("## Significant")[0].splitlines() if line.startswith("|")]
+    assert len(table_lines) == 2 + 4 + 1  # header, rule, 4 systems, n: no forged row, no broken line
+    cells = [len(re.findall(r"(?<!\\)\|", line)) for line in table_lines]  # unescaped pipes: the columns
+    assert cells == [cells[0]] * len(cells) and "A \\| 99.9 [99, 100] (1) \\|" in report
+    systems = pd.read_csv(out / "systems.csv")
+    assert set(systems["system"]) == {forged, "'=HYPERLINK(\"http://x\")", "line\nbreak", "'@sum"}
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {r["system"] for r in rows} == {forged, "=HYPERLINK(\"http://x\")", "line\nbreak", "@sum"}
+
+
+def test_a_system_named_0_keeps_its_name_in_the_space(tmp_path, tiny_model_dir):
+    from styleeval.demo import Demo
+
+    table = tmp_path / "batch.jsonl"
+    table.write_text("".join(json.dumps({"system": sys_, "source_id": i, "source": s, "rewrite": s, "style": "x"})
+                             + "\n" for sys_ in (0, 1) for i, s in enumerate(SOURCES[:3])), encoding="utf-8")
+    rows, report = Demo(model=str(tiny_model_dir), autorater=False).batch(str(table))
+    assert {r["system"] for r in rows} == {"0", "1"} and set(report.systems["system"]) == {"0", "1"}
+
+
+def test_a_tokenizer_path_is_loaded_and_signed(tiny_model_dir, tmp_path):
+    """``tokenizer=PATH`` loads the tokenizer at PATH (it was passed on as a string), and the tokenizer's identity
+    is part of the signature: another tokenizer with the same chat template signs differently."""
+    from styleeval import LogProb
+    from styleeval.testing import build_tokenizer
+
+    other = tmp_path / "other-tokenizer"
+    build_tokenizer(["another corpus entirely, with other merges", "zebra quartz"] * 20,
+                    vocab_size=300).save_pretrained(other)
+    own = LogProb(str(tiny_model_dir), tokenizer=str(tiny_model_dir), progress=False)
+    assert not isinstance(own.tokenizer, str)
+    assert own.signature.fields["tok"] == LogProb(str(tiny_model_dir), progress=False).signature.fields["tok"]
+    swapped = LogProb(str(tiny_model_dir), tokenizer=str(other), progress=False)
+    assert swapped.signature.fields["tmpl"] == own.signature.fields["tmpl"]
+    assert swapped.signature.fields["tok"] != own.signature.fields["tok"]
+    assert swapped.score(["a b"], ["a c"], "polite").content[0] <= 0
