@@ -177,9 +177,11 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
         return cached
     import hashlib
 
+    import json
+
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        text = backend.to_str()
+    if backend is not None:  # its JSON holds hash maps in a per-process order: sorted keys make it canonical
+        text = json.dumps(json.loads(backend.to_str()), sort_keys=True, ensure_ascii=False)
     else:
         text = "\n".join(f"{k}\t{v}" for k, v in sorted(tokenizer.get_vocab().items()))
     special = sorted(str(t) for t in getattr(tokenizer, "all_special_tokens", []))

@@ -104,8 +104,12 @@ def test_registry_specs_and_errors():
         get_metric("bleu")
     with pytest.raises(ValueError, match="not key=value"):
         get_metric("s_pinc:4")
-    with pytest.raises(ValueError, match="takes no options"):
+    with pytest.raises(ValueError, match=r"unknown options \['tokenize'\] \(known: \['agg'\]\)"):
         get_metric("s_bleu:tokenize=intl")
+    with pytest.raises(ValueError, match="takes no options"):
+        get_metric("s_paper_bleu:tokenize=intl")
+    with pytest.raises(ValueError, match="agg must be one of corpus, mean"):
+        get_metric("s_bleu:agg=median")
     with pytest.raises(ValueError, match="module=NAME"):
         get_metric("s_evaluate")
     assert get_metric("s_evaluate:module=bertscore").name == "s_bertscore"

@@ -78,6 +78,10 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
     return rows
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``ValueError``)."""
     from styleeval.commands.metaeval import _check_out_dir
@@ -94,6 +98,6 @@ def run(args: argparse.Namespace) -> int:
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {message}", file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots)
-    print(f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows, {len(report.signatures)} metrics, "
-          f"{time.perf_counter() - start:.1f}s -> {paths['report']}")
+    print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}, "
+          f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}")
     return 0

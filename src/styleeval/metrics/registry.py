@@ -30,10 +30,15 @@ def register(name: str, **fixed: object) -> Callable:
 
         build = getattr(obj, "from_spec", None) or obj
         takes = [p for p in inspect.signature(build).parameters.values() if p.name not in fixed]
+        free = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes)
+        named = sorted(p.name for p in takes if p.kind is not inspect.Parameter.VAR_KEYWORD)
 
         def factory(**opts: str) -> Metric:
             if opts and not takes:
                 raise ValueError(f"takes no options, got {sorted(opts)}")
+            unknown = sorted(set(opts) - set(named) - set(fixed))
+            if unknown and not free:
+                raise ValueError(f"unknown options {unknown} (known: {named})")
             return build(**{**fixed, **opts})  # a spec may override a fixed option (module=PATH)
 
         REGISTRY[name] = factory

@@ -162,7 +162,7 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
 
 def evaluate_systems(
     rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] | str = DEFAULT_METRICS,
     *,
     style: str | None = None,
     test: str = "ar",
@@ -181,7 +181,8 @@ def evaluate_systems(
     Args:
         rows: dicts or a DataFrame with ``source``, ``rewrite``, ``style`` (or ``style=``), ``system``, optional
             ``source_id``, ``reference``/``references`` (for ``r_*`` metrics) and ``human_<dimension>`` ratings.
-        metrics: registry specs, as in the meta-evaluation (``logprob_content``, ``s_chrf``, ``precomputed:...``).
+        metrics: registry specs, as in the meta-evaluation (``logprob_content``, ``s_chrf``, ``precomputed:...``): a
+            list, or one comma-separated string as on the command line.
         test: ``"ar"`` (paired approximate randomization, ``trials`` shufflings) or ``"bootstrap"`` (paired
             bootstrap, ``n_boot`` resamples).
         alpha: significance level of the Holm-adjusted p-values.
@@ -200,6 +201,8 @@ def evaluate_systems(
         raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if isinstance(metrics, str):  # "s_chrf,s_bleu", as on the command line
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if not metrics:
         raise ValueError("give at least one metric")
     checked = check_rows(rows, style)
