@@ -176,7 +176,6 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     if cached is not None:
         return cached
     import hashlib
-
     import json
 
     backend = getattr(tokenizer, "backend_tokenizer", None)
