@@ -4,7 +4,8 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
 
 1. the longest token prefix shared by all prompts (the chat template's system turn) is run once and its KV
    cache is reused by every row (a fresh ``DynamicCache`` per batch, expanded to the batch size), and kept for the
-   next call while the weights are unchanged (the part it shares with the next call's prefix is not run again);
+   next call with the same prefix while the weights are unchanged (another prefix is run afresh: a score never
+   depends on the calls before it);
 2. rows are sorted by length (longest first) and packed into batches under a token budget; the suffixes are
    right-padded and get explicit position ids ``P + arange(L)``, so with the causal mask no real token ever
    attends to padding;
@@ -380,20 +381,13 @@ class ScoringEngine:
         return rows[pos : pos + size]
 
     def _run_prefix(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """The KV cache of ``prefix``, reusing the previous call's when the weights are unchanged: the tokens both
-        share are kept (causal attention: a prefix's keys and values do not depend on what follows it) and only the
-        rest is run."""
+        """The KV cache of ``prefix``, run in one pass, or the previous call's when it was the same prefix under the
+        same weights. A different prefix is run afresh, never sliced from or extended onto the kept one: float
+        sums over another length round differently, and a score must not depend on which call came before."""
         weights = self._weights_key()
-        shared, cache = 0, None
-        if self._prefix_memo is not None and self._prefix_memo[1] == weights:
-            tokens, _, memo = self._prefix_memo
-            shared = common_prefix_length([tokens, prefix])
-            if shared == len(tokens) == len(prefix):
-                return memo
-            if shared:
-                cache = [(k[:, :, :shared], v[:, :, :shared]) for k, v in memo]
-        if shared < len(prefix):
-            cache = self._extend_prefix(cache, prefix[shared:], shared)
+        if self._prefix_memo is not None and self._prefix_memo[1] == weights and self._prefix_memo[0] == tuple(prefix):
+            return self._prefix_memo[2]
+        cache = self._extend_prefix(None, prefix, 0)
         self._prefix_memo = (tuple(prefix), weights, cache)
         return cache
 
