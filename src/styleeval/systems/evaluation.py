@@ -349,76 +349,33 @@ def compare_systems(
     systems = sorted(scores["system"].unique())
     if len(systems) == 1:
         note(f"only one system ({systems[0]}): nothing to compare, no pairs")
+    settings = _Settings(test, alpha, n_boot, trials, seed)
     system_rows, pair_rows, aggregates = [], [], {}
     test_signatures: dict[str, str] = {}
     for label in labels:
         inputs = corpus.get(label)
         aggregates[label] = "corpus" if inputs is not None else "mean"
-        frame = scores[["system", "source_id", label]].assign(_i=np.arange(len(scores)))
-        frame = frame[pd.to_numeric(frame[label], errors="coerce").notna()]
-        scored = [s for s in systems if (frame["system"] == s).any()]
-        for s in sorted(set(systems) - set(scored)):
-            note(f"{label}: system {s} has no scored row; it is not ranked or paired")
-        common = set.intersection(*(set(frame.loc[frame["system"] == s, "source_id"]) for s in scored)) \
-            if scored else set()
-        left_out = {s: int(((frame["system"] == s) & ~frame["source_id"].isin(common)).sum()) for s in scored}
-        if any(left_out.values()):
-            note(f"{label}: systems are compared on the {len(common)} sources every scored system has; left out: "
-                 + ", ".join(f"{s} {k} rows" for s, k in left_out.items() if k))
-        frame = frame[frame["source_id"].isin(common)]
-        per_system = {s: frame[frame["system"] == s] for s in scored}
-        metric = inputs.new_metric() if inputs is not None else None
-        for s in systems:
-            part = per_system.get(s, frame.iloc[:0])
-            values = part[label].to_numpy(float)
-            n_missing = int((scores["system"] == s).sum()) - len(values)
-            if metric is not None and len(values):
-                rows_i = part["_i"].to_numpy()
-                hyps = [inputs.hypotheses[k] for k in rows_i]
-                refs = [inputs.references[k] for k in rows_i]
-                score = stats.corpus_score(metric, hyps, refs)
-                low, high = stats.corpus_bootstrap_ci(metric, stats.corpus_statistics(metric, hyps, refs),
-                                                      n_boot=n_boot, seed=seed)
-            else:
-                score = float(values.mean()) if len(values) else math.nan
-                low, high = stats.bootstrap_mean_ci(values, n_boot=n_boot, seed=seed)
-            if len(values) == 1:
-                note(f"{label}: system {s} has one scored row; its confidence interval is undefined")
-            system_rows.append({"system": s, "metric": label, "aggregate": aggregates[label], "n": len(values),
-                                "n_missing": n_missing, "score": score,
-                                "mean": float(values.mean()) if len(values) else math.nan, "ci_low": low,
-                                "ci_high": high})
+        per_system = _shared_sources(scores, label, systems, note)
+        system_rows += [_system_row(scores, label, s, per_system.get(s), inputs, settings, note) for s in systems]
         metric_pairs = []
-        for a, b in itertools.combinations(scored, 2):
+        for a, b in itertools.combinations(per_system, 2):
             joined = per_system[a].merge(per_system[b], on="source_id", suffixes=("_a", "_b"))
             if joined.empty:
                 note(f"{label}: systems {a} and {b} share no scored source; not paired")
                 continue
-            va, vb = joined[f"{label}_a"].to_numpy(float), joined[f"{label}_b"].to_numpy(float)
-            pair = {"metric": label, "system_a": a, "system_b": b, "n_pairs": len(joined),
-                    "mean_a": float(va.mean()), "mean_b": float(vb.mean())}
-            if metric is not None:
-                ia, ib = joined["_i_a"].to_numpy(), joined["_i_b"].to_numpy()
-                result = stats.paired_corpus_test(
-                    inputs.new_metric(), [inputs.hypotheses[k] for k in ia], [inputs.hypotheses[k] for k in ib],
-                    [inputs.references[k] for k in ia], test=test, trials=trials, n_boot=n_boot, seed=seed)
-                pair.update(score_a=result["score_a"], score_b=result["score_b"], delta=result["delta"],
-                            ci_low=result["ci_low"], ci_high=result["ci_high"], p=result["p"])
-                test_signatures.setdefault(label, result["signature"])
-            else:
-                low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=n_boot, seed=seed)
-                p = stats.approximate_randomization(va, vb, trials=trials, seed=seed) if test == "ar" else p_boot
-                pair.update(score_a=pair["mean_a"], score_b=pair["mean_b"], delta=float((va - vb).mean()),
-                            ci_low=low, ci_high=high, p=p)
+            pair, signature = _pair_row(label, a, b, joined, inputs, settings)
             metric_pairs.append(pair)
+            if signature:
+                test_signatures.setdefault(label, signature)
         for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs])):
             pair["p_adjusted"] = adjusted
             pair["significant"] = bool(adjusted <= alpha)
-        if metric_pairs and metric is None:
-            floor = _reachable_p(min(p["n_pairs"] for p in metric_pairs), test, trials, n_boot)
+        if metric_pairs and inputs is None:
+            n = min(p["n_pairs"] for p in metric_pairs)
+            floor = _reachable_p(n, test, trials, n_boot)
             if floor > alpha:
-                note(f"{label}: with {min(p['n_pairs'] for p in metric_pairs)} paired sources the {test} test cannot "
-                     f"give p below {floor:.3g}, above alpha = {alpha:g}: no pair can be significant")
+                note(f"{label}: with {n} paired sources the {test} test cannot give p below {floor:.3g}, above alpha "
+                     f"= {alpha:g}: no pair can be significant")
         pair_rows += metric_pairs
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
     pairs_frame = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
@@ -429,6 +386,77 @@ def compare_systems(
                                                                            systems_frame["metric"])]
     report.agreement = _agreement(report)
     return report
+
+
+@dataclass(frozen=True)
+class _Settings:
+    test: str
+    alpha: float
+    n_boot: int
+    trials: int
+    seed: int
+
+
+def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],
+                    note: Callable[[str], None]) -> dict[str, pd.DataFrame]:
+    """Each scored system's rows of ``label`` (columns system, source_id, the score, ``_i`` = the row's position in
+    ``scores``) on the sources every scored system has; a note names what is left out."""
+    frame = scores[["system", "source_id", label]].assign(_i=np.arange(len(scores)))
+    frame = frame[pd.to_numeric(frame[label], errors="coerce").notna()]
+    scored = [s for s in systems if (frame["system"] == s).any()]
+    for s in sorted(set(systems) - set(scored)):
+        note(f"{label}: system {s} has no scored row; it is not ranked or paired")
+    common = set.intersection(*(set(frame.loc[frame["system"] == s, "source_id"]) for s in scored)) \
+        if scored else set()
+    left_out = {s: int(((frame["system"] == s) & ~frame["source_id"].isin(common)).sum()) for s in scored}
+    if any(left_out.values()):
+        note(f"{label}: systems are compared on the {len(common)} sources every scored system has; left out: "
+             + ", ".join(f"{s} {k} rows" for s, k in left_out.items() if k))
+    frame = frame[frame["source_id"].isin(common)]
+    return {s: frame[frame["system"] == s] for s in scored}
+
+
+def _system_row(scores: pd.DataFrame, label: str, system: str, part: pd.DataFrame | None,
+                inputs: CorpusInputs | None, settings: _Settings, note: Callable[[str], None]) -> dict[str, Any]:
+    """One line of ``systems.csv``: the system's score (corpus or mean) with its bootstrap CI."""
+    values = part[label].to_numpy(float) if part is not None else np.array([])
+    if inputs is not None and len(values):
+        metric = inputs.new_metric()
+        rows = part["_i"].to_numpy()
+        hyps, refs = [inputs.hypotheses[k] for k in rows], [inputs.references[k] for k in rows]
+        score = stats.corpus_score(metric, hyps, refs)
+        low, high = stats.corpus_bootstrap_ci(metric, stats.corpus_statistics(metric, hyps, refs),
+                                              n_boot=settings.n_boot, seed=settings.seed)
+    else:
+        score = float(values.mean()) if len(values) else math.nan
+        low, high = stats.bootstrap_mean_ci(values, n_boot=settings.n_boot, seed=settings.seed)
+    if len(values) == 1:
+        note(f"{label}: system {system} has one scored row; its confidence interval is undefined")
+    return {"system": system, "metric": label, "aggregate": "corpus" if inputs is not None else "mean",
+            "n": len(values), "n_missing": int((scores["system"] == system).sum()) - len(values), "score": score,
+            "mean": float(values.mean()) if len(values) else math.nan, "ci_low": low, "ci_high": high}
+
+
+def _pair_row(label: str, a: str, b: str, joined: pd.DataFrame, inputs: CorpusInputs | None,
+              settings: _Settings) -> tuple[dict[str, Any], str | None]:
+    """One line of ``pairs.csv`` (before Holm) and, for a corpus metric, sacrebleu's signature of its test."""
+    va, vb = joined[f"{label}_a"].to_numpy(float), joined[f"{label}_b"].to_numpy(float)
+    pair = {"metric": label, "system_a": a, "system_b": b, "n_pairs": len(joined), "mean_a": float(va.mean()),
+            "mean_b": float(vb.mean())}
+    if inputs is not None:
+        ia, ib = joined["_i_a"].to_numpy(), joined["_i_b"].to_numpy()
+        result = stats.paired_corpus_test(
+            inputs.new_metric(), [inputs.hypotheses[k] for k in ia], [inputs.hypotheses[k] for k in ib],
+            [inputs.references[k] for k in ia], test=settings.test, trials=settings.trials, n_boot=settings.n_boot,
+            seed=settings.seed)
+        pair.update({k: result[k] for k in ("score_a", "score_b", "delta", "ci_low", "ci_high", "p")})
+        return pair, result["signature"]
+    low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=settings.n_boot, seed=settings.seed)
+    p = stats.approximate_randomization(va, vb, trials=settings.trials, seed=settings.seed) \
+        if settings.test == "ar" else p_boot
+    pair.update(score_a=pair["mean_a"], score_b=pair["mean_b"], delta=float((va - vb).mean()), ci_low=low,
+                ci_high=high, p=p)
+    return pair, None
 
 
 def _noter(notes: list[str], log: Callable[[str], None] | None) -> Callable[[str], None]:
