@@ -120,3 +120,17 @@ def test_a_tokenizer_path_is_loaded_and_signed(tiny_model_dir, tmp_path):
     assert swapped.signature.fields["tmpl"] == own.signature.fields["tmpl"]
     assert swapped.signature.fields["tok"] != own.signature.fields["tok"]
     assert swapped.score(["a b"], ["a c"], "polite").content[0] <= 0
+
+
+def test_evaluate_prints_the_systems_table_or_json(tmp_path, capsys):
+    table = _write(tmp_path / "in.jsonl", {"A": SOURCES, "B": [s.upper() for s in SOURCES]})
+    capsys.readouterr()
+    assert _evaluate(table, tmp_path / "report") == 0
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert lines[0].split() == ["system", "S-Bleu", "↑"] and set(lines[1]) <= {"-", " "}
+    assert {line.split()[0] for line in lines[2:]} == {"A", "B"} and "[" in lines[2] and "(1)" in lines[2]
+    assert "2 systems, 12 rows, 1 metric," in captured.err
+    assert _evaluate(table, tmp_path / "report", "--format", "json") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["system"] for r in out["systems"]} == {"A", "B"} and out["aggregates"] == {"s_bleu": "mean"}

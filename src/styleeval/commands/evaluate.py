@@ -51,6 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="local corpus mirror for metrics that read corpus files (lai:<score>; default: "
                    "$STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--no-plots", action="store_true", help="skip tradeoff.png")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
+                   "or report.json's content (json); the files in --out are the same either way")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
 
@@ -98,6 +101,11 @@ def run(args: argparse.Namespace) -> int:
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {message}", file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots)
+    if args.format == "json":
+        print(paths["json"].read_text(encoding="utf-8"))
+    else:
+        print(report.to_text())
     print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}, "
-          f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}")
+          f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
+          file=sys.stderr)
     return 0

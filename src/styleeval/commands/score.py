@@ -20,6 +20,12 @@ Rows already in OUT are skipped, so an interrupted run is resumed by running the
 """
 
 
+def _number(value: float) -> str:
+    """Four significant digits, never ``-0.0000``."""
+    text = f"{value:.4g}"
+    return "0" if text in ("-0", "0") else text
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``score`` sub-command."""
     p = subparsers.add_parser(
@@ -44,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     def summary(result) -> str:
         records = read_scores(result.output)
         means = column_means(records, ("content", "style_strength"))
-        return (f"mean content {means['content']:.4f}  mean style_strength {means['style_strength']:.4f}  "
-                f"({len(records)} rows)")
+        return (f"mean content {_number(means['content'])}  mean style_strength {_number(means['style_strength'])}"
+                f"  ({len(records)} row{'' if len(records) == 1 else 's'})")
 
     return run_file_command(
         args,

@@ -56,8 +56,12 @@ class SystemsReport:
         return table.sort_values("score", ascending=ascending, kind="stable")["system"].tolist()
 
     def to_markdown(self) -> str:
-        """``report.md``: systems x metrics ("mean [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
+        """``report.md``: systems x metrics ("score [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
         return to_markdown(self)
+
+    def to_text(self) -> str:
+        """The systems x metrics table for a terminal ("score [lo, hi] (cluster)", columns aligned), best first."""
+        return to_text(self)
 
     def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path | None:
         """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front."""
@@ -88,13 +92,13 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(report: SystemsReport) -> str:
-    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes."""
+def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the systems x metrics table ("score [lo, hi] (cluster)"), systems best first."""
     metrics = report.metrics
     cell = {(r.system, r.metric): r for r in report.systems.itertuples()}
     arrow = {m: "↑" if report.higher_is_better.get(m, True) else "↓" for m in metrics}
-    rows = []
     ranked = report.ranking()
+    rows = []
     for system in ranked + sorted(set(report.scores["system"]) - set(ranked)):
         row = [system]
         for m in metrics:
@@ -102,6 +106,22 @@ def to_markdown(report: SystemsReport) -> str:
             cluster = f" ({int(r.cluster)})" if r is not None and math.isfinite(r.cluster) else ""
             row.append("–" if r is None or not r.n else f"{fmt(r.score)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]{cluster}")
         rows.append(row)
+    return ["system"] + [f"{metric_label(m)} {arrow[m]}" for m in metrics], rows
+
+
+def to_text(report: SystemsReport) -> str:
+    """The systems table aligned in columns, as sacrebleu prints its table (names as given, one line each)."""
+    header, rows = _cells(report)
+    rows = [[" ".join(str(c).split()) for c in r] for r in rows]
+    widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+def to_markdown(report: SystemsReport) -> str:
+    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes."""
+    metrics = report.metrics
+    header, rows = _cells(report)
     n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
@@ -115,7 +135,7 @@ def to_markdown(report: SystemsReport) -> str:
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
         f"neighbouring clusters need not differ significantly. Sorted by {metric_label(report.sort_by)}.", "",
-        _table(["system"] + [f"{metric_label(m)} {arrow[m]}" for m in metrics], rows + [n_row]), "",
+        _table(header, rows + [n_row]), "",
     ]
     significant = report.pairs[report.pairs["significant"]]
     out += ["## Significant differences", ""]
