@@ -35,7 +35,7 @@ def _signature(base_url: str, tokenizer) -> str:
 
 
 def test_the_signature_identifies_the_weights_behind_the_url(vllm_server, judge_model_dir, other_weights_dir,
-                                                             tmp_path):
+                                                             tmp_path, monkeypatch):
     """Two servers with different weights under one served name sign differently; a restarted server with the same
     weights signs the same (and a resumed file checks it)."""
     from _servers import VLLMServer, vllm_python
@@ -47,10 +47,44 @@ def test_the_signature_identifies_the_weights_behind_the_url(vllm_server, judge_
         server = VLLMServer(vllm_python(), other_weights_dir, tmp_path / f"other{k}.log", name="judge")
         try:
             signatures.append(_signature(server.base_url, judge_model_dir))
+            if k == 0:
+                _a_redeploy_in_the_middle_of_a_file_job(vllm_server, server, judge_model_dir, tmp_path, monkeypatch)
         finally:
             server.stop()
     assert signatures[0] != first  # other weights, same name, same tokenizer and template
     assert signatures[1] == signatures[0]  # the same weights after a restart
+
+
+def _a_redeploy_in_the_middle_of_a_file_job(judge, other, tokenizer_dir, tmp_path, monkeypatch) -> None:
+    """The URL switches to other weights after the first chunk of `styleeval score`: the job is re-probed after
+    every chunk (here; every minute by default) and at its end, stops, keeps the rows made before the switch and
+    names the first row after it."""
+    import json
+
+    from _servers import FaultProxy
+
+    import styleeval.files.runner as runner
+    from styleeval.files import score_file
+
+    monkeypatch.setattr(runner, "PROBE_SECONDS", 0.0)
+    table = tmp_path / "redeploy.jsonl"
+    table.write_text("".join(json.dumps({"source": f"give me report {i} now.", "rewrite": f"Report {i}, please.",
+                                         "style": "polite"}) + "\n" for i in range(6)), encoding="utf-8")
+    proxy = FaultProxy(judge.port)
+
+    def switch(records):
+        proxy.target_port = other.port  # a redeploy behind the same URL
+
+    try:
+        with pytest.raises(ValueError, match=r"the model behind the backend changed during this run .* the rows "
+                                             r"written from input row 2 on were removed"):
+            score_file(table, tmp_path / "redeploy.out.jsonl", "judge", base_url=proxy.base_url,
+                       tokenizer=str(tokenizer_dir), chunk_size=2, flush_seconds=1e-9, progress=False,
+                       on_chunk=switch)
+    finally:
+        proxy.close()
+    kept = [json.loads(line) for line in (tmp_path / "redeploy.out.jsonl").read_text().splitlines()]
+    assert [r["row"] for r in kept] == [0, 1]
 
 
 def _row_of_length(lp: LogProb, target: int) -> tuple[str, str]:

@@ -29,7 +29,7 @@ from styleeval.backends.base import (
 from styleeval.optiontypes import Option, merge_options
 
 __all__ = ["Backend", "BackendError", "Decoding", "Identity", "TokenTree", "backend_class", "backend_names",
-           "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend", "split_options",
+           "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend", "split_options", "verify_shared",
            "CANDIDATE_LOGPROBS", "PREFIX_REUSE", "SERVER_CHAT", "TREE_LOGPROBS"]
 
 DEFAULT_BACKEND = "local"
@@ -145,6 +145,15 @@ def given_or_open(given: Backend | str | None, model: Any = None, base_url: str 
     if named:
         raise ValueError(f"{', '.join(named)}: a backend is given, and these belong to it; leave them out")
     return given
+
+
+def verify_shared() -> None:
+    """Probe every shared backend again (:meth:`Backend.verify_identity`): what a long run does before it compares
+    the signatures it started with."""
+    for cls in _registry().values():
+        for cache in (cls.__dict__.get("_shared"), cls.__dict__.get("_backends")):
+            for backend in list((cache or {}).values()):
+                backend.verify_identity()
 
 
 def clear_shared() -> None:

@@ -154,6 +154,12 @@ class Backend(ABC):
         reject_options(cls.name, options, cls.option_names())
         return cls(model, **{k: v for k, v in options.items() if v is not None})  # type: ignore[call-arg]
 
+    def verify_identity(self) -> Identity:
+        """The identity as it is now: a server is probed again (its weights may have been replaced behind the URL);
+        a local model's identity was fixed when its weights were loaded. Callers compare the signatures they get
+        before and after a long job."""
+        return self.identity
+
     @classmethod
     def missing_weights(cls, model: Any) -> str | None:
         """Why this backend could not open ``model`` without a download (``"<id>: not in the local Hugging Face

@@ -54,6 +54,8 @@ DEFAULT_MAX_RETRIES = 5
 DEFAULT_MAX_CONCURRENCY = 8
 POSITIVE_TOLERANCE = 1e-4
 """A returned log-probability above this is an error (a probability > 1), not a score."""
+IDENTITY_SECONDS = 300.0
+"""A server's identity is probed again when it is older than this (long-lived processes)."""
 PROBE_TEXT = "Style transfer rewrites a text in another style and keeps its meaning: nothing dropped or invented."
 """The fixed text whose prompt log-probabilities fingerprint the weights behind a URL."""
 
@@ -166,27 +168,37 @@ class ServerClient:
 
     def fingerprint(self) -> str:
         """``server-<12 hex>``: a hash of what ``/models`` reports of the model (id, root, max_model_len) and of the
-        prompt log-probabilities of :data:`PROBE_TEXT` rounded to 0.1 (a server without prompt log-probabilities:
-        its greedy 16-token reply), so that other weights under the same name give another fingerprint."""
+        weights' answers to :data:`PROBE_TEXT` that batch noise does not move: at every prompt position the most
+        likely next token (``prompt_logprobs`` with the top token; a margin of more than the noise, about 1e-3 in
+        bf16, keeps it in place), so other weights under the same name sign differently and the same weights sign
+        the same across calls, batches and restarts. A server without prompt log-probabilities: its greedy 16-token
+        reply and the generated tokens' log-probabilities' top tokens; one that gives no log-probabilities at all
+        is marked ``-unverified`` (its reply text alone cannot tell two models apart)."""
         entry = self.model_entry()
         reported = [entry.get("id"), entry.get("root"), entry.get("max_model_len")]
+        suffix = ""
         try:
             response = self._call(lambda: self.client.completions.create(
                 model=self.model, prompt=PROBE_TEXT, max_tokens=1, temperature=0.0,
-                extra_body={"prompt_logprobs": 0}), "fingerprinting the model")
+                extra_body={"prompt_logprobs": 1}), "fingerprinting the model")
             entries = (_first_choice(response, self.base_url).model_extra or {}).get("prompt_logprobs")
             if not entries:
                 raise ServerError("no prompt_logprobs", 200)
-            probe: Any = [[tok, round(_logprob_value(item), 1)] for entry_ in entries[1:] if entry_
-                          for tok, item in sorted(entry_.items())[:1]]
+            probe: Any = [_top_token(position) for position in entries[1:] if position]
         except ServerError as err:
             if err.status is None or err.status >= 500:
                 raise
             response = self._call(lambda: self.client.completions.create(
-                model=self.model, prompt=PROBE_TEXT, max_tokens=16, temperature=0.0), "fingerprinting the model")
-            probe = _first_choice(response, self.base_url).text
+                model=self.model, prompt=PROBE_TEXT, max_tokens=16, temperature=0.0, logprobs=1),
+                "fingerprinting the model")
+            choice = _first_choice(response, self.base_url)
+            top = getattr(getattr(choice, "logprobs", None), "top_logprobs", None)
+            if top:
+                probe = [choice.text, [max(t, key=t.get) if t else None for t in top]]
+            else:
+                probe, suffix = choice.text, "-unverified"
         digest = hashlib.sha256(json.dumps([reported, probe]).encode()).hexdigest()[:12]
-        return f"server-{digest}"
+        return f"server-{digest}{suffix}"
 
     # -- requests -----------------------------------------------------------------------------------------
     def chat(self, conversations: Sequence[list[dict[str, str]]], per_row: Sequence[dict[str, Any]] | None = None,
@@ -350,6 +362,12 @@ def _logprob_value(item: Any) -> float:
     return float(item["logprob"] if isinstance(item, dict) else item)
 
 
+def _top_token(position: dict[str, Any]) -> str:
+    """The most likely token at one prompt position (the key whose log-probability is the highest): what batch
+    noise does not move, unlike the log-probability itself."""
+    return max(position, key=lambda token: _logprob_value(position[token]))
+
+
 def _error_message(err: Any) -> str:
     body = getattr(err, "body", None)
     if isinstance(body, dict):
@@ -421,6 +439,7 @@ class ServerBackend(Backend):
         limit = entry.get("max_model_len")
         self._max_length: int | None = int(limit) - 1 if isinstance(limit, int) else None
         self._identity: Identity | None = None
+        self._probed = 0.0
 
     @classmethod
     def from_options(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> ServerBackend:
@@ -435,8 +454,16 @@ class ServerBackend(Backend):
 
     @property
     def identity(self) -> Identity:
-        if self._identity is None:
-            self._identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
+        """What is behind the URL, probed once and again after :data:`IDENTITY_SECONDS` (a long-lived process, a
+        Space or a notebook, notices a redeploy)."""
+        if self._identity is None or time.monotonic() - self._probed > IDENTITY_SECONDS:
+            return self.verify_identity()
+        return self._identity
+
+    def verify_identity(self) -> Identity:
+        """Probe the server now (see :meth:`ServerClient.fingerprint`)."""
+        self._identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
+        self._probed = time.monotonic()
         return self._identity
 
     @property

@@ -88,3 +88,9 @@ def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | Non
                 f"{out} was written with different settings: row {record['row']} {detail} (this run: "
                 f"{signature!r}; use another --out, or --overwrite)"
             )
+    if done and signature is not None and "-unverified" in str(signature):
+        import warnings
+
+        warnings.warn(f"{out}: resuming with a server whose weights styleeval cannot verify (it returns no "
+                      "log-probabilities, so its signature rests on its reply text alone): the rows already there may "
+                      "come from other weights under the same name", stacklevel=3)

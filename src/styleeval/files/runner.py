@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,17 @@ class _Sink:
                 self.target = self.output
         self.header = False
 
+    def size(self) -> int | None:
+        """Bytes of OUT written so far (``None`` for standard output)."""
+        return None if self.output is None else self.file.tell()
+
+    def cut(self, size: int) -> None:
+        """OUT back to its first ``size`` bytes (rows written after a point that turned out to be unsafe)."""
+        self.file.flush()
+        os.ftruncate(self.file.fileno(), size)
+        self.file.seek(size)
+        os.fsync(self.file.fileno())
+
     def close(self) -> None:
         if self.output is not None:
             try:
@@ -225,6 +237,7 @@ def _score_rows(job, input, output, rows, finished, todo, signature, out_path, o
                  replace=overwrite and out_path is not None and out_path.exists())
     scored = 0
     scorer = job.get_scorer()
+    checked = _Checkpoint(sink.size(), None, time.monotonic())  # the last point the weights were verified
     try:
         with tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {job.kind.name}",
                   disable=not progress) as bar:
@@ -247,12 +260,49 @@ def _score_rows(job, input, output, rows, finished, todo, signature, out_path, o
                 except OSError as err:
                     raise _write_error(out_path, err, len(finished) + scored) from None
                 scored += len(records)
+                if checked.first_row is None:
+                    checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
                 bar.update(len(records))
+                if time.monotonic() - checked.time >= PROBE_SECONDS:
+                    checked = _verify(scorer, signature, sink, checked, out_path)
                 if on_chunk is not None:
                     on_chunk(records)
+        checked = _verify(scorer, signature, sink, checked, out_path)  # and once more at the end
     finally:
         sink.close()
     return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), scored, signature)
+
+
+PROBE_SECONDS = 60.0
+"""During a file job the backend is probed again at least this often (and at the end): a server redeployed with
+other weights mid-run stops the job."""
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    size: int | None  # OUT's size when the weights were last verified
+    first_row: int | None  # the first input row written after it
+    time: float
+
+
+def _verify(scorer: Any, signature: Any, sink: _Sink, checked: _Checkpoint, out: Path | None) -> _Checkpoint:
+    """Probe the scorer's backend again; when its signature changed, cut OUT back to the last verified point and
+    stop, naming the first row after it (those rows may come from either weights)."""
+    backend = getattr(scorer, "backend", None)
+    if backend is None:
+        return checked
+    backend.verify_identity()
+    now = str(scorer.signature)
+    if now == str(signature):
+        return _Checkpoint(sink.size(), None, time.monotonic())
+    where = "" if checked.first_row is None else f" from input row {checked.first_row} on"
+    if checked.size is not None and checked.first_row is not None:
+        sink.cut(checked.size)
+        kept = f"the rows written{where} were removed from {out} (they may come from either model), those before kept"
+    else:
+        kept = f"the rows{where} may come from either model"
+    raise ValueError(f"the model behind the backend changed during this run (signature {signature} is now {now}): "
+                     f"{kept}; check which model you want, then run again (a new --out for the new model)")
 
 
 def _write_error(out: Path | None, err: OSError, kept: int) -> ValueError:

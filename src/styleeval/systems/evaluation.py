@@ -248,6 +248,7 @@ def evaluate_systems(
         if missing:
             why = " (no reference)" if metric.needs_references else ""
             note(f"{metric.label}: {missing} of {len(column)} rows have no score{why}; they are left out and counted")
+    _check_unchanged(objs, signatures, cache, data.fingerprint)
     for column in sorted({k for r in checked for k in r.human}):
         scores[column] = [r.human.get(column, np.nan) for r in checked]
         better[column] = True
@@ -255,6 +256,25 @@ def evaluate_systems(
         raise ValueError("no metric could be computed: " + "; ".join(notes))
     return compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
                            seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+
+
+def _check_unchanged(metrics: Sequence[Any], signatures: Mapping[str, str], cache: Any, fingerprint: str) -> None:
+    """Probe every shared backend again at the end of the run: a metric whose signature changed meanwhile (a server
+    redeployed with other weights) is an error, and its cache entries of this run are removed (they may hold rows
+    of either model)."""
+    from styleeval.backends import verify_shared
+
+    verify_shared()
+    changed = [(m.label, signatures[m.label], str(m.signature)) for m in metrics
+               if m.label in signatures and str(m.signature) != signatures[m.label]]
+    if cache.root is not None:
+        for _, old, _ in changed:
+            cache.path(old, fingerprint).unlink(missing_ok=True)
+            cache.partial_path(old, fingerprint).unlink(missing_ok=True)
+    if changed:
+        raise ValueError("the model behind " + "; ".join(f"{label} changed during this run ({old} is now {new})"
+                                                        for label, old, new in changed)
+                         + "; its cached scores of this run were removed: run again for the model you want")
 
 
 @dataclass(frozen=True)

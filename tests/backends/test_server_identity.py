@@ -1,0 +1,64 @@
+"""A server's identity names the weights, not the noise (issue 27, item 2): log-probabilities that move in the 4th
+decimal from call to call (GPU batch noise, injected by the proxy) give one signature across fresh clients; a server
+without log-probabilities is marked unverified."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from styleeval import LogProb
+from styleeval.backends.openai_server import ServerClient
+
+
+def _jitter(seed: int):
+    rng = random.Random(seed)
+
+    def mutate(path: str, body: bytes) -> bytes:
+        data = json.loads(body)
+        for choice in data.get("choices", []):
+            for position in choice.get("prompt_logprobs") or []:
+                for item in (position or {}).values():
+                    if isinstance(item, dict) and "logprob" in item:
+                        item["logprob"] = min(0.0, item["logprob"] + rng.uniform(-1e-3, 1e-3))
+        return json.dumps(data).encode()
+
+    return mutate
+
+
+def test_jitter_of_the_weights_answers_gives_one_signature(vllm_server, judge_model_dir):
+    from _servers import FaultProxy
+
+    proxy = FaultProxy(vllm_server.port)
+    try:
+        plain = LogProb("judge", tokenizer=str(judge_model_dir), base_url=vllm_server.base_url,
+                        progress=False).signature
+        signatures = set()
+        for k in range(8):  # eight fresh clients, each probe answered with other noise
+            proxy.mutate = _jitter(k)
+            signatures.add(LogProb("judge", tokenizer=str(judge_model_dir), base_url=proxy.base_url,
+                                   progress=False).signature)
+        assert signatures == {plain}
+    finally:
+        proxy.close()
+
+
+def test_a_server_without_log_probabilities_is_unverified(vllm_server):
+    from _servers import FaultProxy
+
+    proxy = FaultProxy(vllm_server.port)
+    proxy.reject = lambda body: b"prompt_logprobs" in body  # no prompt log-probabilities
+    try:
+        def strip(path: str, body: bytes) -> bytes:
+            data = json.loads(body)
+            for choice in data.get("choices", []):
+                choice["logprobs"] = None
+            return json.dumps(data).encode()
+
+        proxy.mutate = strip
+        assert ServerClient(proxy.base_url, model="judge", max_retries=0).fingerprint().endswith("-unverified")
+        proxy.mutate = None  # generated tokens' log-probabilities: verified by their top tokens
+        fingerprint = ServerClient(proxy.base_url, model="judge", max_retries=0).fingerprint()
+        assert fingerprint.startswith("server-") and not fingerprint.endswith("-unverified")
+    finally:
+        proxy.close()
