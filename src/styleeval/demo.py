@@ -188,17 +188,17 @@ class Demo:
         out = []
         for r, s in zip(rows, scores):
             system = r.extra.get("system")
-            out.append({"row": r.row, "system": "(all)" if system is None or str(system).strip() == "" else str(system),
-                        "source": r.source,
-                        "rewrite": r.rewrite, "style": r.style, "content": s["content"], "style_strength": s["style"],
-                        "signature": scores.signature})
+            out.append({"row": r.row, **{k: v for k, v in r.extra.items() if k != "system"},  # as `styleeval score`
+                        "system": "(all)" if system is None or str(system).strip() == "" else str(system),
+                        "source": r.source, "rewrite": r.rewrite, "style": r.style, "content": s["content"],
+                        "style_strength": s["style"], "signature": scores.signature})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
                               "source_id": [r.source if r.extra.get("source_id") in (None, "") else str(r.extra["source_id"])
                                             for r in rows],
                               "logprob_content": [o["content"] for o in out],
                               "logprob_style": [o["style_strength"] for o in out]})
-        report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")},
-                                 trials=2000, n_boot=500)
+        report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")})
+        # the CLI's defaults (1000 bootstrap resamples, 10,000 shufflings): the same file gives the same intervals
         return out, report
 
 

