@@ -151,18 +151,14 @@ def verify_shared() -> None:
     """Probe every shared backend again (:meth:`Backend.verify_identity`): what a long run does before it compares
     the signatures it started with."""
     for cls in _registry().values():
-        for cache in (cls.__dict__.get("_shared"), cls.__dict__.get("_backends")):
-            for backend in list((cache or {}).values()):
-                backend.verify_identity()
+        for backend in cls.shared_instances():
+            backend.verify_identity()
 
 
 def clear_shared() -> None:
     """Forget every shared backend and loaded model (the next :func:`shared_backend` call loads again)."""
     for cls in _registry().values():
-        for attr in ("_shared", "_weights", "_backends"):
-            cache = cls.__dict__.get(attr)
-            if isinstance(cache, dict):
-                cache.clear()
+        cls.forget_shared()
 
 
 def _register_builtin() -> None:

@@ -167,6 +167,16 @@ class Backend(ABC):
         return None
 
     @classmethod
+    def shared_instances(cls) -> list[Backend]:
+        """The backends :meth:`shared` opened (what :func:`styleeval.backends.verify_shared` probes again)."""
+        return list(cls.__dict__.get("_shared", {}).values())
+
+    @classmethod
+    def forget_shared(cls) -> None:
+        """Forget what :meth:`shared` opened (the next call opens again)."""
+        cls.__dict__.get("_shared", {}).clear()
+
+    @classmethod
     def option_names(cls) -> list[str]:
         """The declared options' names, and ``progress`` (every backend takes it: a scorer's progress bars)."""
         return [o.name for o in cls.options] + ["progress"]

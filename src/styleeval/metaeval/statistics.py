@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -27,14 +28,15 @@ SPA_PERMUTATIONS = 1000
 @dataclass(frozen=True)
 class Corpus:
     """What a statistic may read about one corpus of a run: ``name``, ``kind`` (``testset``, ``system``,
-    ``reference``, ``mixed``), each row's source id and system."""
+    ``reference``, ``mixed``), each row's source id and system; ``grouped`` and ``has_systems`` are worked out once
+    (the PERM-BOTH and bootstrap loops call a statistic hundreds of times on one corpus)."""
 
     name: str
     kind: str
     sources: np.ndarray
     systems: np.ndarray
 
-    @property
+    @cached_property
     def grouped(self) -> bool:
         """Several systems per source (Lai's design): segment-level pairs are formed within a source."""
         if not len(self.systems):
@@ -42,7 +44,7 @@ class Corpus:
         per_source = pd.Series(self.systems).groupby(pd.Series(self.sources)).nunique()
         return len(per_source) > 0 and per_source.max() > 2
 
-    @property
+    @cached_property
     def has_systems(self) -> bool:
         """Real systems (not the test set's rewrite types), at least :data:`MIN_SYSTEMS`, several rows each."""
         n = len(set(self.systems))

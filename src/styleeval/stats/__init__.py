@@ -22,6 +22,7 @@ from styleeval.stats.corpus import (
     corpus_statistics,
     paired_corpus_test,
     reference_streams,
+    score_from_statistics,
 )
 from styleeval.stats.correlation import (
     Correlation,
@@ -55,7 +56,7 @@ from styleeval.stats.resampling import (
 
 __all__ = [
     "N_BOOT", "N_TRIALS", "corpus_bootstrap_ci", "corpus_score", "corpus_statistics", "paired_corpus_test",
-    "reference_streams", "Comparison", "Correlation", "DegenerateScoresError", "accuracy_at",
+    "reference_streams", "score_from_statistics", "Comparison", "Correlation", "DegenerateScoresError", "accuracy_at",
     "approximate_randomization", "bootstrap_mean_ci", "check_scores", "correlate", "holm", "kendall_tau_like",
     "paired_bootstrap_correlation", "paired_bootstrap_mean", "paired_permutation_p", "pairwise_accuracy", "pearson",
     "percentile_interval", "perm_both", "sign_flip_test", "significance_clusters", "soft_pairwise_accuracy",

@@ -443,10 +443,10 @@ def _system_row(scores: pd.DataFrame, label: str, system: str, part: pd.DataFram
     if inputs is not None and len(values):
         metric = inputs.new_metric()
         rows = part["_i"].to_numpy()
-        hyps, refs = [inputs.hypotheses[k] for k in rows], [inputs.references[k] for k in rows]
-        score = stats.corpus_score(metric, hyps, refs)
-        low, high = stats.corpus_bootstrap_ci(metric, stats.corpus_statistics(metric, hyps, refs),
-                                              n_boot=settings.n_boot, seed=settings.seed)
+        statistics = stats.corpus_statistics(metric, [inputs.hypotheses[k] for k in rows],
+                                             [inputs.references[k] for k in rows])
+        score = stats.score_from_statistics(metric, statistics.sum(0))  # the corpus score, statistics read once
+        low, high = stats.corpus_bootstrap_ci(metric, statistics, n_boot=settings.n_boot, seed=settings.seed)
     else:
         score = float(values.mean()) if len(values) else math.nan
         low, high = stats.bootstrap_mean_ci(values, n_boot=settings.n_boot, seed=settings.seed)

@@ -260,9 +260,9 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
     if plots:
         tmp = out / ".tradeoff.tmp.png"
         try:
-            written = report.plot(tmp)
-            if written is not None:
-                paths["plot"] = Path(os.replace(tmp, out / "tradeoff.png") or out / "tradeoff.png")
+            if report.plot(tmp) is not None:
+                os.replace(tmp, out / "tradeoff.png")
+                paths["plot"] = out / "tradeoff.png"
         except OSError as err:
             tmp.unlink(missing_ok=True)
             raise write_error(out / "tradeoff.png", err) from None

@@ -113,6 +113,16 @@ class LocalBackend(Backend):
         )
 
     @classmethod
+    def shared_instances(cls) -> list[Backend]:
+        return [*super().shared_instances(), *cls._backends.values()]
+
+    @classmethod
+    def forget_shared(cls) -> None:
+        super().forget_shared()
+        cls._backends.clear()
+        cls._weights.clear()
+
+    @classmethod
     def missing_weights(cls, model: Any) -> str | None:
         """``"<id>: not in the local Hugging Face cache"`` for a Hub id (or preset) whose weights are not cached here;
         ``None`` for a local folder, a model object or cached weights. No network request."""
