@@ -59,3 +59,25 @@ def test_clusters_start_where_a_system_differs_from_the_cluster_head():
     clusters = stats.significance_clusters(["A", "B", "C", "D"],
                                            lambda x, y: (x, y) in different or (y, x) in different)
     assert clusters == {"A": 1, "B": 1, "C": 1, "D": 2}
+
+
+def test_statistics_in_blocks_equal_one_block():
+    """Memory is bounded by drawing resamples in blocks; the block size never changes a number."""
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=3001), rng.normal(size=3001) + 0.05  # odd n: blocks end mid-word of the generator
+    whole, small = {"max_elements": 1 << 40}, {"max_elements": 5000}
+    assert stats.bootstrap_mean_ci(a, seed=2, **small) == stats.bootstrap_mean_ci(a, seed=2, **whole)
+    assert stats.paired_bootstrap_mean(a, b, seed=2, **small) == stats.paired_bootstrap_mean(a, b, seed=2, **whole)
+    assert stats.sign_flip_test(a - b, seed=2, **small) == stats.sign_flip_test(a - b, seed=2, **whole)
+    assert stats.spearman_bootstrap_ci(a, b, seed=2, **small) == stats.spearman_bootstrap_ci(a, b, seed=2, **whole)
+
+
+def test_sign_flip_test_equals_random_sign_patterns_drawn_one_by_one():
+    """The fast path (one BLAS product per block) against the definition: for each of the ``trials`` sign patterns
+    (rng.choice of -1/+1, drawn one pattern at a time), is |mean(sign * d)| at least |mean(d)|?"""
+    rng = np.random.default_rng(11)
+    d = rng.normal(0.1, 1, size=41)
+    draws = np.random.default_rng(4)
+    hits = sum(abs(np.mean(draws.choice(np.array([-1.0, 1.0]), size=41) * d)) >= abs(d.mean()) - 1e-12
+               for _ in range(3000))
+    assert stats.sign_flip_test(d, trials=3000, seed=4) == (hits + 1) / 3001

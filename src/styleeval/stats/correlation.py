@@ -23,6 +23,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
+from styleeval.stats.resampling import MAX_ELEMENTS, resample_blocks
+
 
 class DegenerateScoresError(ValueError):
     """The scores cannot be correlated (NaN/inf values, a constant vector, fewer than 3 rows)."""
@@ -127,7 +129,7 @@ def _rowwise_spearman(h: np.ndarray, m: np.ndarray, idx: np.ndarray) -> np.ndarr
 
 def spearman_bootstrap_ci(
     human: Sequence[float], metric: Sequence[float], n_boot: int = 1000, seed: int = 0,
-    confidence: float = 0.95, chunk: int = 250,
+    confidence: float = 0.95, max_elements: int = MAX_ELEMENTS,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of Spearman's rho: ``n_boot`` resamples of the rows, seeded.
 
@@ -141,10 +143,8 @@ def spearman_bootstrap_ci(
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     rng = np.random.default_rng(seed)
     n = len(h)
-    rhos = []
-    for start in range(0, n_boot, chunk):
-        idx = rng.integers(0, n, size=(min(chunk, n_boot - start), n))
-        rhos.append(_rowwise_spearman(h, m, idx))
+    rhos = [_rowwise_spearman(h, m, rng.integers(0, n, size=(k, n)))
+            for k in resample_blocks(n_boot, n, max_elements // 8)]  # ~8 arrays of a block's size at once
     rho = np.concatenate(rhos)
     rho = rho[np.isfinite(rho)]
     if not len(rho):

@@ -143,7 +143,7 @@ def paired_permutation_p(a: Sequence[float], b: Sequence[float], trials: int = 1
     """One-sided p-value that system ``a`` is better than ``b`` on paired item scores: the share of random swaps of
     each item's two scores whose mean difference reaches the observed one, (count + 1) / (trials + 1)."""
     return sign_flip_test(np.asarray(a, dtype=float) - np.asarray(b, dtype=float), trials, seed,
-                          alternative="greater", exact=False, chunk=max(1, trials))
+                          alternative="greater", exact=False)
 
 
 def soft_pairwise_accuracy(human_items: Mapping[str, Sequence[float] | Mapping[Hashable, float]],

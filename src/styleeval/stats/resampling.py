@@ -3,12 +3,16 @@ sign-flip permutation test, alias approximate randomization, and the paired boot
 
 Every function is deterministic for a given ``seed``. Paired tests take two score vectors on the same inputs
 (``a[i]`` and ``b[i]`` for input ``i``); NaN pairs must be removed by the caller (:func:`sign_flip_test` drops them).
+
+Resamples are drawn in blocks of at most ``max_elements`` values (:data:`MAX_ELEMENTS`: 32 MB of float64), so memory
+is O(block) whatever the number of rows and resamples. numpy's generator draws the same numbers whether a matrix is
+drawn at once or a block of rows at a time, so the block size never changes a result (tested).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -17,6 +21,27 @@ N_BOOT = 1000
 N_TRIALS = 10_000
 """Shufflings of the paired approximate randomization test."""
 ALTERNATIVES = ("two-sided", "greater")
+MAX_ELEMENTS = 1 << 22
+"""Values (resamples x rows) drawn per block; any block size gives the same numbers."""
+
+
+def resample_blocks(total: int, width: int, max_elements: int = MAX_ELEMENTS) -> Iterator[int]:
+    """Sizes of consecutive blocks of ``total`` resamples of ``width`` values each, at most ``max_elements`` values a
+    block (at least one resample)."""
+    if max_elements < 1:
+        raise ValueError(f"max_elements must be positive, got {max_elements}")
+    step = max(1, max_elements // max(1, width))
+    for start in range(0, total, step):
+        yield min(step, total - start)
+
+
+def resampled_means(x: np.ndarray, n_boot: int, rng: np.random.Generator,
+                    max_elements: int = MAX_ELEMENTS) -> np.ndarray:
+    """The means of ``n_boot`` bootstrap resamples of ``x`` (rows drawn with replacement), ``n_boot`` x ``len(x)``
+    indices drawn from ``rng`` in blocks."""
+    n = len(x)
+    return np.concatenate([x[rng.integers(0, n, size=(k, n))].mean(axis=1)
+                           for k in resample_blocks(n_boot, n, max_elements)] or [np.empty(0)])
 
 
 def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
@@ -27,27 +52,25 @@ def percentile_interval(values: np.ndarray, level: float = 0.95) -> tuple[float,
 
 
 def bootstrap_mean_ci(values: Sequence[float], n_boot: int = N_BOOT, seed: int = 0,
-                      level: float = 0.95) -> tuple[float, float]:
+                      level: float = 0.95, max_elements: int = MAX_ELEMENTS) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean of ``values`` (resampling rows with replacement); ``(nan, nan)`` for fewer
     than two values (a CI is undefined)."""
     x = np.asarray(values, dtype=float)
     if len(x) < 2:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    means = x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
-    return percentile_interval(means, level)
+    return percentile_interval(resampled_means(x, n_boot, np.random.default_rng(seed), max_elements), level)
 
 
 def sign_flip_test(differences: Sequence[float], trials: int = N_TRIALS, seed: int = 0,
-                   alternative: str = "two-sided", exact: bool = True, chunk: int = 2000) -> float:
+                   alternative: str = "two-sided", exact: bool = True, max_elements: int = MAX_ELEMENTS) -> float:
     """The paired permutation test of a mean difference: each pair's two scores are swapped at random (its
     difference's sign flipped) and the share of shufflings whose mean difference reaches the observed one is the
     p-value. ``alternative="two-sided"`` compares ``|mean|``, ``"greater"`` the mean itself (H1: ``mean > 0``).
     Non-finite differences are left out.
 
     With ``exact`` and ``2**n <= trials`` all 2^n sign patterns are enumerated and ``p = count / 2**n``; otherwise
-    ``p = (count + 1) / (trials + 1)`` over ``trials`` random patterns, drawn ``chunk`` shufflings at a time (memory
-    ``chunk x n``). "Reaches" is ``>=`` up to a relative tolerance of 1e-12 (float sums of equal sets of numbers).
+    ``p = (count + 1) / (trials + 1)`` over ``trials`` random patterns, drawn in blocks of at most ``max_elements``
+    signs. "Reaches" is ``>=`` up to a relative tolerance of 1e-12 (float sums of equal sets of numbers).
     """
     if alternative not in ALTERNATIVES:
         raise ValueError(f"alternative must be one of {', '.join(ALTERNATIVES)}, got {alternative!r}")
@@ -71,10 +94,11 @@ def sign_flip_test(differences: Sequence[float], trials: int = N_TRIALS, seed: i
         return count / 2**n
     rng = np.random.default_rng(seed)
     count = 0
-    for start in range(0, trials, chunk):
-        k = min(chunk, trials - start)
-        signs = rng.choice(np.array([-1.0, 1.0]), size=(k, n))
-        count += int((statistic((signs * d).mean(axis=1)) >= threshold).sum())
+    total = float(d.sum())
+    for k in resample_blocks(trials, n, max_elements):
+        # the draws of rng.choice([-1, 1], (k, n)); sum(sign * d) = 2 * sum(d where +1) - sum(d), one BLAS product
+        plus = rng.integers(0, 2, size=(k, n)).astype(np.float64)
+        count += int((statistic((2 * (plus @ d) - total) / n) >= threshold).sum())
     return (count + 1) / (trials + 1)
 
 
@@ -87,15 +111,14 @@ def approximate_randomization(a: Sequence[float], b: Sequence[float], trials: in
 
 
 def paired_bootstrap_mean(a: Sequence[float], b: Sequence[float], n_boot: int = N_BOOT, seed: int = 0,
-                          level: float = 0.95) -> tuple[float, float, float]:
+                          level: float = 0.95, max_elements: int = MAX_ELEMENTS) -> tuple[float, float, float]:
     """Paired bootstrap of ``mean(a) - mean(b)`` (resampling inputs): ``(ci_low, ci_high, p)`` with the percentile CI
     of the difference and the two-sided p-value ``min(1, 2 * (min(#(delta* <= 0), #(delta* >= 0)) + 1) / (n_boot +
     1))``: the +1 (as sacrebleu's) keeps p above 0, which a finite number of resamples cannot show."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if len(d) == 0:
         return math.nan, math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    boot = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    boot = resampled_means(d, n_boot, np.random.default_rng(seed), max_elements)
     low, high = percentile_interval(boot, level)
     count = min(int((boot <= 0).sum()), int((boot >= 0).sum()))
     p = min(1.0, 2 * (count + 1) / (n_boot + 1))

@@ -11,6 +11,7 @@ Holm-adjusted per metric), WMT-style significance clusters, and, when the input 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -423,17 +424,19 @@ def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],
     ``scores``) on the sources every scored system has; a note names what is left out."""
     frame = scores[["system", "source_id", label]].assign(_i=np.arange(len(scores)))
     frame = frame[pd.to_numeric(frame[label], errors="coerce").notna()]
-    scored = [s for s in systems if (frame["system"] == s).any()]
+    source = pd.factorize(frame["source_id"])[0]  # sources as integers: set operations at numpy speed
+    of_system = {s: (frame["system"] == s).to_numpy() for s in systems}
+    scored = [s for s in systems if of_system[s].any()]
     for s in sorted(set(systems) - set(scored)):
         note(f"{label}: system {s} has no scored row; it is not ranked or paired")
-    common = set.intersection(*(set(frame.loc[frame["system"] == s, "source_id"]) for s in scored)) \
-        if scored else set()
-    left_out = {s: int(((frame["system"] == s) & ~frame["source_id"].isin(common)).sum()) for s in scored}
+    common = functools.reduce(np.intersect1d, (source[of_system[s]] for s in scored)) if scored \
+        else np.empty(0, dtype=source.dtype)
+    shared = np.isin(source, common)
+    left_out = {s: int((of_system[s] & ~shared).sum()) for s in scored}
     if any(left_out.values()):
         note(f"{label}: systems are compared on the {len(common)} sources every scored system has; left out: "
              + ", ".join(f"{s} {k} rows" for s, k in left_out.items() if k))
-    frame = frame[frame["source_id"].isin(common)]
-    return {s: frame[frame["system"] == s] for s in scored}
+    return {s: frame[of_system[s] & shared] for s in scored}
 
 
 def _system_row(scores: pd.DataFrame, label: str, system: str, part: pd.DataFrame | None,
