@@ -1,5 +1,5 @@
-"""The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``evaluate``, ``metaeval``,
-``stel``)."""
+"""The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``merge``, ``evaluate``,
+``metaeval``, ``stel``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from styleeval._version import __version__
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    from styleeval.commands import autorate, evaluate, metaeval, score, stel
+    from styleeval.commands import autorate, evaluate, merge, metaeval, score, stel
 
     parser = argparse.ArgumentParser(prog="styleeval", description="Evaluate text style transfer.")
     parser.add_argument("--version", action="version", version=f"styleeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     score.register(sub)
     autorate.register(sub)
+    merge.register(sub)
     evaluate.register(sub)
     metaeval.register(sub)
     stel.register(sub)

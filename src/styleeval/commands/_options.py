@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -34,6 +34,9 @@ def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -
     p.add_argument("--max-rows", type=int, default=None,
                    help=f"{verb.removesuffix('d')} at most this many new rows in this run, then stop (rerun to continue)")
     p.add_argument("--overwrite", action="store_true", help="start OUT afresh instead of resuming it")
+    p.add_argument("--shard", metavar="K/N", default=None,
+                   help=f"{verb.removesuffix('d')} only the rows whose number is K modulo N (0 <= K < N), for job arrays: "
+                   "each shard writes its own OUT; styleeval merge puts them together")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no summary")
 
 
@@ -72,12 +75,21 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     return 0
 
 
-def column_means(records: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[str, float]:
-    """Mean of each column over the records, NaN values left out (NaN when none is left)."""
+def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
+                 count: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, float]:
+    """Mean of each column over the records (read once, in constant memory), NaN values left out (NaN when none is
+    left); ``"rows"``: how many records; with ``count``, ``"counted"``: how many records it is true of."""
     import math
 
-    out = {}
-    for key in keys:
-        values = [r[key] for r in records if r[key] is not None and not math.isnan(r[key])]
-        out[key] = sum(values) / len(values) if values else math.nan
-    return out
+    sums = dict.fromkeys(keys, 0.0)
+    seen = dict.fromkeys(keys, 0)
+    rows = counted = 0
+    for r in records:
+        rows += 1
+        counted += bool(count is not None and count(r))
+        for key in keys:
+            if r[key] is not None and not math.isnan(r[key]):
+                sums[key] += r[key]
+                seen[key] += 1
+    out = {key: sums[key] / seen[key] if seen[key] else math.nan for key in keys}
+    return {**out, "rows": rows, "counted": counted}

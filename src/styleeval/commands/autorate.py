@@ -37,22 +37,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval autorate``; returns the exit status (bad input raises ``ValueError``)."""
-    from styleeval.files import AUTORATER_RECORDS, autorate_file, read_scores
+    from styleeval.files import AUTORATER_RECORDS, autorate_file
+    from styleeval.files.records import TornTail, iter_scores
 
     options = AUTORATER_OPTIONS.from_args(args)
     model = options.pop("model", None)
 
     def summary(result) -> str:
-        records = read_scores(result.output, AUTORATER_RECORDS)
-        parsed = [r for r in records if str(r["parsed"]).lower() == "true"]
-        means = column_means(records, ("meaning", "style_rating"))
+        means = column_means(iter_scores(result.output, AUTORATER_RECORDS, TornTail()), ("meaning", "style_rating"),
+                             count=lambda r: str(r["parsed"]).lower() == "true")
         return (f"mean meaning {means['meaning']:.4f}  mean style {means['style_rating']:.4f}  compliance "
-                f"{len(parsed) / len(records):.3f} ({len(records)} rows)")
+                f"{means['counted'] / means['rows']:.3f} ({means['rows']} rows)")
 
     return run_file_command(
         args,
         lambda: autorate_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
                               max_rows=args.max_rows, overwrite=args.overwrite, progress=not args.quiet,
-                           encoding=args.encoding, **options),
+                              encoding=args.encoding, shard=args.shard, **options),
         "rated", summary,
     )

@@ -42,21 +42,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval score``; returns the exit status (bad input raises ``ValueError``)."""
-    from styleeval.files import read_scores, score_file
+    from styleeval.files import score_file
+    from styleeval.files.records import LOGPROB_RECORDS, TornTail, iter_scores
 
     options = LOGPROB_OPTIONS.from_args(args)
     model = options.pop("model", None)
 
     def summary(result) -> str:
-        records = read_scores(result.output)
-        means = column_means(records, ("content", "style_strength"))
+        means = column_means(iter_scores(result.output, LOGPROB_RECORDS, TornTail()), ("content", "style_strength"))
+        n = means["rows"]
         return (f"mean content {_number(means['content'])}  mean style_strength {_number(means['style_strength'])}"
-                f"  ({len(records)} row{'' if len(records) == 1 else 's'})")
+                f"  ({n} row{'' if n == 1 else 's'})")
 
     return run_file_command(
         args,
         lambda: score_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
                            max_rows=args.max_rows, overwrite=args.overwrite, progress=not args.quiet,
-                           encoding=args.encoding, **options),
+                           encoding=args.encoding, shard=args.shard, **options),
         "scored", summary,
     )

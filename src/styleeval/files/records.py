@@ -14,6 +14,7 @@ length (the csv module's 131,072-character limit is lifted for reading).
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -105,31 +106,51 @@ def _decode_error(path: Path, data: bytes, encoding: str, err: UnicodeDecodeErro
                       f"the file's encoding (--encoding latin-1, encoding='latin-1')")
 
 
-def _read_text(path: Path | str, encoding: str) -> tuple[str, Path]:
-    """The whole text of ``path`` (``-``: standard input), decoded; a UTF-8 byte order mark is dropped."""
-    import sys
+def _open_text(path: Path | str, encoding: str, newline: str) -> tuple[Any, Path]:
+    """``path`` open for reading as text (``-``: standard input, copied first to a temporary file so that it can be
+    read more than once in bounded memory), and the name to use in messages."""
+    import shutil
+    import tempfile
 
     if str(path) == STDIN:
-        data = sys.stdin.buffer.read()
-        path = Path("<stdin>")
+        spool = tempfile.TemporaryFile()
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.seek(0)
+        where, raw = Path("<stdin>"), spool
     else:
-        path = Path(path)
-        if path.is_dir():
-            raise ValueError(f"{path}: is a directory, not an input file")
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: no such file")
-        data = path.read_bytes()
+        where = Path(path)
+        if where.is_dir():
+            raise ValueError(f"{where}: is a directory, not an input file")
+        if not where.is_file():
+            raise FileNotFoundError(f"{where}: no such file")
+        raw = open(where, "rb")
     try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError as err:
-        raise _decode_error(path, data, encoding, err) from None
+        import codecs
+
+        codecs.lookup(encoding)
     except LookupError:
+        raw.close()
         raise ValueError(f"unknown encoding {encoding!r}") from None
-    return text.removeprefix("\ufeff"), path
+    import io
+
+    return io.TextIOWrapper(raw, encoding=encoding, newline=newline), where
 
 
-def _iter_csv(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
-    reader = csv.reader(StringIO(text, newline=""))
+def _lines(text: Any, where: Path, encoding: str) -> Iterator[str]:
+    """The lines of an open text file, a UTF-8 byte order mark dropped; bytes that are not valid ``encoding`` raise
+    ``ValueError`` naming the line."""
+    try:
+        first = True
+        for line in text:
+            yield line.removeprefix("\ufeff") if first else line
+            first = False
+    except UnicodeDecodeError as err:
+        text.buffer.seek(0)
+        raise _decode_error(where, text.buffer.read(), encoding, err) from None
+
+
+def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    reader = csv.reader(lines)
     try:
         header: list[str] | None = None
         line = 1
@@ -155,8 +176,8 @@ def _iter_csv(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str,
         raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
 
 
-def _iter_jsonl(text: str, path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
-    for number, line in enumerate(text.split("\n"), start=1):
+def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
@@ -168,10 +189,49 @@ def _iter_jsonl(text: str, path: Path, strict: bool = True) -> Iterator[tuple[st
         yield f"line {number}", record
 
 
+class RecordReader:
+    """The records of a CSV or JSONL file, read lazily (memory independent of the file's size): iterate for
+    ``(location, record)`` pairs as :func:`iter_records` describes; :attr:`fraction_read` is how far into the file
+    reading has come (for progress estimates), ``None`` where unknown."""
+
+    def __init__(self, path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8",
+                 strict: bool = True) -> None:
+        self.path, self.fmt, self.encoding, self.strict = path, fmt, encoding, strict
+        self._raw: Any = None
+        self._size = 0
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        # JSONL lines end at "\n" only (a CR is whitespace to JSON); CSV reads every line end (RFC 4180 quoting)
+        jsonl = self.fmt == "jsonl" or (self.fmt is None and str(self.path) != STDIN and
+                                        file_format(self.path) == "jsonl")
+        text, where = _open_text(self.path, self.encoding, "\n" if jsonl else "")
+        with text:
+            self._raw = text.buffer
+            self._size = os.fstat(text.buffer.fileno()).st_size
+            lines = _lines(text, where, self.encoding)
+            fmt = self.fmt
+            if fmt is None:
+                if str(self.path) == STDIN:  # JSONL when the first character is "{", else CSV
+                    first = next(lines, "")
+                    fmt = "jsonl" if first.lstrip().startswith("{") else "csv"
+                    lines = itertools.chain([first], lines)
+                else:
+                    fmt = file_format(self.path)
+            yield from (_iter_csv if fmt == "csv" else _iter_jsonl)(lines, where, self.strict)
+
+    @property
+    def fraction_read(self) -> float | None:
+        """The share of the file's bytes read so far (ahead of the records yielded by one buffer), or ``None``."""
+        if self._raw is None or self._raw.closed or not self._size:
+            return None
+        return min(1.0, self._raw.tell() / self._size)
+
+
 def iter_records(
     path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8", strict: bool = True
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(location, record)`` for every record of a CSV or JSONL file (``location`` is e.g. ``"line 3"``).
+    """Yield ``(location, record)`` for every record of a CSV or JSONL file (``location`` is e.g. ``"line 3"``),
+    reading the file lazily.
 
     ``fmt`` defaults to :func:`file_format` of ``path`` (standard input, ``-``: JSONL when its first character is
     ``{``, else CSV). A CSV file first yields ``("header", {column: column})``; a CSV row with more or fewer fields
@@ -179,10 +239,7 @@ def iter_records(
     the line (``strict=False``: a CSV row with too few fields gets ``None`` for the rest, as in an output file cut
     short); a missing file raises ``FileNotFoundError``.
     """
-    text, where = _read_text(path, encoding)
-    if fmt is None:
-        fmt = ("jsonl" if text.lstrip().startswith("{") else "csv") if str(path) == STDIN else file_format(path)
-    yield from (_iter_csv if fmt == "csv" else _iter_jsonl)(text, where, strict)
+    return iter(RecordReader(path, fmt, encoding, strict))
 
 
 def output_format(path: str | os.PathLike[str]) -> Format:
@@ -206,20 +263,17 @@ def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = T
     return value
 
 
-def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: str = "utf-8") -> list[InputRow]:
-    """Read and validate an input file (CSV or JSONL; ``-``: standard input) with the columns ``source``,
-    ``rewrite``, ``style``; other columns are kept in :attr:`InputRow.extra` (carried through to the output).
-
-    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``ValueError``
-    naming the file, the row and the problem (missing column, missing / non-string value, empty style, malformed
-    CSV, wrong encoding, no rows at all).
-    """
+def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = None,
+              encoding: str = "utf-8") -> Iterator[InputRow]:
+    """The validated rows of an input file, read lazily (see :func:`read_rows`; a problem is raised when its row is
+    reached). ``path`` may be a :class:`RecordReader` (to follow :attr:`~RecordReader.fraction_read`)."""
     if style is not None and not (isinstance(style, str) and style.strip()):
         raise ValueError(f"style must be a non-empty string, got {style!r}")
+    reader = path if isinstance(path, RecordReader) else RecordReader(path, encoding=encoding)
     needed = [c for c in INPUT_COLUMNS if not (c == "style" and style is not None)]
-    name = "<stdin>" if str(path) == STDIN else str(path)
-    rows: list[InputRow] = []
-    for where, record in iter_records(path, encoding=encoding):
+    name = "<stdin>" if str(reader.path) == STDIN else str(reader.path)
+    index = 0
+    for where, record in reader:
         if where == "header":
             missing = [c for c in needed if c not in record]
             if missing:
@@ -227,7 +281,6 @@ def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: 
                 raise ValueError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
                                  + ("; give the style with --style" if missing == ["style"] else ""))
             continue
-        index = len(rows)
         loc = f"{name}, row {index} ({where})"
         missing = [c for c in needed if c not in record]
         if missing:
@@ -238,17 +291,28 @@ def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: 
         if clash:
             raise ValueError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
                              "rename or drop them")
-        rows.append(InputRow(
+        yield InputRow(
             row=index,
             source=_text(record, "source", loc),
             rewrite=_text(record, "rewrite", loc),
             style=style if style is not None else _text(record, "style", loc, allow_empty=False),
             where=loc,
             extra=extra,
-        ))
-    if not rows:
+        )
+        index += 1
+    if index == 0:
         raise ValueError(f"{name}: no rows to score (the file is empty or has only a header)")
-    return rows
+
+
+def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: str = "utf-8") -> list[InputRow]:
+    """Read and validate an input file (CSV or JSONL; ``-``: standard input) with the columns ``source``,
+    ``rewrite``, ``style``; other columns are kept in :attr:`InputRow.extra` (carried through to the output).
+
+    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``ValueError``
+    naming the file, the row and the problem (missing column, missing / non-string value, empty style, malformed
+    CSV, wrong encoding, no rows at all). :func:`iter_rows` reads the rows lazily.
+    """
+    return list(iter_rows(path, style, encoding))
 
 
 def _score(value: Any) -> float:
@@ -272,9 +336,24 @@ def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS
 
 def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], str | None]:
     """The complete records, and the location of an incomplete last record (a CSV row cut short) or ``None``."""
-    records = []
-    items = list(iter_records(path, output_format(path), strict=False))
-    for k, (where, record) in enumerate(items):
+    torn = TornTail()
+    records = list(iter_scores(path, kind, torn))
+    return records, torn.where
+
+
+class TornTail:
+    """Set by :func:`iter_scores` to the location of an incomplete last record (a CSV row cut short)."""
+
+    where: str | None = None
+
+
+def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[str, Any]]:
+    """The complete records of an output file, read lazily; an incomplete last record is not yielded, its location
+    goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``ValueError``."""
+    pending: str | None = None  # where a record cut short was: an error unless it is the last
+    for where, record in iter_records(path, output_format(path), strict=False):
+        if pending is not None:
+            raise ValueError(f"{path}, {pending}: incomplete record")
         missing = [f for f in kind.fields if f not in record]
         if missing:
             what = "file" if where == "header" else f"record ({where})"
@@ -282,16 +361,15 @@ def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], st
         if where == "header":
             continue
         if any(record[f] is None for f in ("row", "source", "rewrite", "style", "signature")):
-            if k == len(items) - 1:
-                return records, where
-            raise ValueError(f"{path}, {where}: incomplete record")
+            pending = where
+            continue
         try:
             row = int(record["row"])
             record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
         except (TypeError, ValueError):
             raise ValueError(f"{path}, {where}: corrupt record (bad row or score)") from None
-        records.append(record)
-    return records, None
+        yield record
+    torn.where = pending
 
 
 # ----------------------------------------------------------------------------------------------- writing

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import csv
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-from styleeval.files.records import InputRow
 
 
 def _lock(output: Path):
@@ -46,26 +43,6 @@ def _drop_torn_tail(path: Path) -> None:
             return
         f.seek(0)
         f.truncate(f.read().rfind(b"\n") + 1)
-
-
-def _check_resume(out: Path, done: list[dict[str, Any]], rows: Sequence[InputRow]) -> set[int]:
-    seen: set[int] = set()
-    for record in done:
-        r = record["row"]
-        if r in seen:
-            raise ValueError(f"{out}: row {r} appears twice; the file is corrupt (use --overwrite to start again)")
-        seen.add(r)
-        if not 0 <= r < len(rows):
-            raise ValueError(f"{out} was written for a different input: it has row {r} but the input has "
-                             f"{len(rows)} rows (use another --out, or --overwrite)")
-        row = rows[r]
-        for name in ("source", "rewrite", "style"):
-            if record[name] != getattr(row, name):
-                raise ValueError(
-                    f"{out} was written for a different input: row {r} has {name} {record[name]!r:.60} in "
-                    f"{out.name} but {getattr(row, name)!r:.60} in the input (use another --out, or --overwrite)"
-                )
-    return seen
 
 
 def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | None) -> None:

@@ -11,10 +11,12 @@ chunk's row number as data, mapped here to the input row; warnings about rows li
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,13 +30,16 @@ from styleeval.files.records import (
     Format,
     InputRow,
     RecordKind,
+    RecordReader,
+    TornTail,
     _fields,
     _format_records,
-    _read_scores,
+    iter_rows,
+    iter_scores,
     output_format,
-    read_rows,
 )
-from styleeval.files.resume import _check_resume, _check_signature, _drop_torn_tail, _existing_header, _lock
+from styleeval.files.resume import _check_signature, _drop_torn_tail, _existing_header, _lock
+from styleeval.files.shards import RowSet, Shard
 
 
 @dataclass(frozen=True)
@@ -76,19 +81,17 @@ class FileJob:
         return self.scorer
 
 
-def timed_chunks(items: Sequence[Any], seconds: float, cap: int, first: int = 8) -> Iterator[Sequence[Any]]:
-    """Consecutive chunks of ``items``: the first of ``first`` items, then each sized to about ``seconds`` of the
-    caller's work on the previous one (timed between yields), at most ``cap``. Used wherever finished rows are saved
-    as they come (``score``, ``autorate``, the meta-evaluation's LLM metrics). Scores never depend on it."""
-    import time
-
-    pos, size = 0, max(1, min(cap, first))
-    while pos < len(items):
-        chunk = items[pos : pos + size]
+def timed_chunks(items: Iterable[Any], seconds: float, cap: int, first: int = 8) -> Iterator[list[Any]]:
+    """Consecutive chunks of ``items`` (any iterable, read as the chunks are asked for): the first of ``first``
+    items, then each sized to about ``seconds`` of the caller's work on the previous one (timed between yields), at
+    most ``cap``. Used wherever finished rows are saved as they come (``score``, ``autorate``, the
+    meta-evaluation's LLM metrics). Scores never depend on it."""
+    it = iter(items)
+    size = max(1, min(cap, first))
+    while chunk := list(itertools.islice(it, size)):
         start = time.perf_counter()
         yield chunk
         rate = len(chunk) / max(time.perf_counter() - start, 1e-6)
-        pos += len(chunk)
         size = max(1, min(cap, int(rate * seconds)))
 
 
@@ -155,6 +158,47 @@ def check_output_path(output: Path, input: Path | str | None = None) -> None:
         raise ValueError(f"{output}: the output file must not be the input file")
 
 
+READ_AHEAD = 10_000
+"""Input rows read and validated ahead of the scoring: an input of up to this many rows is checked whole before its
+first row is scored (a bad row is an error before any work); memory holds about this many rows whatever the input's
+size."""
+
+
+class _ReadAhead:
+    """The input rows, read and validated up to ``size`` rows ahead of the one handed out."""
+
+    def __init__(self, rows: Iterator[InputRow], size: int) -> None:
+        self._rows = rows
+        self.buffer: deque[InputRow] = deque(itertools.islice(rows, size))
+        self.exhausted = len(self.buffer) < size
+        self.read = len(self.buffer)
+
+    def columns(self) -> list[str]:
+        """The extra input columns of the rows read so far, in order of appearance."""
+        return list(dict.fromkeys(k for r in self.buffer for k in r.extra))
+
+    def __iter__(self) -> Iterator[InputRow]:
+        while self.buffer:
+            yield self.buffer.popleft()
+            if not self.exhausted:
+                row = next(self._rows, None)
+                if row is None:
+                    self.exhausted = True
+                else:
+                    self.buffer.append(row)
+                    self.read += 1
+
+
+@dataclass
+class _Done:
+    """What OUT already holds: its rows (a bitmap), the first record of each signature (in file order), and where an
+    incomplete last record is (``None``: none)."""
+
+    rows: RowSet
+    by_signature: dict[str, dict[str, Any]]
+    torn: str | None = None
+
+
 def run_file(
     job: FileJob,
     input: Path | str,
@@ -168,52 +212,119 @@ def run_file(
     on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
     encoding: str = "utf-8",
     flush_seconds: float = 5.0,
+    shard: Shard | str | None = None,
 ) -> ScoreFileResult:
-    """Run ``job`` over every row of ``input`` into ``output``, resumably (see the module docstring)."""
+    """Run ``job`` over every row of ``input`` (of ``shard``, ``"K/N"``, when given) into ``output``, resumably (see
+    the module docstring)."""
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
     if max_rows is not None and max_rows < 0:
         raise ValueError(f"max_rows must be >= 0, got {max_rows}")
     if flush_seconds <= 0:
         raise ValueError(f"flush_seconds must be positive, got {flush_seconds}")
-    to_stdout = str(output) == STDIN
-    out_path = None if to_stdout else Path(output)
+    part = Shard.parse(shard)
+    out_path = None if str(output) == STDIN else Path(output)
     if out_path is not None:
         check_output_path(out_path, input)
     out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
-    rows = read_rows(input, style=style, encoding=encoding)
-    extra_columns = list(dict.fromkeys(k for r in rows for k in r.extra))
+    reader = RecordReader(input, encoding=encoding)
+    ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD)
+    extra_columns = ahead.columns()
     fields = _fields(job.kind, extra_columns)
     lock = _lock(out_path) if out_path is not None else None
     try:
-        done: list[dict[str, Any]] = []
+        done = _Done(RowSet(), {})
         if out_path is not None and out_path.exists() and not overwrite:
             _drop_torn_tail(out_path)
             if out_path.stat().st_size > 0:
                 if out_fmt == "csv" and _existing_header(out_path) != fields:
                     raise ValueError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
                                      f"{fields} (use another --out, or --overwrite)")
-                done, torn = _read_scores(out_path, job.kind)
-                if torn:  # a CSV record cut at a newline inside a quoted field: write the file again without it
-                    tmp = out_path.with_name(out_path.name + ".tmp")
-                    tmp.write_text(_format_records(done, out_fmt, out_fmt == "csv", job.kind, extra_columns),
-                                   encoding="utf-8", newline="")
-                    os.replace(tmp, out_path)
+                done = _check_resume(out_path, job.kind, lambda: iter_rows(reader, style=style), part)
+                if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
+                    _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
         where = out_path if out_path is not None else Path("<stdout>")
-        finished = _check_resume(where, done, rows)
-        todo = [row for row in rows if row.row not in finished]
-        if max_rows is not None:
-            todo = todo[:max_rows]
-        signature = job.get_scorer().signature if (todo or done) else None
-        _check_signature(where, done, signature)  # the whole signature, also when nothing is left to do
-        if not todo:
-            return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), 0, signature)
-        return _score_rows(job, input, output, rows, finished, todo, signature, out_path, out_fmt, extra_columns,
-                           overwrite, chunk_size, flush_seconds, progress, on_chunk)
+        signature = job.get_scorer().signature if (len(done.rows) or max_rows != 0) else None
+        _check_signature(where, list(done.by_signature.values()), signature)  # also when nothing is left to do
+        return _score_rows(job, input, output, reader, ahead, done.rows, part, signature, out_path, out_fmt,
+                           extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk)
     finally:
         if lock is not None:  # the lock file goes with the run (removed while still held: no one else took it)
             Path(lock.lock_file).unlink(missing_ok=True)
             lock.release()
+
+
+def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator[InputRow]],
+                  shard: Shard | None) -> _Done:
+    """Stream OUT's records against the input: no row twice, every row in the input (and in ``shard``) with the
+    same source, rewrite and style. Records in input order (as every run writes them) are checked in one pass over
+    the input, in memory independent of both files; others are collected and checked in a second pass."""
+    finished = RowSet()
+    by_signature: dict[str, dict[str, Any]] = {}
+    rows = input_rows()
+    current: InputRow | None = None  # the input row at the reading position
+    read = 0
+    late: dict[int, dict[str, Any]] = {}
+    torn = TornTail()
+    for record in iter_scores(out, kind, torn):
+        r = record["row"]
+        if r in finished:
+            raise ValueError(f"{out}: row {r} appears twice; the file is corrupt (use --overwrite to start again)")
+        if r < 0:
+            read += sum(1 for _ in rows)
+            raise _other_input(out, r, read)
+        if shard is not None and r not in shard:
+            raise ValueError(f"{out} has row {r}, which is not in shard {shard} (row number modulo {shard.count} is "
+                             f"{r % shard.count}): it was written by another shard or without --shard (use the "
+                             "shard's own --out, or --overwrite)")
+        finished.add(r)
+        by_signature.setdefault(record["signature"], record)
+        if current is not None and r < current.row:
+            late[r] = record
+            continue
+        while current is None or current.row < r:
+            current = next(rows, None)
+            if current is None:
+                raise _other_input(out, r, read)
+            read += 1
+        _same_input(out, record, current)
+    if late:
+        for row in input_rows():
+            record = late.pop(row.row, None)
+            if record is not None:
+                _same_input(out, record, row)
+            if not late:
+                break
+    return _Done(finished, by_signature, torn.where)
+
+
+def _other_input(out: Path, row: int, size: int) -> ValueError:
+    return ValueError(f"{out} was written for a different input: it has row {row} but the input has {size} rows "
+                      "(use another --out, or --overwrite)")
+
+
+def _same_input(out: Path, record: dict[str, Any], row: InputRow) -> None:
+    for name in ("source", "rewrite", "style"):
+        if record[name] != getattr(row, name):
+            raise ValueError(
+                f"{out} was written for a different input: row {row.row} has {name} {record[name]!r:.60} in "
+                f"{out.name} but {getattr(row, name)!r:.60} in the input (use another --out, or --overwrite)"
+            )
+
+
+def _rewrite_complete_records(out: Path, kind: RecordKind, fmt: Format, extra_columns: Sequence[str]) -> None:
+    """OUT written again with its complete records only (streamed, in batches)."""
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as f:
+        batch: list[dict[str, Any]] = []
+        header = fmt == "csv"
+        for record in iter_scores(out, kind, TornTail()):
+            batch.append(record)
+            if len(batch) == 4096:
+                f.write(_format_records(batch, fmt, header, kind, extra_columns))
+                batch, header = [], False
+        f.write(_format_records(batch, fmt, header, kind, extra_columns))
+    os.replace(tmp, out)
 
 
 def _input_row_error(input: Path | str, err: RowError | BackendError, chunk: Sequence[InputRow]) -> Exception:
@@ -226,51 +337,92 @@ def _input_row_error(input: Path | str, err: RowError | BackendError, chunk: Seq
     return err.at(row.row)
 
 
-def _score_rows(job, input, output, rows, finished, todo, signature, out_path, out_fmt, extra_columns, overwrite,
-                chunk_size, flush_seconds, progress, on_chunk) -> ScoreFileResult:
-    """Score ``todo`` in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size`` rows), each
-    chunk written and flushed before the next starts."""
+def _shard_size(rows: int, shard: Shard | None) -> int:
+    """How many of ``rows`` input rows are in ``shard``."""
+    if shard is None:
+        return rows
+    return max(0, (rows - shard.index + shard.count - 1) // shard.count)
+
+
+def _score_rows(job, input, output, reader, ahead, finished, shard, signature, out_path, out_fmt, extra_columns,
+                overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk) -> ScoreFileResult:
+    """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size``
+    rows), each chunk written and flushed before the next starts. The input is read as the work goes (``ahead``);
+    OUT is opened with the first chunk."""
     from tqdm.auto import tqdm
 
-    fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
-    sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
-                 replace=overwrite and out_path is not None and out_path.exists())
+    known = set(extra_columns)
+    total = taken = 0
+
+    def todo() -> Iterator[InputRow]:
+        nonlocal total, taken
+        for row in ahead:
+            if shard is not None and row.row not in shard:
+                continue
+            total += 1
+            if not known.issuperset(row.extra):
+                new = ", ".join(repr(c) for c in row.extra if c not in known)
+                raise ValueError(f"{row.where}: column(s) {new} first appear after the first {READ_AHEAD} rows, which "
+                                 "fixed the output's columns; give every row the same fields (null where empty)")
+            if row.row in finished or (max_rows is not None and taken >= max_rows):
+                continue  # read on: every row is validated, and the total counted
+            taken += 1
+            yield row
+
+    def estimated_total() -> int | None:
+        if ahead.exhausted:
+            return _shard_size(ahead.read, shard)
+        fraction = reader.fraction_read
+        return _shard_size(int(ahead.read / fraction), shard) if fraction else None
+
+    sink: _Sink | None = None
+    bar = None
     scored = 0
-    scorer = job.get_scorer()
-    checked = _Checkpoint(sink.size(), None, time.monotonic())  # the last point the weights were verified
+    scorer = job.get_scorer() if signature is not None else None
+    checked = _Checkpoint(None, None, time.monotonic())  # the last point the weights were verified
     try:
-        with tqdm(total=len(rows), initial=len(finished), unit="row", desc=f"styleeval {job.kind.name}",
-                  disable=not progress) as bar:
-            for chunk in timed_chunks(todo, flush_seconds, chunk_size):
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    try:
-                        values = job.score_chunk(scorer, chunk)
-                    except (RowError, BackendError) as err:
-                        raise _input_row_error(input, err, chunk) from None
-                for w in caught:  # warnings about chunk rows name the input rows
-                    message = w.message
-                    if isinstance(message, RowsWarning):
-                        message = message.mapped(lambda i, chunk=chunk: chunk[i].row)
-                    warnings.warn_explicit(message, w.category, w.filename, w.lineno)
-                records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
-                            **v, "signature": signature} for r, v in zip(chunk, values)]
+        for chunk in timed_chunks(todo(), flush_seconds, chunk_size):
+            if sink is None:
+                fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
+                sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
+                             replace=overwrite and out_path is not None and out_path.exists())
+                checked = _Checkpoint(sink.size(), None, time.monotonic())
+                bar = tqdm(total=estimated_total(), initial=len(finished), unit="row",
+                           desc=f"styleeval {job.kind.name}", disable=not progress)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 try:
-                    sink.write(_format_records(records, out_fmt, sink.header, job.kind, extra_columns))
-                except OSError as err:
-                    raise _write_error(out_path, err, len(finished) + scored) from None
-                scored += len(records)
-                if checked.first_row is None:
-                    checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
-                bar.update(len(records))
-                if time.monotonic() - checked.time >= PROBE_SECONDS:
-                    checked = _verify(scorer, signature, sink, checked, out_path)
-                if on_chunk is not None:
-                    on_chunk(records)
-        checked = _verify(scorer, signature, sink, checked, out_path)  # and once more at the end
+                    values = job.score_chunk(scorer, chunk)
+                except (RowError, BackendError) as err:
+                    raise _input_row_error(input, err, chunk) from None
+            for w in caught:  # warnings about chunk rows name the input rows
+                message = w.message
+                if isinstance(message, RowsWarning):
+                    message = message.mapped(lambda i, chunk=chunk: chunk[i].row)
+                warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+            records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
+                        **v, "signature": signature} for r, v in zip(chunk, values)]
+            try:
+                sink.write(_format_records(records, out_fmt, sink.header, job.kind, extra_columns))
+            except OSError as err:
+                raise _write_error(out_path, err, len(finished) + scored) from None
+            scored += len(records)
+            if checked.first_row is None:
+                checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
+            bar.total = estimated_total()
+            bar.update(len(records))
+            if time.monotonic() - checked.time >= PROBE_SECONDS:
+                checked = _verify(scorer, signature, sink, checked, out_path)
+            if on_chunk is not None:
+                on_chunk(records)
+        if sink is not None:
+            checked = _verify(scorer, signature, sink, checked, out_path)  # and once more at the end
     finally:
-        sink.close()
-    return ScoreFileResult(Path(str(input)), Path(str(output)), len(rows), len(finished), scored, signature)
+        if bar is not None:
+            bar.close()
+        if sink is not None:
+            sink.close()
+    return ScoreFileResult(Path(str(input)), Path(str(output)), total, len(finished), scored, signature)
 
 
 PROBE_SECONDS = 60.0
@@ -325,6 +477,7 @@ def score_file(
     on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
     encoding: str = "utf-8",
     flush_seconds: float = 5.0,
+    shard: Shard | str | None = None,
     **logprob_kwargs: Any,
 ) -> ScoreFileResult:
     """Score every row of ``input`` with LogProb and append the results to ``output``, resumably.
@@ -351,6 +504,8 @@ def score_file(
         on_chunk: called with the records of each chunk after they are written.
         encoding: the input file's encoding (default UTF-8).
         flush_seconds: the work per chunk aimed at (seconds).
+        shard: ``"K/N"`` (or a :class:`~styleeval.files.shards.Shard`): only the input rows whose number is K
+            modulo N (for job arrays; :func:`~styleeval.files.shards.merge_shards` puts the files together).
         **logprob_kwargs: passed to :class:`styleeval.LogProb` (``base_url``, ``device``, ``dtype``,
             ``batch_tokens``, ``end_of_turn``, ``on_overflow``, ...).
     """
@@ -367,7 +522,8 @@ def score_file(
     _given_or_options("scorer", scorer, model, logprob_kwargs)
     job = FileJob(LOGPROB_RECORDS, make_scorer, score_chunk, scorer)
     return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
-                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds)
+                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
+                    shard=shard)
 
 
 def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]) -> None:
@@ -393,6 +549,7 @@ def autorate_file(
     on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
     encoding: str = "utf-8",
     flush_seconds: float = 5.0,
+    shard: Shard | str | None = None,
     **autorater_kwargs: Any,
 ) -> ScoreFileResult:
     """Rate every row of ``input`` with :class:`styleeval.Autorater` and append the results to ``output``, resumably.
@@ -425,4 +582,5 @@ def autorate_file(
     _given_or_options("judge", judge, model, autorater_kwargs)
     job = FileJob(AUTORATER_RECORDS, make_judge, rate_chunk, judge)
     return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
-                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds)
+                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
+                    shard=shard)

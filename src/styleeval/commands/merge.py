@@ -1,0 +1,51 @@
+"""``styleeval merge``: the output files of a sharded ``score`` / ``autorate`` run (``--shard K/N``) as one file.
+
+    styleeval merge scores.0.jsonl scores.1.jsonl scores.2.jsonl scores.3.jsonl --input rewrites.csv --out scores.jsonl
+
+The work is :func:`styleeval.files.shards.merge_shards`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EPILOG = """\
+The shard files must carry one signature, no row twice and, together, every row (up to the largest row, or every
+row of --input): otherwise nothing is written and the error names the rows, the files and the missing shard. The
+merged file has the records in input order: what one unsharded run would have written.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``merge`` sub-command."""
+    p = subparsers.add_parser(
+        "merge", help="merge the output files of a sharded score/autorate run (--shard K/N) into one",
+        description="Merge shard files into one output file, checking one signature, no overlap and no gap.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("shards", nargs="+", metavar="SHARD", help="the shard files (JSONL or CSV, from --shard K/N)")
+    p.add_argument("--out", "-o", required=True, metavar="OUT",
+                   help="the merged file: JSONL, or CSV when it ends in .csv")
+    p.add_argument("--input", metavar="IN", default=None,
+                   help="the input the shards were scored from: its row count is checked too (a missing last shard "
+                   "is found even when its rows are the last ones)")
+    p.add_argument("--encoding", default="utf-8", help="encoding of --input (default: utf-8)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``styleeval merge``; returns the exit status."""
+    from styleeval.files.records import RecordReader
+    from styleeval.files.shards import merge_shards
+
+    total = None
+    if args.input is not None:
+        total = sum(1 for where, _ in RecordReader(args.input, encoding=args.encoding) if where != "header")
+    try:
+        result = merge_shards(args.shards, args.out, total=total)
+    except FileNotFoundError as err:
+        raise ValueError(str(err)) from err
+    print(f"{result.output}: {result.rows} rows from {len(result.files)} files", file=sys.stderr)
+    print(f"signature: {result.signature}", file=sys.stderr)
+    return 0

@@ -1,0 +1,243 @@
+"""Sharding a file job for job arrays, and putting the shard files back together.
+
+``--shard K/N`` takes the input rows whose number is ``K`` modulo ``N`` (``0 <= K < N``): N jobs (a SLURM array, N
+GPUs, N servers) each score a deterministic 1/N of the rows into their own file, with no coordinator. Round-robin
+rows need no row count up front and give every shard the same mix of short and long rows. :func:`merge_shards`
+checks that the shard files carry one signature, that no row is in two files and none is missing, and writes the
+records in input order: the file one unsharded run writes (tested byte for byte).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from styleeval.files.records import (
+    AUTORATER_RECORDS,
+    LOGPROB_RECORDS,
+    RecordKind,
+    TornTail,
+    _format_records,
+    iter_records,
+    iter_scores,
+    output_format,
+)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count``: the rows whose number is ``index`` modulo ``count``."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index}/{self.count}: K/N needs N >= 1 and 0 <= K < N (shards are "
+                             f"numbered from 0, e.g. --shard $SLURM_ARRAY_TASK_ID/{max(self.count, 1)})")
+
+    @classmethod
+    def parse(cls, text: str | Shard | None) -> Shard | None:
+        """``"K/N"`` (or a Shard, or ``None``) as a Shard."""
+        if text is None or isinstance(text, Shard):
+            return text
+        try:
+            index, count = (int(part) for part in str(text).split("/"))
+        except ValueError:
+            raise ValueError(f"shard {text!r}: expected K/N, e.g. 0/4 for the first of four shards") from None
+        return cls(index, count)
+
+    def __contains__(self, row: int) -> bool:
+        return row % self.count == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+class RowSet:
+    """A set of row numbers (>= 0) as a bitmap: one bit a row, 12.5 MB for 10^8 rows, whatever the records hold."""
+
+    def __init__(self) -> None:
+        self._bits = bytearray()
+        self._count = 0
+
+    def add(self, row: int) -> None:
+        """Add ``row``."""
+        byte = row >> 3
+        if byte >= len(self._bits):
+            self._bits.extend(bytes(max(byte + 1 - len(self._bits), len(self._bits))))
+        mask = 1 << (row & 7)
+        if not self._bits[byte] & mask:
+            self._bits[byte] |= mask
+            self._count += 1
+
+    def __contains__(self, row: object) -> bool:
+        if not isinstance(row, int) or row < 0:
+            return False
+        byte = row >> 3
+        return byte < len(self._bits) and bool(self._bits[byte] & (1 << (row & 7)))
+
+    def __len__(self) -> int:
+        return self._count
+
+    def missing(self, total: int) -> Iterator[int]:
+        """The rows below ``total`` not in the set, in order."""
+        return (r for r in range(total) if r not in self)
+
+
+def _ranges(rows: Sequence[int], limit: int = 8) -> str:
+    """``rows`` (sorted) as short ranges: ``3, 7-9, 12 (+40 more)``."""
+    parts: list[str] = []
+    start = prev = None
+    count = 0
+    for r in rows:
+        if prev is not None and r == prev + 1:
+            prev = r
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = r
+        count += 1
+    if start is not None:
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+    more = f" (+{len(parts) - limit} more ranges)" if len(parts) > limit else ""
+    return ", ".join(parts[:limit]) + more
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What :func:`merge_shards` wrote: ``rows`` records from ``files`` into ``output``, under ``signature``."""
+
+    output: Path
+    files: tuple[Path, ...]
+    rows: int
+    signature: str
+
+
+def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *,
+                 kind: RecordKind | None = None, total: int | None = None) -> MergeResult:
+    """Merge the output files of sharded ``score`` / ``autorate`` runs into ``output`` (JSONL, or CSV when it ends in
+    ``.csv``), in input order, in bounded memory.
+
+    Checked before anything is written: every record of every file carries one signature (the first that differs is
+    named); no row is in two files (both named); no row is missing between 0 and the largest row (or ``total``, the
+    input's row count, when given): the missing rows are named, with the shard they belong to when the files are
+    the shards ``K/N`` of one ``N``; and the files carry the same columns. ``kind``: the records' kind (default:
+    ``score`` records, or ``autorate`` ones when the first file has ratings).
+    """
+    from styleeval.files.atomic import atomic_write
+
+    paths = [Path(f) for f in files]
+    if not paths:
+        raise ValueError("no shard files to merge")
+    if kind is None:
+        kind = AUTORATER_RECORDS if "meaning" in _keys(paths[0]) else LOGPROB_RECORDS
+    out = Path(output)
+    if any(out.resolve() == p.resolve() for p in paths if p.exists()):
+        raise ValueError(f"{out}: the merged file must not be one of the shard files")
+    seen = RowSet()
+    signature: str | None = None
+    residues: dict[Path, set[int]] = {}
+    extra: list[str] | None = None
+    largest = -1
+    for path in paths:
+        columns = _columns(path, kind)
+        if extra is None:
+            extra = columns
+        elif columns != extra:
+            raise ValueError(f"{path}: has the columns {columns} but {paths[0]} has {extra}; shards of one input "
+                             "carry the same columns")
+        rows = []
+        for record in _records(path, kind):
+            r = record["row"]
+            if signature is None:
+                signature = record["signature"]
+            elif record["signature"] != signature:
+                raise ValueError(f"{path}, row {r}: signature {record['signature']!r} differs from "
+                                 f"{signature!r} in the files before; shards must come from one model and settings")
+            if r in seen:
+                first = next(p for p in paths if any(x["row"] == r for x in _records(p, kind)))  # found again
+                raise ValueError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
+                                 "under two names, or an unsharded file given with its shards?)")
+            seen.add(r)
+            rows.append(r)
+            largest = max(largest, r)
+        residues[path] = set(rows[:64])
+        del rows
+    if signature is None:
+        raise ValueError("the shard files hold no records")
+    n = total if total is not None else largest + 1
+    if total is not None and largest >= total:
+        raise ValueError(f"a shard file has row {largest} but the input has {total} rows")
+    missing = list(seen.missing(n))
+    if missing:
+        raise ValueError(f"rows {_ranges(missing)} ({len(missing)} of {n}) are in none of the files"
+                         + _missing_shards(missing, residues, len(paths)))
+    fmt = output_format(out)
+    assert extra is not None
+
+    def chunks() -> Iterator[str]:
+        merged = heapq.merge(*(_records(p, kind) for p in paths), key=lambda record: record["row"])
+        batch: list[dict[str, Any]] = []
+        header = fmt == "csv"
+        for record in merged:
+            batch.append(record)
+            if len(batch) == 4096:
+                yield _format_records(batch, fmt, header, kind, extra)
+                batch, header = [], False
+        if batch or header:
+            yield _format_records(batch, fmt, header, kind, extra)
+
+    atomic_write(out, lambda f: f.writelines(chunks()))
+    return MergeResult(out, tuple(paths), n, signature)
+
+
+def _missing_shards(missing: list[int], residues: dict[Path, set[int]], files: int) -> str:
+    """Which shard the missing rows belong to, when the files look like the shards K/N of one N."""
+    for count in range(files + 1, 1, -1):  # the files given plus the missing one(s)
+        taken = {}
+        for path, rows in residues.items():
+            classes = {r % count for r in rows}
+            if len(classes) != 1:
+                break
+            taken[path] = classes.pop()
+        else:
+            absent = sorted({r % count for r in missing} - set(taken.values()))
+            if absent and {r % count for r in missing} <= set(absent):
+                names = ", ".join(f"{k}/{count}" for k in absent)
+                return f": shard {names} is missing (run it, or pass its file)"
+            incomplete = sorted({r % count for r in missing} & set(taken.values()))
+            if incomplete:
+                files_of = [str(p) for p, k in taken.items() if k in incomplete]
+                return (f": shard(s) {', '.join(f'{k}/{count}' for k in incomplete)} ({', '.join(files_of)}) are "
+                        "incomplete; run them again to finish")
+    return ""
+
+
+def _records(path: Path, kind: RecordKind) -> Iterator[dict[str, Any]]:
+    torn = TornTail()
+    yield from iter_scores(path, kind, torn)
+    if torn.where:
+        raise ValueError(f"{path}, {torn.where}: the last record is incomplete (an interrupted write); run its shard "
+                         "again to finish it")
+
+
+def _keys(path: Path) -> list[str]:
+    """The fields of a record file's first record (a CSV file's header)."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    for _, record in iter_records(path, output_format(path), strict=False):
+        return list(record)
+    raise ValueError(f"{path}: empty file")
+
+
+def _columns(path: Path, kind: RecordKind) -> list[str]:
+    """The extra input columns a record file carries (between ``row`` and ``source``)."""
+    keys = _keys(path)
+    if "row" not in keys or "source" not in keys:
+        raise ValueError(f"{path}: not a styleeval {kind.name} file (no row / source fields)")
+    return keys[keys.index("row") + 1 : keys.index("source")]

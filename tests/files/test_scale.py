@@ -1,0 +1,145 @@
+"""Large files in bounded memory: streaming resume, shards for job arrays and their merge (issue 28).
+
+The runner is generic over its job; the large-file tests use a cheap deterministic job (length features, no model)
+so that they can run past the read-ahead window in seconds; the sharded CLI run at the end uses the tiny model.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from styleeval.cli import main
+from styleeval.files import LOGPROB_RECORDS, FileJob, read_scores, run_file
+from styleeval.files.runner import READ_AHEAD
+from styleeval.files.shards import RowSet, Shard, merge_shards
+
+ROWS = READ_AHEAD + 2_345  # past the read-ahead window: the streaming paths, not the whole-file one
+
+
+class _Lengths:
+    """A cheap deterministic scorer: a score is a function of its row alone."""
+
+    signature = "lengths|v:1"
+
+
+def _job(scored: list[int] | None = None) -> FileJob:
+    def score_chunk(_scorer, chunk):
+        if scored is not None:
+            scored.append(len(chunk))
+        return [{"content": -len(r.rewrite) / 7, "style_strength": (len(r.source) % 5) / 3 - 0.5} for r in chunk]
+
+    return FileJob(LOGPROB_RECORDS, _Lengths, score_chunk)
+
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "in.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(ROWS):
+            f.write(json.dumps({"source": f"source {i} " + "x" * (i % 13), "rewrite": f"rewrite, {i}\n" * (1 + i % 3),
+                                "style": "formal", "source_id": f"s{i // 3}"}) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(big_input, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("whole")
+    return {fmt: run_file(_job(), big_input, out / f"whole.{fmt}", progress=False).output for fmt in ("jsonl", "csv")}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_resume_from_a_large_finished_file_equals_an_uninterrupted_run(big_input, uninterrupted, tmp_path, fmt):
+    out = tmp_path / f"out.{fmt}"
+    first = run_file(_job(), big_input, out, max_rows=12_001, chunk_size=1000, progress=False)
+    assert (first.total, first.scored, first.remaining) == (ROWS, 12_001, ROWS - 12_001)
+    scored: list[int] = []
+    second = run_file(_job(scored), big_input, out, chunk_size=1000, progress=False)
+    assert (second.skipped, second.scored, second.complete) == (12_001, ROWS - 12_001, True)
+    assert sum(scored) == ROWS - 12_001  # every finished row skipped, none scored twice
+    assert out.read_bytes() == uninterrupted[fmt].read_bytes()  # byte for byte
+    again = run_file(_job(scored), big_input, out, progress=False)  # complete: checked, nothing scored
+    assert (again.skipped, again.scored) == (ROWS, 0) and out.read_bytes() == uninterrupted[fmt].read_bytes()
+
+
+def test_a_finished_row_from_another_input_is_named_past_the_window(big_input, uninterrupted, tmp_path):
+    out = tmp_path / "out.jsonl"
+    lines = uninterrupted["jsonl"].read_text(encoding="utf-8").splitlines(keepends=True)[:READ_AHEAD + 100]
+    changed = json.loads(lines[READ_AHEAD + 50])
+    changed["rewrite"] = "something else"
+    lines[READ_AHEAD + 50] = json.dumps(changed) + "\n"
+    out.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"row {READ_AHEAD + 50} has rewrite 'something else'"):
+        run_file(_job(), big_input, out, progress=False)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_shards_merged_equal_one_unsharded_run(big_input, uninterrupted, tmp_path, fmt):
+    files = []
+    for k in range(3):
+        result = run_file(_job(), big_input, tmp_path / f"part{k}.{fmt}", shard=f"{k}/3", progress=False)
+        assert result.total == len(range(k, ROWS, 3)) and result.complete
+        files.append(result.output)
+    merged = merge_shards(files, tmp_path / f"merged.{fmt}", total=ROWS)
+    assert merged.rows == ROWS and merged.signature == "lengths|v:1"
+    assert merged.output.read_bytes() == uninterrupted[fmt].read_bytes()
+
+
+def test_a_missing_overlapping_or_foreign_shard_is_named(big_input, tmp_path):
+    files = [run_file(_job(), big_input, tmp_path / f"part{k}.jsonl", shard=f"{k}/4", progress=False).output
+             for k in range(4)]
+    with pytest.raises(ValueError, match=r"rows 1, 5, 9.* are in none of the files: shard 1/4 is missing"):
+        merge_shards([files[0], files[2], files[3]], tmp_path / "merged.jsonl")
+    assert not (tmp_path / "merged.jsonl").exists()  # nothing written
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(files[2], copy)
+    with pytest.raises(ValueError, match=f"row 2 is in {files[2]} and in {copy}: the shards overlap"):
+        merge_shards([*files, copy], tmp_path / "merged.jsonl")
+    # a shard cut short (its job still running or killed) is named as incomplete
+    lines = files[3].read_text(encoding="utf-8").splitlines(keepends=True)
+    files[3].write_text("".join(lines[:-5]), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"shard\(s\) 3/4 .*part3.jsonl.* are incomplete"):
+        merge_shards(files, tmp_path / "merged.jsonl", total=ROWS)
+    # another model's shard
+    other = tmp_path / "other.jsonl"
+    other.write_text(files[1].read_text(encoding="utf-8").replace("lengths|v:1", "lengths|v:2"), encoding="utf-8")
+    with pytest.raises(ValueError, match="signature 'lengths|v:2' differs"):
+        merge_shards([files[0], other, files[2], files[3]], tmp_path / "merged.jsonl")
+    # a shard's file resumed as another shard
+    with pytest.raises(ValueError, match="has row 0, which is not in shard 1/4"):
+        run_file(_job(), big_input, files[0], shard="1/4", progress=False)
+    with pytest.raises(ValueError, match=r"0 <= K < N"):
+        Shard.parse("4/4")
+
+
+def test_rowset_is_a_set_of_rows():
+    rows = RowSet()
+    for r in (0, 7, 8, 1_000_003, 7):
+        rows.add(r)
+    assert len(rows) == 4 and 1_000_003 in rows and 1_000_002 not in rows and -1 not in rows
+    assert list(rows.missing(10)) == [1, 2, 3, 4, 5, 6, 9]
+
+
+def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir, capsys):
+    rows = [{"source": f"Send me report {i}.", "rewrite": f"Could you send report {i}, please?", "style": "polite",
+             "source_id": f"q{i}"} for i in range(7)]
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    common = ["--model", str(tiny_model_dir), "--device", "cpu", "-q"]
+    assert main(["score", str(inp), "--out", str(tmp_path / "whole.jsonl"), *common]) == 0
+    for k in range(2):
+        assert main(["score", str(inp), "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}.jsonl"), *common]) == 0
+    assert [r["row"] for r in read_scores(tmp_path / "s1.jsonl")] == [1, 3, 5]
+    assert main(["merge", str(tmp_path / "s0.jsonl"), str(tmp_path / "s1.jsonl"), "--input", str(inp),
+                 "--out", str(tmp_path / "merged.jsonl")]) == 0
+    assert "7 rows from 2 files" in capsys.readouterr().err
+    whole, merged = read_scores(tmp_path / "whole.jsonl"), read_scores(tmp_path / "merged.jsonl")
+    assert [(r["row"], r["source_id"], r["signature"]) for r in merged] == \
+        [(r["row"], r["source_id"], r["signature"]) for r in whole]
+    assert [r["content"] for r in merged] == pytest.approx([r["content"] for r in whole], abs=1e-6)
+    assert [r["style_strength"] for r in merged] == pytest.approx([r["style_strength"] for r in whole], abs=1e-6)
+    assert main(["merge", str(tmp_path / "s0.jsonl"), "--input", str(inp), "--out", str(tmp_path / "m.jsonl")]) == 2
+    assert "shard 1/2 is missing" in capsys.readouterr().err
