@@ -136,3 +136,29 @@ def test_three_identical_systems_and_one_clearly_different():
         assert table == {"A": 1, "B": 1, "C": 1, "D": 2}
         pairs = report.pairs[report.pairs.metric == metric]
         assert pairs[pairs.system_b == "D"].significant.all() and not pairs[pairs.system_b != "D"].significant.any()
+
+
+def test_sharded_evaluate_puts_the_shards_together(tmp_path, tiny_model_dir, capsys):
+    """`evaluate --shard K/N` scores the LLM metrics' rows of its sources into OUT/cache; the run without --shard
+    takes them (and names a shard not run) and reports what one unsharded run reports."""
+    same = [s.replace("today", "yesterday") for s in SOURCES[:5]]
+    other = [f"a completely different sentence {i}" for i in range(5)]
+    for name, rewrites in {"A": same, "B": other}.items():
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows({name: rewrites},
+                                                                                        SOURCES[:5])))
+    metrics = f"logprob_content:model={tiny_model_dir}:device=cpu,s_chrf"
+    args = lambda out: ["evaluate", str(tmp_path / "A.jsonl"), str(tmp_path / "B.jsonl"), "--system-from-filename",  # noqa: E731
+                        "--metrics", metrics, "--out", str(tmp_path / out), "--no-plots", "--no-progress",
+                        "--format", "json"]
+    assert main([*args("whole")]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert main([*args("sharded"), "--shard", "0/3"]) == 0
+    assert "shard 0/3: rows scored: logprob_content 4" in capsys.readouterr().err  # sources 0 and 3, two systems
+    assert main([*args("sharded")]) == 2
+    assert "logprob_content: shard 1/3, 2/3 have not run" in capsys.readouterr().err
+    for k in (1, 2):
+        assert main([*args("sharded"), "--shard", f"{k}/3"]) == 0
+    assert main([*args("sharded")]) == 0
+    sharded = json.loads(capsys.readouterr().out)
+    assert sharded["systems"] == whole["systems"] and sharded["pairs"] == whole["pairs"]
+    assert not list((tmp_path / "sharded" / "cache").rglob("*.shard-*"))  # merged into the whole, then removed

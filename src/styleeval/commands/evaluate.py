@@ -55,6 +55,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
                    "or report.json's content (json); the files in --out are the same either way")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--shard", metavar="K/N", default=None,
+                   help="job arrays: score only the LLM metrics' rows of every source j with j mod N = K (0 <= K < N) "
+                   "into OUT/cache, and write no report; then run the same command without --shard (same --out) "
+                   "to put the shards together (a shard not run or not finished is named)")
     p.set_defaults(func=run)
 
 
@@ -96,6 +100,15 @@ def run(args: argparse.Namespace) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     rows = read_inputs(args.inputs, args.system_from_filename, args.encoding)
     start = time.perf_counter()
+    if args.shard is not None:
+        from styleeval.systems.evaluation import score_shard
+
+        done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=not args.no_progress,
+                           data_dir=args.data_dir)
+        scored = ", ".join(f"{label} {n}" for label, n in done.items()) or "no LLM metric: nothing to shard"
+        print(f"shard {args.shard}: rows scored: {scored} ({time.perf_counter() - start:.1f}s) -> {out / 'cache'}; "
+              "when every shard is done, run the same command without --shard", file=sys.stderr)
+        return 0
     report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=not args.no_progress,
                               data_dir=args.data_dir,

@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 DEFAULT_CACHE_DIR = Path("~/.cache/styleeval/scores")
 
@@ -67,30 +68,55 @@ class ScoresCache:
         """Row -> score of the rows an interrupted run saved (a torn or corrupt line ends the read)."""
         if self.root is None:
             return {}
-        out: dict[int, float] = {}
-        try:
-            lines = self.partial_path(signature, fingerprint).read_text(encoding="utf-8").split("\n")
-        except OSError:
-            return {}
-        for line in lines:
-            try:
-                chunk = json.loads(line)
-                rows, scores = chunk["rows"], chunk["scores"]
-                if not (len(rows) == len(scores) and all(isinstance(r, int) and 0 <= r < n for r in rows)
-                        and all(_is_score(s) for s in scores)):
-                    break
-            except (ValueError, KeyError, TypeError):
-                break
-            out.update((r, math.nan if s is None else float(s)) for r, s in zip(rows, scores))
-        return out
+        return _read_rows(self.partial_path(signature, fingerprint), n)
 
-    def append_partial(self, signature: str, fingerprint: str, rows: Sequence[int], scores: Sequence[float]) -> None:
-        """Append the scores of finished rows (flushed and synced to disk)."""
+    def shard_path(self, signature: str, fingerprint: str, shard: Any) -> Path:
+        """Where shard ``K/N`` of a sharded run (``evaluate --shard K/N``) appends its rows."""
+        return self.path(signature, fingerprint).with_suffix(f".shard-{shard.index}-of-{shard.count}.jsonl")
+
+    def load_shard(self, signature: str, fingerprint: str, n: int, shard: Any) -> dict[int, float]:
+        """Row -> score of the rows shard ``K/N`` has saved."""
+        if self.root is None:
+            return {}
+        return _read_rows(self.shard_path(signature, fingerprint, shard), n)
+
+    def load_shards(self, signature: str, fingerprint: str, n: int) -> tuple[dict[int, float], list[str], int]:
+        """The rows every shard file of (signature, dataset) holds, merged: ``(row -> score, the shards found as
+        "K/N", N)``; ``({}, [], 0)`` without shard files. Shard files of different N, or one row in two files, raise
+        ``ValueError`` naming them."""
+        if self.root is None:
+            return {}, [], 0
+        base = self.path(signature, fingerprint)
+        found = []
+        for path in sorted(base.parent.glob(f"{fingerprint}.shard-*-of-*.jsonl")):
+            match = re.fullmatch(rf"{re.escape(fingerprint)}\.shard-(\d+)-of-(\d+)\.jsonl", path.name)
+            if match:
+                found.append((int(match[1]), int(match[2]), path))
+        if not found:
+            return {}, [], 0
+        counts = sorted({count for _, count, _ in found})
+        if len(counts) > 1:
+            raise ValueError(f"{base.parent}: shard files of {' and '.join(map(str, counts))} shards; a run is sharded "
+                             "one way: remove the files of the other")
+        merged: dict[int, float] = {}
+        owner: dict[int, Path] = {}
+        for _, _, path in found:
+            for row, score in _read_rows(path, n).items():
+                if row in owner:
+                    raise ValueError(f"row {row} is in {owner[row]} and in {path}: the shards overlap")
+                owner[row] = path
+                merged[row] = score
+        return merged, [f"{k}/{count}" for k, count, _ in found], counts[0]
+
+    def append_partial(self, signature: str, fingerprint: str, rows: Sequence[int], scores: Sequence[float],
+                       shard: Any = None) -> None:
+        """Append the scores of finished rows (flushed and synced to disk); to the shard's file with ``shard``."""
         if self.root is None:
             return
         from styleeval.files.atomic import write_error
 
-        path = self.partial_path(signature, fingerprint)
+        path = self.partial_path(signature, fingerprint) if shard is None else \
+            self.shard_path(signature, fingerprint, shard)
         line = json.dumps({"rows": [int(r) for r in rows],
                            "scores": [None if not math.isfinite(s) else float(s) for s in scores]})
         try:
@@ -122,7 +148,30 @@ class ScoresCache:
         }
         atomic_write(path, lambda f: json.dump(payload, f))  # a full disk: one line naming the file
         self.partial_path(signature, fingerprint).unlink(missing_ok=True)
+        for shard_file in path.parent.glob(f"{fingerprint}.shard-*-of-*.jsonl"):  # merged into the whole
+            shard_file.unlink(missing_ok=True)
         return path
+
+
+def _read_rows(path: Path, n: int) -> dict[int, float]:
+    """Row -> score of a file of appended ``{"rows": [...], "scores": [...]}`` lines (a torn or corrupt line ends
+    the read)."""
+    out: dict[int, float] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return {}
+    for line in lines:
+        try:
+            chunk = json.loads(line)
+            rows, scores = chunk["rows"], chunk["scores"]
+            if not (len(rows) == len(scores) and all(isinstance(r, int) and 0 <= r < n for r in rows)
+                    and all(_is_score(s) for s in scores)):
+                break
+        except (ValueError, KeyError, TypeError):
+            break
+        out.update((r, math.nan if s is None else float(s)) for r, s in zip(rows, scores))
+    return out
 
 
 def _is_score(value: object) -> bool:

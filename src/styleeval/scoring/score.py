@@ -7,23 +7,32 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
 from styleeval.scoring.cache import ScoresCache
 from styleeval.scoring.inputs import ScoringInputs
 
 
 def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None = None, progress: bool = False,
-                  flush_seconds: float = 5.0) -> np.ndarray:
+                  flush_seconds: float = 5.0, shard: Shard | None = None) -> np.ndarray:
     """The metric's score of every row of ``data`` (NaN for rows a reference-based metric cannot score).
 
     Served from ``cache`` when it holds (signature, fingerprint); otherwise computed and written at once. Metrics
     marked ``incremental`` (the LLM metrics) are scored in chunks of about ``flush_seconds`` of work, each chunk
     appended to the cache's partial file as it finishes, so a killed run loses at most the chunk in flight and the
     next run starts after the last saved row.
+
+    With ``shard`` (``K/N``, an incremental metric and a cache), only the shard's rows are scored, into the shard's
+    own file, and NaN is returned for the rest: N jobs share the work with no coordinator (a source's rows stay in
+    one shard: source run ``j`` of the data goes to shard ``j mod N``). A run without ``shard`` then takes the
+    shards' rows; when shard files exist but miss rows, it raises :class:`ShardError` naming the missing shards
+    instead of scoring them itself.
     """
     from styleeval.files.runner import timed_chunks
 
     signature, fingerprint = metric.signature, data.fingerprint
+    if shard is not None and (cache is None or cache.root is None or not getattr(metric, "incremental", False)):
+        raise ValueError(f"{metric.label}: only the LLM metrics are sharded, into a cache folder")
     if cache is not None:
         cached = cache.load(signature, fingerprint, len(data))
         if cached is not None:
@@ -42,22 +51,34 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     if len(rows) and getattr(metric, "needs_ids", False):  # precomputed scores, looked up by row id
         scores[rows] = metric.score_ids([data.ids[i] for i in rows])
     elif len(rows) and getattr(metric, "incremental", False):
-        partial = cache.load_partial(signature, fingerprint, len(data)) if cache is not None else {}
+        runs = _source_runs(rows, data.source_ids)  # a source's rows stay in one chunk: one prompt, one tree
+        if shard is not None:
+            runs = runs[shard.index :: shard.count]
+            rows = np.concatenate(runs) if runs else np.empty(0, dtype=int)
+            partial = cache.load_shard(signature, fingerprint, len(data), shard)  # type: ignore[union-attr]
+        else:
+            partial = cache.load_partial(signature, fingerprint, len(data)) if cache is not None else {}
+            if cache is not None:
+                partial.update(_shards_complete(metric.label, cache, signature, fingerprint, len(data), runs))
         for i, v in partial.items():
             scores[i] = v
-        todo = np.array([i for i in rows if i not in partial], dtype=int)
+        finished = np.zeros(len(data), dtype=bool)
+        finished[list(partial)] = True
+        todo = [run[~finished[run]] for run in runs if not finished[run].all()]
         from tqdm.auto import tqdm
 
-        with tqdm(total=len(rows), initial=len(rows) - len(todo), unit="row", leave=False, disable=not progress,
-                  desc=f"{metric.label} on {data.name}") as bar:
-            runs = _source_runs(todo, data.source_ids)  # a source's rows stay in one chunk: one prompt, one tree
-            for picked in timed_chunks(runs, flush_seconds, cap=256):
+        with tqdm(total=len(rows), initial=len(rows) - sum(map(len, todo)), unit="row", leave=False,
+                  disable=not progress, desc=f"{metric.label} on {data.name}" + (f" (shard {shard})" if shard else "")
+                  ) as bar:
+            for picked in timed_chunks(todo, flush_seconds, cap=256):
                 idx = np.concatenate(picked)
                 values = compute(idx)
                 scores[idx] = values
                 if cache is not None:
-                    cache.append_partial(signature, fingerprint, idx.tolist(), list(values))
+                    cache.append_partial(signature, fingerprint, idx.tolist(), list(values), shard=shard)
                 bar.update(len(idx))
+        if shard is not None:
+            return scores  # the whole is put together by a run without shard
     elif len(rows):
         scores[rows] = compute(rows)
     if len(rows):
@@ -65,6 +86,30 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     if cache is not None:
         cache.save(signature, fingerprint, scores.tolist(), dataset=data.name)
     return scores
+
+
+class ShardError(ValueError):
+    """Shard files of a sharded run miss rows (a shard not run, or not finished)."""
+
+
+def _shards_complete(label: str, cache: ScoresCache, signature: str, fingerprint: str, n: int,
+                     runs: list[np.ndarray]) -> dict[int, float]:
+    """The rows of the shard files of (signature, dataset), when there are any; rows they miss raise
+    :class:`ShardError` naming the shards to run."""
+    merged, found, count = cache.load_shards(signature, fingerprint, n)
+    if not found:
+        return {}
+    missing = sorted({j % count for j, run in enumerate(runs) if not all(int(i) in merged for i in run)})
+    if missing:
+        absent = [f"{k}/{count}" for k in missing if f"{k}/{count}" not in found]
+        unfinished = [f"{k}/{count}" for k in missing if f"{k}/{count}" in found]
+        what = "; ".join(part for part in (
+            f"shard {', '.join(absent)} {'has' if len(absent) == 1 else 'have'} not run" if absent else "",
+            f"shard {', '.join(unfinished)} {'is' if len(unfinished) == 1 else 'are'} not finished"
+            if unfinished else "") if part)
+        raise ShardError(f"{label}: {what} (run `styleeval evaluate ... --shard K/N` with the same --out for each, "
+                         f"then this command again; found {', '.join(found)} in {cache.path(signature, fingerprint).parent})")
+    return merged
 
 
 def _source_runs(rows: np.ndarray, source_ids: Sequence[str]) -> list[np.ndarray]:

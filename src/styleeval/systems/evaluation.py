@@ -195,34 +195,16 @@ def evaluate_systems(
         data_dir: the local corpus mirror of metrics that read corpus files (``lai:<score>``), as in the
             meta-evaluation.
     """
-    from styleeval.metrics import get_metric
-    from styleeval.scoring import ScoresCache, ScoringInputs, score_dataset
+    from styleeval.scoring import ScoresCache, score_dataset
+    from styleeval.scoring.score import ShardError
 
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    if isinstance(metrics, str):  # "s_chrf,s_bleu", as on the command line
-        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
-    if not metrics:
-        raise ValueError("give at least one metric")
-    checked = check_rows(rows, style)
+    checked, objs, order, data = _prepare(rows, metrics, style, data_dir)
     notes: list[str] = []
     note = _noter(notes, log)
-
-    objs = [get_metric(spec, data_dir=None if data_dir is None else str(data_dir)) for spec in metrics]  # unknown names fail here, before any work
-    labels = [m.label for m in objs]
-    dupes = sorted({label for label in labels if labels.count(label) > 1})
-    if dupes:
-        raise ValueError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
-    check_labels(labels)
-    # rows sorted by source: every system's rewrite of a source lands in one scoring call (one prompt, one tree)
-    order = sorted(range(len(checked)), key=lambda i: (checked[i].source_id, checked[i].source, checked[i].style))
-    data = ScoringInputs(
-        name="systems", ids=[str(checked[i].row) for i in order], sources=[checked[i].source for i in order],
-        rewrites=[checked[i].rewrite for i in order], references=[checked[i].references for i in order],
-        styles=[checked[i].style for i in order], source_ids=[checked[i].source_id for i in order],
-    )
     cache = ScoresCache(cache_dir)
     scores = pd.DataFrame({"row": [r.row for r in checked], "system": [r.system for r in checked],
                            "source_id": [r.source_id for r in checked]})
@@ -233,6 +215,8 @@ def evaluate_systems(
         try:
             signatures[metric.label] = str(metric.signature)
             values = score_dataset(metric, data, cache, progress=progress)
+        except ShardError:
+            raise
         except ValueError as err:
             signatures.pop(metric.label, None)
             note(f"{metric.label}: not computed ({err})")
@@ -257,6 +241,63 @@ def evaluate_systems(
         raise ValueError("no metric could be computed: " + "; ".join(notes))
     return compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
                            seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+
+
+def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence[str] | str, style: str | None,
+             data_dir: str | Path | None) -> tuple[list[SystemRow], list[Any], list[int], Any]:
+    """The checked rows, the metric objects (unknown names fail here, before any work), and the scoring inputs:
+    rows sorted by source, so that every system's rewrite of a source lands in one scoring call (one prompt, one
+    tree), with ``order`` mapping them back."""
+    from styleeval.metrics import get_metric
+    from styleeval.scoring import ScoringInputs
+
+    if isinstance(metrics, str):  # "s_chrf,s_bleu", as on the command line
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    if not metrics:
+        raise ValueError("give at least one metric")
+    checked = check_rows(rows, style)
+    objs = [get_metric(spec, data_dir=None if data_dir is None else str(data_dir)) for spec in metrics]
+    labels = [m.label for m in objs]
+    dupes = sorted({label for label in labels if labels.count(label) > 1})
+    if dupes:
+        raise ValueError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
+    check_labels(labels)
+    order = sorted(range(len(checked)), key=lambda i: (checked[i].source_id, checked[i].source, checked[i].style))
+    data = ScoringInputs(
+        name="systems", ids=[str(checked[i].row) for i in order], sources=[checked[i].source for i in order],
+        rewrites=[checked[i].rewrite for i in order], references=[checked[i].references for i in order],
+        styles=[checked[i].style for i in order], source_ids=[checked[i].source_id for i in order],
+    )
+    return checked, objs, order, data
+
+
+def score_shard(
+    rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
+    metrics: Sequence[str] | str,
+    shard: Any,
+    cache_dir: str | Path,
+    *,
+    style: str | None = None,
+    progress: bool = False,
+    data_dir: str | Path | None = None,
+) -> dict[str, int]:
+    """Shard ``K/N`` of :func:`evaluate_systems`'s scoring, for job arrays: the LLM metrics' rows of every source
+    ``j`` with ``j mod N == K`` are scored into the shard's own files in ``cache_dir`` (resumable); the other
+    metrics are fast and left to the run that puts the shards together (``evaluate_systems`` with the same
+    ``cache_dir``, which names any shard not run or not finished). Returns metric label -> rows in this shard."""
+    from styleeval.files.shards import Shard
+    from styleeval.scoring import ScoresCache, score_dataset
+
+    part = Shard.parse(shard)
+    assert part is not None
+    _, objs, _, data = _prepare(rows, metrics, style, data_dir)
+    cache = ScoresCache(cache_dir)
+    done = {}
+    for metric in objs:
+        if getattr(metric, "incremental", False):
+            values = score_dataset(metric, data, cache, progress=progress, shard=part)
+            done[metric.label] = int(np.isfinite(values).sum())
+    return done
 
 
 def _check_unchanged(metrics: Sequence[Any], signatures: Mapping[str, str], cache: Any, fingerprint: str) -> None:
