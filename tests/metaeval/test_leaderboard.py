@@ -74,3 +74,16 @@ def test_an_undefined_statistic_is_listed_last_and_never_clustered(tmp_path):
     acc = board[board.statistic == "acc_eq"]
     assert acc.ci_low.notna().all() and (acc.ci_low <= acc.value).all() and (acc.value <= acc.ci_high).all()
     assert "| constant | " in leaderboard_markdown(board) and "– |" in leaderboard_markdown(board)
+
+
+def test_cli_leaderboard_computes_only_the_requested_dimensions(tmp_path, capsys):
+    from styleeval.cli import main
+
+    out = tmp_path / "lb"
+    assert main(["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu,s_chrf", "--out", str(out),
+                 "--leaderboard", "--leaderboard-dimensions", "style", "--no-progress", "--bootstrap", "0",
+                 "--no-cache", "--leaderboard-trials", "20", "--leaderboard-bootstrap", "0"]) == 0
+    assert set(pd.read_csv(out / "leaderboard.csv").dimension) == {"style"}
+    assert main(["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu", "--out", str(out),
+                 "--leaderboard", "--leaderboard-dimensions", "tone"]) == 2
+    assert "unknown dimension(s) tone" in capsys.readouterr().err

@@ -423,8 +423,8 @@ def _first_choice(response: Any, base_url: str) -> Any:
     return choices[0]
 
 
-_PROMPT_LOGPROBS = re.compile(rb'"prompt_logprobs":')
-_ENTRY = re.compile(rb'\{"(\d+)":\{"logprob":(-?[0-9.eE+-]+|NaN|-?Infinity)')
+_PROMPT_LOGPROBS = re.compile(rb'"prompt_logprobs"\s*:')
+_ENTRY = re.compile(rb'\{\s*"(\d+)"\s*:\s*\{\s*"logprob"\s*:\s*(-?[0-9.eE+-]+|NaN|-?Infinity)')
 """A prompt position's entry as vLLM writes it: ``{"<token id>":{"logprob":<value>,...``; a JSON string cannot hold
 it (its quotes would be escaped), so a match is structure, not text."""
 
@@ -458,9 +458,13 @@ def _loads(data: bytes) -> Any:
     """JSON text as Python values (orjson when installed: about 4x faster on log-probability answers)."""
     try:
         import orjson
+
+        return orjson.loads(data)
     except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib reads the same values
-        return json.loads(data)
-    return orjson.loads(data)
+        pass
+    except ValueError:  # NaN or Infinity (not JSON, but Python's json writes them): the stdlib reads them
+        pass
+    return json.loads(data)
 
 
 def _logprob_value(item: Any) -> float:

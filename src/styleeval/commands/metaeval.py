@@ -71,6 +71,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="also write leaderboard.csv/.md/.png: every metric ranked and clustered per corpus and human "
                    "dimension (content, style, fluency where rated) by acc_eq, system pairwise accuracy, SPA and "
                    "Spearman (docs/metaeval.md)")
+    p.add_argument("--leaderboard-dimensions", default=None, metavar="DIMS",
+                   help="only these human dimensions in the leaderboard, comma-separated (content, style, fluency; "
+                   "default: all that the corpora rate); the others are not computed")
     p.add_argument("--leaderboard-bootstrap", type=int, default=200, metavar="N",
                    help="bootstrap resamples of the leaderboard's CIs (default 200; 0: none)")
     p.add_argument("--leaderboard-trials", type=int, default=200, metavar="N",
@@ -126,8 +129,9 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
     from styleeval.metaeval import run_metaeval
     from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
 
-    results = [first]
-    for dimension in ("content", "style", "fluency"):
+    dimensions = _leaderboard_dimensions(args.leaderboard_dimensions, args.dimension)
+    results = [first] if args.dimension in dimensions else []
+    for dimension in dimensions:
         if dimension == args.dimension:
             continue
         try:
@@ -139,9 +143,24 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
         except ValueError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
-                              n_boot=args.leaderboard_bootstrap)
+                              n_boot=args.leaderboard_bootstrap, progress=not args.no_progress)
     paths = write_leaderboard(board, args.out, plots=not args.no_plots)
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")
+
+
+DIMENSIONS = ("content", "style", "fluency")
+
+
+def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:
+    """``--leaderboard-dimensions``: a comma list or ``all`` (also when not given); the run's dimension first."""
+    if text is None or text.strip() == "all":
+        return list(DIMENSIONS)
+    chosen = [d.strip() for d in text.split(",") if d.strip()]
+    unknown = [d for d in chosen if d not in DIMENSIONS]
+    if unknown or not chosen:
+        raise ValueError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
+                         f"from {', '.join(DIMENSIONS)} or all")
+    return sorted(chosen, key=lambda d: d != default)
 
 
 def _check_out_dir(out) -> None:

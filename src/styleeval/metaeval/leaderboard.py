@@ -31,14 +31,17 @@ def _corpus(result: MetaevalResult, dataset: str) -> Corpus:
 
 
 def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed: int = 0,
-                      alpha: float = 0.05, n_boot: int = 200) -> pd.DataFrame:
+                      alpha: float = 0.05, n_boot: int = 200, progress: bool = False) -> pd.DataFrame:
     """The leaderboard of one or more runs (one per human dimension) as a DataFrame with :data:`COLUMNS`.
 
     Per corpus, dimension and statistic: metrics ranked by value (NaN values last, rank and cluster empty: they are
     never clustered), clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with
     a percentile bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else
-    rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs."""
-    rows = []
+    rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
+    ``progress``: a bar over the (corpus, dimension, statistic) tables."""
+    from tqdm.auto import tqdm
+
+    tasks = []
     for result in results:
         for dataset in result.dataset_kinds:
             human = result.human.get(dataset)
@@ -46,10 +49,12 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
             if human is None or not names:
                 continue
             corpus = _corpus(result, dataset)
-            for statistic in STATISTICS.values():
-                if statistic.applies(corpus):
-                    rows += _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha,
-                                            n_boot)
+            tasks += [(result, dataset, corpus, statistic, human, names) for statistic in STATISTICS.values()
+                      if statistic.applies(corpus)]
+    rows = []
+    for result, dataset, corpus, statistic, human, names in tqdm(tasks, desc="leaderboard", unit="table",
+                                                                  disable=not progress, leave=False):
+        rows += _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha, n_boot)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

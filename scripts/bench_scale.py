@@ -1,0 +1,278 @@
+"""Scale benchmarks (issue 28): memory and time against input size, resume, sharded clients, statistics.
+
+    python scripts/bench_scale.py --out results/scale            # everything, a few minutes on 2 cores
+    python scripts/bench_scale.py --only files --max-rows 1000000
+
+Sections (each row of the output is one subprocess, so peak RSS is that run's own):
+- files: ``run_file`` over 10^3..10^6 input rows with a cheap deterministic job (the runner's own cost: reading,
+  validating, resuming, writing; a model's cost is per row and adds on top): peak RSS, time to the first written
+  row, total time; and a resume with every row already finished (all rows checked, none scored).
+- throughput: ``styleeval score``'s client against an instant stub OpenAI-compatible server (answers in vLLM's format,
+  no model): rows/s of one process, and of two ``--shard`` processes side by side.
+- compare: ``compare_systems`` on 3 systems x 10^4..10^6 rows (one mean metric): time and peak RSS.
+
+Writes ``scale.json`` and ``scale.png`` (the curves) into --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# ------------------------------------------------------------------------------------------- the stub server
+
+
+def _entry(token: int) -> str:
+    return '{"' + str(token) + '":{"logprob":-1.5,"rank":1,"decoded_token":"t"}}'
+
+
+def _completion(body: bytes) -> bytes:
+    request = json.loads(body)
+    prompts = request["prompt"]
+    if isinstance(prompts, str):
+        prompts = [list(range(1, 2 + len(prompts) // 4))]
+    elif prompts and isinstance(prompts[0], int):
+        prompts = [prompts]
+    choices = []
+    for i, prompt in enumerate(prompts):
+        logprobs = "[null," + ",".join(_entry(t) for t in prompt[1:]) + "]"
+        choices.append(f'{{"index":{i},"text":"a","logprobs":null,"finish_reason":"length",'
+                       f'"prompt_logprobs":{logprobs}}}')
+    return ('{"id":"x","object":"text_completion","created":0,"model":"stub","choices":[' + ",".join(choices)
+            + '],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}').encode()
+
+
+MODELS = json.dumps({"object": "list", "data": [{"id": "stub", "object": "model", "root": "stub",
+                                                  "max_model_len": 4096}]}).encode()
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while line := await reader.readline():
+            _, path, _ = line.decode().split(" ", 2)
+            length = 0
+            while (header := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                name, _, value = header.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            body = await reader.readexactly(length) if length else b""
+            out = MODELS if path.endswith("/models") else _completion(body)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(out)
+                         + out)
+            await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    writer.close()
+
+
+def serve_stub(port: int) -> None:
+    """Run the instant stub server on 127.0.0.1:port (blocks)."""
+    async def main() -> None:
+        server = await asyncio.start_server(_handle, "127.0.0.1", port, backlog=1024)
+        print("ready", flush=True)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+# ------------------------------------------------------------------------------------------- one measurement
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _write_input(path: Path, rows: int) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(rows):
+            f.write(json.dumps({"source": f"Give me the report number {i} now, and quickly please.",
+                                "rewrite": f"Could you please send me report {i}? Thank you so much.",
+                                "style": "polite", "source_id": f"s{i}"}) + "\n")
+
+
+def measure_files(rows: int, tmp: Path) -> dict:
+    """``run_file`` with a cheap job over ``rows`` input rows: fresh, then resumed when complete."""
+    from styleeval.files import LOGPROB_RECORDS, FileJob, run_file
+
+    class Lengths:
+        signature = "lengths|v:1"
+
+    first: list[float] = []
+    start = time.perf_counter()
+
+    def on_chunk(_records) -> None:
+        if not first:
+            first.append(time.perf_counter() - start)
+
+    job = FileJob(LOGPROB_RECORDS, Lengths, lambda _s, chunk: [
+        {"content": -len(r.rewrite) / 7, "style_strength": len(r.source) % 5 / 3} for r in chunk])
+    inp, out = tmp / "in.jsonl", tmp / "out.jsonl"
+    _write_input(inp, rows)
+    base = _peak_mb()
+    run_file(job, inp, out, progress=False, on_chunk=on_chunk, chunk_size=4096, flush_seconds=1.0)
+    total = time.perf_counter() - start
+    start = time.perf_counter()
+    resumed = run_file(job, inp, out, progress=False)
+    resume = time.perf_counter() - start
+    assert resumed.skipped == rows and resumed.scored == 0
+    return {"rows": rows, "first_row_s": first[0], "total_s": total, "resume_s": resume,
+            "peak_mb": _peak_mb(), "start_mb": base}
+
+
+def measure_client(rows: int, tmp: Path, port: int, shard: str | None = None) -> dict:
+    """``score_file`` against the stub server at ``port``."""
+    from styleeval.files import score_file
+    from styleeval.testing import build_tokenizer
+
+    tok = tmp / "tok"
+    if not tok.exists():
+        build_tokenizer().save_pretrained(tok)
+    inp = tmp / "in.jsonl"
+    if not inp.exists():
+        _write_input(inp, rows)
+    out = tmp / f"out{'' if shard is None else shard.replace('/', '-')}.jsonl"
+    start = time.perf_counter()
+    result = score_file(inp, out, "stub", base_url=f"http://127.0.0.1:{port}/v1", tokenizer=str(tok), progress=False,
+                        shard=shard, max_concurrency=8)
+    seconds = time.perf_counter() - start
+    return {"rows": result.scored, "seconds": seconds, "rows_per_s": result.scored / seconds, "peak_mb": _peak_mb()}
+
+
+def measure_compare(rows: int, systems: int = 3) -> dict:
+    """``compare_systems`` on ``systems`` x ``rows`` rows of one mean metric."""
+    import numpy as np
+    import pandas as pd
+
+    from styleeval.systems.evaluation import compare_systems
+
+    rng = np.random.default_rng(0)
+    scores = pd.concat([pd.DataFrame({"row": np.arange(rows) + k * rows, "system": f"sys{k}",
+                                      "source_id": np.arange(rows).astype(str), "m": rng.normal(0.01 * k, 1, rows)})
+                        for k in range(systems)], ignore_index=True)
+    base = _peak_mb()
+    start = time.perf_counter()
+    compare_systems(scores, {"m": "m|bench"})
+    return {"rows": rows, "systems": systems, "seconds": time.perf_counter() - start, "peak_mb": _peak_mb(),
+            "start_mb": base}
+
+
+# ------------------------------------------------------------------------------------------- the driver
+
+
+def _child(section: str, rows: int, extra: list[str]) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", section, str(rows), *extra], check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--stub":
+        serve_stub(int(sys.argv[2]))
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        section, rows = sys.argv[2], int(sys.argv[3])
+        with tempfile.TemporaryDirectory() as tmp:
+            if section == "files":
+                result = measure_files(rows, Path(tmp))
+            elif section == "throughput":
+                result = measure_client(rows, Path(sys.argv[5]), int(sys.argv[4]),
+                                        sys.argv[6] if len(sys.argv) > 6 else None)
+            else:
+                result = measure_compare(rows)
+        print(json.dumps(result))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default="results/scale")
+    parser.add_argument("--only", choices=("files", "throughput", "compare"), action="append")
+    parser.add_argument("--max-rows", type=int, default=1_000_000)
+    parser.add_argument("--client-rows", type=int, default=8_000)
+    args = parser.parse_args()
+    sections = args.only or ["files", "throughput", "compare"]
+    results: dict = {}
+    sizes = [n for n in (1_000, 10_000, 100_000, 1_000_000) if n <= args.max_rows]
+    if "files" in sections:
+        results["files"] = []
+        for n in sizes:
+            results["files"].append(_child("files", n, []))
+            print("files", results["files"][-1], flush=True)
+    if "throughput" in sections:
+        port = _free_port()
+        stub = subprocess.Popen([sys.executable, __file__, "--stub", str(port)], stdout=subprocess.PIPE, text=True)
+        try:
+            stub.stdout.readline()
+            with tempfile.TemporaryDirectory() as tmp:
+                one = _child("throughput", args.client_rows, [str(port), tmp])
+            with tempfile.TemporaryDirectory() as tmp:
+                _child("throughput", 10, [str(port), tmp])  # the input and tokenizer, once
+                (Path(tmp) / "in.jsonl").unlink()
+                _write_input(Path(tmp) / "in.jsonl", args.client_rows)
+                start = time.perf_counter()
+                procs = [subprocess.Popen([sys.executable, __file__, "--child", "throughput", str(args.client_rows),
+                                           str(port), tmp, f"{k}/2"], stdout=subprocess.PIPE, text=True)
+                         for k in range(2)]
+                outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+                seconds = time.perf_counter() - start
+            results["throughput"] = {"one_process": one, "two_shards": {
+                "rows": sum(o["rows"] for o in outs), "seconds": seconds,
+                "rows_per_s": sum(o["rows"] for o in outs) / seconds}}
+            print("throughput", results["throughput"], flush=True)
+        finally:
+            stub.kill()
+    if "compare" in sections:
+        results["compare"] = []
+        for n in [n for n in (10_000, 100_000, 500_000, 1_000_000) if n <= args.max_rows]:
+            results["compare"].append(_child("compare", n, []))
+            print("compare", results["compare"][-1], flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.json").write_text(json.dumps(results, indent=2))
+    _plot(results, out / "scale.png")
+    print(f"-> {out / 'scale.json'}, {out / 'scale.png'}")
+
+
+def _plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    if results.get("files"):
+        rows = [r["rows"] for r in results["files"]]
+        ax = axes[0]
+        ax.plot(rows, [r["peak_mb"] for r in results["files"]], "o-", label="score: peak RSS (MB)")
+        ax2 = ax.twinx()
+        ax2.plot(rows, [r["first_row_s"] for r in results["files"]], "s--", color="C1", label="time to first row (s)")
+        ax2.plot(rows, [r["resume_s"] for r in results["files"]], "^:", color="C2", label="resume, all done (s)")
+        ax.set(xscale="log", xlabel="input rows", ylabel="peak RSS (MB)", title="styleeval score (runner)")
+        ax2.set_ylabel("seconds")
+        lines = ax.get_lines() + ax2.get_lines()
+        ax.legend(lines, [line.get_label() for line in lines], fontsize=8, loc="upper left")
+    if results.get("compare"):
+        rows = [r["rows"] for r in results["compare"]]
+        ax = axes[1]
+        ax.plot(rows, [r["seconds"] for r in results["compare"]], "o-", label="time (s)")
+        ax.plot(rows, [r["peak_mb"] for r in results["compare"]], "s--", label="peak RSS (MB)")
+        ax.set(xscale="log", yscale="log", xlabel="rows per system", title="compare_systems, 3 systems")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
