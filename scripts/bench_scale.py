@@ -107,7 +107,7 @@ def measure_files(rows: int, tmp: Path) -> dict:
         signature = "lengths|v:1"
 
     first: list[float] = []
-    start = time.perf_counter()
+    start = 0.0
 
     def on_chunk(_records) -> None:
         if not first:
@@ -118,6 +118,7 @@ def measure_files(rows: int, tmp: Path) -> dict:
     inp, out = tmp / "in.jsonl", tmp / "out.jsonl"
     _write_input(inp, rows)
     base = _peak_mb()
+    start = time.perf_counter()
     run_file(job, inp, out, progress=False, on_chunk=on_chunk, chunk_size=4096, flush_seconds=1.0)
     total = time.perf_counter() - start
     start = time.perf_counter()
@@ -227,9 +228,10 @@ def main() -> None:
                          for k in range(2)]
                 outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
                 seconds = time.perf_counter() - start
+            slowest = max(o["seconds"] for o in outs)  # each process's own scoring time, start-up left out as above
             results["throughput"] = {"one_process": one, "two_shards": {
-                "rows": sum(o["rows"] for o in outs), "seconds": seconds,
-                "rows_per_s": sum(o["rows"] for o in outs) / seconds}}
+                "rows": sum(o["rows"] for o in outs), "seconds": slowest, "wall_with_startup_s": seconds,
+                "rows_per_s": sum(o["rows"] for o in outs) / slowest}}
             print("throughput", results["throughput"], flush=True)
         finally:
             stub.kill()
