@@ -87,3 +87,34 @@ def test_cli_leaderboard_computes_only_the_requested_dimensions(tmp_path, capsys
     assert main(["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu", "--out", str(out),
                  "--leaderboard", "--leaderboard-dimensions", "tone"]) == 2
     assert "unknown dimension(s) tone" in capsys.readouterr().err
+
+
+def test_cached_tables_equal_computed_ones_and_follow_their_inputs(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 60
+    human = rng.integers(1, 6, size=n).astype(float)
+    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
+             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
+             "is_reference_rewrite": False, "content_mean": float(h), "style_mean": 1.0, "fluency_mean": None}
+            for i, h in enumerate(human)]
+
+    def run(noise: float):
+        scores = {"good": human + rng.normal(scale=noise, size=n), "bad": rng.normal(size=n)}
+        path = tmp_path / f"scores{noise}.csv"
+        path.write_text("id," + ",".join(scores) + "\n" + "".join(
+            f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(n)), encoding="utf-8")
+        return run_metaeval(["toy"], [f"precomputed:file={path}:column={c}:as={c}" for c in scores],
+                            dimension="content", loader=lambda name: rows, n_boot=0)
+
+    first = run(0.5)
+    computed = build_leaderboard([first], trials=30, n_boot=20)
+    cache = tmp_path / "lb"
+    assert build_leaderboard([first], trials=30, n_boot=20, cache_dir=cache).equals(computed)
+    tables = sorted(cache.iterdir())
+    assert tables and build_leaderboard([first], trials=30, n_boot=20, cache_dir=cache).equals(computed)
+    assert sorted(cache.iterdir()) == tables  # read back, nothing new
+    other = build_leaderboard([run(0.6)], trials=30, n_boot=20, cache_dir=cache)  # other scores: other keys
+    assert len(list(cache.iterdir())) == 2 * len(tables)
+    assert not other["value"].equals(computed["value"])
+    assert build_leaderboard([first], trials=31, n_boot=20, cache_dir=cache).shape == computed.shape
+    assert len(list(cache.iterdir())) == 3 * len(tables)  # other settings: other keys

@@ -143,7 +143,8 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
         except ValueError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
-                              n_boot=args.leaderboard_bootstrap, progress=not args.no_progress)
+                              n_boot=args.leaderboard_bootstrap, progress=not args.no_progress,
+                              cache_dir=None if cache.root is None else cache.root / "leaderboard")
     paths = write_leaderboard(board, args.out, plots=not args.no_plots)
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")
 

@@ -7,6 +7,7 @@ p < alpha). ``--scores`` files enter like any metric.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,14 +32,18 @@ def _corpus(result: MetaevalResult, dataset: str) -> Corpus:
 
 
 def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed: int = 0,
-                      alpha: float = 0.05, n_boot: int = 200, progress: bool = False) -> pd.DataFrame:
+                      alpha: float = 0.05, n_boot: int = 200, progress: bool = False,
+                      cache_dir: str | Path | None = None) -> pd.DataFrame:
     """The leaderboard of one or more runs (one per human dimension) as a DataFrame with :data:`COLUMNS`.
 
     Per corpus, dimension and statistic: metrics ranked by value (NaN values last, rank and cluster empty: they are
     never clustered), clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with
     a percentile bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else
     rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
-    ``progress``: a bar over the (corpus, dimension, statistic) tables."""
+    ``progress``: a bar over the (corpus, dimension, statistic) tables. ``cache_dir``: each table is kept there
+    under a hash of everything it is computed from (the statistic and its code version, the settings, the metrics'
+    signatures and scores, the ratings, the corpus's sources and systems), so a rerun on the same scores reads it
+    back instead of recomputing its permutations and resamples; any change of input is another key."""
     from tqdm.auto import tqdm
 
     tasks = []
@@ -54,8 +59,48 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
     rows = []
     for result, dataset, corpus, statistic, human, names in tqdm(tasks, desc="leaderboard", unit="table",
                                                                   disable=not progress, leave=False):
-        rows += _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha, n_boot)
+        key = _table_key(result, dataset, corpus, statistic, human, names, (trials, seed, alpha, n_boot))
+        path = Path(cache_dir) / f"{key}.json" if cache_dir is not None else None
+        table = _read_table(path)
+        if table is None:
+            table = _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha, n_boot)
+            if path is not None:
+                from styleeval.files.atomic import atomic_write
+
+                atomic_write(path, lambda f, table=table: json.dump(table, f))
+        rows += table
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+TABLE_VERSION = 1
+"""Part of every leaderboard table's cache key: raise it when a statistic's code changes its numbers."""
+
+
+def _table_key(result: MetaevalResult, dataset: str, corpus: Corpus, statistic: LeaderboardStatistic,
+               human: np.ndarray, names: list[str], settings: tuple) -> str:
+    import hashlib
+
+    from styleeval._version import __version__
+
+    digest = hashlib.sha256(json.dumps([TABLE_VERSION, __version__, statistic.name, dataset, result.dimension,
+                                        corpus.kind, list(settings), names,
+                                        [result.signatures.get(n, "") for n in names]]).encode())
+    for array in (human, corpus.sources, corpus.systems, *(result.scores[dataset, n] for n in names)):
+        data = np.asarray(array)
+        digest.update(data.astype(str).tobytes() if data.dtype == object else data.tobytes())
+        digest.update(b"|")
+    return digest.hexdigest()[:24]
+
+
+def _read_table(path: Path | None) -> list[dict] | None:
+    """A cached table, or ``None`` (absent or unreadable: recomputed)."""
+    if path is None:
+        return None
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return table if isinstance(table, list) else None
 
 
 def _statistic_rows(result: MetaevalResult, dataset: str, corpus: Corpus, statistic: LeaderboardStatistic,
