@@ -217,3 +217,19 @@ def test_help_texts_cover_every_option_and_spec(capsys):
         text = " ".join(capsys.readouterr().out.split())
         for needle in needles:
             assert needle in text, (command, needle)
+
+
+def test_tiny_random_preset_runs_the_pipeline_offline(tmp_path, monkeypatch):
+    """`--model tiny-random`: built on this machine, nothing downloaded; the real code paths, meaningless numbers."""
+    import math
+
+    from styleeval import LogProb
+    from styleeval.backends.local import LocalBackend
+
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert LocalBackend.missing_weights("tiny-random") is None
+    scores = LogProb("tiny-random", progress=False).score(["give me the report."], ["Could you send the report?"],
+                                                          "polite")
+    assert math.isfinite(scores[0]["content"]) and "tiny-random@local-" in scores.signature
+    assert (tmp_path / "tiny-random" / "config.json").is_file()

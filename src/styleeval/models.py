@@ -17,6 +17,43 @@ PRESETS: dict[str, str] = {
 
 DEFAULT_MODEL = PRESETS["1b"]
 
+TINY_RANDOM = "tiny-random"
+"""A preset for trying the pipeline with no weights to download: a 2-layer random-weight Llama with a byte-level
+BPE tokenizer and a Llama-3 chat template, built once on this machine (the test suite's model). Its numbers mean
+nothing; every code path is the real one."""
+
+
+def preset_path(model: Any) -> str:
+    """What a model name stands for: a preset's Hub id, the folder of :data:`TINY_RANDOM` (built on first use), or
+    the name itself."""
+    key = str(model).lower()
+    if key == TINY_RANDOM:
+        return str(tiny_random_dir())
+    return PRESETS.get(key, str(model))
+
+
+def tiny_random_dir() -> Any:
+    """The folder of the :data:`TINY_RANDOM` preset (``$STYLEEVAL_CACHE`` or ``~/.cache/styleeval``), built there
+    once, offline, in a few seconds."""
+    import shutil
+    from pathlib import Path
+
+    root = Path(os.environ.get("STYLEEVAL_CACHE", "~/.cache/styleeval")).expanduser() / TINY_RANDOM
+    if (root / "config.json").is_file() and (root / "tokenizer.json").is_file():
+        return root
+    from styleeval.testing import build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    model = build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0)
+    tmp = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.tmp")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    try:
+        os.replace(tmp, root)
+    except OSError:  # another process built it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "fp32": torch.float32,
@@ -120,7 +157,7 @@ def model_revision_key(model: Any, revision: str | None = None) -> str | None:
     """What identifies the weights behind ``model`` for caches: the fingerprint of a local folder, else
     ``revision`` (Hub ids are pinned by their revision)."""
     if isinstance(model, (str, os.PathLike)):
-        name = PRESETS.get(str(model).lower(), str(model))
+        name = preset_path(model)
         if os.path.isdir(name):
             return model_fingerprint(name)
     return revision
@@ -160,7 +197,7 @@ def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_cod
         return tokenizer
     from transformers import AutoTokenizer
 
-    name = PRESETS.get(str(tokenizer).lower(), str(tokenizer))
+    name = preset_path(tokenizer)
     try:
         return AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
@@ -214,7 +251,7 @@ def load_model(
     if isinstance(tokenizer, (str, os.PathLike)):  # a tokenizer id or path is loaded, not passed on as a string
         tokenizer = load_tokenizer(tokenizer, None, trust_remote_code)
     if isinstance(model, (str, os.PathLike)):
-        name = PRESETS.get(str(model).lower(), str(model))
+        name = preset_path(model)
         if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote
             name = os.path.realpath(name)
             fingerprint = model_fingerprint(name)

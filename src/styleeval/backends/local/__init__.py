@@ -128,12 +128,12 @@ class LocalBackend(Backend):
         ``None`` for a local folder, a model object or cached weights. No network request."""
         import os
 
-        from styleeval.models import DEFAULT_MODEL, PRESETS
+        from styleeval.models import DEFAULT_MODEL, TINY_RANDOM, preset_path
 
         model = DEFAULT_MODEL if model is None else model
-        if not isinstance(model, str):
+        if not isinstance(model, str) or model.lower() == TINY_RANDOM:  # built here on first use
             return None
-        model = PRESETS.get(model.lower(), model)
+        model = preset_path(model)
         if os.path.isdir(os.path.expanduser(model)):
             return None
         from huggingface_hub import try_to_load_from_cache
