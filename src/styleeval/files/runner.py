@@ -1,5 +1,6 @@
 """The resumable file runner behind ``styleeval score`` and ``styleeval autorate``: one :class:`FileJob` per kind of
-work, one loop (:func:`run_file`).
+work, one loop (:func:`run_file`). Input and output are read as the work goes: memory does not grow with either
+(:data:`READ_AHEAD` validated rows ahead, one bit per finished row).
 
 Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is appended to
 OUT and flushed before the next starts. A rerun skips the rows already in OUT after checking that they were written
@@ -44,7 +45,8 @@ from styleeval.files.shards import RowSet, Shard
 
 @dataclass(frozen=True)
 class ScoreFileResult:
-    """What :func:`run_file` did: ``total`` input rows, ``skipped`` already in the output, ``scored`` now."""
+    """What :func:`run_file` did: ``total`` input rows (of the shard, with ``shard``), ``skipped`` already in the
+    output, ``scored`` now."""
 
     input: Path
     output: Path
