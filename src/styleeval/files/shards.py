@@ -93,7 +93,6 @@ def _ranges(rows: Sequence[int], limit: int = 8) -> str:
     """``rows`` (sorted) as short ranges: ``3, 7-9, 12 (+40 more)``."""
     parts: list[str] = []
     start = prev = None
-    count = 0
     for r in rows:
         if prev is not None and r == prev + 1:
             prev = r
@@ -101,7 +100,6 @@ def _ranges(rows: Sequence[int], limit: int = 8) -> str:
         if start is not None:
             parts.append(str(start) if start == prev else f"{start}-{prev}")
         start = prev = r
-        count += 1
     if start is not None:
         parts.append(str(start) if start == prev else f"{start}-{prev}")
     more = f" (+{len(parts) - limit} more ranges)" if len(parts) > limit else ""
@@ -151,7 +149,7 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
         elif columns != extra:
             raise ValueError(f"{path}: has the columns {columns} but {paths[0]} has {extra}; shards of one input "
                              "carry the same columns")
-        rows = []
+        sample: list[int] = []  # a few rows of the file: which shard it is
         for record in _records(path, kind):
             r = record["row"]
             if signature is None:
@@ -164,10 +162,10 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
                 raise ValueError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
                                  "under two names, or an unsharded file given with its shards?)")
             seen.add(r)
-            rows.append(r)
+            if len(sample) < 64:
+                sample.append(r)
             largest = max(largest, r)
-        residues[path] = set(rows[:64])
-        del rows
+        residues[path] = set(sample)
     if signature is None:
         raise ValueError("the shard files hold no records")
     n = total if total is not None else largest + 1
