@@ -143,3 +143,16 @@ def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir
     assert [r["style_strength"] for r in merged] == pytest.approx([r["style_strength"] for r in whole], abs=1e-6)
     assert main(["merge", str(tmp_path / "s0.jsonl"), "--input", str(inp), "--out", str(tmp_path / "m.jsonl")]) == 2
     assert "shard 1/2 is missing" in capsys.readouterr().err
+
+
+def test_standard_input_is_read_twice_for_a_resume(tmp_path, tiny_model_dir, monkeypatch):
+    """Standard input is copied once per reader: the resume check and the scoring both read it."""
+    import io
+
+    text = "source,rewrite,style\n" + "".join(f'"source {i}.","rewrite {i}?",polite\n' for i in range(5))
+    out = tmp_path / "out.jsonl"
+    for extra in (["--max-rows", "2"], []):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+        assert main(["score", "-", "--model", str(tiny_model_dir), "--device", "cpu", "--out", str(out), "-q",
+                     *extra]) == 0
+    assert [r["row"] for r in read_scores(out)] == [0, 1, 2, 3, 4]

@@ -106,17 +106,25 @@ def _decode_error(path: Path, data: bytes, encoding: str, err: UnicodeDecodeErro
                       f"the file's encoding (--encoding latin-1, encoding='latin-1')")
 
 
-def _open_text(path: Path | str, encoding: str, newline: str) -> tuple[Any, Path]:
-    """``path`` open for reading as text (``-``: standard input, copied first to a temporary file so that it can be
-    read more than once in bounded memory), and the name to use in messages."""
+def _stdin_copy() -> Path:
+    """Standard input copied to a temporary file (removed at exit), so that a reader can read it more than once (a
+    resume check, then the scoring) in bounded memory."""
+    import atexit
     import shutil
     import tempfile
 
+    fd, name = tempfile.mkstemp(prefix="styleeval-stdin-")
+    with os.fdopen(fd, "wb") as f:
+        shutil.copyfileobj(sys.stdin.buffer, f)
+    atexit.register(lambda: Path(name).unlink(missing_ok=True))
+    return Path(name)
+
+
+def _open_text(path: Path | str, encoding: str, newline: str) -> tuple[Any, Path]:
+    """``path`` open for reading as text (``-``: standard input, through :func:`_stdin_copy`), and the name to use in
+    messages."""
     if str(path) == STDIN:
-        spool = tempfile.TemporaryFile()
-        shutil.copyfileobj(sys.stdin.buffer, spool)
-        spool.seek(0)
-        where, raw = Path("<stdin>"), spool
+        where, raw = Path("<stdin>"), open(_stdin_copy(), "rb")
     else:
         where = Path(path)
         if where.is_dir():
@@ -199,12 +207,18 @@ class RecordReader:
         self.path, self.fmt, self.encoding, self.strict = path, fmt, encoding, strict
         self._raw: Any = None
         self._size = 0
+        self._stdin: Path | None = None
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # JSONL lines end at "\n" only (a CR is whitespace to JSON); CSV reads every line end (RFC 4180 quoting)
         jsonl = self.fmt == "jsonl" or (self.fmt is None and str(self.path) != STDIN and
                                         file_format(self.path) == "jsonl")
-        text, where = _open_text(self.path, self.encoding, "\n" if jsonl else "")
+        if str(self.path) == STDIN and self._stdin is None:  # read once; every iteration reads the copy
+            self._stdin = _stdin_copy()
+        path = self._stdin if self._stdin is not None else self.path
+        text, where = _open_text(path, self.encoding, "\n" if jsonl else "")
+        if self._stdin is not None:
+            where = Path("<stdin>")
         with text:
             self._raw = text.buffer
             self._size = os.fstat(text.buffer.fileno()).st_size
