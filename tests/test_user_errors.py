@@ -233,3 +233,47 @@ def test_tiny_random_preset_runs_the_pipeline_offline(tmp_path, monkeypatch):
                                                           "polite")
     assert math.isfinite(scores[0]["content"]) and "tiny-random@local-" in scores.signature
     assert (tmp_path / "tiny-random" / "config.json").is_file()
+
+
+def test_weights_that_cannot_be_had_fail_in_seconds_with_one_line(monkeypatch, tmp_path):
+    """A Hub id not in the cache is decided once per process in <= 2 s: offline, unreachable, or gated (where to
+    accept the licence, and an ungated preset), instead of the Hub client's minute of retries."""
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from styleeval import models
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    monkeypatch.setattr(models, "_REACHABLE", {})
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.monotonic()
+    with pytest.raises(models.ModelLoadError, match=r"not in the local cache and the Hub cannot be reached \(HF_HUB_OFFLINE is set\)"):
+        models.load_model("someone/some-model")
+    assert time.monotonic() - start < 2
+
+    class Gated(BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(401 if "meta-llama" in self.path else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gated)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        start = time.monotonic()
+        with pytest.raises(models.ModelLoadError, match=r"it is gated: accept its licence at .*Llama-3.2-1B-Instruct"
+                                                        r".*--model qwen-1.5b \(Qwen/Qwen2.5-1.5B-Instruct\)"):
+            models.load_model("1b")
+        with pytest.raises(models.ModelLoadError, match="not found on the Hub"):
+            models.load_tokenizer("someone/missing")
+        assert time.monotonic() - start < 2
+    finally:
+        server.shutdown()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")  # now closed: unreachable
+    with pytest.raises(models.ModelLoadError, match=r"the Hub cannot be reached .*no answer within 2 s"):
+        models.load_model("someone/other-model")
