@@ -47,6 +47,19 @@ def test_cli_leaderboard_on_the_mirror(tmp_path, capsys):
     assert "## Lai: content" in (out / "leaderboard.md").read_text()
 
 
+def _toy_run(path, human: np.ndarray, scores: dict[str, np.ndarray]):
+    """A content run on a one-system toy corpus rated ``human``, the metrics' ``scores`` read from ``path``."""
+    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
+             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
+             "is_reference_rewrite": False, "content_mean": float(h), "style_mean": 1.0, "fluency_mean": None}
+            for i, h in enumerate(human)]
+    path.write_text("id," + ",".join(scores) + "\n" + "".join(
+        f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(len(human))),
+        encoding="utf-8")
+    return run_metaeval(["toy"], [f"precomputed:file={path}:column={c}:as={c}" for c in scores],
+                        dimension="content", loader=lambda name: rows, n_boot=0)
+
+
 def test_an_undefined_statistic_is_listed_last_and_never_clustered(tmp_path):
     """A constant metric has no Spearman: its NaN must not reorder the column (a NaN sort key does), nor enter the
     clusters; it is listed last as "–"."""
@@ -55,17 +68,9 @@ def test_an_undefined_statistic_is_listed_last_and_never_clustered(tmp_path):
     rng = np.random.default_rng(1)
     n = 120
     human = rng.integers(1, 6, size=n).astype(float)
-    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
-             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
-             "is_reference_rewrite": False, "content_mean": float(h), "style_mean": 1.0, "fluency_mean": None}
-            for i, h in enumerate(human)]
     scores = {"random": rng.normal(size=n), "constant": np.ones(n), "small": human + rng.normal(scale=0.3, size=n),
               "large": human + rng.normal(scale=2.0, size=n)}
-    path = tmp_path / "scores.csv"
-    path.write_text("id," + ",".join(scores) + "\n" + "".join(
-        f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(n)), encoding="utf-8")
-    specs = [f"precomputed:file={path}:column={c}:as={c}" for c in scores]
-    result = run_metaeval(["toy"], specs, dimension="content", loader=lambda name: rows, n_boot=0)
+    result = _toy_run(tmp_path / "scores.csv", human, scores)
     board = build_leaderboard([result], trials=50, n_boot=30)
     rho = board[board.statistic == "spearman"].reset_index(drop=True)
     assert rho.metric.tolist() == ["small", "large", "random", "constant"]
@@ -93,18 +98,10 @@ def test_cached_tables_equal_computed_ones_and_follow_their_inputs(tmp_path):
     rng = np.random.default_rng(2)
     n = 60
     human = rng.integers(1, 6, size=n).astype(float)
-    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
-             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
-             "is_reference_rewrite": False, "content_mean": float(h), "style_mean": 1.0, "fluency_mean": None}
-            for i, h in enumerate(human)]
 
     def run(noise: float):
         scores = {"good": human + rng.normal(scale=noise, size=n), "bad": rng.normal(size=n)}
-        path = tmp_path / f"scores{noise}.csv"
-        path.write_text("id," + ",".join(scores) + "\n" + "".join(
-            f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(n)), encoding="utf-8")
-        return run_metaeval(["toy"], [f"precomputed:file={path}:column={c}:as={c}" for c in scores],
-                            dimension="content", loader=lambda name: rows, n_boot=0)
+        return _toy_run(tmp_path / f"scores{noise}.csv", human, scores)
 
     first = run(0.5)
     computed = build_leaderboard([first], trials=30, n_boot=20)

@@ -19,7 +19,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -437,4 +437,13 @@ def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool
     return buf.getvalue()
 
 
-
+def format_in_batches(records: Iterable[dict[str, Any]], fmt: Format, kind: RecordKind,
+                      extra_columns: Sequence[str], header: bool, batch: int = 4096) -> Iterator[str]:
+    """``records`` (any iterable, read as it goes) as the text of an output file, ``batch`` records at a time (the
+    CSV header first when ``header``): a whole file rewritten in bounded memory."""
+    it = iter(records)
+    while (part := list(itertools.islice(it, batch))) or header:
+        yield _format_records(part, fmt, header, kind, extra_columns)
+        header = False
+        if len(part) < batch:
+            return

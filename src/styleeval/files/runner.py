@@ -35,6 +35,7 @@ from styleeval.files.records import (
     TornTail,
     _fields,
     _format_records,
+    format_in_batches,
     iter_rows,
     iter_scores,
     output_format,
@@ -318,14 +319,7 @@ def _rewrite_complete_records(out: Path, kind: RecordKind, fmt: Format, extra_co
     """OUT written again with its complete records only (streamed, in batches)."""
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", encoding="utf-8", newline="") as f:
-        batch: list[dict[str, Any]] = []
-        header = fmt == "csv"
-        for record in iter_scores(out, kind, TornTail()):
-            batch.append(record)
-            if len(batch) == 4096:
-                f.write(_format_records(batch, fmt, header, kind, extra_columns))
-                batch, header = [], False
-        f.write(_format_records(batch, fmt, header, kind, extra_columns))
+        f.writelines(format_in_batches(iter_scores(out, kind, TornTail()), fmt, kind, extra_columns, fmt == "csv"))
     os.replace(tmp, out)
 
 

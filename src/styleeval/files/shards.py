@@ -21,7 +21,7 @@ from styleeval.files.records import (
     LOGPROB_RECORDS,
     RecordKind,
     TornTail,
-    _format_records,
+    format_in_batches,
     iter_records,
     iter_scores,
     output_format,
@@ -178,19 +178,8 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     fmt = output_format(out)
     assert extra is not None
 
-    def chunks() -> Iterator[str]:
-        merged = heapq.merge(*(_records(p, kind) for p in paths), key=lambda record: record["row"])
-        batch: list[dict[str, Any]] = []
-        header = fmt == "csv"
-        for record in merged:
-            batch.append(record)
-            if len(batch) == 4096:
-                yield _format_records(batch, fmt, header, kind, extra)
-                batch, header = [], False
-        if batch or header:
-            yield _format_records(batch, fmt, header, kind, extra)
-
-    atomic_write(out, lambda f: f.writelines(chunks()))
+    merged = heapq.merge(*(_records(p, kind) for p in paths), key=lambda record: record["row"])
+    atomic_write(out, lambda f: f.writelines(format_in_batches(merged, fmt, kind, extra, fmt == "csv")))
     return MergeResult(out, tuple(paths), n, signature)
 
 
