@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 
@@ -303,9 +304,9 @@ class ServerClient:
         SDK's objects: a prompt's log-probabilities are hundreds of small dicts, and this is the client's hot path."""
         import httpx
 
-        body = {"model": self.model, "prompt": [list(map(int, p)) for p in prompts], "max_tokens": 1,
+        body = {"model": self.model, "prompt": [[int(t) for t in p] for p in prompts], "max_tokens": 1,
                 "temperature": 0.0, "prompt_logprobs": 0}
-        response = self.client.post("/completions", body=body, cast_to=httpx.Response)
+        response = self.client.post("/completions", content=_dumps(body), cast_to=httpx.Response)
         if tails is not None:
             fast = _tail_logprobs(response.content, prompts, tails)
             if fast is not None:
@@ -435,16 +436,17 @@ def _tail_logprobs(content: bytes, prompts: Sequence[Sequence[int]], tails: Sequ
     ``prompt_logprobs`` without decoding the rest of the answer (hundreds of entries a prompt, of which a few are
     wanted); ``None`` unless the answer has one choice per prompt, in order, whose last entries name exactly those
     tokens (then the caller decodes the whole answer, with its checks and messages)."""
-    parts = _PROMPT_LOGPROBS.split(content)[1:]
-    if len(parts) != len(prompts):
+    starts = [m.end() for m in _PROMPT_LOGPROBS.finditer(content)]  # positions, not copies of the answer
+    if len(starts) != len(prompts):
         return None
+    ends = [*starts[1:], len(content)]
     out = []
-    for part, prompt, tail in zip(parts, prompts, tails):
+    for start, end, prompt, tail in zip(starts, ends, prompts, tails):
         want = [int(t) for t in prompt[len(prompt) - tail :]] if tail else []
         window = 96 * tail + 1024
         while True:
-            found = _ENTRY.findall(part, max(0, len(part) - window))
-            if len(found) >= tail or window >= len(part):
+            found = _ENTRY.findall(content, max(start, end - window), end)
+            if len(found) >= tail or window >= end - start:
                 break
             window *= 4
         found = found[len(found) - tail :] if tail else []
@@ -465,6 +467,16 @@ def _loads(data: bytes) -> Any:
     except ValueError:  # NaN or Infinity (not JSON, but Python's json writes them): the stdlib reads them
         pass
     return json.loads(data)
+
+
+def _dumps(value: Any) -> bytes:
+    """``value`` as JSON bytes (orjson when installed: the request body of hundreds of token ids a prompt)."""
+    try:
+        import orjson
+
+        return orjson.dumps(value)
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        return json.dumps(value).encode()
 
 
 def _logprob_value(item: Any) -> float:
@@ -599,7 +611,7 @@ class ServerBackend(Backend):
             it = iter(values)
             for _, c in chunk:
                 lp = next(it) if c else []
-                out.append(torch.tensor(lp, dtype=torch.float32))
+                out.append(torch.from_numpy(np.array(lp, dtype=np.float32)))  # ~3x faster than torch.tensor
         return out
 
     def candidate_logprobs(self, prompts: Sequence[Sequence[int]], candidates: Sequence[int],
