@@ -55,6 +55,34 @@ def test_metaeval_notes_a_model_error_once(tmp_path):
     assert set(result.correlations.metric) == {"s_bleu"}
 
 
+def test_a_metric_that_could_not_be_computed_fails_the_command_unless_allowed(tmp_path, capsys):
+    """evaluate and metaeval write the report, then name the metric that is missing and exit 1 (0 with
+    --allow-missing): a default metric whose weights cannot be had is never dropped silently."""
+    nope = f"logprob_content:model={tmp_path / 'nope'}"
+    inp = tmp_path / "outputs.jsonl"
+    inp.write_text("".join(json.dumps({"source": f"give me report {i // 2}", "rewrite": f"Send report {i}, please.",
+                                       "system": f"sys{i % 2}", "source_id": str(i // 2)}) + "\n"
+                           for i in range(8)), encoding="utf-8")
+    evaluate = ["evaluate", str(inp), "--style", "formal", "--metrics", f"s_chrf,{nope}", "--no-progress",
+                "--no-plots"]
+    assert main([*evaluate, "--out", str(tmp_path / "e1")]) == 1
+    err = capsys.readouterr().err
+    assert "styleeval evaluate: error: 1 requested metric could not be computed: logprob_content (cannot load " \
+           "model" in err and "--allow-missing" in err
+    report = json.loads((tmp_path / "e1" / "report.json").read_text())
+    assert set(report["signatures"]) == {"s_chrf"} and list(report["not_computed"]) == ["logprob_content"]
+    assert main([*evaluate, "--out", str(tmp_path / "e2"), "--allow-missing"]) == 0
+    assert "error" not in capsys.readouterr().err
+
+    metaeval = ["metaeval", "--datasets", "lai_formality", "--metrics", f"s_bleu,{nope}", "--bootstrap", "0",
+                "--no-plots", "--no-progress", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*metaeval, "--out", str(tmp_path / "m1")]) == 1
+    err = capsys.readouterr().err
+    assert "styleeval metaeval: error: 1 requested metric could not be computed: logprob_content" in err
+    assert (tmp_path / "m1" / "report.md").exists()
+    assert main([*metaeval, "--out", str(tmp_path / "m2"), "--allow-missing"]) == 0
+
+
 def test_evaluate_module_model_error(tmp_path):
     import evaluate
 

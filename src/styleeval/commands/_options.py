@@ -1,6 +1,6 @@
-"""Command-line options shared by ``styleeval score`` and ``styleeval autorate``: file in, file out, resumable. The
-model and backend options come from :mod:`styleeval.options` (one declaration for the CLI, the evaluate modules and
-the metric specs)."""
+"""Command-line options shared by the sub-commands: ``styleeval score`` and ``styleeval autorate``'s file in, file
+out, resumable; ``--allow-missing`` of ``evaluate`` and ``metaeval``. The model and backend options come from
+:mod:`styleeval.options` (one declaration for the CLI, the evaluate modules and the metric specs)."""
 
 from __future__ import annotations
 
@@ -93,3 +93,28 @@ def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
                 seen[key] += 1
     out = {key: sums[key] / seen[key] if seen[key] else math.nan for key in keys}
     return {**out, "rows": rows, "counted": counted}
+
+
+MISSING_METRICS_EXIT = 1
+"""The exit status of a report written without a requested metric (without ``--allow-missing``)."""
+
+
+def add_allow_missing(p: argparse.ArgumentParser, what: str) -> None:
+    """``--allow-missing``: a report without a requested metric that could not be computed exits 0."""
+    p.add_argument("--allow-missing", action="store_true",
+                   help=f"exit 0 when a requested (or default) metric could not be computed{what} (weights that "
+                   "cannot be had, a server that does not answer); without it the report is still written, the "
+                   f"metric is named on stderr and the exit status is {MISSING_METRICS_EXIT}")
+
+
+def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow_missing: bool) -> int:
+    """The exit status of a written report: :data:`MISSING_METRICS_EXIT` with one line on stderr naming each metric
+    that could not be computed and why, unless ``allow_missing`` (then 0, the notes already said it)."""
+    if not failed or allow_missing:
+        return 0
+    named = "; ".join(f"{label} ({why})" for label, why in failed.items())
+    count = f"{len(failed)} requested metric{'' if len(failed) == 1 else 's'}"
+    print(f"styleeval {command}: error: {count} could not be computed: {named}. The report in {out} lacks "
+          f"{'it' if len(failed) == 1 else 'them'}; fix the cause, leave {'it' if len(failed) == 1 else 'them'} out "
+          "of --metrics, or pass --allow-missing to accept the report without it", file=sys.stderr)
+    return MISSING_METRICS_EXIT

@@ -26,6 +26,7 @@ the new ones.
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
+    from styleeval.commands._options import add_allow_missing
     from styleeval.systems.evaluation import DEFAULT_METRICS
 
     p = subparsers.add_parser(
@@ -54,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
                    "or report.json's content (json); the files in --out are the same either way")
+    add_allow_missing(p, "")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--shard", metavar="K/N", default=None,
                    help="job arrays: score only the LLM metrics' rows of every source j with j mod N = K (0 <= K < N) "
@@ -91,6 +93,7 @@ def _count(n: int, noun: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``ValueError``)."""
+    from styleeval.commands._options import missing_metrics_status
     from styleeval.commands.metaeval import _check_out_dir
     from styleeval.systems.evaluation import evaluate_systems
     from styleeval.systems.report import write_outputs
@@ -121,4 +124,4 @@ def run(args: argparse.Namespace) -> int:
     print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}, "
           f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
-    return 0
+    return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing)

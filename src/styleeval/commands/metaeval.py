@@ -24,6 +24,7 @@ def _csv_list(value: str) -> list[str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
+    from styleeval.commands._options import MISSING_METRICS_EXIT
     from styleeval.corpora import SPECS, rating_corpora
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
@@ -64,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "directions) -> OUT/lai.csv and OUT/lai.md; use lai:<score> metrics for Lai's own scores")
     p.add_argument("--allow-missing", action="store_true",
                    help="report without datasets that cannot be loaded (the report lists the missing cells) "
-                   "instead of stopping with an error")
+                   "instead of stopping with an error, and exit 0 when a requested (or default) metric could not be "
+                   f"computed (weights that cannot be had, a server that does not answer); without it such a metric is "
+                   f"named on stderr after the report is written, exit status {MISSING_METRICS_EXIT}")
     p.add_argument("--hybrids", action="store_true",
                    help="add Mukherjee et al.'s hybrid metrics (oracle and cross-validated by source) to the report")
     p.add_argument("--leaderboard", action="store_true",
@@ -88,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
     from pathlib import Path
 
+    from styleeval.commands._options import missing_metrics_status
     from styleeval.metaeval import run_metaeval, write_report
     from styleeval.scoring import ScoresCache, default_cache_dir
 
@@ -121,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")
-    return 0
+    return missing_metrics_status("metaeval", result.failed_metrics, paths["report"].parent, args.allow_missing)
 
 
 def _leaderboard(args: argparse.Namespace, first, cache) -> None:

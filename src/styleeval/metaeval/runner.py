@@ -41,6 +41,9 @@ class MetaevalResult:
     notes: list[str] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # (dataset, metric, why): cells left empty
+    failed_metrics: dict[str, str] = field(default_factory=dict)
+    """metric label -> why it could not be computed (on every corpus, or on the corpora named): a requested metric
+    missing from the tables, which ``styleeval metaeval`` treats as an error unless ``--allow-missing``."""
     scores: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)  # (dataset, metric) -> per-row scores
     human: dict[str, np.ndarray] = field(default_factory=dict)  # dataset -> human ratings of the dimension
     groups: dict[str, list[str]] = field(default_factory=dict)  # dataset -> source id of each row
@@ -196,8 +199,11 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
         except ValueError as err:
             if metric.label not in result.signatures:  # it could not even be set up: skip it everywhere
                 failed[metric.label] = str(err)
+                result.failed_metrics[metric.label] = str(err)
                 note(f"skipped metric {metric.label} on every dataset: {err}")
             else:
+                result.failed_metrics[metric.label] = "; ".join(
+                    filter(None, [result.failed_metrics.get(metric.label), f"on {data.name}: {err}"]))
                 note(f"skipped {metric.label} on {data.name}: {err}")
             result.missing.append((data.name, metric.label, str(err)))
     return scores

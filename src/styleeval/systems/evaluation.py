@@ -211,6 +211,7 @@ def evaluate_systems(
     signatures: dict[str, str] = {}
     better: dict[str, bool] = {}
     corpus: dict[str, CorpusInputs] = {}
+    not_computed: dict[str, str] = {}
     for metric in objs:
         try:
             signatures[metric.label] = str(metric.signature)
@@ -219,6 +220,7 @@ def evaluate_systems(
             raise
         except ValueError as err:
             signatures.pop(metric.label, None)
+            not_computed[metric.label] = str(err)
             note(f"{metric.label}: not computed ({err})")
             continue
         column = np.full(len(checked), np.nan)
@@ -239,8 +241,10 @@ def evaluate_systems(
         better[column] = True
     if len(scores.columns) == 3:
         raise ValueError("no metric could be computed: " + "; ".join(notes))
-    return compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
-                           seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+    report = compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
+                             seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+    report.not_computed = not_computed
+    return report
 
 
 def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence[str] | str, style: str | None,

@@ -42,6 +42,9 @@ class SystemsReport:
     """metric -> ``corpus`` (sacrebleu's corpus score) or ``mean`` (the mean of row scores): what ``score`` is."""
     test_signatures: dict[str, str] = field(default_factory=dict)
     """metric -> sacrebleu's signature of its paired test (corpus metrics)."""
+    not_computed: dict[str, str] = field(default_factory=dict)
+    """metric -> why it could not be computed (asked for, absent from the tables; ``styleeval evaluate`` exits
+    non-zero unless ``--allow-missing``)."""
 
     @property
     def metrics(self) -> list[str]:
@@ -76,7 +79,8 @@ class SystemsReport:
         return {"test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
                 "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
                 "test_signatures": self.test_signatures, "systems": records(self.systems),
-                "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes}
+                "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes,
+                "not_computed": self.not_computed}
 
 
 def fmt(value: float, digits: int = 4) -> str:
