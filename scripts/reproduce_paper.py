@@ -305,8 +305,16 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as err:
         print(f"reproduce_paper: {err}", file=sys.stderr)
         return 2
+    from styleeval.metrics import get_metric
     from styleeval.scoring import default_cache_dir
 
+    try:  # every row's metric is named before any work: a missing extra (sentence-transformers) is one line now
+        for spec in dict.fromkeys([*CONTENT_METRICS.values(), *STYLE_METRICS.values()]):
+            if spec is not None and needs_weights(spec) is None:
+                get_metric(spec)
+    except ValueError as err:
+        print(f"reproduce_paper: {err}", file=sys.stderr)
+        return 2
     args.cache_dir = args.cache_dir or default_cache_dir()
     started = time.perf_counter()
 

@@ -212,6 +212,56 @@ def test_scripts_name_the_missing_data_directory(tmp_path, script):
     assert len(lines) == 1 and "is not a directory" in lines[0] and str(tmp_path / "nowhere") in lines[0]
 
 
+BLOCK = """
+import importlib.util, runpy, sys
+real = importlib.util.find_spec
+importlib.util.find_spec = lambda name, *a: None if name.split(".")[0] in {blocked!r} else real(name, *a)
+sys.argv = {argv!r}
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def _without(blocked: set[str], argv: list[str]) -> subprocess.CompletedProcess:
+    """``argv`` (a script and its arguments) run as if the ``blocked`` packages were not installed."""
+    return subprocess.run([sys.executable, "-c", BLOCK.format(blocked=blocked, argv=argv)], capture_output=True,
+                          text=True, timeout=180, cwd=ROOT)
+
+
+def test_a_missing_extra_is_one_line_before_any_work(monkeypatch, tmp_path, capsys):
+    """Without sentence-transformers (or gradio), every entry point names the package and the extra before it
+    reads any data: the data directory here does not even exist, and that is not what is reported."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.split(".")[0] == "sentence_transformers" else real(name, *a))
+    nowhere = str(tmp_path / "nowhere")
+    wanted = "needs the sentence-transformers package, which is not installed: pip install 'styleeval[embeddings]'"
+    for argv in (["metaeval", "--metrics", "s_bleu,s_cosine:model=minilm-offline", "--data-dir", nowhere, "--out",
+                  str(tmp_path / "m")],
+                 ["evaluate", nowhere + ".csv", "--metrics", "r_cosine", "--style", "formal", "--out",
+                  str(tmp_path / "e")],
+                 ["stel", "--method", "char3gram,embedding", "--data-dir", nowhere, "--out", str(tmp_path / "s")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and wanted in err and "Traceback" not in err, (argv, err)
+    with pytest.raises(ValueError, match="s_cosine needs the sentence-transformers package"):
+        from styleeval.metrics import get_metric
+
+        get_metric("s_cosine")
+
+    script = _without({"sentence_transformers"}, [str(ROOT / "scripts" / "reproduce_paper.py"), "--data-dir",
+                                                  str(ROOT.parent / "shared" / "data"), "--cache-dir",
+                                                  str(tmp_path / "cache")])
+    assert script.returncode == 2 and script.stderr.strip().splitlines() == [
+        f"reproduce_paper: metric 's_cosine:model=sentence-transformers/LaBSE': s_cosine {wanted} (or pip install "
+        "sentence-transformers)"]
+    space = _without({"gradio"}, [str(ROOT / "spaces" / "style_eval_demo" / "app.py")])
+    assert space.returncode == 1 and space.stderr.strip().splitlines() == [
+        "spaces/style_eval_demo/app.py: the Space needs the gradio package, which is not installed: pip install "
+        "'styleeval[space]' (or pip install gradio)"]
+
+
 def test_build_datasets_that_builds_nothing_fails_and_says_what_to_set(tmp_path):
     empty = tmp_path / "empty-mirror"
     empty.mkdir()

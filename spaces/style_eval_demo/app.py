@@ -16,9 +16,16 @@ import os
 import tempfile
 from pathlib import Path
 
-import gradio as gr
+from styleeval.extras import MissingExtraError, require
 
-from styleeval.demo import (
+try:  # without gradio: one line naming the extra, not a traceback
+    require("gradio", "the Space")
+except MissingExtraError as err:
+    raise SystemExit(f"spaces/style_eval_demo/app.py: {err}") from None
+
+import gradio as gr  # noqa: E402
+
+from styleeval.demo import (  # noqa: E402
     EXAMPLES,
     MAX_BATCH_ROWS,
     MAX_CHARS,

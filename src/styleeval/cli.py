@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, BackendError) as err:  # bad input, a failing backend: one clear line, no traceback
+    except (ValueError, BackendError, FileNotFoundError, IsADirectoryError, PermissionError) as err:
+        # bad input, a file that is not there or cannot be read, a failing backend: one clear line, no traceback
         print(f"styleeval {args.command}: error: {err}", file=sys.stderr)
         return 2
 

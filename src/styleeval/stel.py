@@ -129,8 +129,9 @@ def _pairwise(fn: Similarity) -> BatchSimilarity:
 # -- model-based measures ------------------------------------------------------------------------------------------
 def embedding_similarity(model: str = "minilm-offline", device: str | None = None) -> BatchSimilarity:
     """Cosine of sentence-transformers embeddings (``minilm-offline``: the bundled all-MiniLM-L6-v2)."""
-    from styleeval.metrics.cosine import cosine_similarities, load_encoder
+    from styleeval.metrics.cosine import cosine_similarities, load_encoder, require_encoder
 
+    require_encoder("STEL's embedding method", model)
     encoder = load_encoder(model, device)
     return lambda texts_a, texts_b: cosine_similarities(encoder, texts_a, texts_b)
 
@@ -186,6 +187,21 @@ PAPER_NAMES = {
     "edit_distance": "LevenshteinSimilarity",
 }
 """Our method names -> the columns of the authors' per-task predictions file."""
+
+
+def check_method(method: str) -> None:
+    """A method name is known and what it needs is installed (``embedding``: sentence-transformers), checked before
+    any task is loaded or model read; a ``ValueError`` says what is wrong."""
+    name, _, arg = str(method).partition(":")
+    if name == "embedding":
+        from styleeval.metrics.cosine import require_encoder
+
+        require_encoder("STEL's embedding method", arg or "minilm-offline")
+    elif name == "encoder" and not arg:
+        raise ValueError("method 'encoder' needs a model: encoder:<Hugging Face id or path>")
+    elif name not in METHODS and name != "encoder":
+        raise ValueError(f"unknown STEL method {method!r}; choose from "
+                         f"{', '.join([*METHODS, 'embedding', 'encoder:<id>'])}")
 
 
 def get_method(method: str | Similarity | BatchSimilarity, **options: Any) -> BatchSimilarity:

@@ -95,12 +95,15 @@ def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``ValueError``)."""
     from styleeval.commands._options import missing_metrics_status
     from styleeval.commands.metaeval import _check_out_dir
+    from styleeval.metrics import get_metric
     from styleeval.systems.evaluation import evaluate_systems
     from styleeval.systems.report import write_outputs
 
     out = Path(args.out)
     _check_out_dir(out)
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    for spec in metrics:  # unknown names, bad options, missing extras: before the inputs are read
+        get_metric(spec, data_dir=args.data_dir)
     rows = read_inputs(args.inputs, args.system_from_filename, args.encoding)
     start = time.perf_counter()
     if args.shard is not None:

