@@ -43,8 +43,21 @@ def test_cli_leaderboard_on_the_mirror(tmp_path, capsys):
     board = pd.read_csv(out / "leaderboard.csv")
     assert set(board.dimension) == {"content", "style", "fluency"}  # Lai rates all three
     assert {"acc_eq", "spearman", "system_pairwise_accuracy", "soft_pairwise_accuracy"} <= set(board.statistic)
-    assert (out / "leaderboard.png").stat().st_size > 0
     assert "## Lai: content" in (out / "leaderboard.md").read_text()
+    # the figure: a corpus x dimension grid, named as in leaderboard.md, a legend for the cluster colours, page width
+    png = (out / "leaderboard.png").read_bytes()
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and width <= 1300 and height <= width, (width, height)
+    from styleeval.metaeval.plots import leaderboard_figure
+
+    fig = leaderboard_figure(board)
+    grid = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
+    assert len(grid) == 3 and [ax.get_title() for ax in grid] == ["content", "style", "fluency"]
+    assert grid[0].get_ylabel() == "Lai" and grid[0].get_xlabel() == "acc_eq (95% CI)"
+    assert {t.get_text() for t in grid[0].get_yticklabels()} == {"S-Bleu", "S-Chrf", "R-Chrf"}
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    clusters = sorted({int(c) for c in board[board.statistic == "acc_eq"].cluster})
+    assert legend == [f"cluster {c}" + (" (best)" if c == 1 else "") for c in clusters]
 
 
 def _toy_run(path, human: np.ndarray, scores: dict[str, np.ndarray]):

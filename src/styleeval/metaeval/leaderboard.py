@@ -211,22 +211,12 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
     board.to_csv(paths["csv"], index=False)
     paths["md"].write_text(leaderboard_markdown(board), encoding="utf-8")
-    acc = board[board["statistic"] == "acc_eq"]
-    if plots and len(acc):
-        import matplotlib
-
-        matplotlib.use("Agg")
+    if plots and (board["statistic"] == "acc_eq").any():
         import matplotlib.pyplot as plt
 
-        panels = list(acc.groupby(["corpus", "dimension"], sort=False))
-        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
-        for ax, ((corpus, dimension), part) in zip(axes[0], panels):
-            part = part.sort_values("rank")
-            colors = [f"C{int(c) - 1}" if math.isfinite(c) else "grey" for c in part["cluster"]]
-            ax.barh(part["metric"][::-1], part["value"][::-1], color=colors[::-1])
-            ax.set_title(f"{corpus}: {dimension}", fontsize=9)
-            ax.set_xlabel("acc_eq (colour: cluster)")
-        fig.tight_layout()
+        from styleeval.metaeval.plots import leaderboard_figure
+
+        fig = leaderboard_figure(board)
         paths["png"] = out / "leaderboard.png"
         fig.savefig(paths["png"], dpi=110)
         plt.close(fig)

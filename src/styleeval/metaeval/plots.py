@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -204,3 +205,64 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         fig.savefig(paths[-1], dpi=120)
         plt.close(fig)
     return paths
+
+
+LEADERBOARD_DIMENSIONS = ("content", "style", "fluency")
+
+
+def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
+    """The leaderboard's ``statistic`` as a grid of bar charts: one row per corpus, one column per human dimension
+    (a corpus that does not rate a dimension: an empty cell saying so), metrics by name, best first, with their 95%
+    CIs, coloured by significance cluster (one legend for the figure); sized to be read at page width. Returns the
+    matplotlib figure (the caller saves and closes it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    acc = board[board["statistic"] == statistic]
+    corpora = list(dict.fromkeys(acc["corpus"]))
+    dimensions = [d for d in LEADERBOARD_DIMENSIONS if d in set(acc["dimension"])]
+    dimensions += [d for d in dict.fromkeys(acc["dimension"]) if d not in dimensions]
+    metrics = max((len(part) for _, part in acc.groupby(["corpus", "dimension"])), default=1)
+    panel_height = 0.6 + 0.2 * metrics
+    fig, axes = plt.subplots(len(corpora), len(dimensions), squeeze=False, sharex=True,
+                             figsize=(3.4 * len(dimensions) + 1.2, panel_height * len(corpora) + 0.9))
+    clusters = sorted({int(c) for c in acc["cluster"] if math.isfinite(c)})
+    colors = {c: plt.get_cmap("tab10")((c - 1) % 10) for c in clusters}
+    for i, corpus in enumerate(corpora):
+        for j, dimension in enumerate(dimensions):
+            ax = axes[i][j]
+            part = acc[(acc["corpus"] == corpus) & (acc["dimension"] == dimension)].sort_values("rank")
+            if i == 0:
+                ax.set_title(f"{dimension}", fontsize=10, fontweight="bold")
+            if j == 0:  # placed left of the metric names, however long they are
+                ax.set_ylabel(dataset_label(corpus), fontsize=10, fontweight="bold")
+            if part.empty:
+                ax.set_yticks([])
+                ax.text(0.5, 0.5, f"no {dimension} ratings", ha="center", va="center", fontsize=8, color="grey",
+                        transform=ax.transAxes)
+                continue
+            part = part.iloc[::-1]  # best at the top
+            values = part["value"].to_numpy(dtype=float)
+            low, high = part["ci_low"].to_numpy(dtype=float), part["ci_high"].to_numpy(dtype=float)
+            err = np.vstack([np.clip(values - low, 0, None), np.clip(high - values, 0, None)])
+            y = np.arange(len(part))
+            ax.barh(y, values, color=[colors.get(int(c), "lightgrey") if math.isfinite(c) else "lightgrey"
+                                      for c in part["cluster"]],
+                    xerr=np.nan_to_num(err), error_kw={"elinewidth": 0.7, "capsize": 1.5})
+            ax.set_yticks(y)
+            ax.set_yticklabels([metric_label(str(m)) for m in part["metric"]], fontsize=7.5)
+            ax.tick_params(axis="x", labelsize=7.5)
+            ax.set_ylim(-0.6, len(part) - 0.4)
+    for ax in axes[-1]:
+        ax.set_xlabel(f"{statistic} (95% CI)", fontsize=8.5)
+    handles = [Patch(color=colors[c], label=f"cluster {c}" + (" (best)" if c == 1 else "")) for c in clusters]
+    if (~np.isfinite(acc["cluster"].to_numpy(dtype=float))).any():
+        handles.append(Patch(color="lightgrey", label="not ranked (no value)"))
+    fig.legend(handles=handles, loc="lower center", ncol=min(6, max(1, len(handles))), fontsize=8, frameon=False,
+               title="significance cluster (PERM-BOTH, p < 0.05): metrics in one cluster are not told apart",
+               title_fontsize=8)
+    fig.tight_layout(rect=(0, 0.06 if handles else 0, 1, 1))
+    return fig

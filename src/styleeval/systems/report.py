@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,8 +175,22 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
 
 def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None = None,
                   style: str | None = None) -> Path | None:
-    """Systems in the (content, style) plane with their CIs and the Pareto front; ``None`` when the report has no
-    content or no style metric."""
+    """``tradeoff.png`` (:func:`tradeoff_figure`); ``None`` when the report has no content or no style metric."""
+    fig = tradeoff_figure(report, content, style)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def tradeoff_figure(report: SystemsReport, content: str | None = None, style: str | None = None):
+    """Systems in the (content, style) plane with their CIs and the Pareto front, each system's name placed where it
+    overlaps no other name and no point (:func:`place_labels`), the axes named by metric and what they measure;
+    ``None`` when the report has no content or no style metric. The caller saves and closes the figure."""
     metrics = report.metrics
     content = content or _pick(metrics, CONTENT_METRICS)
     style = style or _pick(metrics, STYLE_METRICS)
@@ -206,19 +221,79 @@ def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None =
         yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color="tab:red" if system in front else "tab:blue",
                     capsize=3)
-        ax.annotate(system, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
     if len(front) > 1:
         pts = sorted((bars[s][0]["score"], bars[s][1]["score"]) for s in front)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", label="Pareto front")
-        ax.legend()
-    ax.set_xlabel(metric_label(content))
-    ax.set_ylabel(metric_label(style))
-    ax.set_title("Systems: content vs style (95% CIs; red: Pareto front)")
+        ax.legend(loc="best", fontsize=8)
+    ax.set_xlabel(_axis_name(report, content, "content preservation"))
+    ax.set_ylabel(_axis_name(report, style, "style strength"))
+    ax.set_title("Systems: content preservation vs style strength\n(95% CIs; red: on the Pareto front)", fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    place_labels(ax, [(bars[s][0]["score"], bars[s][1]["score"]) for s in bars], list(bars))
+    return fig
+
+
+def _axis_name(report: SystemsReport, metric: str, what: str) -> str:
+    better = "higher" if report.higher_is_better.get(metric, True) else "lower"
+    return f"{what}: {metric_label(metric)} ({better} is better)"
+
+
+LABEL_OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3.5) for dx, dy in
+                 ((6, 6), (6, -6), (-6, 6), (-6, -6), (0, 9), (0, -9), (9, 0), (-9, 0))]
+"""Where a label may go around its point (points of offset, nearest first)."""
+
+
+def place_labels(ax: Any, xy: Sequence[tuple[float, float]], labels: Sequence[str], fontsize: float = 8) -> list:
+    """Annotate each point ``xy[i]`` with ``labels[i]`` at the first of :data:`LABEL_OFFSETS` where the text overlaps
+    no label placed before it, no point and stays inside the axes (a greedy placement; a label that fits nowhere
+    takes the offset of least overlap and a leader line). Returns the text objects, in order."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    to_display = ax.transData.transform
+    marks = [_box(*to_display(p), 4) for p in xy]
+    inside = ax.get_window_extent(renderer)
+    placed: list[tuple[float, float, float, float]] = []
+    texts = []
+    for i, (point, label) in enumerate(zip(xy, labels)):
+        best = None
+        for dx, dy in LABEL_OFFSETS:
+            text = ax.annotate(label, point, textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
+                               ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                               va="bottom" if dy > 0 else "top" if dy < 0 else "center")
+            e = text.get_window_extent(renderer)
+            box = (e.x0, e.y0, e.x1, e.y1)
+            clash = sum(_overlap(box, other) for other in placed + [m for k, m in enumerate(marks) if k != i])
+            clash += (e.width * e.height) * (e.x0 < inside.x0 or e.x1 > inside.x1 or e.y0 < inside.y0
+                                             or e.y1 > inside.y1)
+            if best is None or clash < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (clash, text, box, (dx, dy))
+            else:
+                text.remove()
+            if clash == 0:
+                break
+        clash, text, box, offset = best
+        if clash > 0 or offset not in LABEL_OFFSETS[:8]:  # far from its point: a line says whose it is
+            text.remove()
+            text = ax.annotate(label, point, textcoords="offset points", xytext=offset, fontsize=fontsize,
+                               ha="left" if offset[0] > 0 else "right" if offset[0] < 0 else "center",
+                               va="bottom" if offset[1] > 0 else "top" if offset[1] < 0 else "center",
+                               arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.6})
+        placed.append(box)
+        texts.append(text)
+    return texts
+
+
+def _box(x: float, y: float, r: float) -> tuple[float, float, float, float]:
+    return (x - r, y - r, x + r, y + r)
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    """The area two display boxes share."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
 
 
 OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
