@@ -29,13 +29,19 @@ from styleeval.demo import (  # noqa: E402
     EXAMPLES,
     MAX_BATCH_ROWS,
     MAX_CHARS,
+    MAX_UPLOAD_BYTES,
     TIE_BELOW,
     UNEXPLAINED_BELOW,
     Demo,
     metaeval_leaderboard,
     metaeval_summary,
+    metaeval_unavailable,
 )
 
+UPLOAD_REFUSED_OVER = "20mb"
+"""The server's own limit on an upload (Gradio refuses larger files before they arrive, with a notice that fades);
+files over :data:`~styleeval.demo.MAX_UPLOAD_BYTES` but under it arrive and the status line says their size and the
+limit."""
 DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
 COLORS = {"style": "#4c9be8", "paraphrase": "#7bc67b", "repeat": "#cccccc", "unexplained": "#ff6b6b"}
 
@@ -132,7 +138,9 @@ def batch_ui(file):
     from styleeval.systems.report import fmt
 
     if file is None:
-        raise gr.Error("Please upload a CSV or JSONL file with the columns source, rewrite, style [, system].")
+        raise gr.Error(f"No file to score: upload a CSV or JSONL file of at most {MAX_UPLOAD_BYTES / 1e6:g} MB with "
+                       "the columns source, rewrite, style [, system]. (A file over "
+                       f"{UPLOAD_REFUSED_OVER.upper()} is refused by the upload itself.)")
     path = file if isinstance(file, str) else file.name
     rows, report = DEMO.batch(path)
     _remove_old_batches()
@@ -164,11 +172,9 @@ def _metaeval():
     try:
         rows, fig = metaeval_summary(data_dir, extra_metrics=extra)
         board = metaeval_leaderboard(data_dir, extra_metrics=extra)
-        return rows, fig, board
-    except Exception:  # the demo still works without the corpus
-        return [["The meta-evaluation needs the rated corpora: set STYLEEVAL_DATA_DIR to a local mirror (an "
-                 "absolute path, laid out like shared/data) or let the Space download them.", "", 0, 0.0, 1.0]], \
-            None, []
+        return rows, fig, board, ""
+    except Exception as err:  # the demo still works without the corpus: the tab says why, in a paragraph
+        return [], None, [], metaeval_unavailable(err)
 
 
 with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(3600, 3600)) as demo:
@@ -230,14 +236,19 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
                     "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "
                     "(computed when the Space starts).")
-        m_rows, m_fig, m_board = _metaeval()
-        gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"])
+        m_rows, m_fig, m_board, m_message = _metaeval()
+        if m_message:
+            gr.Markdown(m_message, elem_id="metaeval-status")
+        else:
+            gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"])
         if m_fig is not None:
             gr.Plot(value=m_fig)
         if m_board:
             gr.Markdown("**Leaderboard** (content, test set): each metric ranked per statistic and clustered "
                         "(a new cluster starts at the first metric significantly worse than the best of the current "
-                        "one, PERM-BOTH, p < 0.05). acc_eq is the tie-calibrated pairwise accuracy (docs/metaeval.md).")
+                        "one, PERM-BOTH, p < 0.05). acc_eq is the tie-calibrated pairwise accuracy of Deutsch et al. "
+                        "(2023): the share of pairs of rows that the metric orders as the humans do, a tie counted "
+                        "as agreeing when both tie, with the metric's tie threshold chosen to maximise it.")
             gr.Dataframe(value=m_board, headers=["statistic", "metric", "value", "rank", "cluster", "n"],
                          elem_id="leaderboard")
     gr.api(score_api, api_name="score")
@@ -246,4 +257,4 @@ demo.queue(default_concurrency_limit=1, max_size=32)
 
 if __name__ == "__main__":
     demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), max_file_size="2mb")
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), max_file_size=UPLOAD_REFUSED_OVER)

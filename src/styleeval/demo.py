@@ -282,6 +282,17 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
     return rows, fig
 
 
+def metaeval_unavailable(error: BaseException) -> str:
+    """The Meta-evaluation tab's message when the rated corpora cannot be loaded (Markdown, said in full in the
+    page: a Space user can open no file of the repository)."""
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return ("**The meta-evaluation is not available in this Space**: it correlates metrics with the human content "
+            "ratings of Pauli et al.'s 500-row test set, and those ratings could not be loaded "
+            f"({reason}). The Space's owner can set `STYLEEVAL_DATA_DIR` to the absolute path of a local copy of "
+            "the corpora, or let the Space download them from their original URLs when it starts. The other tabs "
+            "work without them; `styleeval metaeval` runs the full meta-evaluation on a machine with the corpora.")
+
+
 def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = ("s_bleu", "s_chrf", "s_paper_bleu"),
                          extra_metrics: Sequence[str] = (), trials: int = 100) -> list[list[Any]]:
     """The metrics leaderboard on the test set's content ratings (:mod:`styleeval.metaeval.leaderboard`): rows

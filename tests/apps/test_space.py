@@ -156,6 +156,17 @@ def test_space_in_headless_chromium(space, tmp_path):
         page.screenshot(path=str(tmp_path / "error.png"), full_page=True)
 
         page.get_by_role("tab", name="Batch").click()
+        big = tmp_path / "big.csv"  # 3 MB: over the demo's limit, under the upload's; the status line says so
+        big.write_text("source,rewrite,style\n" + "Send me the report now.,Could you send it?,polite\n" * 64_000,
+                       encoding="utf-8")
+        page.locator("#batch-file input[type=file]").set_input_files(str(big))
+        page.locator("#batch").click()
+        status = page.locator("#batch-status")
+        deadline = time.time() + 60
+        while "MB" not in status.inner_text() and time.time() < deadline:
+            time.sleep(0.2)
+        assert "big.csv is 3.2 MB; the demo takes files up to 2 MB" in status.inner_text(), status.inner_text()
+        page.locator("#batch-file").get_by_role("button", name="Clear").click()  # the user removes it
         page.locator("#batch-file input[type=file]").set_input_files(str(batch))
         page.locator("#batch").click()
         link = page.locator("#batch-out a").first
@@ -218,6 +229,19 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
     metrics = {r[0] for r in rows}
     assert metrics == {"s_bleu", "logprob_content"} and fig is not None
     assert {r[1] for r in rows} >= {"all", "politeness", "formality"}
+
+
+def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path):
+    from styleeval.demo import metaeval_summary, metaeval_unavailable
+
+    with pytest.raises(Exception) as info:
+        metaeval_summary(str(tmp_path / "no-mirror"))
+    message = metaeval_unavailable(info.value)
+    assert message.startswith("**The meta-evaluation is not available in this Space**")
+    assert str(tmp_path / "no-mirror") in message and "STYLEEVAL_DATA_DIR" in message
+    assert "docs/" not in message and "\n" not in message  # said in the page, not a link to a file of the repo
+    app = (ROOT / "spaces" / "style_eval_demo" / "app.py").read_text(encoding="utf-8")
+    assert "docs/" not in app and 'gr.Markdown(m_message, elem_id="metaeval-status")' in app
 
 
 def test_metaeval_leaderboard_rows(data_dir):
