@@ -1,0 +1,136 @@
+"""Every shell block of the README, so that it cannot drift from the code (issue 29, item 7).
+
+Each ```bash block of README.md is preceded by a marker (an HTML comment, not rendered):
+
+- ``<!-- readme-test: run -->``: run as written, the blocks in order in one scratch folder beside ``shared/`` (the
+  inputs a block names but does not make, e.g. ``rewrites.csv``, are made first); options in ``[brackets]`` are left
+  out. Model presets (``1b``, ``3b``...) are the tiny random test model, placed in a scratch Hugging Face cache under
+  each preset's Hub id, offline: the commands run verbatim through the real loading and scoring code, without
+  weights (the numbers are not the paper's). Afterwards every ``--out`` a block names exists.
+- ``<!-- readme-test: parse: <why> -->``: checked, not run (the reason says what it would need): bash syntax, every
+  ``styleeval`` line parsed by the CLI's own parser (bracketed options included), every script and extra it names
+  exists.
+
+A block without a marker fails, so a new block must say which it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from styleeval.cli import build_parser
+from styleeval.models import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+BLOCK = re.compile(r"(?:<!-- readme-test: (run|parse: [^>]*?) -->\n)?```bash\n(.*?)\n```", re.S)
+OPTIONAL = re.compile(r"\s\[(--[^\]]*)\]")
+INPUTS = {
+    "rewrites.csv": 'source,rewrite,style\n"give me the report now.","Could you please send me the report?",polite\n'
+                    '"the food was cold.","The food was not warm.",positive\n',
+    "outputs.csv": "source,rewrite,style,system\n" + "".join(
+        f'"{s}","Could you {s}",polite,A\n"{s}","{s.upper()}",polite,B\n'
+        for s in ("give me the report now.", "the food was cold.", "send it today.", "this is bad.")),
+    "sysA.jsonl": "".join(f'{{"source": "{s}", "rewrite": "Please, {s}"}}\n'
+                          for s in ("give me the report now.", "send it today.", "this is bad.")),
+    "sysB.jsonl": "".join(f'{{"source": "{s}", "rewrite": "{s}"}}\n'
+                          for s in ("give me the report now.", "send it today.", "this is bad.")),
+}
+"""What the run blocks read and no block writes."""
+
+BLOCKS = [(m.group(1), m.group(2), README[: m.start()].count("\n") + 1) for m in BLOCK.finditer(README)]
+
+
+def _lines(text: str) -> list[list[str]]:
+    """The block's commands as argument lists (continuations joined, comments and ``VAR=value`` prefixes dropped)."""
+    out = []
+    for line in text.replace("\\\n", " ").splitlines():
+        argv = shlex.split(line, comments=True)
+        while argv and re.fullmatch(r"[A-Z_]+=\S*", argv[0]):
+            argv = argv[1:]
+        if argv:
+            out.append(argv)
+    return out
+
+
+def check_block(text: str, where: str) -> None:
+    """What a parse block gets (and a run block before it runs): syntax, the CLI's parser, the names it uses."""
+    proc = subprocess.run(["bash", "-n", "-c", text], capture_output=True, text=True)
+    assert proc.returncode == 0, f"{where}: {proc.stderr}"
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    section = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    extras = set(re.findall(r"^([\w-]+)\s*=", section, re.M))
+    parser = build_parser()
+    for argv in _lines(OPTIONAL.sub(r" \1", text)):  # bracketed options are checked too
+        if argv[0] == "styleeval":
+            try:
+                parser.parse_args(argv[1:])
+            except SystemExit:
+                pytest.fail(f"{where}: the CLI does not accept {shlex.join(argv)}")
+        elif argv[0] == "python" and argv[1] == "-c":
+            compile(argv[2], where, "exec")
+        elif argv[0] == "python" and argv[1] != "-m":
+            assert (ROOT / argv[1]).is_file(), f"{where}: no script {argv[1]}"
+        elif argv[0] == "pip":
+            for arg in argv:
+                if m := re.fullmatch(r"\S*\[([\w,]+)\]", arg):
+                    unknown = set(m.group(1).split(",")) - set(extras)
+                    assert not unknown, f"{where}: no extra {', '.join(unknown)} in pyproject.toml"
+
+
+def test_every_shell_block_is_marked_and_parses():
+    assert len(BLOCKS) == README.count("```bash") and len(BLOCKS) >= 9
+    for marker, text, line in BLOCKS:
+        where = f"README.md, the block at line {line}"
+        assert marker is not None, f"{where} has no <!-- readme-test: run --> or <!-- readme-test: parse: why -->"
+        assert marker == "run" or len(marker) > len("parse: ") + 10, f"{where}: say why it is only parsed"
+        check_block(text, where)
+
+
+@pytest.fixture(scope="module")
+def scratch(tiny_model_dir, tmp_path_factory):
+    """A folder beside a link to shared/, and a Hugging Face cache holding the tiny model under every preset's id."""
+    root = tmp_path_factory.mktemp("readme")
+    (root / "shared").symlink_to(ROOT.parent / "shared")
+    work = root / "work"
+    work.mkdir()
+    for name, content in INPUTS.items():
+        (work / name).write_text(content, encoding="utf-8")
+    for repo_id in PRESETS.values():
+        repo = root / "hf" / "hub" / f"models--{repo_id.replace('/', '--')}"
+        shutil.copytree(tiny_model_dir, repo / "snapshots" / ("0" * 40))
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("0" * 40)
+    data = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
+    env = {**os.environ, "HF_HOME": str(root / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "STYLEEVAL_DATA_DIR": data, "STYLEEVAL_SCORES_CACHE": str(root / "scores"),
+           "STYLEEVAL_CACHE": str(root / "cache"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return work, env
+
+
+def test_the_run_blocks_run_as_written(scratch):
+    work, env = scratch
+    ran = 0
+    for marker, text, line in BLOCKS:
+        if marker != "run":
+            continue
+        where = f"README.md, the block at line {line}"
+        command = OPTIONAL.sub("", text)
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=work, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, f"{where} failed ({proc.returncode}):\n{command}\n{proc.stderr[-3000:]}"
+        for argv in _lines(command):
+            if "--out" in argv:
+                out = argv[argv.index("--out") + 1]
+                assert (work / out).exists(), f"{where}: {shlex.join(argv)} wrote no {out}"
+        ran += 1
+    assert ran >= 6
