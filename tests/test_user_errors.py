@@ -73,6 +73,8 @@ def test_a_metric_that_could_not_be_computed_fails_the_command_unless_allowed(tm
     assert set(report["signatures"]) == {"s_chrf"} and list(report["not_computed"]) == ["logprob_content"]
     assert main([*evaluate, "--out", str(tmp_path / "e2"), "--allow-missing"]) == 0
     assert "error" not in capsys.readouterr().err
+    assert main([*evaluate, "--out", str(tmp_path / "e3"), "--sort-by", "s_chfr"]) == 2  # named as the flag is
+    assert "sort_by (--sort-by) 's_chfr' is not among the metrics" in capsys.readouterr().err
 
     metaeval = ["metaeval", "--datasets", "lai_formality", "--metrics", f"s_bleu,{nope}", "--bootstrap", "0",
                 "--no-plots", "--no-progress", "--cache-dir", str(tmp_path / "cache")]

@@ -215,7 +215,8 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         c_button = gr.Button("Compare", variant="primary", elem_id="compare")
         c_status = gr.Markdown(elem_id="compare-status")
         c_table = gr.Dataframe(headers=["metric", "A", "B", "prefers"], elem_id="compare-table")
-        gr.Markdown(f"4 significant digits; scores that differ by less than {TIE_BELOW:.1%} of the larger are a tie.")
+        gr.Markdown(f"4 significant digits; two scores are a tie when they differ by less than {TIE_BELOW:.1%} of "
+                    f"the larger absolute value, or by less than {TIE_BELOW:g} when both are within ±1.")
         gr.Examples([list(e) for e in EXAMPLES], inputs=[c_source, c_a, c_b, c_style])
         c_button.click(compare_ui, [c_source, c_a, c_b, c_style], [c_status, c_table], api_name=False)
     with gr.Tab("Batch"):

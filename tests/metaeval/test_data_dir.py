@@ -11,8 +11,9 @@ def test_lai_scores_use_the_runs_data_dir(tmp_path, data_dir, monkeypatch, capsy
     monkeypatch.setenv("STYLEEVAL_CACHE_DIR", str(tmp_path / "empty-download-cache"))  # nothing downloaded before
     _lai_scores.cache_clear()
     assert main(["metaeval", "--analysis", "lai", "--metrics", "lai:c-gyafc,lai:comet,r_chrf", "--data-dir",
-                 str(data_dir), "--out", str(tmp_path / "out"), "--no-plots", "--no-progress", "--no-cache"]) == 0
+                 str(data_dir), "--out", f"{tmp_path / 'out'}/", "--no-plots", "--no-progress", "--no-cache"]) == 0
     assert (tmp_path / "out" / "lai.csv").stat().st_size > 0
+    assert f"-> {tmp_path / 'out' / 'lai.csv'}, {tmp_path / 'out' / 'lai.md'}" in capsys.readouterr().out  # no //
 
 
 def test_the_default_datasets_are_those_present(data_dir):

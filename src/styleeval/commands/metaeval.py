@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
         result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=not args.no_progress,
                          plots=not args.no_plots)
-        print(f"{len(result)} figures -> {args.out}/lai.csv, {args.out}/lai.md ({time.perf_counter() - start:.1f}s)")
+        print(f"{len(result)} figures -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'} "
+              f"({time.perf_counter() - start:.1f}s)")
         return 0
     result = run_metaeval(
         datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,

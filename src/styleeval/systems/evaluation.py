@@ -410,7 +410,7 @@ def compare_systems(
     note = _noter(notes, log)
     sort_by = sort_by or labels[0]
     if sort_by not in labels:
-        raise ValueError(f"sort_by {sort_by!r} is not among the metrics ({', '.join(labels)})")
+        raise ValueError(f"sort_by (--sort-by) {sort_by!r} is not among the metrics ({', '.join(labels)})")
 
     systems = sorted(scores["system"].unique())
     if len(systems) == 1:
