@@ -235,7 +235,9 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
 
 def _axis_name(report: SystemsReport, metric: str, what: str) -> str:
     better = "higher" if report.higher_is_better.get(metric, True) else "lower"
-    return f"{what}: {metric_label(metric)} ({better} is better)"
+    name = f"human {metric.removeprefix(HUMAN_PREFIX)} ratings" if metric.startswith(HUMAN_PREFIX) else \
+        metric_label(metric)
+    return f"{what}: {name} ({better} is better)"
 
 
 LABEL_OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3.5) for dx, dy in
