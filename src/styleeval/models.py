@@ -3,87 +3,20 @@
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import torch
 
-PRESETS: dict[str, str] = {
-    "1b": "meta-llama/Llama-3.2-1B-Instruct",
-    "3b": "meta-llama/Llama-3.2-3B-Instruct",
-    "8b": "meta-llama/Llama-3.1-8B-Instruct",
-    "qwen-1.5b": "Qwen/Qwen2.5-1.5B-Instruct",
-}
-"""The paper's three backbones (appendix D.1; gated on the Hub: accept Meta's licence first); ``1b`` is the default.
-``qwen-1.5b`` is an ungated chat model of the same size, for trying without the licence (not the paper's)."""
-
-UNGATED_PRESET = "qwen-1.5b"
-
-PROBE_SECONDS = 2.0
-"""How long the one check that a model not in the local cache can be downloaded may take."""
-
-_REACHABLE: dict[str, Exception | None] = {}
-"""Per process and model: the error of that check (``None``: it can be downloaded)."""
-
-
-def check_downloadable(name: str, what: str = "model") -> None:
-    """Before loading a Hub id that is not in the local cache: decide once per process, in at most
-    :data:`PROBE_SECONDS`, whether it can be had (``HF_HUB_OFFLINE``, one request for its config), instead of the
-    Hub client's retries (about a minute); a :class:`ModelLoadError` in one line otherwise: offline, unreachable,
-    not found, or gated (where to accept the licence, and an ungated preset that works now)."""
-    if os.path.isdir(os.path.expanduser(name)) or not _looks_like_hub_id(name):
-        return
-    from huggingface_hub import try_to_load_from_cache
-
-    if any(isinstance(try_to_load_from_cache(name, f), str) for f in ("config.json", "tokenizer_config.json")):
-        return
-    if name not in _REACHABLE:
-        _REACHABLE[name] = _probe(name, what)
-    if _REACHABLE[name] is not None:
-        raise _REACHABLE[name]  # type: ignore[misc]
-
-
-def _probe(name: str, what: str) -> Exception | None:
-    import httpx
-
-    start = f"cannot load {what} {name!r}: not in the local cache and"
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return ModelLoadError(f"{start} the Hub cannot be reached (HF_HUB_OFFLINE is set): download it once with "
-                              "network access (unset HF_HUB_OFFLINE), or pass a local path (or --model "
-                              f"{TINY_RANDOM} to try the pipeline without weights)")
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    headers = {}
-    try:
-        from huggingface_hub import get_token
-
-        token = get_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        response = httpx.head(f"{endpoint}/{name}/resolve/main/config.json", headers=headers,
-                              timeout=PROBE_SECONDS, follow_redirects=False)
-    except httpx.HTTPError as err:
-        return ModelLoadError(f"{start} the Hub cannot be reached ({endpoint}: no answer within {PROBE_SECONDS:g} s, "
-                              f"{type(err).__name__}): download it once with network access, or pass a local path "
-                              f"(or --model {TINY_RANDOM} to try the pipeline without weights)")
-    if response.status_code in (401, 403):
-        ungated = PRESETS[UNGATED_PRESET]
-        return ModelLoadError(f"cannot load {what} {name!r}: it is gated: accept its licence at {endpoint}/{name}, "
-                              f"then log in (`hf auth login` or HF_TOKEN); an ungated model that works now: --model "
-                              f"{UNGATED_PRESET} ({ungated})")
-    if response.status_code == 404:
-        return ModelLoadError(f"cannot load {what} {name!r}: not found on the Hub ({endpoint}): check the id, or pass "
-                              "a local path")
-    return None
-
-DEFAULT_MODEL = PRESETS["1b"]
-
-TINY_RANDOM = "tiny-random"
-"""A preset for trying the pipeline with no weights to download: a 2-layer random-weight Llama with a byte-level
-BPE tokenizer and a Llama-3 chat template, built once on this machine (the test suite's model). Its numbers mean
-nothing; every code path is the real one."""
+from styleeval.hub import (  # noqa: F401  re-exported: the torch-free part of model loading lives in hub.py
+    DEFAULT_MODEL,
+    PRESETS,
+    PROBE_SECONDS,
+    TINY_RANDOM,
+    UNGATED_PRESET,
+    ModelLoadError,
+    check_downloadable,
+)
+from styleeval.hub import looks_like_hub_id as _looks_like_hub_id
 
 
 def preset_path(model: Any) -> str:
@@ -226,10 +159,6 @@ def model_revision_key(model: Any, revision: str | None = None) -> str | None:
     return revision
 
 
-class ModelLoadError(ValueError):
-    """A model or tokenizer could not be loaded; the message names it and says what to do, in one line."""
-
-
 def explain_load_error(name: str, err: BaseException, what: str = "model") -> ModelLoadError:
     """One line naming ``name`` and what to do about ``err`` (gated, unknown id, offline, wrong path...)."""
     kind = type(err).__name__
@@ -248,10 +177,6 @@ def explain_load_error(name: str, err: BaseException, what: str = "model") -> Mo
     else:
         hint = f"{kind}: {text}"
     return ModelLoadError(f"cannot load {what} {name!r}: {hint}")
-
-
-def _looks_like_hub_id(name: str) -> bool:
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name))
 
 
 def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_code: bool = False) -> Any:
