@@ -210,15 +210,13 @@ def get_method(method: str | Similarity | BatchSimilarity, **options: Any) -> Ba
     if callable(method):
         return _pairwise(method)  # type: ignore[arg-type]
     name, _, arg = str(method).partition(":")
+    arg = arg or options.get("model", "")
+    check_method(f"{name}:{arg}" if arg else name)
     if name in METHODS:
         return _pairwise(METHODS[name])
     if name == "embedding":
-        return embedding_similarity(arg or options.get("model", "minilm-offline"), options.get("device"))
-    if name == "encoder":
-        if not arg and "model" not in options:
-            raise ValueError("method 'encoder' needs a model: encoder:<Hugging Face id or path>")
-        return encoder_similarity(arg or options["model"], options.get("device"))
-    raise ValueError(f"unknown STEL method {method!r}; choose from {', '.join([*METHODS, 'embedding', 'encoder:<id>'])}")
+        return embedding_similarity(arg or "minilm-offline", options.get("device"))
+    return encoder_similarity(arg, options.get("device"))
 
 
 # -- the decision rule ---------------------------------------------------------------------------------------------

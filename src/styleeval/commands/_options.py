@@ -99,10 +99,13 @@ MISSING_METRICS_EXIT = 1
 """The exit status of a report written without a requested metric (without ``--allow-missing``)."""
 
 
-def add_allow_missing(p: argparse.ArgumentParser, what: str) -> None:
-    """``--allow-missing``: a report without a requested metric that could not be computed exits 0."""
+def add_allow_missing(p: argparse.ArgumentParser, datasets: bool = False) -> None:
+    """``--allow-missing``: a report without a requested metric that could not be computed exits 0 (``datasets``:
+    and a dataset that cannot be loaded is left out instead of stopping the run)."""
+    first = ("report without datasets that cannot be loaded (the report lists the missing cells) instead of stopping "
+             "with an error, and " if datasets else "")
     p.add_argument("--allow-missing", action="store_true",
-                   help=f"exit 0 when a requested (or default) metric could not be computed{what} (weights that "
+                   help=f"{first}exit 0 when a requested (or default) metric could not be computed (weights that "
                    "cannot be had, a server that does not answer); without it the report is still written, the "
                    f"metric is named on stderr and the exit status is {MISSING_METRICS_EXIT}")
 
@@ -114,7 +117,8 @@ def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow
         return 0
     named = "; ".join(f"{label} ({why})" for label, why in failed.items())
     count = f"{len(failed)} requested metric{'' if len(failed) == 1 else 's'}"
-    print(f"styleeval {command}: error: {count} could not be computed: {named}. The report in {out} lacks "
-          f"{'it' if len(failed) == 1 else 'them'}; fix the cause, leave {'it' if len(failed) == 1 else 'them'} out "
-          "of --metrics, or pass --allow-missing to accept the report without it", file=sys.stderr)
+    it = "it" if len(failed) == 1 else "them"
+    print(f"styleeval {command}: error: {count} could not be computed: {named}. The report in {out} lacks {it}; fix "
+          f"the cause, leave {it} out of --metrics, or pass --allow-missing to accept the report without {it}",
+          file=sys.stderr)
     return MISSING_METRICS_EXIT

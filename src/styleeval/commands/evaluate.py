@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
                    "or report.json's content (json); the files in --out are the same either way")
-    add_allow_missing(p, "")
+    add_allow_missing(p)
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--shard", metavar="K/N", default=None,
                    help="job arrays: score only the LLM metrics' rows of every source j with j mod N = K (0 <= K < N) "

@@ -24,7 +24,7 @@ def _csv_list(value: str) -> list[str]:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.commands._options import MISSING_METRICS_EXIT
+    from styleeval.commands._options import add_allow_missing
     from styleeval.corpora import SPECS, rating_corpora
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
@@ -63,11 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="paper: the correlation tables of Pauli et al. (default); lai: Lai et al. (2022)'s analyses on "
                    "lai_formality (inter-annotator agreement, system-level r, per-input tau-like, top/last-N, "
                    "directions) -> OUT/lai.csv and OUT/lai.md; use lai:<score> metrics for Lai's own scores")
-    p.add_argument("--allow-missing", action="store_true",
-                   help="report without datasets that cannot be loaded (the report lists the missing cells) "
-                   "instead of stopping with an error, and exit 0 when a requested (or default) metric could not be "
-                   f"computed (weights that cannot be had, a server that does not answer); without it such a metric is "
-                   f"named on stderr after the report is written, exit status {MISSING_METRICS_EXIT}")
+    add_allow_missing(p, datasets=True)
     p.add_argument("--hybrids", action="store_true",
                    help="add Mukherjee et al.'s hybrid metrics (oracle and cross-validated by source) to the report")
     p.add_argument("--leaderboard", action="store_true",
