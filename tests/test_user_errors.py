@@ -357,30 +357,3 @@ def test_weights_that_cannot_be_had_fail_in_seconds_with_one_line(monkeypatch, t
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")  # now closed: unreachable
     with pytest.raises(models.ModelLoadError, match=r"the Hub cannot be reached .*no answer within 1.5 s"):
         models.load_model("someone/other-model")
-
-
-def test_score_without_its_weights_fails_in_about_a_second(tmp_path):
-    """The whole command, as a user runs it: the weights are decided before the CLI's heavy imports (torch,
-    transformers, pandas take seconds), so `styleeval score --model 1b` with no weights ends in well under 2 s."""
-    import socket
-
-    inp = tmp_path / "t.csv"
-    inp.write_text("source,rewrite,style\na,b,polite\n", encoding="utf-8")
-    silent = socket.socket()  # accepts connections (the kernel does) and never answers: a network dropping replies
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(8)
-    offline = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
-    hanging = {**offline, "HF_ENDPOINT": f"http://127.0.0.1:{silent.getsockname()[1]}"}
-    del hanging["HF_HUB_OFFLINE"]
-    for command, env, says in (("score", offline, "HF_HUB_OFFLINE is set"), ("autorate", offline, "HF_HUB_OFFLINE"),
-                               ("score", hanging, "no answer within 1.5 s")):
-        start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "styleeval.cli", command, str(inp), "--model", "1b", "--out",
-                               str(tmp_path / f"{command}.jsonl")], capture_output=True, text=True, env=env, timeout=60)
-        seconds = time.monotonic() - start
-        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-        assert f"styleeval {command}: error: cannot load model 'meta-llama/Llama-3.2-1B-Instruct': not in the local " \
-               "cache" in proc.stderr and says in proc.stderr
-        assert seconds < 2, f"{command}: {seconds:.2f} s"
-        assert not (tmp_path / f"{command}.jsonl").exists()
-    silent.close()

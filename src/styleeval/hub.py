@@ -1,6 +1,6 @@
-"""What a model name stands for and whether its weights can be had, without importing torch or transformers: the
-CLI decides it before its heavy imports, so that weights that cannot be had are one line within seconds.
-:mod:`styleeval.models` loads the models and re-exports these names."""
+"""What a model name stands for and whether its weights can be had, without importing torch or transformers (a
+check that costs what it decides, whoever calls it). :mod:`styleeval.models` loads the models and re-exports these
+names."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ DEFAULT_MODEL = PRESETS["1b"]
 UNGATED_PRESET = "qwen-1.5b"
 
 PROBE_SECONDS = 1.5
-"""How long the one check that a model not in the local cache can be downloaded may take (the whole command then
-fails within 2 s even where the network drops packets: the CLI makes the check before its heavy imports)."""
+"""How long the one check that a model not in the local cache can be downloaded may take."""
 
 _REACHABLE: dict[str, Exception | None] = {}
 """Per process and model: the error of that check (``None``: it can be downloaded)."""
