@@ -1,6 +1,5 @@
-"""What a model name stands for and whether its weights can be had, without importing torch or transformers (a
-check that costs what it decides, whoever calls it). :mod:`styleeval.models` loads the models and re-exports these
-names."""
+"""What a model name stands for and whether its weights can be had, without importing torch or transformers.
+:mod:`styleeval.models` loads the models and re-exports these names."""
 
 from __future__ import annotations
 

@@ -129,9 +129,8 @@ def _pairwise(fn: Similarity) -> BatchSimilarity:
 # -- model-based measures ------------------------------------------------------------------------------------------
 def embedding_similarity(model: str = "minilm-offline", device: str | None = None) -> BatchSimilarity:
     """Cosine of sentence-transformers embeddings (``minilm-offline``: the bundled all-MiniLM-L6-v2)."""
-    from styleeval.metrics.cosine import cosine_similarities, load_encoder, require_encoder
+    from styleeval.metrics.cosine import cosine_similarities, load_encoder
 
-    require_encoder("STEL's embedding method", model)
     encoder = load_encoder(model, device)
     return lambda texts_a, texts_b: cosine_similarities(encoder, texts_a, texts_b)
 

@@ -101,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     _check_out_dir(out)
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
-    for spec in metrics:  # unknown names, bad options, missing extras: before the inputs are read
-        get_metric(spec, data_dir=args.data_dir)
+    # built once, before the inputs are read: unknown names, bad options and missing extras fail at once
+    metrics = [get_metric(spec.strip(), data_dir=args.data_dir) for spec in args.metrics.split(",") if spec.strip()]
     rows = read_inputs(args.inputs, args.system_from_filename, args.encoding)
     start = time.perf_counter()
     if args.shard is not None:

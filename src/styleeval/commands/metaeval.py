@@ -150,11 +150,10 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")
 
 
-DIMENSIONS = ("content", "style", "fluency")
-
-
 def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:
     """``--leaderboard-dimensions``: a comma list or ``all`` (also when not given); the run's dimension first."""
+    from styleeval.metaeval.data import DIMENSIONS
+
     if text is None or text.strip() == "all":
         return list(DIMENSIONS)
     chosen = [d.strip() for d in text.split(",") if d.strip()]

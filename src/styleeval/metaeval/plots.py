@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval.labels import dataset_label, metric_label
+from styleeval.metaeval.data import DIMENSIONS
 from styleeval.metaeval.grouping import Group, group_averages
 
 
@@ -207,9 +208,6 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-LEADERBOARD_DIMENSIONS = ("content", "style", "fluency")
-
-
 def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
     """The leaderboard's ``statistic`` as a grid of bar charts: one row per corpus, one column per human dimension
     (a corpus that does not rate a dimension: an empty cell saying so), metrics by name, best first, with their 95%
@@ -223,7 +221,7 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
 
     acc = board[board["statistic"] == statistic]
     corpora = list(dict.fromkeys(acc["corpus"]))
-    dimensions = [d for d in LEADERBOARD_DIMENSIONS if d in set(acc["dimension"])]
+    dimensions = [d for d in DIMENSIONS if d in set(acc["dimension"])]
     dimensions += [d for d in dict.fromkeys(acc["dimension"]) if d not in dimensions]
     metrics = max((len(part) for _, part in acc.groupby(["corpus", "dimension"])), default=1)
     panel_height = 0.6 + 0.2 * metrics

@@ -19,13 +19,16 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from styleeval import stats
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
+
+if TYPE_CHECKING:
+    from styleeval.metrics import Metric
 
 DEFAULT_METRICS = ("logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_bleu", "s_chrf")
 """LogProb content and style with the default model, the autorater's expected mode, S-BLEU and S-chrF."""
@@ -163,7 +166,7 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
 
 def evaluate_systems(
     rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
-    metrics: Sequence[str] | str = DEFAULT_METRICS,
+    metrics: Sequence[str | Metric] | str = DEFAULT_METRICS,
     *,
     style: str | None = None,
     test: str = "ar",
@@ -182,8 +185,8 @@ def evaluate_systems(
     Args:
         rows: dicts or a DataFrame with ``source``, ``rewrite``, ``style`` (or ``style=``), ``system``, optional
             ``source_id``, ``reference``/``references`` (for ``r_*`` metrics) and ``human_<dimension>`` ratings.
-        metrics: registry specs, as in the meta-evaluation (``logprob_content``, ``s_chrf``, ``precomputed:...``): a
-            list, or one comma-separated string as on the command line.
+        metrics: registry specs, as in the meta-evaluation (``logprob_content``, ``s_chrf``, ``precomputed:...``) or
+            metric objects: a list, or one comma-separated string as on the command line.
         test: ``"ar"`` (paired approximate randomization, ``trials`` shufflings) or ``"bootstrap"`` (paired
             bootstrap, ``n_boot`` resamples).
         alpha: significance level of the Holm-adjusted p-values.
@@ -247,20 +250,21 @@ def evaluate_systems(
     return report
 
 
-def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence[str] | str, style: str | None,
+def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence[Any] | str, style: str | None,
              data_dir: str | Path | None) -> tuple[list[SystemRow], list[Any], list[int], Any]:
-    """The checked rows, the metric objects (unknown names fail here, before any work), and the scoring inputs:
-    rows sorted by source, so that every system's rewrite of a source lands in one scoring call (one prompt, one
-    tree), with ``order`` mapping them back."""
-    from styleeval.metrics import get_metric
+    """The checked rows, the metric objects (specs built here: unknown names and missing extras fail before the rows
+    are read; metric objects as given), and the scoring inputs: rows sorted by source, so that every system's rewrite
+    of a source lands in one scoring call (one prompt, one tree), with ``order`` mapping them back."""
+    from styleeval.metrics import Metric, get_metric
     from styleeval.scoring import ScoringInputs
 
     if isinstance(metrics, str):  # "s_chrf,s_bleu", as on the command line
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if not metrics:
         raise ValueError("give at least one metric")
+    objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=None if data_dir is None else str(data_dir))
+            for m in metrics]
     checked = check_rows(rows, style)
-    objs = [get_metric(spec, data_dir=None if data_dir is None else str(data_dir)) for spec in metrics]
     labels = [m.label for m in objs]
     dupes = sorted({label for label in labels if labels.count(label) > 1})
     if dupes:
@@ -277,7 +281,7 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
 
 def score_shard(
     rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
-    metrics: Sequence[str] | str,
+    metrics: Sequence[str | Metric] | str,
     shard: Any,
     cache_dir: str | Path,
     *,

@@ -248,42 +248,41 @@ LABEL_OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3.5) for dx, dy in
 def place_labels(ax: Any, xy: Sequence[tuple[float, float]], labels: Sequence[str], fontsize: float = 8) -> list:
     """Annotate each point ``xy[i]`` with ``labels[i]`` at the first of :data:`LABEL_OFFSETS` where the text overlaps
     no label placed before it, no point and stays inside the axes (a greedy placement; a label that fits nowhere
-    takes the offset of least overlap and a leader line). Returns the text objects, in order."""
-    fig = ax.figure
-    renderer = fig.canvas.get_renderer()
-    to_display = ax.transData.transform
-    marks = [_box(*to_display(p), 4) for p in xy]
+    takes the offset of least overlap, and a label away from its point a leader line). Returns the text objects, in
+    order."""
+    renderer = ax.figure.canvas.get_renderer()
+    marks = [_box(*ax.transData.transform(p), 4) for p in xy]
     inside = ax.get_window_extent(renderer)
+
+    def annotate(label: str, point: tuple[float, float], offset: tuple[float, float], **kw: Any) -> Any:
+        dx, dy = offset
+        return ax.annotate(label, point, textcoords="offset points", xytext=offset, fontsize=fontsize,
+                           ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                           va="bottom" if dy > 0 else "top" if dy < 0 else "center", **kw)
+
     placed: list[tuple[float, float, float, float]] = []
     texts = []
     for i, (point, label) in enumerate(zip(xy, labels)):
-        best = None
-        for dx, dy in LABEL_OFFSETS:
-            text = ax.annotate(label, point, textcoords="offset points", xytext=(dx, dy), fontsize=fontsize,
-                               ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                               va="bottom" if dy > 0 else "top" if dy < 0 else "center")
-            e = text.get_window_extent(renderer)
+        others = placed + marks[:i] + marks[i + 1 :]
+        best: tuple[float, tuple[float, float], tuple[float, float, float, float]] | None = None
+        for offset in LABEL_OFFSETS:
+            trial = annotate(label, point, offset)
+            e = trial.get_window_extent(renderer)
+            trial.remove()
             box = (e.x0, e.y0, e.x1, e.y1)
-            clash = sum(_overlap(box, other) for other in placed + [m for k, m in enumerate(marks) if k != i])
-            clash += (e.width * e.height) * (e.x0 < inside.x0 or e.x1 > inside.x1 or e.y0 < inside.y0
-                                             or e.y1 > inside.y1)
+            clash = sum(_overlap(box, other) for other in others)
+            clash += e.width * e.height * (e.x0 < inside.x0 or e.x1 > inside.x1 or e.y0 < inside.y0
+                                           or e.y1 > inside.y1)
             if best is None or clash < best[0]:
-                if best is not None:
-                    best[1].remove()
-                best = (clash, text, box, (dx, dy))
-            else:
-                text.remove()
+                best = (clash, offset, box)
             if clash == 0:
                 break
-        clash, text, box, offset = best
-        if clash > 0 or offset not in LABEL_OFFSETS[:8]:  # far from its point: a line says whose it is
-            text.remove()
-            text = ax.annotate(label, point, textcoords="offset points", xytext=offset, fontsize=fontsize,
-                               ha="left" if offset[0] > 0 else "right" if offset[0] < 0 else "center",
-                               va="bottom" if offset[1] > 0 else "top" if offset[1] < 0 else "center",
-                               arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.6})
+        assert best is not None
+        clash, offset, box = best
+        leader = clash > 0 or offset not in LABEL_OFFSETS[:8]  # away from its point: a line says whose it is
+        texts.append(annotate(label, point, offset, **({"arrowprops": {"arrowstyle": "-", "color": "grey",
+                                                                       "lw": 0.6}} if leader else {})))
         placed.append(box)
-        texts.append(text)
     return texts
 
 
