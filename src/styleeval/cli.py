@@ -5,24 +5,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from styleeval._version import __version__
 
+COMMANDS = ("score", "autorate", "merge", "evaluate", "metaeval", "stel")
+"""The sub-commands, each a module of :mod:`styleeval.commands` with ``SUMMARY``, ``register`` and ``run``."""
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command registered."""
-    from styleeval.commands import autorate, evaluate, merge, metaeval, score, stel
+
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: every sub-command listed with its summary, and the arguments of ``commands`` (default:
+    all) declared. As pip does, ``main`` declares only the command it runs: some declarations read their defaults
+    from heavy modules (``evaluate``: the systems' metrics; ``metaeval``: the corpora), and a command that fails at
+    once (weights that cannot be had) must not pay for another command's imports."""
+    import importlib
 
     parser = argparse.ArgumentParser(prog="styleeval", description="Evaluate text style transfer.")
     parser.add_argument("--version", action="version", version=f"styleeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    score.register(sub)
-    autorate.register(sub)
-    merge.register(sub)
-    evaluate.register(sub)
-    metaeval.register(sub)
-    stel.register(sub)
+    wanted = set(COMMANDS if commands is None else commands)
+    for name in COMMANDS:
+        module = importlib.import_module(f"styleeval.commands.{name}")
+        if name in wanted:
+            module.register(sub)
+        else:
+            sub.add_parser(name, help=module.SUMMARY)
     return parser
 
 
@@ -30,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
     from styleeval.backends import BackendError
 
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[:1] if argv and argv[0] in COMMANDS else ())
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -24,9 +24,7 @@ import math
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
 from styleeval.backends import Backend, BackendError, given_or_open, shared_backend, split_options
@@ -34,6 +32,9 @@ from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.errors import RowError, RowsWarning
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
+
+if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
+    import torch
 
 __all__ = ["LogProb", "LogProbScores", "logprob_equations", "shared_logprob", "VARIANTS"]
 
@@ -49,6 +50,8 @@ def logprob_equations(
     The three tensors hold log p_i under the style, paraphrase and repeat contexts, one entry per scored
     token. Returns ``(nan, nan)`` when no token is scored.
     """
+    import torch
+
     if style.numel() == 0:
         return math.nan, math.nan
     style, paraphrase, repeat = style.double(), paraphrase.double(), repeat.double()

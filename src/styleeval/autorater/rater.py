@@ -31,9 +31,7 @@ import math
 import re
 import warnings
 from collections.abc import Sequence
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
 from styleeval.autorater.parsing import get_parser
@@ -51,6 +49,9 @@ from styleeval.backends.base import common_prefix_length
 from styleeval.errors import RowError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
+
+if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
+    import torch
 
 _CONTROL_LIKE = re.compile(r"<\|[A-Za-z_]+\|>|<\|im_(start|end)\|>")
 
@@ -108,6 +109,8 @@ def fill_unparsed_with_mean(values: Sequence[float]) -> list[float]:
 
 def expectation(probs: torch.Tensor) -> torch.Tensor:
     """The expected rating sum_k k p_k of (..., 5) probabilities over ratings 1..5."""
+    import torch
+
     return (probs.double() * torch.arange(1, 6, dtype=torch.float64)).sum(-1)
 
 
@@ -342,6 +345,8 @@ class Autorater:
         return self._tree_cache
 
     def _rate_expected(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+        import torch
+
         prompts = self.chat.conversation_ids(conversations)
         self._check_context(prompts, 64)
         tree = self._scaffold_tree() if self.backend.supports(TREE_LOGPROBS) else None
@@ -371,6 +376,8 @@ class Autorater:
 
     def _two_pass(self, prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Meaning probabilities and style log-probabilities with one pass per step (backends without token trees)."""
+        import torch
+
         meaning_ids, meaning_tails = self._scaffold(MEANING_SCAFFOLD)
         meaning_lp = self._rating_logprobs([p + meaning_ids for p in prompts], [meaning_tails] * len(prompts))
         meaning_probs = torch.softmax(meaning_lp, dim=-1)
@@ -382,6 +389,8 @@ class Autorater:
 
     def _rating_logprobs(self, contexts: list[list[int]], tails: list[list[list[int]]]) -> torch.Tensor:
         """(n, 5) float64 log-probabilities of each rating's tail tokens after each context (chain rule)."""
+        import torch
+
         n = len(contexts)
         out = torch.empty((n, len(RATINGS)), dtype=torch.float64)
         single = [i for i in range(n) if all(len(t) == 1 for t in tails[i])]

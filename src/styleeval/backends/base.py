@@ -17,11 +17,12 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
-
-import torch
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from styleeval.optiontypes import Option
+
+if TYPE_CHECKING:  # torch is imported where a tensor is made: the CLI builds its parser without it
+    import torch
 
 TREE_LOGPROBS = "tree_logprobs"
 """Capability: :meth:`Backend.tree_logprobs` (a prompt and a token tree of continuations in one pass)."""
@@ -226,6 +227,8 @@ class Backend(ABC):
         """``(len(prompts), len(candidates))`` log-probabilities of each candidate as the next token (float32).
         ``shared_prefixes``: a hint that the prompts share long prefixes (the autorater's instructions) which a
         :data:`PREFIX_REUSE` backend may compute once; it never changes the numbers."""
+        import torch
+
         cands = [int(c) for c in candidates]
         pairs = [(list(p), [c]) for p in prompts for c in cands]
         values = self.token_logprobs([p for p, _ in pairs], [c for _, c in pairs], group=len(cands))

@@ -28,10 +28,9 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
 from styleeval.backends.base import (
@@ -47,6 +46,9 @@ from styleeval.backends.base import (
     reject_options,
 )
 from styleeval.optiontypes import Option
+
+if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
+    import torch
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -595,6 +597,8 @@ class ServerBackend(Backend):
 
     def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
                        group: int = 1) -> list[torch.Tensor]:
+        import torch
+
         if len(prompts) != len(continuations):
             raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
         if group < 1:
@@ -618,6 +622,8 @@ class ServerBackend(Backend):
                            shared_prefixes: bool = False) -> torch.Tensor:
         """From the top-20 next tokens where they hold every candidate, else each candidate appended to the prompt
         and read back as a prompt log-probability (exact for any model and vocabulary; vLLM returns both)."""
+        import torch
+
         cands = [int(c) for c in candidates]
         out = torch.empty((len(prompts), len(cands)), dtype=torch.float32)
         try:

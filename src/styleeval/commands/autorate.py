@@ -21,11 +21,15 @@ running the same command again.
 """
 
 
+SUMMARY = "LLM-as-autorater 1-5 ratings of meaning and style for a CSV/JSONL file (resumable)"
+"""What ``styleeval --help`` says of this command."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``autorate`` sub-command."""
     p = subparsers.add_parser(
         "autorate",
-        help="LLM-as-autorater 1-5 ratings of meaning and style for a CSV/JSONL file (resumable)",
+        help=SUMMARY,
         description="Rate each rewrite's meaning preservation and style on a 1-5 scale with an instruct LLM.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

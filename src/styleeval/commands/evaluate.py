@@ -24,13 +24,17 @@ the new ones.
 """
 
 
+SUMMARY = "compare style-transfer systems: means with CIs, paired significance tests, clusters"
+"""What ``styleeval --help`` says of this command."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
     from styleeval.commands._options import add_allow_missing
     from styleeval.systems.evaluation import DEFAULT_METRICS
 
     p = subparsers.add_parser(
-        "evaluate", help="compare style-transfer systems: means with CIs, paired significance tests, clusters",
+        "evaluate", help=SUMMARY,
         description="Evaluate and compare style-transfer systems on per-row metric scores.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -17,10 +17,14 @@ merged file has the records in input order: what one unsharded run would have wr
 """
 
 
+SUMMARY = "merge the output files of a sharded score/autorate run (--shard K/N) into one"
+"""What ``styleeval --help`` says of this command."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``merge`` sub-command."""
     p = subparsers.add_parser(
-        "merge", help="merge the output files of a sharded score/autorate run (--shard K/N) into one",
+        "merge", help=SUMMARY,
         description="Merge shard files into one output file, checking one signature, no overlap and no gap.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -22,6 +22,10 @@ def _csv_list(value: str) -> list[str]:
     return items
 
 
+SUMMARY = "correlate metrics with human ratings (paper-style tables and plots)"
+"""What ``styleeval --help`` says of this command."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
     from styleeval.commands._options import add_allow_missing
@@ -30,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "metaeval",
-        help="correlate metrics with human ratings (paper-style tables and plots)",
+        help=SUMMARY,
         description="Correlate metric scores with human ratings on the rated corpora and write "
         "correlations.csv, report.md and plots.",
     )

@@ -26,11 +26,15 @@ def _number(value: float) -> str:
     return "0" if text in ("-0", "0") else text
 
 
+SUMMARY = "LogProb scores for a CSV/JSONL file of rewrites (resumable)"
+"""What ``styleeval --help`` says of this command."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``score`` sub-command."""
     p = subparsers.add_parser(
         "score",
-        help="LogProb scores for a CSV/JSONL file of rewrites (resumable)",
+        help=SUMMARY,
         description="Score each rewrite for content preservation and style strength with LogProb.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

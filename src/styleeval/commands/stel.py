@@ -13,10 +13,13 @@ import csv
 import sys
 from pathlib import Path
 
+SUMMARY = "STEL: can a similarity measure tell style apart? (Wegmann & Nguyen 2021)"
+"""What ``styleeval --help`` says of this command."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``stel`` sub-command."""
-    p = subparsers.add_parser("stel", help="STEL: can a similarity measure tell style apart? (Wegmann & Nguyen 2021)",
+    p = subparsers.add_parser("stel", help=SUMMARY,
                               description="Run style-similarity measures on the STEL quadruple (or triple) tasks.")
     p.add_argument("--method", required=True,
                    help="comma-separated: char3gram, word_length, punctuation, share_cased, edit_distance, "

@@ -7,9 +7,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from styleeval.backends.base import (
     CANDIDATE_LOGPROBS,
@@ -23,7 +21,11 @@ from styleeval.backends.base import (
     Identity,
     TokenTree,
 )
+from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, check_downloadable, hub_id
 from styleeval.optiontypes import Option
+
+if TYPE_CHECKING:  # torch is imported with the model (styleeval.models), after the weights are known to be there
+    import torch
 
 DEFAULT_BATCH_TOKENS_CPU = 512
 """Token budget of one forward pass on a CPU (measured fastest on this project's 2-core machine)."""
@@ -44,6 +46,16 @@ def model_lock(model: Any) -> threading.RLock:
             lock = _MODEL_LOCKS[model] = threading.RLock()
         return lock
 
+
+
+def check_weights(model: Any, tokenizer: Any = None) -> None:
+    """A model (and a tokenizer id) whose weights are neither here nor downloadable fails now, in at most
+    :data:`~styleeval.hub.PROBE_SECONDS`, with one line (:class:`~styleeval.hub.ModelLoadError`), before torch and
+    transformers are imported: a command without weights ends in about a second, not after the imports and the Hub
+    client's retries. A local folder, a model object and :data:`~styleeval.hub.TINY_RANDOM` pass."""
+    for name, what in ((DEFAULT_MODEL if model is None else model, "model"), (tokenizer, "tokenizer")):
+        if isinstance(name, str) and name.lower() != TINY_RANDOM:
+            check_downloadable(hub_id(name), what)
 
 
 class LocalBackend(Backend):
@@ -86,8 +98,10 @@ class LocalBackend(Backend):
                  batch_tokens: int | None = None, max_batch_rows: int | None = None, head_dtype: str | None = None,
                  reuse_prefix: bool = True, pack_prompts: bool = True, generate_batch_size: int | None = None,
                  progress: bool = True, loaded: tuple[Any, Any, str, str] | None = None) -> None:
+        if loaded is None:
+            check_weights(model, tokenizer)
         from styleeval.backends.local.engine import ScoringEngine
-        from styleeval.models import DEFAULT_MODEL, load_model, resolve_device, resolve_dtype
+        from styleeval.models import load_model, resolve_device, resolve_dtype
 
         head_name = str(head_dtype or "float32").removeprefix("torch.")
         if head_name not in HEAD_DTYPES:
@@ -128,12 +142,10 @@ class LocalBackend(Backend):
         ``None`` for a local folder, a model object or cached weights. No network request."""
         import os
 
-        from styleeval.models import DEFAULT_MODEL, TINY_RANDOM, preset_path
-
         model = DEFAULT_MODEL if model is None else model
         if not isinstance(model, str) or model.lower() == TINY_RANDOM:  # built here on first use
             return None
-        model = preset_path(model)
+        model = hub_id(model)
         if os.path.isdir(os.path.expanduser(model)):
             return None
         from huggingface_hub import try_to_load_from_cache
@@ -148,12 +160,14 @@ class LocalBackend(Backend):
         around the shared weights. A local folder's revision is its fingerprint, so weights replaced in place are
         loaded again. A model object is not cached (it is loaded already)."""
         from styleeval.backends.base import reject_options
-        from styleeval.models import DEFAULT_MODEL, model_revision_key
 
         model = DEFAULT_MODEL if model is None else model
         if not isinstance(model, (str, bytes)) and not hasattr(model, "__fspath__"):
             return cls.from_options(model, options)
         reject_options(cls.name, options, cls.option_names())
+        check_weights(model, options.get("tokenizer"))
+        from styleeval.models import model_revision_key
+
         given = {k: v for k, v in options.items() if v is not None}
         load = {k: given.pop(k) for k in ("tokenizer", "revision", "trust_remote_code") if k in given}
         key = (str(model), str(given.get("device")), str(given.get("dtype") or "float32"),
