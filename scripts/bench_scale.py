@@ -6,7 +6,8 @@
 Sections (each row of the output is one subprocess, so peak RSS is that run's own):
 - files: ``run_file`` over 10^3..10^6 input rows with a cheap deterministic job (the runner's own cost: reading,
   validating, resuming, writing; a model's cost is per row and adds on top): peak RSS, time to the first written
-  row, total time; and a resume with every row already finished (all rows checked, none scored).
+  row, total time; and a resume with every row already finished, with its resume index (starts where the index
+  says) and without it (every finished record checked against the input).
 - throughput: ``styleeval score``'s client against an instant stub OpenAI-compatible server (answers in vLLM's format,
   no model): rows/s of one process, and of two ``--shard`` processes side by side.
 - compare: ``compare_systems`` on 3 systems x 10^4..10^6 rows (one mean metric): time and peak RSS.
@@ -20,6 +21,7 @@ import argparse
 import asyncio
 import functools
 import json
+import os
 import resource
 import socket
 import subprocess
@@ -106,6 +108,7 @@ def _write_input(path: Path, rows: int) -> None:
 def measure_files(rows: int, tmp: Path) -> dict:
     """``run_file`` with a cheap job over ``rows`` input rows: fresh, then resumed when complete."""
     from styleeval.files import LOGPROB_RECORDS, FileJob, run_file
+    from styleeval.files.resume import index_path
 
     class Lengths:
         signature = "lengths|v:1"
@@ -121,16 +124,23 @@ def measure_files(rows: int, tmp: Path) -> dict:
         {"content": -len(r.rewrite) / 7, "style_strength": len(r.source) % 5 / 3} for r in chunk])
     inp, out = tmp / "in.jsonl", tmp / "out.jsonl"
     _write_input(inp, rows)
+    hour_ago = time.time() - 3600  # an input written well before the run, as real ones are (see files/resume.py)
+    os.utime(inp, (hour_ago, hour_ago))
     base = _peak_mb()
     start = time.perf_counter()
     run_file(job, inp, out, progress=False, on_chunk=on_chunk, chunk_size=4096, flush_seconds=1.0)
     total = time.perf_counter() - start
     start = time.perf_counter()
-    resumed = run_file(job, inp, out, progress=False)
+    resumed = run_file(job, inp, out, progress=False)  # with the resume index: starts at the input's end
     resume = time.perf_counter() - start
     assert resumed.skipped == rows and resumed.scored == 0
+    index_path(out).unlink()
+    start = time.perf_counter()
+    resumed = run_file(job, inp, out, progress=False)  # without it: every finished record checked
+    full_check = time.perf_counter() - start
+    assert resumed.skipped == rows and resumed.scored == 0
     return {"rows": rows, "first_row_s": first[0], "total_s": total, "resume_s": resume,
-            "peak_mb": _peak_mb(), "start_mb": base}
+            "resume_full_check_s": full_check, "peak_mb": _peak_mb(), "start_mb": base}
 
 
 def measure_client(rows: int, tmp: Path, port: int, shard: str | None = None) -> dict:
@@ -268,6 +278,8 @@ def _plot(results: dict, path: Path) -> None:
         ax2 = ax.twinx()
         ax2.plot(rows, [r["first_row_s"] for r in results["files"]], "s--", color="C1", label="time to first row (s)")
         ax2.plot(rows, [r["resume_s"] for r in results["files"]], "^:", color="C2", label="resume, all done (s)")
+        ax2.plot(rows, [r["resume_full_check_s"] for r in results["files"]], "v:", color="C3",
+                 label="resume without its index (s)")
         ax.set(xscale="log", xlabel="input rows", ylabel="peak RSS (MB)", title="styleeval score (runner)")
         ax2.set_ylabel("seconds")
         lines = ax.get_lines() + ax2.get_lines()

@@ -7,13 +7,16 @@ so that they can run past the read-ahead window in seconds; the sharded CLI run 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from styleeval.cli import main
 from styleeval.files import LOGPROB_RECORDS, FileJob, read_scores, run_file
+from styleeval.files.resume import index_path
 from styleeval.files.runner import READ_AHEAD
 from styleeval.files.shards import RowSet, Shard, merge_shards
 
@@ -35,6 +38,14 @@ def _job(scored: list[int] | None = None) -> FileJob:
     return FileJob(LOGPROB_RECORDS, _Lengths, score_chunk)
 
 
+def _written_an_hour_ago(path: Path) -> Path:
+    """An input written well before the run (as real inputs are): its resume index is trusted (an input modified
+    within 2 s of the index could change again without its modification time changing)."""
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    return path
+
+
 @pytest.fixture(scope="module")
 def big_input(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("big") / "in.jsonl"
@@ -42,7 +53,23 @@ def big_input(tmp_path_factory) -> Path:
         for i in range(ROWS):
             f.write(json.dumps({"source": f"source {i} " + "x" * (i % 13), "rewrite": f"rewrite, {i}\n" * (1 + i % 3),
                                 "style": "formal", "source_id": f"s{i // 3}"}) + "\n")
-    return path
+    return _written_an_hour_ago(path)
+
+
+@pytest.fixture
+def full_checks(monkeypatch) -> list[Path]:
+    """The OUT files a run checked record by record (the resume index was not used)."""
+    from styleeval.files import runner
+
+    checked: list[Path] = []
+    original = runner._check_resume
+
+    def spy(out, *args, **kwargs):
+        checked.append(out)
+        return original(out, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_check_resume", spy)
+    return checked
 
 
 @pytest.fixture(scope="module")
@@ -51,18 +78,60 @@ def uninterrupted(big_input, tmp_path_factory) -> dict[str, Path]:
     return {fmt: run_file(_job(), big_input, out / f"whole.{fmt}", progress=False).output for fmt in ("jsonl", "csv")}
 
 
+@pytest.mark.parametrize("with_index", [True, False], ids=["index", "full-check"])
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_resume_from_a_large_finished_file_equals_an_uninterrupted_run(big_input, uninterrupted, tmp_path, fmt):
+def test_resume_from_a_large_finished_file_equals_an_uninterrupted_run(big_input, uninterrupted, tmp_path, fmt,
+                                                                       with_index, full_checks):
     out = tmp_path / f"out.{fmt}"
     first = run_file(_job(), big_input, out, max_rows=12_001, chunk_size=1000, progress=False)
     assert (first.total, first.scored, first.remaining) == (ROWS, 12_001, ROWS - 12_001)
+    if not with_index:
+        index_path(out).unlink()
     scored: list[int] = []
     second = run_file(_job(scored), big_input, out, chunk_size=1000, progress=False)
-    assert (second.skipped, second.scored, second.complete) == (12_001, ROWS - 12_001, True)
+    assert (second.total, second.skipped, second.scored, second.complete) == (ROWS, 12_001, ROWS - 12_001, True)
     assert sum(scored) == ROWS - 12_001  # every finished row skipped, none scored twice
     assert out.read_bytes() == uninterrupted[fmt].read_bytes()  # byte for byte
     again = run_file(_job(scored), big_input, out, progress=False)  # complete: checked, nothing scored
     assert (again.skipped, again.scored) == (ROWS, 0) and out.read_bytes() == uninterrupted[fmt].read_bytes()
+    assert full_checks == ([] if with_index else [out])  # with the index neither resume read OUT's records
+
+
+def test_a_stale_resume_index_falls_back_to_the_full_check(big_input, uninterrupted, tmp_path, full_checks):
+    """The index is trusted only while OUT and the input are as it recorded them; otherwise every record is
+    checked as before, and a changed input is still named."""
+    out = tmp_path / "out.jsonl"
+    run_file(_job(), big_input, out, max_rows=11_000, chunk_size=1000, progress=False)
+    data = json.loads(index_path(out).read_text(encoding="utf-8"))
+    assert data["next"][2] == data["finished"] == 11_000 and data["signature"] == "lengths|v:1"
+    # an input edited in place, same size, its modification time put back: the sampled bytes differ
+    edited = tmp_path / "in.jsonl"
+    shutil.copy(big_input, edited)
+    _written_an_hour_ago(edited)
+    run_file(_job(), edited, tmp_path / "e.jsonl", max_rows=11_000, chunk_size=1000, progress=False)
+    stat = edited.stat()
+    raw = edited.read_bytes()
+    cut = raw.rindex(b'"rewrite": "rewrite, 10999', 0, json.loads(index_path(tmp_path / "e.jsonl").read_text())["next"][0])
+    edited.write_bytes(raw[:cut] + raw[cut:].replace(b"rewrite, 10999", b"REWRITE, 10999", 1))
+    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert edited.stat().st_size == stat.st_size and edited.stat().st_mtime_ns == stat.st_mtime_ns
+    with pytest.raises(ValueError, match="row 10999 has rewrite 'rewrite, 10999"):
+        run_file(_job(), edited, tmp_path / "e.jsonl", progress=False)
+    assert full_checks == [tmp_path / "e.jsonl"]
+    # OUT touched since the index was written, another --style or --shard, an index that is not JSON: full check
+    os.utime(out)
+    run_file(_job(), big_input, out, max_rows=1, progress=False)
+    run_file(_job(), big_input, out, max_rows=1, progress=False, style="formal")
+    index_path(out).write_text("{", encoding="utf-8")
+    run_file(_job(), big_input, out, progress=False)
+    assert full_checks[1:] == [out] * 3
+    assert out.read_bytes() == uninterrupted["jsonl"].read_bytes()
+    # an input modified within 2 s of the index: not trusted (its next change might keep the same mtime)
+    fresh = tmp_path / "fresh.jsonl"
+    shutil.copy(big_input, fresh)
+    run_file(_job(), fresh, tmp_path / "f.jsonl", max_rows=5, progress=False)
+    run_file(_job(), fresh, tmp_path / "f.jsonl", max_rows=5, progress=False)
+    assert full_checks[4:] == [tmp_path / "f.jsonl"]
 
 
 def test_a_finished_row_from_another_input_is_named_past_the_window(big_input, uninterrupted, tmp_path):
@@ -121,6 +190,39 @@ def test_rowset_is_a_set_of_rows():
         rows.add(r)
     assert len(rows) == 4 and 1_000_003 in rows and 1_000_002 not in rows and -1 not in rows
     assert list(rows.missing(10)) == [1, 2, 3, 4, 5, 6, 9]
+    resumed = RowSet(below=1_000, count=250)  # shard 0/4's rows below 1000, in no memory
+    for r in (4, 1_000, 1_004):
+        resumed.add(r)
+    assert len(resumed) == 252 and 996 in resumed and 1_004 in resumed and 1_008 not in resumed
+
+
+@pytest.mark.parametrize("name, text, encoding", [
+    ("crlf.csv", 'source,rewrite,style\r\n"a\r\nb",c,d\r\n\r\ne,f,g\r\nh,i,j\r\n', "utf-8"),
+    ("cr.csv", '\ufeffsource,rewrite,style\rx,y,z\rq,"w\rv",e\rk,l,m', "utf-8"),
+    ("latin1.csv", 'source,rewrite,style\nä,ö,ü\n"x\n\ny",1,2\nß,b,c\n', "latin-1"),
+    ("lines.jsonl", '{"source":"a\\r","rewrite":"b","style":"c"}\r\n\n{"source":"ä","rewrite":"b","style":"c"}\n{}', "utf-8"),
+])
+def test_a_reader_started_at_a_position_reads_on_as_one_reader_would(tmp_path, name, text, encoding):
+    """Line ends of every kind, quoted newlines, a byte order mark, blank lines, another encoding: from each
+    record's position, a new reader yields the header and exactly the records after it, with the same lines."""
+    from styleeval.files.records import RecordReader
+
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding))
+    reader = RecordReader(path, encoding=encoding)
+    whole = [(where, record, reader.position) for where, record in reader]
+    records = [(where, record) for where, record, _ in whole]
+    header = records[:1] if records[0][0] == "header" else []
+    for i, (where, _, position) in enumerate(whole):
+        if where != "header":
+            assert list(RecordReader(path, encoding=encoding, start=position)) == header + records[i + 1:]
+    assert whole[-1][2].record == len(records) - len(header) and whole[-1][2].offset == path.stat().st_size
+    utf16 = tmp_path / "utf16.csv"
+    utf16.write_text("source,rewrite,style\nä,ö,ü\n", encoding="utf-16")
+    reader = RecordReader(utf16, encoding="utf-16")
+    assert [r for _, r in reader][1] == {"source": "ä", "rewrite": "ö", "style": "ü"} and reader.position is None
+    with pytest.raises(ValueError, match="lines end at single bytes"):
+        RecordReader(utf16, encoding="utf-16", start=whole[-1][2])
 
 
 def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir, capsys):

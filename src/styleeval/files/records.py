@@ -18,12 +18,13 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -64,6 +65,16 @@ RESERVED_FIELDS = frozenset({*OUTPUT_FIELDS, *LOGPROB_RECORDS.fields, *AUTORATER
 """Output field names that an extra input column may not use."""
 
 
+class Position(NamedTuple):
+    """A place in a record file where a record starts: its byte ``offset``, its ``line`` (1-based) and ``record``,
+    how many records come before it (the header and blank lines not counted). A :class:`RecordReader` can start
+    there (what a resumed run does instead of reading every finished row again)."""
+
+    offset: int
+    line: int
+    record: int
+
+
 @dataclass(frozen=True)
 class InputRow:
     """One validated input row; ``row`` is its 0-based index in the file, ``where`` locates it for messages."""
@@ -74,6 +85,7 @@ class InputRow:
     style: str
     where: str
     extra: dict[str, Any] = field(default_factory=dict)  # the input's other columns, carried through to the output
+    end: Position | None = None  # where the next row starts in the file (None: unknown, e.g. a UTF-16 file)
 
 
 
@@ -120,9 +132,9 @@ def _stdin_copy() -> Path:
     return Path(name)
 
 
-def _open_text(path: Path | str, encoding: str, newline: str) -> tuple[Any, Path]:
-    """``path`` open for reading as text (``-``: standard input, through :func:`_stdin_copy`), and the name to use in
-    messages."""
+def _open_raw(path: Path | str, encoding: str) -> tuple[Any, Path]:
+    """``path`` open for reading bytes (``-``: standard input, through :func:`_stdin_copy`), and the name to use in
+    messages; a folder, a missing file and an unknown encoding are refused here."""
     if str(path) == STDIN:
         where, raw = Path("<stdin>"), open(_stdin_copy(), "rb")
     else:
@@ -139,9 +151,7 @@ def _open_text(path: Path | str, encoding: str, newline: str) -> tuple[Any, Path
     except LookupError:
         raw.close()
         raise ValueError(f"unknown encoding {encoding!r}") from None
-    import io
-
-    return io.TextIOWrapper(raw, encoding=encoding, newline=newline), where
+    return raw, where
 
 
 def _lines(text: Any, where: Path, encoding: str) -> Iterator[str]:
@@ -157,11 +167,71 @@ def _lines(text: Any, where: Path, encoding: str) -> Iterator[str]:
         raise _decode_error(where, text.buffer.read(), encoding, err) from None
 
 
-def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+def _splits_on_bytes(encoding: str) -> bool:
+    """Whether lines of ``encoding`` text end at the bytes of ``\\n`` and ``\\r`` and nowhere else (UTF-8, Latin-1,
+    the Windows code pages, Shift-JIS...; not UTF-16 or UTF-32): then a file is read as bytes split into lines, and
+    every record's byte offset is known."""
+    try:
+        return "\r\n,\"{}".encode(encoding) == b'\r\n,"{}'
+    except (LookupError, UnicodeError):
+        return False
+
+
+class _Cursor:
+    """How far a byte-line reader has come: bytes and lines handed out."""
+
+    __slots__ = ("offset", "lines")
+
+    def __init__(self, offset: int) -> None:
+        self.offset, self.lines = offset, 0
+
+
+_BARE_CR = re.compile(rb"(?<=\r)(?!\n)")
+
+
+def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _Cursor,
+                at_start: bool) -> Iterator[str]:
+    """The lines of a binary file from its current position, decoded, exactly as a text file opened with
+    ``newline=""`` (CSV: lines end at ``\\r\\n``, ``\\r`` or ``\\n``) or ``newline="\\n"`` (JSONL) gives them, a UTF-8
+    byte order mark dropped at the file's start; ``cursor`` counts the bytes and lines handed out."""
+    import codecs
+
+    info = codecs.lookup(encoding)
+    if info.name.startswith("iso2022"):  # escape sequences: a state that lasts across lines
+        decode = codecs.getincrementaldecoder(encoding)().decode
+    else:
+        def decode(data: bytes, name: str = info.name) -> str:
+            return data.decode(name)
+    first = at_start
+    try:
+        for chunk in raw:  # split at b"\n"; a b"\r" before it stays with it
+            if csv_lines and chunk.count(b"\r") > chunk.endswith(b"\r\n"):  # a bare CR ends a line too
+                parts = [part for part in _BARE_CR.split(chunk) if part]
+                chunk = parts.pop()
+                for part in parts:
+                    cursor.offset += len(part)
+                    cursor.lines += 1
+                    yield decode(part).removeprefix("\ufeff") if first else decode(part)
+                    first = False
+            cursor.offset += len(chunk)
+            cursor.lines += 1
+            if first:
+                first = False
+                yield decode(chunk).removeprefix("\ufeff")
+                continue
+            yield decode(chunk)
+    except UnicodeDecodeError as err:
+        raw.seek(0)
+        raise _decode_error(where, raw.read(), encoding, err) from None
+
+
+def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line: int = 1,
+              header: list[str] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     reader = csv.reader(lines)
     try:
-        header: list[str] | None = None
-        line = 1
+        line = first_line
+        if header is not None:  # read from the file's start by the caller (a reader that starts mid-file)
+            yield "header", {name: name for name in header}
         for fields in reader:
             if header is None:
                 header = fields
@@ -179,13 +249,14 @@ def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True) -> Iterator
                         "(quote fields that contain commas: \"Hello, world\")"
                     )
                 yield f"line {line}", dict(zip(header, fields))
-            line = reader.line_num + 1
+            line = first_line + reader.line_num
     except csv.Error as err:
         raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
 
 
-def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
-    for number, line in enumerate(lines, start=1):
+def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True,
+                first_line: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:
+    for number, line in enumerate(lines, start=first_line):
         if not line.strip():
             continue
         try:
@@ -200,14 +271,22 @@ def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True) -> Iterat
 class RecordReader:
     """The records of a CSV or JSONL file, read lazily (memory independent of the file's size): iterate for
     ``(location, record)`` pairs as :func:`iter_records` describes; :attr:`fraction_read` is how far into the file
-    reading has come (for progress estimates), ``None`` where unknown."""
+    reading has come (for progress estimates), ``None`` where unknown.
+
+    :attr:`position` is where the record after the last one yielded starts (``None`` for an encoding whose lines do
+    not end at single bytes, e.g. UTF-16); ``start=`` such a :class:`Position` reads on from there (a CSV file's
+    header is read from its first line) with the same line numbers and record count."""
 
     def __init__(self, path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8",
-                 strict: bool = True) -> None:
-        self.path, self.fmt, self.encoding, self.strict = path, fmt, encoding, strict
+                 strict: bool = True, start: Position | None = None) -> None:
+        self.path, self.fmt, self.encoding, self.strict, self.start = path, fmt, encoding, strict, start
+        self.position: Position | None = None
         self._raw: Any = None
         self._size = 0
         self._stdin: Path | None = None
+        if start is not None and (str(path) == STDIN or not _splits_on_bytes(encoding)):
+            raise ValueError(f"{path}: reading from a byte offset needs a file in an encoding whose lines end at single "
+                             f"bytes (not standard input, not {encoding})")
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # JSONL lines end at "\n" only (a CR is whitespace to JSON); CSV reads every line end (RFC 4180 quoting)
@@ -215,23 +294,40 @@ class RecordReader:
                                         file_format(self.path) == "jsonl")
         if str(self.path) == STDIN and self._stdin is None:  # read once; every iteration reads the copy
             self._stdin = _stdin_copy()
-        path = self._stdin if self._stdin is not None else self.path
-        text, where = _open_text(path, self.encoding, "\n" if jsonl else "")
+        raw, where = _open_raw(self._stdin if self._stdin is not None else self.path, self.encoding)
         if self._stdin is not None:
             where = Path("<stdin>")
-        with text:
-            self._raw = text.buffer
-            self._size = os.fstat(text.buffer.fileno()).st_size
-            lines = _lines(text, where, self.encoding)
-            fmt = self.fmt
+        with raw:
+            self._raw = raw
+            self._size = os.fstat(raw.fileno()).st_size
+            fmt = self.fmt or (None if str(self.path) == STDIN else file_format(self.path))
+            if not _splits_on_bytes(self.encoding):  # UTF-16 and the like: the text layer reads, no positions
+                import io
+
+                text = io.TextIOWrapper(raw, encoding=self.encoding, newline="\n" if jsonl else "")
+                lines = _lines(text, where, self.encoding)
+                if fmt is None:
+                    fmt, lines = _sniff(lines)
+                yield from (_iter_csv if fmt == "csv" else _iter_jsonl)(lines, where, self.strict)
+                return
+            start = self.start or Position(0, 1, 0)
+            header = None
+            if start.offset and (fmt or "csv") == "csv":  # the header is the file's first record
+                header = next(csv.reader(_byte_lines(raw, where, self.encoding, True, _Cursor(0), True)), [])
+            raw.seek(start.offset)
+            cursor = _Cursor(start.offset)
+            lines = _byte_lines(raw, where, self.encoding, not jsonl, cursor, start.offset == 0)
             if fmt is None:
-                if str(self.path) == STDIN:  # JSONL when the first character is "{", else CSV
-                    first = next(lines, "")
-                    fmt = "jsonl" if first.lstrip().startswith("{") else "csv"
-                    lines = itertools.chain([first], lines)
-                else:
-                    fmt = file_format(self.path)
-            yield from (_iter_csv if fmt == "csv" else _iter_jsonl)(lines, where, self.strict)
+                fmt, lines = _sniff(lines)
+            records, line = start.record, start.line
+            parse = (_iter_csv(lines, where, self.strict, start.line, header) if fmt == "csv"
+                     else _iter_jsonl(lines, where, self.strict, start.line))
+            make = tuple.__new__  # Position(...) without its Python-level __new__: once a record
+            for location, record in parse:
+                if location != "header":
+                    records += 1
+                    self.position = make(Position, (cursor.offset, line + cursor.lines, records))
+                yield location, record
 
     @property
     def fraction_read(self) -> float | None:
@@ -239,6 +335,12 @@ class RecordReader:
         if self._raw is None or self._raw.closed or not self._size:
             return None
         return min(1.0, self._raw.tell() / self._size)
+
+
+def _sniff(lines: Iterator[str]) -> tuple[Format, Iterator[str]]:
+    """Standard input's format: JSONL when its first character is ``{``, else CSV (and the lines, none lost)."""
+    first = next(lines, "")
+    return ("jsonl" if first.lstrip().startswith("{") else "csv"), itertools.chain([first], lines)
 
 
 def iter_records(
@@ -280,13 +382,14 @@ def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = T
 def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = None,
               encoding: str = "utf-8") -> Iterator[InputRow]:
     """The validated rows of an input file, read lazily (see :func:`read_rows`; a problem is raised when its row is
-    reached). ``path`` may be a :class:`RecordReader` (to follow :attr:`~RecordReader.fraction_read`)."""
+    reached). ``path`` may be a :class:`RecordReader` (to follow :attr:`~RecordReader.fraction_read`, or to start at
+    a :class:`Position`: rows are numbered on from there)."""
     if style is not None and not (isinstance(style, str) and style.strip()):
         raise ValueError(f"style must be a non-empty string, got {style!r}")
     reader = path if isinstance(path, RecordReader) else RecordReader(path, encoding=encoding)
     needed = [c for c in INPUT_COLUMNS if not (c == "style" and style is not None)]
     name = "<stdin>" if str(reader.path) == STDIN else str(reader.path)
-    index = 0
+    index = first = 0 if reader.start is None else reader.start.record
     for where, record in reader:
         if where == "header":
             missing = [c for c in needed if c not in record]
@@ -312,9 +415,10 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
             style=style if style is not None else _text(record, "style", loc, allow_empty=False),
             where=loc,
             extra=extra,
+            end=reader.position,
         )
         index += 1
-    if index == 0:
+    if index == first == 0:
         raise ValueError(f"{name}: no rows to score (the file is empty or has only a header)")
 
 

@@ -12,6 +12,7 @@ chunk's row number as data, mapped here to the input row; warnings about rows li
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import os
 import time
@@ -40,7 +41,15 @@ from styleeval.files.records import (
     iter_scores,
     output_format,
 )
-from styleeval.files.resume import _check_signature, _drop_torn_tail, _existing_header, _lock
+from styleeval.files.resume import (
+    ResumeIndex,
+    _check_signature,
+    _drop_torn_tail,
+    _existing_header,
+    _lock,
+    read_index,
+    write_index,
+)
 from styleeval.files.shards import RowSet, Shard
 
 
@@ -170,11 +179,11 @@ size."""
 class _ReadAhead:
     """The input rows, read and validated up to ``size`` rows ahead of the one handed out."""
 
-    def __init__(self, rows: Iterator[InputRow], size: int) -> None:
+    def __init__(self, rows: Iterator[InputRow], size: int, first: int = 0) -> None:
         self._rows = rows
         self.buffer: deque[InputRow] = deque(itertools.islice(rows, size))
         self.exhausted = len(self.buffer) < size
-        self.read = len(self.buffer)
+        self.read = first + len(self.buffer)  # rows of the file read so far (``first`` before the reading began)
 
     def columns(self) -> list[str]:
         """The extra input columns of the rows read so far, in order of appearance."""
@@ -230,27 +239,36 @@ def run_file(
     if out_path is not None:
         check_output_path(out_path, input)
     out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
-    reader = RecordReader(input, encoding=encoding)
-    ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD)
-    extra_columns = ahead.columns()
+    settings = {"kind": job.kind.name, "encoding": encoding, "style": style, "shard": part}
+    resumable = out_path is not None and out_path.exists() and not overwrite and out_path.stat().st_size > 0
+    index = read_index(out_path, input, **settings) if resumable else None
+    reader = RecordReader(input, encoding=encoding, start=index.next if index is not None else None)
+    ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD, index.next.record if index is not None else 0)
+    extra_columns = index.columns if index is not None else ahead.columns()
     fields = _fields(job.kind, extra_columns)
     lock = _lock(out_path) if out_path is not None else None
     try:
         done = _Done(RowSet(), {})
-        if out_path is not None and out_path.exists() and not overwrite:
+        if resumable and index is None:
             _drop_torn_tail(out_path)
-            if out_path.stat().st_size > 0:
-                if out_fmt == "csv" and _existing_header(out_path) != fields:
-                    raise ValueError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
-                                     f"{fields} (use another --out, or --overwrite)")
-                done = _check_resume(out_path, job.kind, lambda: iter_rows(reader, style=style), part)
-                if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
-                    _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
+            resumable = out_path.stat().st_size > 0
+        if resumable and out_fmt == "csv" and _existing_header(out_path) != fields:
+            raise ValueError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
+                             f"{fields} (use another --out, or --overwrite)")
+        if index is not None:  # OUT and the input are as the index says: read on from its row
+            done = _Done(RowSet(index.next.record, index.finished),
+                         {index.signature: {"row": index.first_row, "signature": index.signature}})
+        elif resumable:
+            done = _check_resume(out_path, job.kind, lambda: iter_rows(reader, style=style), part)
+            if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
+                _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
         where = out_path if out_path is not None else Path("<stdout>")
         signature = job.get_scorer().signature if (len(done.rows) or max_rows != 0) else None
         _check_signature(where, list(done.by_signature.values()), signature)  # also when nothing is left to do
-        return _score_rows(job, input, output, reader, ahead, done.rows, part, signature, out_path, out_fmt,
-                           extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk)
+        keep_index = None if out_path is None else functools.partial(write_index, out_path, input, **settings)
+        return _score_rows(job, input, output, reader, ahead, done, part, signature, out_path, out_fmt,
+                           extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk,
+                           keep_index)
     finally:
         if lock is not None:  # the lock file goes with the run (removed while still held: no one else took it)
             Path(lock.lock_file).unlink(missing_ok=True)
@@ -340,15 +358,19 @@ def _shard_size(rows: int, shard: Shard | None) -> int:
     return max(0, (rows - shard.index + shard.count - 1) // shard.count)
 
 
-def _score_rows(job, input, output, reader, ahead, finished, shard, signature, out_path, out_fmt, extra_columns,
-                overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk) -> ScoreFileResult:
+def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_path, out_fmt, extra_columns,
+                overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk, keep_index) -> ScoreFileResult:
     """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size``
-    rows), each chunk written and flushed before the next starts. The input is read as the work goes (``ahead``);
-    OUT is opened with the first chunk."""
+    rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``) when OUT
+    holds exactly the run's rows up to the chunk's last. The input is read as the work goes (``ahead``); OUT is
+    opened with the first chunk."""
     from tqdm.auto import tqdm
 
+    finished = done.rows
     known = set(extra_columns)
-    total = taken = 0
+    total = _shard_size(reader.start.record, shard) if reader.start is not None else 0  # rows before the start
+    taken = 0
+    first_row = next(iter(done.by_signature.values()))["row"] if done.by_signature else None
 
     def todo() -> Iterator[InputRow]:
         nonlocal total, taken
@@ -403,6 +425,12 @@ def _score_rows(job, input, output, reader, ahead, finished, shard, signature, o
             except OSError as err:
                 raise _write_error(out_path, err, len(finished) + scored) from None
             scored += len(records)
+            if first_row is None:
+                first_row = chunk[0].row
+            last = chunk[-1]  # every row up to it is in OUT now; the index is kept when none after it is
+            if keep_index is not None and last.end is not None and (
+                    len(finished) + scored == _shard_size(last.row + 1, shard)):
+                keep_index(ResumeIndex(last.end, len(finished) + scored, signature, first_row, extra_columns))
             if checked.first_row is None:
                 checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
             bar.total = estimated_total()

@@ -59,14 +59,20 @@ class Shard:
 
 
 class RowSet:
-    """A set of row numbers (>= 0) as a bitmap: one bit a row, 12.5 MB for 10^8 rows, whatever the records hold."""
+    """A set of row numbers (>= 0) as a bitmap: one bit a row, 12.5 MB for 10^8 rows, whatever the records hold.
 
-    def __init__(self) -> None:
+    ``below=B, count=C``: every row below ``B`` that the job covers is in the set, ``C`` of them, in no memory (a
+    resumed run that starts reading at row ``B``: its rows before are never asked about one by one)."""
+
+    def __init__(self, below: int = 0, count: int = 0) -> None:
         self._bits = bytearray()
+        self._below, self._below_count = below, count
         self._count = 0
 
     def add(self, row: int) -> None:
         """Add ``row``."""
+        if row < self._below:
+            return
         byte = row >> 3
         if byte >= len(self._bits):
             self._bits.extend(bytes(max(byte + 1 - len(self._bits), len(self._bits))))
@@ -78,11 +84,13 @@ class RowSet:
     def __contains__(self, row: object) -> bool:
         if not isinstance(row, int) or row < 0:
             return False
+        if row < self._below:
+            return True
         byte = row >> 3
         return byte < len(self._bits) and bool(self._bits[byte] & (1 << (row & 7)))
 
     def __len__(self) -> int:
-        return self._count
+        return self._below_count + self._count
 
     def missing(self, total: int) -> Iterator[int]:
         """The rows below ``total`` not in the set, in order."""
