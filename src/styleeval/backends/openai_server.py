@@ -1,10 +1,10 @@
 """The server backend: every call styleeval makes to an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, a
-hosted API) goes through :class:`ServerClient`, built on the official ``openai`` client, which retries 408/409/429/5xx
-answers, timeouts and connection errors with exponential backoff (0.5 s doubling up to 8 s, ``max_retries`` times) and
-honours ``Retry-After``. On top of it this module adds:
+hosted API) goes through :class:`ServerClient`, whose requests go through
+:class:`~styleeval.backends.transport.Transport`: keep-alive connections, a total deadline per request (a server that
+drips its answer byte by byte is cut off and retried), and the official ``openai`` client's retries (408/409/429/5xx
+answers, timeouts and connection errors, 0.5 s doubling up to 8 s, ``max_retries`` times, ``Retry-After`` honoured).
+On top of it this module adds:
 
-- a total deadline per request (``timeout``): a server that drips its answer byte by byte is cut off and retried,
-  not waited on forever;
 - bounded concurrency: at most ``max_concurrency`` requests in flight, results in input order;
 - one request per *row* (a row may hold several prompts, e.g. LogProb's three contexts), so that a failure raises a
   :class:`ServerError` whose ``row`` is the caller's row;
@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,7 @@ from styleeval.backends.base import (
     Identity,
     reject_options,
 )
+from styleeval.backends.transport import Transport, TransportError
 from styleeval.optiontypes import Option
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
@@ -83,32 +85,6 @@ def api_key_from_env() -> str:
     return os.environ.get("STYLEEVAL_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
 
 
-def _deadline_http_client(deadline: float):
-    """An httpx client (the ``openai`` package's defaults) whose requests must be answered in full within
-    ``deadline`` seconds: httpx's own timeouts are per read, so a body dripped a byte at a time never trips them."""
-    import httpx
-    from openai import DefaultHttpxClient
-
-    class DeadlineClient(DefaultHttpxClient):
-        def send(self, request, *, stream: bool = False, **kwargs):  # type: ignore[override]
-            start = time.monotonic()
-            response = super().send(request, stream=True, **kwargs)
-            if stream:
-                return response
-            parts = []
-            try:
-                for part in response.iter_bytes():
-                    parts.append(part)
-                    if time.monotonic() - start > deadline:
-                        raise httpx.ReadTimeout(f"no complete answer within {deadline:g} s", request=request)
-            finally:
-                response.close()
-            response._content = b"".join(parts)
-            return response
-
-    return DeadlineClient(timeout=httpx.Timeout(deadline))
-
-
 class ServerClient:
     """A client of one OpenAI-compatible server.
 
@@ -132,10 +108,6 @@ class ServerClient:
         max_retries: int = DEFAULT_MAX_RETRIES,
         progress: bool = False,
     ) -> None:
-        try:
-            from openai import OpenAI
-        except ImportError as err:  # pragma: no cover - a dependency of the package
-            raise ImportError("the server backend needs the 'openai' package: pip install openai") from err
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
         if max_concurrency < 1:
@@ -149,15 +121,16 @@ class ServerClient:
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.progress = progress
-        self.client = OpenAI(base_url=self.base_url, api_key=api_key or api_key_from_env(), timeout=self.timeout,
-                             max_retries=self.max_retries, http_client=_deadline_http_client(self.timeout))
+        self.transport = Transport(self.base_url, api_key or api_key_from_env(), self.timeout, self.max_retries)
         self._model = model
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
 
     # -- models -------------------------------------------------------------------------------------------
     def list_models(self) -> list[dict[str, Any]]:
         """The models the server serves (``GET /models``), as dicts (``id``, and for vLLM ``root``...)."""
-        page = self._call(lambda: self.client.models.list(), "listing the served models")
-        return [m.model_dump() for m in page.data]
+        page = self._call(lambda: _loads(self.transport.request("GET", "/models")), "listing the served models")
+        return [dict(m) for m in page["data"]]
 
     def model_entry(self) -> dict[str, Any]:
         """What ``/models`` says of the served model (``{}`` when it is not listed)."""
@@ -186,25 +159,25 @@ class ServerClient:
         reported = [entry.get("id"), entry.get("root"), entry.get("max_model_len")]
         suffix = ""
         try:
-            response = self._call(lambda: self.client.completions.create(
-                model=self.model, prompt=PROBE_TEXT, max_tokens=1, temperature=0.0,
-                extra_body={"prompt_logprobs": 1}), "fingerprinting the model")
-            entries = (_first_choice(response, self.base_url).model_extra or {}).get("prompt_logprobs")
+            response = self._call(lambda: self._post("/completions", {
+                "model": self.model, "prompt": PROBE_TEXT, "max_tokens": 1, "temperature": 0.0,
+                "prompt_logprobs": 1}), "fingerprinting the model")
+            entries = _first_choice(response, self.base_url).get("prompt_logprobs")
             if not entries:
                 raise ServerError("no prompt_logprobs", 200)
             probe: Any = [_top_token(position) for position in entries[1:] if position]
         except ServerError as err:
             if err.status is None or err.status >= 500:
                 raise
-            response = self._call(lambda: self.client.completions.create(
-                model=self.model, prompt=PROBE_TEXT, max_tokens=16, temperature=0.0, logprobs=1),
+            response = self._call(lambda: self._post("/completions", {
+                "model": self.model, "prompt": PROBE_TEXT, "max_tokens": 16, "temperature": 0.0, "logprobs": 1}),
                 "fingerprinting the model")
             choice = _first_choice(response, self.base_url)
-            top = getattr(getattr(choice, "logprobs", None), "top_logprobs", None)
+            top = (choice.get("logprobs") or {}).get("top_logprobs")
             if top:
-                probe = [choice.text, [max(t, key=t.get) if t else None for t in top]]
+                probe = [choice.get("text"), [max(t, key=t.get) if t else None for t in top]]
             else:
-                probe, suffix = choice.text, "-unverified"
+                probe, suffix = choice.get("text"), "-unverified"
         digest = hashlib.sha256(json.dumps([reported, probe]).encode()).hexdigest()[:12]
         return f"server-{digest}{suffix}"
 
@@ -222,8 +195,8 @@ class ServerClient:
 
         def one(item: tuple[list[dict[str, str]], dict[str, Any]]) -> str:
             messages, extra = item
-            response = self.client.chat.completions.create(model=model, messages=messages, **decoding, **extra)
-            return _first_choice(response, self.base_url).message.content or ""
+            response = self._post("/chat/completions", {"model": model, "messages": messages}, decoding, extra)
+            return (_first_choice(response, self.base_url).get("message") or {}).get("content") or ""
 
         return self.map_rows(one, list(zip(conversations, extras)), "chat")
 
@@ -243,9 +216,9 @@ class ServerClient:
 
         def one(item: tuple[Sequence[int], dict[str, Any]]) -> str:
             prompt, extra = item
-            response = self.client.completions.create(model=model, prompt=[list(map(int, prompt))],
-                                                      extra_body=extra_body or None, **decoding, **extra)
-            return _first_choice(response, self.base_url).text or ""
+            response = self._post("/completions", {"model": model, "prompt": [list(map(int, prompt))], **extra_body},
+                                  decoding, extra)
+            return _first_choice(response, self.base_url).get("text") or ""
 
         return self.map_rows(one, list(zip(prompts, extras)), "completion")
 
@@ -304,17 +277,18 @@ class ServerClient:
         """One request: each prompt's token log-probabilities after the first token, or its last ``tails[i]`` only
         (the rest of the answer is not read). The answer is read as plain JSON (orjson when installed), not as the
         SDK's objects: a prompt's log-probabilities are hundreds of small dicts, and this is the client's hot path."""
-        import httpx
-
         body = {"model": self.model, "prompt": [[int(t) for t in p] for p in prompts], "max_tokens": 1,
                 "temperature": 0.0, "prompt_logprobs": 0}
-        response = self.client.post("/completions", content=_dumps(body), cast_to=httpx.Response)
+        content = self.transport.request("POST", "/completions", _dumps(body))
         if tails is not None:
-            fast = _tail_logprobs(response.content, prompts, tails)
+            fast = _tail_logprobs(content, prompts, tails)
             if fast is not None:
-                return [[self._checked(v, p[len(p) - len(row) + i]) for i, v in enumerate(row)]
-                        for p, row in zip(prompts, fast)]
-        payload = _loads(response.content)
+                for p, row in zip(prompts, fast):
+                    if not all(-math.inf < v <= POSITIVE_TOLERANCE for v in row):  # then name the first bad one
+                        for i, v in enumerate(row):
+                            self._checked(v, p[len(p) - len(row) + i])
+                return fast
+        payload = _loads(content)
         choices = sorted(payload.get("choices") or [], key=lambda c: c.get("index", 0))
         if len(choices) != len(prompts):
             raise ServerError(f"{self.base_url} answered {len(choices)} of {len(prompts)} prompts", 200)
@@ -350,14 +324,13 @@ class ServerClient:
         model = self.model
 
         def one(prompt: Sequence[int]) -> dict[int, float]:
-            response = self.client.completions.create(
-                model=model, prompt=[list(map(int, prompt))], max_tokens=1, temperature=0.0, logprobs=k,
-                extra_body={"return_tokens_as_token_ids": True},
-            )
-            logprobs = _first_choice(response, self.base_url).logprobs
-            if logprobs is None or not logprobs.top_logprobs:
+            response = self._post("/completions", {
+                "model": model, "prompt": [list(map(int, prompt))], "max_tokens": 1, "temperature": 0.0,
+                "logprobs": k, "return_tokens_as_token_ids": True})
+            top_logprobs = (_first_choice(response, self.base_url).get("logprobs") or {}).get("top_logprobs")
+            if not top_logprobs:
                 raise ServerError(f"{self.base_url} returned no top log-probabilities", 200)
-            top = logprobs.top_logprobs[0] or {}
+            top = top_logprobs[0] or {}
             return {int(str(tok).removeprefix("token_id:")): self._checked(float(lp), tok) for tok, lp in top.items()}
 
         return self.map_rows(one, prompts, "top log-probabilities")
@@ -373,39 +346,43 @@ class ServerClient:
         if not rows:
             return results
         bar = tqdm(total=len(rows), desc=what, unit="row", disable=not self.progress, leave=False)
+        pool = self._workers()
+        futures = [pool.submit(self._call, lambda r=r: fn(r), what, i) for i, r in enumerate(rows)]
         try:
-            with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(rows))) as pool:
-                futures = [pool.submit(self._call, lambda r=r: fn(r), what, i) for i, r in enumerate(rows)]
-                try:
-                    for i, future in enumerate(futures):
-                        results[i] = future.result()
-                        bar.update(1)
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
+            for i, future in enumerate(futures):
+                results[i] = future.result()
+                bar.update(1)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
         finally:
             bar.close()
         return results
 
-    def _call(self, fn: Callable[[], R], what: str, row: int | None = None) -> R:
-        import openai
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="styleeval-http")
+            return self._pool
 
+    def _post(self, path: str, body: dict[str, Any], decoding: dict[str, Any] | None = None,
+              extra: dict[str, Any] | None = None) -> Any:
+        """``body`` with the request parameters ``decoding`` and ``extra`` (``extra_body``'s fields merged in, unset
+        ones left out, as the ``openai`` client sends them) posted to ``path``; the answer as JSON values."""
+        fields = {**body, **(decoding or {}), **(extra or {})}
+        fields.update(fields.pop("extra_body", None) or {})
+        data = self.transport.request("POST", path, _dumps({k: v for k, v in fields.items() if v is not None}))
+        return _loads(data)
+
+    def _call(self, fn: Callable[[], R], what: str, row: int | None = None) -> R:
         try:
             return fn()
         except ServerError as err:
             raise ServerError(err.reason, err.status, row, what) from None
-        except openai.APIStatusError as err:
-            message = _error_message(err)
-            raise ServerError(f"{self.base_url} answered {err.status_code}: {message}", err.status_code, row,
-                              what) from None
-        except openai.APITimeoutError:
-            raise ServerError(f"{self.base_url} did not answer within {self.timeout:g} s, {self.max_retries} "
-                              "retries included (raise timeout=...)", None, row, what) from None
-        except openai.APIConnectionError as err:
-            raise ServerError(f"cannot reach {self.base_url} after {self.max_retries} retries "
-                              f"({err.__cause__ or err}); is the server running?", None, row, what) from None
-        except (openai.APIError, ValueError, KeyError, AttributeError, TypeError) as err:
+        except TransportError as err:
+            raise ServerError(str(err), err.status, row, what) from None
+        except (ValueError, KeyError, AttributeError, TypeError, IndexError) as err:
             # an answer that is not the JSON asked for (truncated, wrong shape): the server's fault, not the input's
             raise ServerError(f"{self.base_url} sent an answer that could not be read ({type(err).__name__}: "
                               f"{str(err)[:200]})", 200, row, what) from None
@@ -419,9 +396,9 @@ class _RowFailure(Exception):
         self.row, self.error = row, error
 
 
-def _first_choice(response: Any, base_url: str) -> Any:
-    choices = getattr(response, "choices", None)
-    if not choices:
+def _first_choice(response: Any, base_url: str) -> dict[str, Any]:
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not choices or not isinstance(choices[0], dict):
         raise ServerError(f"{base_url} answered without any choice", 200)
     return choices[0]
 
@@ -445,7 +422,7 @@ def _tail_logprobs(content: bytes, prompts: Sequence[Sequence[int]], tails: Sequ
     out = []
     for start, end, prompt, tail in zip(starts, ends, prompts, tails):
         want = [int(t) for t in prompt[len(prompt) - tail :]] if tail else []
-        window = 96 * tail + 1024
+        window = (end - start) * (tail + 2) // max(1, len(prompt)) + 256  # the choice's mean entry size
         while True:
             found = _ENTRY.findall(content, max(start, end - window), end)
             if len(found) >= tail or window >= end - start:
@@ -489,17 +466,6 @@ def _top_token(position: dict[str, Any]) -> str:
     """The most likely token at one prompt position (the key whose log-probability is the highest): what batch
     noise does not move, unlike the log-probability itself."""
     return max(position, key=lambda token: _logprob_value(position[token]))
-
-
-def _error_message(err: Any) -> str:
-    body = getattr(err, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if body.get("message"):
-            return str(body["message"])
-    return str(getattr(err, "message", err))
 
 
 class ServerBackend(Backend):
