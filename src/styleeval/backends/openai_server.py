@@ -28,7 +28,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -108,20 +108,18 @@ class ServerClient:
         max_retries: int = DEFAULT_MAX_RETRIES,
         progress: bool = False,
     ) -> None:
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be positive, got {max_concurrency}")
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.rstrip("/")
+        self.transport = Transport(base_url, api_key or api_key_from_env(), timeout, max_retries)
+        self.base_url = self.transport.base_url
         self.max_concurrency = int(max_concurrency)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.progress = progress
-        self.transport = Transport(self.base_url, api_key or api_key_from_env(), self.timeout, self.max_retries)
         self._model = model
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -355,12 +353,15 @@ class ServerClient:
         except BaseException:
             for future in futures:
                 future.cancel()
+            wait(futures)  # the requests already sent end before the error is raised
             raise
         finally:
             bar.close()
         return results
 
     def _workers(self) -> ThreadPoolExecutor:
+        """The request threads, started once and kept for the client's life (a pool a call would start its threads
+        on every chunk, each waiting for the GIL before its first request)."""
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.max_concurrency, thread_name_prefix="styleeval-http")
