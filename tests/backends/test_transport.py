@@ -23,6 +23,7 @@ class Scripted:
     def __init__(self) -> None:
         self.plan: list[tuple[int, dict[str, str], bytes, bool]] = []
         self.times: list[float] = []
+        self.seen: list[tuple[str, str, str | None]] = []  # (method, request target, Proxy-Authorization)
         self.connections = 0
         scripted = self
 
@@ -41,6 +42,7 @@ class Scripted:
                 if length:
                     self.rfile.read(length)
                 scripted.times.append(time.monotonic())
+                scripted.seen.append((self.command, self.path, self.headers.get("Proxy-Authorization")))
                 status, headers, body, close = scripted.plan.pop(0) if scripted.plan else (200, {}, b"{}", False)
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers}.items():
@@ -52,6 +54,12 @@ class Scripted:
                 if close:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
+
+            def do_CONNECT(self):  # a proxy that refuses the tunnel
+                scripted.seen.append((self.command, self.path, self.headers.get("Proxy-Authorization")))
+                self.send_response(502)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
             do_GET = _handle
             do_POST = _handle
@@ -75,7 +83,7 @@ def server():
 
 @pytest.fixture
 def scripted(server):
-    server.plan, server.times, server.connections = [], [], 0
+    server.plan, server.times, server.seen, server.connections = [], [], [], 0
     yield server
 
 
@@ -114,3 +122,26 @@ def test_x_should_retry_decides_and_the_servers_message_is_kept(scripted):
 def test_a_url_without_a_host_is_refused():
     with pytest.raises(ValueError, match="base_url must be an http"):
         Transport("http:///v1", "k", timeout=1.0, max_retries=0)
+
+
+def test_the_environments_proxy_is_used_and_no_proxy_exempts(scripted, monkeypatch):
+    from _servers import free_port
+
+    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    proxy = scripted.base_url.removesuffix("/v1").replace("http://", "http://user:p%40ss@")
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    monkeypatch.setenv("HTTPS_PROXY", proxy)
+    monkeypatch.setenv("NO_PROXY", "exempt.invalid")
+    through = Transport("http://vllm.invalid:8000/v1", "k", timeout=5.0, max_retries=0)
+    assert through.request("GET", "/models") == b"{}"  # the host does not resolve: only the proxy answered
+    assert scripted.seen == [("GET", "http://vllm.invalid:8000/v1/models", "Basic dXNlcjpwQHNz")]  # user:p@ss
+    tunnelled = Transport("https://api.invalid/v1", "k", timeout=5.0, max_retries=0)
+    with pytest.raises(TransportError, match="cannot reach https://api.invalid/v1 .*502"):
+        tunnelled.request("GET", "/models")
+    assert scripted.seen[1] == ("CONNECT", "api.invalid:443", "Basic dXNlcjpwQHNz")
+    direct = Transport(f"http://exempt.invalid:{free_port()}/v1", "k", timeout=5.0, max_retries=0)
+    assert direct.proxy is None and through.proxy == proxy
+    with pytest.raises(TransportError, match="cannot reach"):  # tried directly: the name does not resolve
+        direct.request("GET", "/models")
+    assert len(scripted.seen) == 2

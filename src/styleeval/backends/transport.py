@@ -9,12 +9,16 @@ sends goes through :meth:`Transport.request`.
   errors, at most ``max_retries`` times, after ``Retry-After``/``retry-after-ms`` when the server gives one of at
   most 60 s, else 0.5 s doubling up to 8 s with up to 25% jitter; ``x-should-retry: true|false`` decides where
   present. A keep-alive connection the server closed while idle is reopened once without counting as a retry.
+- ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` from the environment, as the ``openai`` client (httpx) reads them:
+  an http URL is requested through the proxy, an https URL tunnelled (``CONNECT``); credentials in the proxy URL are
+  sent as ``Proxy-Authorization``.
 - Failures are :class:`TransportError` with the HTTP status (``None``: unreachable or timed out) and a message that
   says what to do; the caller adds the row.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import http.client
 import json
@@ -22,6 +26,7 @@ import random
 import threading
 import time
 import urllib.parse
+import urllib.request
 from typing import Any
 
 from styleeval._version import __version__
@@ -70,6 +75,20 @@ class Transport:
         self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json",
                          "User-Agent": f"styleeval/{__version__}"}
         self._local = threading.local()
+        self.proxy = _proxy_for(url)
+        """The proxy URL requests go through (from the environment), or ``None``."""
+        self._tunnel_headers: dict[str, str] = {}
+        if self.proxy is not None:
+            proxy = urllib.parse.urlsplit(self.proxy)
+            auth = {}
+            if proxy.username:
+                pair = f"{urllib.parse.unquote(proxy.username)}:{urllib.parse.unquote(proxy.password or '')}"
+                auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+            if self._https:
+                self._tunnel_headers = auth
+            else:  # the proxy gets the absolute URL
+                self._headers.update(auth)
+                self._prefix = f"http://{url.netloc.rpartition('@')[2]}{self._prefix}"
 
     def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
         """The body of a 2xx answer to ``method path`` (``body``: JSON bytes), after the retries the module docstring
@@ -154,7 +173,13 @@ class Transport:
 
     def _connect(self) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=self.timeout)
+        if self.proxy is None:
+            conn = cls(self._host, self._port, timeout=self.timeout)
+        else:
+            proxy = urllib.parse.urlsplit(self.proxy)
+            conn = cls(proxy.hostname, proxy.port or (443 if proxy.scheme == "https" else 80), timeout=self.timeout)
+            if self._https:
+                conn.set_tunnel(self._host, self._port or 443, headers=self._tunnel_headers)
         self._local.conn = conn
         return conn
 
@@ -168,6 +193,15 @@ class Transport:
         if after is not None and 0 < after <= MAX_RETRY_AFTER:
             return after
         return min(INITIAL_RETRY_DELAY * 2.0**attempt, MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
+
+
+def _proxy_for(url: urllib.parse.SplitResult) -> str | None:
+    """The proxy of ``url`` named by ``HTTP(S)_PROXY`` unless ``NO_PROXY`` exempts its host, else ``None``."""
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(url.scheme)
+    if not proxy or urllib.request.proxy_bypass_environment(url.netloc.rpartition("@")[2], proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _should_retry(status: int, headers: http.client.HTTPMessage) -> bool:
