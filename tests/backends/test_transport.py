@@ -95,6 +95,10 @@ def test_a_keep_alive_connection_closed_by_the_server_is_reopened_without_a_retr
     assert transport.request("POST", "/completions", b"{}") == b'{"n": 2}'
     assert transport.request("GET", "/models") == b'{"n": 3}'
     assert scripted.connections == 2 and len(scripted.times) == 3  # reopened once, then kept
+    scripted.plan = [(200, {"Connection": "close"}, b'{"n": 4}', True), (200, {}, b'{"n": 5}', False)]
+    assert transport.request("POST", "/completions", b"{}") == b'{"n": 4}'  # a server that says it closes
+    assert transport.request("POST", "/completions", b"{}") == b'{"n": 5}'
+    assert scripted.connections == 3
 
 
 @pytest.mark.parametrize("header, wait", [({"Retry-After": "0.6"}, 0.6), ({"retry-after-ms": "600"}, 0.6)])

@@ -153,12 +153,13 @@ class Transport:
             conn.timeout = remaining()
             if conn.sock is None:
                 conn.connect()
-            conn.sock.settimeout(remaining())
+            sock = conn.sock  # an answer with "Connection: close" takes it over from conn
+            sock.settimeout(remaining())
             conn.request(method, url, body=body, headers=headers)
             response = conn.getresponse()
             parts = []
             while True:
-                conn.sock.settimeout(remaining())
+                sock.settimeout(remaining())
                 part = response.read1(READ_SIZE)
                 if not part:
                     break
