@@ -31,3 +31,13 @@ def test_the_tail_reader_equals_the_whole_answer():
     assert _tail_logprobs(_answer(prompts), [[5, 11, 12, 13, 99], [5, 21, 22]], [2, 1]) is None
     assert _tail_logprobs(_answer(prompts[:1]), prompts, [2, 1]) is None
     assert _tail_logprobs(_answer(prompts, extra_top=4), prompts, [2, 1]) is None
+
+
+def test_the_tail_reader_widens_its_window_for_long_entries():
+    """The first window is sized from the choice's mean entry: tail entries far longer than the mean (long decoded
+    tokens) are still all read, by widening it."""
+    prompt = list(range(100, 300))
+    entries = [None] + [{str(t): {"logprob": -0.001 * k, "rank": 1, "decoded_token": "x" * (3000 if k > 194 else 1)}}
+                        for k, t in enumerate(prompt[1:], start=1)]
+    answer = json.dumps({"choices": [{"index": 0, "prompt_logprobs": entries}]}, separators=(",", ":")).encode()
+    assert _tail_logprobs(answer, [prompt], [5]) == [[-0.195, -0.196, -0.197, -0.198, -0.199]]
