@@ -31,16 +31,22 @@ def check_downloadable(name: str, what: str = "model") -> None:
     :data:`PROBE_SECONDS`, whether it can be had (``HF_HUB_OFFLINE``, one request for its config), instead of the
     Hub client's retries (about a minute); a :class:`ModelLoadError` in one line otherwise: offline, unreachable,
     not found, or gated (where to accept the licence, and an ungated preset that works now)."""
-    if os.path.isdir(os.path.expanduser(name)) or not looks_like_hub_id(name):
-        return
-    from huggingface_hub import try_to_load_from_cache
-
-    if any(isinstance(try_to_load_from_cache(name, f), str) for f in ("config.json", "tokenizer_config.json")):
+    if not looks_like_hub_id(name) or available_here(name):
         return
     if name not in _REACHABLE:
         _REACHABLE[name] = _probe(name, what)
     if _REACHABLE[name] is not None:
         raise _REACHABLE[name]  # type: ignore[misc]
+
+
+def available_here(name: str, files: tuple[str, ...] = ("config.json", "tokenizer_config.json")) -> bool:
+    """Whether ``name`` is a local folder, or a Hub id with one of ``files`` in the local Hugging Face cache (no
+    network request)."""
+    if os.path.isdir(os.path.expanduser(name)):
+        return True
+    from huggingface_hub import try_to_load_from_cache
+
+    return any(isinstance(try_to_load_from_cache(name, f), str) for f in files)
 
 
 def _probe(name: str, what: str) -> Exception | None:

@@ -205,21 +205,15 @@ def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _
     first = at_start
     try:
         for chunk in raw:  # split at b"\n"; a b"\r" before it stays with it
-            if csv_lines and chunk.count(b"\r") > chunk.endswith(b"\r\n"):  # a bare CR ends a line too
-                parts = [part for part in _BARE_CR.split(chunk) if part]
-                chunk = parts.pop()
-                for part in parts:
-                    cursor.offset += len(part)
-                    cursor.lines += 1
-                    yield decode(part).removeprefix("\ufeff") if first else decode(part)
+            split = csv_lines and chunk.count(b"\r") > chunk.endswith(b"\r\n")  # a bare CR ends a line too
+            for line in (part for part in _BARE_CR.split(chunk) if part) if split else (chunk,):
+                cursor.offset += len(line)
+                cursor.lines += 1
+                if first:
                     first = False
-            cursor.offset += len(chunk)
-            cursor.lines += 1
-            if first:
-                first = False
-                yield decode(chunk).removeprefix("\ufeff")
-                continue
-            yield decode(chunk)
+                    yield decode(line).removeprefix("\ufeff")
+                else:
+                    yield decode(line)
     except UnicodeDecodeError as err:
         raw.seek(0)
         raise _decode_error(where, raw.read(), encoding, err) from None

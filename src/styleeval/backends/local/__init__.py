@@ -21,7 +21,7 @@ from styleeval.backends.base import (
     Identity,
     TokenTree,
 )
-from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, check_downloadable, hub_id
+from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, available_here, check_downloadable, hub_id
 from styleeval.optiontypes import Option
 
 if TYPE_CHECKING:  # torch is imported with the model (styleeval.models), after the weights are known to be there
@@ -140,18 +140,11 @@ class LocalBackend(Backend):
     def missing_weights(cls, model: Any) -> str | None:
         """``"<id>: not in the local Hugging Face cache"`` for a Hub id (or preset) whose weights are not cached here;
         ``None`` for a local folder, a model object or cached weights. No network request."""
-        import os
-
         model = DEFAULT_MODEL if model is None else model
         if not isinstance(model, str) or model.lower() == TINY_RANDOM:  # built here on first use
             return None
         model = hub_id(model)
-        if os.path.isdir(os.path.expanduser(model)):
-            return None
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(model, "config.json")
-        return None if isinstance(cached, str) else f"{model}: not in the local Hugging Face cache"
+        return None if available_here(model, ("config.json",)) else f"{model}: not in the local Hugging Face cache"
 
     @classmethod
     def shared(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> Backend:
