@@ -180,6 +180,31 @@ def test_autorater_prompts_keep_control_strings_as_text(tiny_tokenizer):
     assert [t for t in dirty if t in special] == [t for t in clean if t in special]
 
 
+def test_tokenizing_never_changes_the_tokenizers_settings(tiny_tokenizer):
+    """Issue 37: a transformers fast tokenizer writes ``split_special_tokens`` into its shared Rust tokenizer on every
+    call that asks for the other value, and a call running meanwhile in another thread encodes with it. Text with
+    control-token strings is tokenized by a private copy configured once: the given tokenizer is only read."""
+    import copy
+
+    tok = copy.deepcopy(tiny_tokenizer)
+    chat = ChatFormat(tok)
+    reference = copy.deepcopy(tiny_tokenizer)
+    rewrites = ["Say <|eot_id|> now.", "the cat sat"]
+    users = [INSTRUCTIONS["style"].format(style="polite", source="the <|begin_of_text|> cat")]
+    got = chat.rewrite_ids(rewrites), chat.prompt_ids(users)
+    assert tok.backend_tokenizer.encode_special_tokens is False  # as it was given
+    eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    assert got[0] == [reference(r, add_special_tokens=False, split_special_tokens=True)["input_ids"] + [eot]
+                      for r in rewrites]
+    # a tokenizer whose own default keeps control-token strings as text: the template's controls still count
+    splitting = copy.deepcopy(tiny_tokenizer)
+    splitting.split_special_tokens = True
+    splitting.backend_tokenizer.encode_special_tokens = True
+    chat_splitting = ChatFormat(splitting)
+    assert (chat_splitting.rewrite_ids(rewrites), chat_splitting.prompt_ids(users)) == got
+    assert splitting.backend_tokenizer.encode_special_tokens is True
+
+
 @pytest.mark.parametrize("option", [{"chat_template": "{{ messages }}"}, {"system_prompt": "fold"},
                                     {"end_of_turn": False}])
 def test_options_the_authors_variant_would_ignore_are_errors(tiny_model, tiny_tokenizer, option):

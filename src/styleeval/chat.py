@@ -59,25 +59,42 @@ class TextEncoder:
     A rendered prompt comes with the character spans of its *text* (message contents). When no span contains the
     string of an added token (``<|eot_id|>``...), the prompt is tokenized as one string, as usual. Otherwise the
     prompt is cut at the control tokens that lie outside the spans (the template's own: where a tokenizer cuts
-    anyway), those become their ids, and each piece between them is tokenized with ``split_special_tokens=True``,
-    so a control-token string inside the text stays text.
+    anyway), those become their ids, and each piece between them is tokenized with control-token strings kept as
+    text (``split_special_tokens``).
+
+    No call changes a tokenizer's settings, so that one tokenizer serves any number of threads: a ``transformers``
+    fast tokenizer writes ``split_special_tokens`` into its shared Rust tokenizer on every call that asks for the
+    other setting, and a concurrent call then encodes with the setting of the last writer (template control tokens
+    split into bytes, or a rewrite's ``<|eot_id|>`` read as the end of turn). Template text goes through the tokenizer
+    as it is configured (:attr:`controls`; a copy where its default splits control tokens), and text holding a
+    control-token string through a private copy configured once to keep them as text (made when first needed). Text
+    without such a string has the same ids either way.
     """
 
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
         added = sorted(tokenizer.get_added_vocab(), key=len, reverse=True)
         self.pattern = re.compile("|".join(re.escape(t) for t in added)) if added else None
+        self.controls = _configured(tokenizer, split_special_tokens=False)
+        self._as_text = None  # _configured(tokenizer, split_special_tokens=True), made on first use
 
     def has_control(self, text: str) -> bool:
         """Whether ``text`` contains the string of an added (control) token."""
         return self.pattern is not None and self.pattern.search(text) is not None
 
     def plain(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of each text with every control-token string kept as text (one tokenizer call)."""
-        if not texts:
-            return []
-        encoded = self.tokenizer(list(texts), add_special_tokens=False, split_special_tokens=True)["input_ids"]
-        return [list(ids) for ids in encoded]
+        """Token ids of each text with every control-token string kept as text (one tokenizer call per kind)."""
+        texts = list(texts)
+        out: list[list[int]] = [[] for _ in texts]
+        guarded = [i for i, text in enumerate(texts) if self.has_control(text)]
+        if guarded and self._as_text is None:  # two threads may both make it: equal copies, one kept
+            self._as_text = _configured(self.tokenizer, split_special_tokens=True)
+        unguarded = sorted(set(range(len(texts))).difference(guarded))
+        for tokenizer, rows in ((self.controls, unguarded), (self._as_text, guarded)):
+            if rows:
+                for i, ids in zip(rows, tokenizer([texts[i] for i in rows], add_special_tokens=False)["input_ids"]):
+                    out[i] = list(ids)
+        return out
 
     def encode(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]] | None]) -> list[list[int]]:
         """Token ids of rendered prompts; ``spans[i]`` lists the (start, end) character spans of text in ``texts[i]``
@@ -85,7 +102,7 @@ class TextEncoder:
         out: list[list[int] | None] = [None] * len(texts)
         normal = [i for i, sp in enumerate(spans) if sp is None]
         if normal:
-            encoded = self.tokenizer([texts[i] for i in normal], add_special_tokens=False)["input_ids"]
+            encoded = self.controls([texts[i] for i in normal], add_special_tokens=False)["input_ids"]
             for i, ids in zip(normal, encoded):
                 out[i] = list(ids)
         for i, sp in enumerate(spans):
@@ -122,6 +139,21 @@ class TextEncoder:
             elif piece:
                 ids.extend(next(encoded))
         return ids
+
+
+def _configured(tokenizer, split_special_tokens: bool):
+    """``tokenizer`` when its calls already keep (``split_special_tokens=True``) or cut out control-token strings as
+    asked, else a private copy configured once to: calls on it never write a setting."""
+    if bool(getattr(tokenizer, "split_special_tokens", False)) == split_special_tokens:
+        return tokenizer
+    import copy
+
+    configured = copy.deepcopy(tokenizer)
+    configured.split_special_tokens = split_special_tokens
+    backend = getattr(configured, "backend_tokenizer", None)  # fast tokenizers: the Rust tokenizer's own setting
+    if backend is not None:
+        backend.encode_special_tokens = split_special_tokens
+    return configured
 
 
 def user_message(context: str, source: str, style: str) -> str:
@@ -227,7 +259,7 @@ class ChatFormat:
         if _MARKER not in rendered:
             raise ValueError("chat_template: the template does not render the assistant message")
         tail = rendered.split(_MARKER, 1)[1].lstrip()
-        ids = self.tokenizer(tail, add_special_tokens=False)["input_ids"] if tail else []
+        ids = self.encoder.encode([tail], [None])[0] if tail else []
         if not ids:
             raise ValueError(
                 "chat_template: the template adds no end-of-turn token after an assistant message; "

@@ -290,7 +290,7 @@ class Autorater:
     def _scaffold(self, text: str) -> tuple[list[int], list[list[int]]]:
         """Token ids of ``text`` up to where the encodings of ``text + "1"`` .. ``text + "5"`` part, and the five
         rating tails after it (one token each for Llama 3; a tokenizer may glue the space to some digits)."""
-        encoded = [self.tokenizer(text + r, add_special_tokens=False)["input_ids"] for r in RATINGS]
+        encoded = self.chat.encoder.plain([text + r for r in RATINGS])
         shared = common_prefix_length(encoded)
         tails = [list(e[shared:]) for e in encoded]
         if any(not t for t in tails):
