@@ -3,6 +3,7 @@ of the same requests made one after another (issues 27 and 37)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import threading
@@ -85,12 +86,17 @@ def slow_start_tokenizer(tiny_tokenizer):
     return tokenizer
 
 
-def test_logprob_and_expected_autorater_on_one_backend_answer_as_alone(tiny_model, slow_start_tokenizer, rows):
+@pytest.mark.parametrize("model_lock", [True, False], ids=["model-lock", "no-lock"])
+def test_logprob_and_expected_autorater_on_one_backend_answer_as_alone(tiny_model, slow_start_tokenizer, rows,
+                                                                      model_lock):
     """Issue 37: LogProb and the expected-mode autorater on one local backend (as the Space shares it), eight threads
     released together by a barrier each round, so that their calls overlap from their first step (tokenizing) on;
     rows hold control-token strings, so that every call tokenizes template text and plain text. Every answer (or
-    error) equals the same request's answer alone, exactly."""
+    error) equals the same request's answer alone, exactly. ``no-lock``: forward passes run at once too (the model
+    lock is for throughput; no state of the engine or the model depends on it)."""
     backend = open_backend(tiny_model, tokenizer=slow_start_tokenizer, progress=False)
+    if not model_lock:
+        backend._lock = contextlib.nullcontext()
     lp = LogProb(backend=backend, progress=False)
     judge = Autorater(backend=backend, mode="expected", progress=False)
     rng = random.Random(37)

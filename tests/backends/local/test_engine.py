@@ -270,6 +270,23 @@ def test_kept_prefix_is_dropped_when_the_weights_change(tiny_model, tiny_tokeniz
     assert engine.token_logprobs(prompts[:1], targets[:1])[0].dtype == torch.float32
 
 
+def test_a_call_never_switches_the_model(tiny_model, tiny_tokenizer, grouped_rows):
+    """Issue 37: the engine used to switch the model's attention implementation for its plain batches (restored after
+    the call), state another thread's generation or scoring on the same model would see. Plain batches now attend
+    with the library's causal mask after the cached prefix; the model's configuration is only read."""
+    prompts, targets = _prompts_and_targets(tiny_tokenizer, grouped_rows[:8])
+    seen = []
+    hook = tiny_model.model.layers[0].register_forward_pre_hook(
+        lambda *_: seen.append(tiny_model.config._attn_implementation))
+    try:
+        for pack in (False, True):
+            ScoringEngine(tiny_model, batch_tokens=200, pack_prompts=pack).token_logprobs(prompts, targets)
+        ScoringEngine(tiny_model, share_prompts=True, min_shared=1).candidate_logprobs(prompts[:6], [3, 4])
+    finally:
+        hook.remove()
+    assert len(seen) > 4 and set(seen) == {"sdpa"}
+
+
 def test_head_blocks_gathered_across_batches(tiny_model, tiny_tokenizer, grouped_rows):
     """The LM head runs on blocks of ``head_rows`` scored positions gathered across decoder batches: every block but
     the last is full, and the results do not depend on the block size (plain rows, token trees, candidates)."""
@@ -312,8 +329,12 @@ def test_out_of_memory_in_the_head_halves_its_blocks(tiny_model, tiny_tokenizer,
         return real(hidden, ids)
 
     engine._head_logprobs = limited
-    with pytest.warns(UserWarning, match="out of memory in the LM head"):
-        got = engine.token_logprobs(prompts, targets)
-    assert engine.head_rows == 8
-    for a, b in zip(got, want):
-        assert torch.allclose(a, b, atol=1e-5, rtol=0)
+    for _ in range(2):  # halved for the rest of the call; the next call starts again from the engine's 64
+        sizes = []
+        engine._head_logprobs = lambda h, t, sizes=sizes: (sizes.append(len(h)), limited(h, t))[1]
+        with pytest.warns(UserWarning, match="out of memory in the LM head on 64 rows; halving it for the rest"):
+            got = engine.token_logprobs(prompts, targets)
+        assert sizes[:4] == [64, 32, 16, 8] and max(sizes[4:]) == 8
+        assert engine.head_rows == 64
+        for a, b in zip(got, want):
+            assert torch.allclose(a, b, atol=1e-5, rtol=0)

@@ -37,15 +37,16 @@ _MODEL_LOCKS_GUARD = threading.Lock()
 
 
 def model_lock(model: Any) -> threading.RLock:
-    """The one lock of a loaded model, shared by every backend around it: a forward pass switches the model's
-    attention implementation and reuses the engine's kept prefix cache and head copy, so calls on one model run one
-    at a time (whichever thread and backend they come from); on a CPU a call already uses every core."""
+    """The one lock of a loaded model, shared by every backend around it: calls on one model run one at a time
+    (whichever thread and backend they come from), for throughput: on a CPU a call already uses every core, on a GPU
+    two would compete for memory. It guards no state of the engine (a call changes nothing another call reads:
+    docs/architecture.md, "What may be shared between threads"); a sampled generation seeds torch's global
+    generator (forked per row) under it."""
     with _MODEL_LOCKS_GUARD:
         lock = _MODEL_LOCKS.get(model)
         if lock is None:
             lock = _MODEL_LOCKS[model] = threading.RLock()
         return lock
-
 
 
 def check_weights(model: Any, tokenizer: Any = None) -> None:

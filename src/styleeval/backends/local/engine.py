@@ -8,13 +8,15 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
    depends on the calls before it);
 2. rows are sorted by length (longest first) and packed into batches under a token budget; the suffixes are
    right-padded and get explicit position ids ``P + arange(L)``, so with the causal mask no real token ever
-   attends to padding;
+   attends to padding (plain batches: the library's causal mask, aligned after the cached prefix by the cache
+   positions; token trees: their own mask);
 3. only the hidden states that predict a continuation token go through the LM head, in float32, gathered across
    batches into blocks of ``head_rows`` (few large GEMMs over the largest weight of the model), and each
    log-probability is ``logit[target] - logsumexp(logits)``;
 4. results stay on the device until the call ends, are copied to the host once, and are restored to input order.
-   On CUDA out-of-memory the batch is split in half and the token budget halved for the rest of the run. Torch's
-   threads are capped at the CPUs the process may use (affinity, cgroup quota; :func:`guard_threads`).
+   On CUDA out-of-memory the batch is split in half and the token budget halved for the rest of the call (the next
+   call starts from the configured budget). Torch's threads are capped at the CPUs the process may use (affinity,
+   cgroup quota; :func:`guard_threads`).
 
 With ``pack_prompts=True`` (LogProb's default) :meth:`ScoringEngine.token_logprobs` runs every distinct prompt once:
 the continuations that follow one prompt (a source's several rewrites, in meta-evaluation data) are packed after it
@@ -26,6 +28,11 @@ rows forms a group when its common prefix reaches ``min_shared`` tokens past the
 prefix is run once on top of the global cache, and batches are packed within groups.
 
 Results do not depend on batch size, order, grouping or padding (up to float32 rounding, ~1e-6).
+
+Calls may run in any number of threads: a call keeps its own state (its rows, batches, budget, KV caches, head
+queue) and never changes the model or the engine; what an engine keeps between calls is immutable and keyed by what
+it was computed from (the last global prefix's KV cache: its tokens and :func:`_storage_key` of every weight; the
+float32 head copy: the head's storage key), replaced whole, so a call sees one complete entry or computes its own.
 """
 
 from __future__ import annotations
@@ -38,7 +45,6 @@ import torch
 from tqdm.auto import tqdm
 
 from styleeval.backends.base import TokenTree, common_prefix_length
-from styleeval.backends.local.attention import lower_right_attention_for
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,15 @@ class _Row:
     targets: torch.Tensor  # (positions, K) token ids scored at each position: the continuation (K=1) or candidates
     parents: torch.Tensor | None = None
     reads: torch.Tensor | None = None
+
+
+@dataclass
+class _Budget:
+    """One call's token budget per forward pass and rows per LM-head block: halved on out-of-memory for the rest of
+    the call, never for the engine's later calls (whose batches, hence roundings, must not depend on this one)."""
+
+    batch_tokens: int
+    head_rows: int
 
 
 _EMPTY = torch.empty(0, dtype=torch.float32)
@@ -120,9 +135,6 @@ class ScoringEngine:
             the logits and the softmax are computed and rounded in that precision, and the log is taken of the
             rounded probability (what the authors' LogProb script did; needed only to match their numbers).
         pack_prompts: run every distinct prompt once, its continuations packed after it as a token tree.
-        lower_right: plain batches (no trees) attend with one lower-right causal mask instead of a per-batch 4D
-            mask (:mod:`styleeval.backends.local.attention`; SDPA models without sliding windows; exact). ``False``: the library's
-            own mask, for comparison.
         progress: show a progress bar over rows.
     """
 
@@ -137,7 +149,6 @@ class ScoringEngine:
         min_shared: int = 16,
         head_dtype: torch.dtype | None = None,
         pack_prompts: bool = False,
-        lower_right: bool = True,
         progress: bool = False,
     ) -> None:
         if batch_tokens < 1:
@@ -159,12 +170,11 @@ class ScoringEngine:
             raise ValueError(f"head_dtype must be None, float32, bfloat16 or float16, got {head_dtype}")
         self.head_dtype = None if head_dtype == torch.float32 else head_dtype
         self.pack_prompts = pack_prompts
-        self.lower_right = lower_right
         self.progress = progress
         self._head_weight: tuple[tuple[int, int], torch.Tensor] | None = None  # (weights key, float32 head)
         self._no_out_dtype = False
-        # the last global prefix's KV cache, kept across calls: (its tokens, the weights it was computed with, cache)
-        self._prefix_memo: tuple[tuple[int, ...], tuple, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
+        # the last global prefix's KV cache, kept across calls: ((its tokens, the weights' storage keys), cache)
+        self._prefix_memo: tuple[tuple[tuple[int, ...], tuple], list[tuple[torch.Tensor, torch.Tensor]]] | None = None
 
     @property
     def device(self) -> torch.device:
@@ -323,37 +333,38 @@ class ScoringEngine:
 
         The decoder runs batch by batch; the hidden states that predict a scored token are gathered across batches
         and go through the LM head in blocks of :attr:`head_rows` rows (the head's weight is the largest matrix of
-        the model: few large GEMMs instead of one small one per batch)."""
+        the model: few large GEMMs instead of one small one per batch). Everything the call changes is its own
+        (:class:`_Budget`, the caches of its groups, its :class:`_HeadQueue`)."""
         if not items:
             return
         global_len = self._prefix_length([it.prompt for it in items])
         width = max(it.targets.shape[1] for it in items)
+        budget = _Budget(self.batch_tokens, self.head_rows)
         bar = tqdm(total=len(items), desc="scoring", unit="seq", disable=not self.progress, leave=False)
         order: list[tuple[int, int]] = []  # (item index, scored positions), in the order of the head's rows
-        head = _HeadQueue(self, width)  # results stay on the device: one copy to the host per call
-        with lower_right_attention_for(self.model, self.lower_right):
-            global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
-            try:
-                share = self.share_prompts if share_prompts is None else share_prompts and self.reuse_prefix
-                for prefix_len, group in self._groups(items, global_len, share):
-                    cache = global_cache
-                    if prefix_len > global_len:  # the group's own shared prompt, run once on top of the global one
-                        cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]),
-                                                    global_len)
-                    rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
-                                 it.targets, it.parents, it.reads) for it in group]
-                    rows.sort(key=lambda r: len(r.suffix), reverse=True)
-                    pos = 0
-                    while pos < len(rows):
-                        batch = self._next_batch(rows, pos)
-                        for done, hidden, targets in self._score_batch_safely(batch, prefix_len, cache):
-                            order += [(row.index, len(row.targets)) for row in done]
-                            head.add(hidden, targets)
-                        pos += len(batch)
-                        bar.update(len(batch))
-                logprobs = head.finish()
-            finally:
-                bar.close()
+        head = _HeadQueue(self, width, budget)  # results stay on the device: one copy to the host per call
+        global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None
+        try:
+            share = self.share_prompts if share_prompts is None else share_prompts and self.reuse_prefix
+            for prefix_len, group in self._groups(items, global_len, share):
+                cache = global_cache
+                if prefix_len > global_len:  # the group's own shared prompt, run once on top of the global one
+                    cache = self._extend_prefix(global_cache, list(group[0].prompt[global_len:prefix_len]),
+                                                global_len)
+                rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
+                             it.targets, it.parents, it.reads) for it in group]
+                rows.sort(key=lambda r: len(r.suffix), reverse=True)
+                pos = 0
+                while pos < len(rows):
+                    batch = self._next_batch(rows, pos, budget)
+                    for done, hidden, targets in self._score_batch_safely(batch, prefix_len, cache, budget):
+                        order += [(row.index, len(row.targets)) for row in done]
+                        head.add(hidden, targets)
+                    pos += len(batch)
+                    bar.update(len(batch))
+            logprobs = head.finish()
+        finally:
+            bar.close()
         host = logprobs.cpu()
         offset = 0
         for index, count in order:
@@ -373,9 +384,9 @@ class ScoringEngine:
                            **kwargs)
         return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
 
-    def _next_batch(self, rows: list[_Row], pos: int) -> list[_Row]:
+    def _next_batch(self, rows: list[_Row], pos: int, budget: _Budget) -> list[_Row]:
         longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
-        size = max(1, self.batch_tokens // longest)
+        size = max(1, budget.batch_tokens // longest)
         if self.max_batch_rows is not None:
             size = min(size, self.max_batch_rows)
         return rows[pos : pos + size]
@@ -384,20 +395,21 @@ class ScoringEngine:
         """The KV cache of ``prefix``, run in one pass, or the previous call's when it was the same prefix under the
         same weights. A different prefix is run afresh, never sliced from or extended onto the kept one: float
         sums over another length round differently, and a score must not depend on which call came before."""
-        weights = self._weights_key()
-        if self._prefix_memo is not None and self._prefix_memo[1] == weights and self._prefix_memo[0] == tuple(prefix):
-            return self._prefix_memo[2]
+        key = (tuple(prefix), self._weights_key())
+        kept = self._prefix_memo  # read once: another call may replace it (whole) meanwhile
+        if kept is not None and kept[0] == key:
+            return kept[1]
         cache = self._extend_prefix(None, prefix, 0)
-        self._prefix_memo = (tuple(prefix), weights, cache)
+        self._prefix_memo = (key, cache)
         return cache
 
     def _weights_key(self) -> tuple:
         """:func:`_storage_key` of every parameter and buffer: a kept prefix cache is used only while it is unchanged."""
         return tuple(_storage_key(t) for t in (*self.model.parameters(), *self.model.buffers()))
 
-    def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache):
+    def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache, budget: _Budget):
         """``[(rows, hidden, targets)]``: :meth:`_score_batch` of ``batch``, or of its halves after an out-of-memory
-        error (the token budget is then halved for the rest of the run)."""
+        error (the call's token budget is then halved for the rest of the call)."""
         try:
             return [self._score_batch(batch, prefix_len, prefix_cache)]
         except torch.OutOfMemoryError:
@@ -405,15 +417,15 @@ class ScoringEngine:
                 raise
             if self.device.type == "cuda":
                 torch.cuda.empty_cache()
-            self.batch_tokens = max(1, self.batch_tokens // 2)
+            budget.batch_tokens = max(1, budget.batch_tokens // 2)
             warnings.warn(
-                f"out of memory on a batch of {len(batch)} rows; halving it (batch_tokens={self.batch_tokens})",
+                f"out of memory on a batch of {len(batch)} rows; halving it for the rest of this call "
+                f"(batch_tokens={budget.batch_tokens})",
                 stacklevel=2,
             )
             half = len(batch) // 2
-            return self._score_batch_safely(batch[:half], prefix_len, prefix_cache) + self._score_batch_safely(
-                batch[half:], prefix_len, prefix_cache
-            )
+            return (self._score_batch_safely(batch[:half], prefix_len, prefix_cache, budget)
+                    + self._score_batch_safely(batch[half:], prefix_len, prefix_cache, budget))
 
     def _score_batch(self, batch: list[_Row], prefix_len: int, prefix_cache):
         """Run the decoder on ``batch``; returns ``(batch, hidden, targets)``: the hidden states that predict a scored
@@ -506,9 +518,10 @@ class ScoringEngine:
         if logits is None:
             weight = head.weight
             key = _storage_key(weight)
-            if self._head_weight is None or self._head_weight[0] != key:  # float32 copy of a half head, made once
-                self._head_weight = (key, weight if weight.dtype == torch.float32 else weight.float())
-            logits = torch.nn.functional.linear(hidden.float(), self._head_weight[1])
+            kept = self._head_weight  # read once: another call may replace it (whole) meanwhile
+            if kept is None or kept[0] != key:  # float32 copy of a half head, made once per head storage
+                kept = self._head_weight = (key, weight if weight.dtype == torch.float32 else weight.float())
+            logits = torch.nn.functional.linear(hidden.float(), kept[1])
         bias = getattr(head, "bias", None)
         if bias is not None:
             logits = logits + bias.float()
@@ -552,11 +565,11 @@ class ScoringEngine:
 
 class _HeadQueue:
     """Hidden states waiting for the LM head (with the token ids read at each): the head runs on blocks of
-    ``engine.head_rows`` rows as they fill up and on the rest at :meth:`finish`; the log-probabilities stay on the
+    ``budget.head_rows`` rows as they fill up and on the rest at :meth:`finish`; the log-probabilities stay on the
     device, in the order the rows arrived."""
 
-    def __init__(self, engine: ScoringEngine, width: int) -> None:
-        self.engine, self.width = engine, width
+    def __init__(self, engine: ScoringEngine, width: int, budget: _Budget) -> None:
+        self.engine, self.width, self.budget = engine, width, budget
         self.hidden: list[torch.Tensor] = []
         self.targets: list[torch.Tensor] = []
         self.waiting = 0
@@ -568,7 +581,7 @@ class _HeadQueue:
         self.hidden.append(hidden)
         self.targets.append(torch.nn.functional.pad(targets, (0, self.width - targets.shape[1])))
         self.waiting += len(hidden)
-        if self.waiting >= self.engine.head_rows:
+        if self.waiting >= self.budget.head_rows:
             self._flush(everything=False)
 
     def finish(self) -> torch.Tensor:
@@ -582,8 +595,8 @@ class _HeadQueue:
     def _flush(self, everything: bool) -> None:
         hidden, targets = torch.cat(self.hidden), torch.cat(self.targets)
         start = 0
-        while start < len(hidden) and (everything or len(hidden) - start >= self.engine.head_rows):
-            size = self.engine.head_rows
+        while start < len(hidden) and (everything or len(hidden) - start >= self.budget.head_rows):
+            size = self.budget.head_rows
             try:
                 self.done.append(self.engine._head_logprobs(hidden[start : start + size], targets[start : start + size]))
             except torch.OutOfMemoryError:
@@ -591,9 +604,9 @@ class _HeadQueue:
                     raise
                 if hidden.device.type == "cuda":
                     torch.cuda.empty_cache()
-                self.engine.head_rows = max(1, size // 2)
-                warnings.warn(f"out of memory in the LM head on {size} rows; halving it "
-                              f"(head_rows={self.engine.head_rows})", stacklevel=3)
+                self.budget.head_rows = max(1, size // 2)
+                warnings.warn(f"out of memory in the LM head on {size} rows; halving it for the rest of this call "
+                              f"(head_rows={self.budget.head_rows})", stacklevel=3)
                 continue
             start += size
         self.hidden, self.targets = ([hidden[start:]], [targets[start:]]) if start < len(hidden) else ([], [])
