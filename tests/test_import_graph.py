@@ -1,14 +1,18 @@
-"""The layers of docs/architecture.md, checked on the source: the import graph of ``styleeval`` (module-level and
-function-level imports alike) has no circle, ``metaeval`` and ``systems`` never import each other, the statistics
-and the scoring layer import neither, and nothing outside ``backends/`` names one backend's own module or error."""
+"""The layers of docs/architecture.md, checked on the source: every module is in one layer of the drawing and named in
+the map, every import (module-level and function-level alike) goes to a lower layer, the import graph has no circle,
+``metaeval`` and ``systems`` never import each other, the statistics and the scoring layer import neither, and
+nothing outside ``backends/`` names one backend's own module or error."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 PACKAGE = SRC / "styleeval"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
 def _module_name(path: Path) -> str:
@@ -118,3 +122,68 @@ def test_nothing_outside_backends_imports_one_backends_module():
     wrong = [(a, b) for a, targets in graph.items() if not a.startswith("styleeval.backends") for b in targets
              if b.startswith("styleeval.backends.") and b != "styleeval.backends.base"]
     assert wrong == []
+
+
+# -- the drawing and the map of docs/architecture.md ----------------------------------------------------------------
+def _fenced_blocks() -> list[str]:
+    return ARCHITECTURE.read_text(encoding="utf-8").split("```")[1::2]
+
+
+def drawn_layers() -> dict[str, int]:
+    """Entry of the layer drawing (``metrics/``, ``backends/base``, ``__init__``...) -> its layer number: the fenced
+    block that starts with ``layer  entries  what``; a line without a number continues the layer above it, the
+    entries end where the header's ``what`` starts."""
+    block = next(b for b in _fenced_blocks() if b.lstrip("\n").startswith("layer"))
+    header, *lines = block.strip("\n").splitlines()
+    cut = header.index("what")
+    layers: dict[str, int] = {}
+    layer = None
+    for line in lines:
+        numbered = re.match(r"\s*(\d+)\s+(.*)", line[:cut])
+        if numbered:
+            layer, names = int(numbered.group(1)), numbered.group(2)
+        else:
+            names = line[:cut]
+        for name in (n.strip() for n in names.split(",")):
+            if name:
+                assert name not in layers, f"{name} is drawn twice"
+                layers[name] = layer
+    return layers
+
+
+def _entry_of(module: str, entries: dict[str, int]) -> str | None:
+    """The most specific drawn entry holding ``module`` (``x/``: the package and its modules; ``x``: that module)."""
+    path = module.removeprefix("styleeval").lstrip(".").replace(".", "/") or "__init__"
+    best = None
+    for entry in entries:
+        if entry.endswith("/"):
+            package = entry.rstrip("/")
+            if (path == package or path.startswith(entry)) and (best is None or len(entry) > len(best)):
+                best = entry
+        elif path == entry.removesuffix("/__init__") and (best is None or len(entry) > len(best)):
+            best = entry
+    return best
+
+
+def test_every_module_is_drawn_once_and_every_import_goes_down():
+    graph = import_graph()
+    layers = drawn_layers()
+    entry = {module: _entry_of(module, layers) for module in graph}
+    assert [m for m, e in entry.items() if e is None] == [], "modules missing from the layer drawing"
+    assert sorted(set(layers) - set(entry.values())) == [], "drawn entries that hold no module"
+    upward = sorted((a, b, layers[entry[a]], layers[entry[b]]) for a, targets in graph.items() for b in targets
+                    if entry[a] != entry[b] and layers[entry[b]] >= layers[entry[a]])
+    assert upward == [], "imports that do not go to a lower layer of the drawing: (module, import, layers)"
+
+
+def test_every_module_is_named_in_the_map():
+    """The map (the fenced block after the drawing) names every module file, and every package as ``name/``."""
+    text = next(b for b in _fenced_blocks() if b.lstrip("\n").startswith("src/styleeval/"))
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE)
+        wanted = f"{relative.parent.name}/" if path.name == "__init__.py" else path.name
+        if relative.parent != Path(".") or path.name != "__init__.py":
+            if not re.search(rf"(?<![\w.]){re.escape(wanted)}", text):
+                missing.append(str(relative))
+    assert missing == [], "modules docs/architecture.md's map does not name"
