@@ -91,24 +91,29 @@ def test_logprob_and_expected_autorater_on_one_backend_answer_as_alone(tiny_mode
                                                                       model_lock):
     """Issue 37: LogProb and the expected-mode autorater on one local backend (as the Space shares it), eight threads
     released together by a barrier each round, so that their calls overlap from their first step (tokenizing) on;
-    rows hold control-token strings, so that every call tokenizes template text and plain text. Every answer (or
-    error) equals the same request's answer alone, exactly. ``no-lock``: forward passes run at once too (the model
-    lock is for throughput; no state of the engine or the model depends on it)."""
+    rows hold control-token strings, so that every call tokenizes template text and plain text; the autorater reads
+    its ratings in one token-tree pass and, as on backends without trees, in two passes (the engine's kept prefix
+    cache between them). Every answer (or error) equals the same request's answer alone, exactly. ``no-lock``: the
+    forward passes run at once too (the model lock is for throughput; no state of the engine or the model needs
+    it)."""
     backend = open_backend(tiny_model, tokenizer=slow_start_tokenizer, progress=False)
     if not model_lock:
         backend._lock = contextlib.nullcontext()
     lp = LogProb(backend=backend, progress=False)
-    judge = Autorater(backend=backend, mode="expected", progress=False)
+    judges = {"judge": Autorater(backend=backend, mode="expected", progress=False),
+              "two-pass": Autorater(backend=backend, mode="expected", progress=False)}
+    judges["two-pass"]._tree_cache = None  # what a tokenizer that cannot extend the scaffold token by token gets
     rng = random.Random(37)
-    plan = [[(("logprob", "judge")[(t + r) % 2], rng.sample(CONTROL_ROWS, 1) + rng.sample(rows[:12], rng.randint(0, 1)))
+    kinds = ("logprob", "judge", "two-pass")
+    plan = [[(kinds[(t + r) % 3], rng.sample(CONTROL_ROWS, 1) + rng.sample(rows[:12], rng.randint(0, 1)))
              for t in range(THREADS)] for r in range(ROUNDS)]
 
     def answer(request):
         kind, picked = request
         sources, rewrites, styles = (list(c) for c in zip(*picked))
         try:
-            if kind == "judge":
-                return [(r["meaning"], r["style"]) for r in judge.rate(sources, rewrites, styles)]
+            if kind in judges:
+                return [(r["meaning"], r["style"]) for r in judges[kind].rate(sources, rewrites, styles)]
             return [(s["content"], s["style"]) for s in lp.score(sources, rewrites, styles)]
         except Exception as err:  # an error is an answer too: it must be the one given alone
             return repr(err)
