@@ -299,7 +299,6 @@ def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Seq
         delta = scores[a] - scores[b]
         low, high = (percentile_interval(resampled[a] - resampled[b], level) if resampled
                      else (math.nan, math.nan))
-        tolerance = TIE_TOLERANCE * max(1.0, abs(scores[a]), abs(scores[b]))
         if not n:
             results[(a, b)] = PairResult(scores[a], scores[b], delta, low, high, math.nan, math.nan)
             continue
@@ -316,6 +315,7 @@ def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Seq
         else:  # one row: nothing to resample
             results[(a, b)] = PairResult(scores[a], scores[b], delta, low, high, 1.0, 1.0)
             continue
+        tolerance = TIE_TOLERANCE * max(1.0, abs(scores[a]), abs(scores[b]))
         reached = int((stat >= abs(delta) - tolerance).sum())
         ties = int((np.abs(stat - abs(delta)) <= tolerance).sum())
         results[(a, b)] = PairResult(scores[a], scores[b], delta, low, high, (reached + 1) / (len(stat) + 1), p_min,
@@ -336,7 +336,7 @@ def paired_corpus_test(metric: Any, hypotheses_a: Sequence[str], hypotheses_b: S
                        references: Sequence[Sequence[str]], test: str = "ar", trials: int = N_TRIALS,
                        n_boot: int = N_BOOT, seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
     """System A against system B on the same rows (:func:`compare_corpus` of the two): ``score_a``, ``score_b``,
-    ``delta``, ``ci_low``, ``ci_high``, ``p`` and ``p_min``."""
+    ``delta``, ``ci_low``, ``ci_high``, ``p``, ``p_min`` and ``ties`` (:class:`PairResult`)."""
     stats = {"a": corpus_statistics(metric, hypotheses_a, references),
              "b": corpus_statistics(metric, hypotheses_b, references)}
     result = compare_corpus(metric, stats, [("a", "b")], test, trials, n_boot, seed, level).pairs[("a", "b")]
