@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
-from styleeval.corpora import SPECS
-
 
 def dataset_label(name: str) -> str:
     """A corpus's label in tables, as its module declares it (the name itself for a dataset that is no corpus)."""
+    from styleeval.corpora import (
+        SPECS,  # when used: corpora imports `datasets`, ~1 s of `styleeval evaluate`'s start-up
+    )
+
     spec = SPECS.get(name)
     return spec.label if spec is not None else name
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -81,3 +82,27 @@ def test_sign_flip_test_equals_random_sign_patterns_drawn_one_by_one():
     hits = sum(abs(np.mean(draws.choice(np.array([-1.0, 1.0]), size=41) * d)) >= abs(d.mean()) - 1e-12
                for _ in range(3000))
     assert stats.sign_flip_test(d, trials=3000, seed=4) == (hits + 1) / 3001
+
+
+@pytest.mark.parametrize("n", [1, 2, 4, 10, 13, 14, 20, 64, 65])
+def test_sign_flip_floor_is_the_p_of_the_most_extreme_differences(n):
+    """Equal positive differences: every sign pattern but the identity and the full flip lowers |mean|, so the
+    test's p is the smallest it can give, exact or sampled with the same draws."""
+    for exact in (True, False):
+        floor = stats.sign_flip_floor(n, trials=2000, seed=5, exact=exact)
+        assert floor == stats.sign_flip_test([1.0] * n, trials=2000, seed=5, exact=exact), (n, exact)
+    assert stats.sign_flip_floor(4) == 2 / 16 and stats.sign_flip_floor(1) == 1.0
+    assert math.isnan(stats.sign_flip_floor(0))
+
+
+def test_paired_test_signatures_round_trip():
+    from styleeval.signature import Signature
+
+    for test, aggregate, exact in itertools.product(("ar", "bootstrap"), ("corpus", "mean"), (True, False)):
+        signature = stats.paired_test_signature(test, aggregate, trials=500, n_boot=200, seed=3, exact=exact)
+        assert Signature.parse(signature.format()) == signature
+        assert signature.fields["seed"] == "3" and signature.fields["ci"] == "bs-200"
+    assert stats.paired_test_signature("ar", "mean", exact=True) == \
+        "paired_ar|stat:mean|trials:10000|exact:yes|count:ge|ci:bs-1000|seed:12345"
+    assert stats.paired_test_signature("bootstrap", "mean") == \
+        "paired_bs|stat:mean|resamples:1000|count:two-sided|ci:bs-1000|seed:12345"

@@ -4,14 +4,18 @@ sacrebleu's own; inputs that would give a confident wrong number are refused nam
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import sacrebleu
+from sacrebleu.metrics import BLEU, CHRF, TER
 
+from styleeval import stats
 from styleeval.systems import evaluate_systems
 from styleeval.systems.evaluation import compare_systems
 
@@ -57,24 +61,46 @@ def test_corpus_scores_equal_sacrebleu(lai, kind):
     assert (means["aggregate"] == "mean").all() and np.allclose(means["score"], means["mean"])
 
 
-def test_paired_p_values_are_sacrebleus_within_monte_carlo_noise(lai):
-    from sacrebleu.metrics import CHRF
-    from sacrebleu.significance import PairedTest
+def test_evaluate_prints_sacrebleus_cli_p_values_out_of_the_box(tmp_path, data_dir):
+    """``styleeval evaluate`` with its defaults against ``sacrebleu SRC -i SYS... -m bleu chrf ter --paired-ar``
+    (its defaults: 10,000 trials, seed 12345) on Lai's 9 systems: the same p-values wherever no shuffle ties the
+    observed difference; a tie adds at most 1 / 10,001 each (sacrebleu counts only shuffles above it)."""
+    import subprocess
+    import sys
 
-    systems = ["NIU", "HIGH", "BART", "LUO"]
-    rows = [r for r in lai if r["system"] in systems]
-    report = evaluate_systems(rows, ["s_chrf"], trials=2000, n_boot=100, seed=3)
-    pairs = report.pairs.set_index(["system_a", "system_b"])
-    hyps = {s: [r["rewrite"] for r in rows if r["system"] == s] for s in systems}
-    sources = [r["source"] for r in rows if r["system"] == "NIU"]
-    for base, other in [("BART", "HIGH"), ("HIGH", "NIU"), ("HIGH", "LUO")]:
-        _, results = PairedTest([(base, hyps[base]), (other, hyps[other])], {"chrF": CHRF()}, [sources],
-                                test_type="ar", n_samples=2000)()
-        theirs = results["chrF2"][1].p_value
-        mine = pairs.loc[tuple(sorted((base, other)))].p
-        assert abs(mine - theirs) < 0.03 + 0.1 * theirs, (base, other, mine, theirs)
-    signature = report.test_signatures["s_chrf"]  # sacrebleu's own, with the test's seed and trials
-    assert signature.startswith("nrefs:1|ar:2000|seed:3|case:mixed") and "version:" in signature
+    from styleeval.cli import main
+    from styleeval.corpora import load_corpus
+
+    rows = sorted(load_corpus("lai_formality", data_dir=data_dir), key=lambda r: (r["system"], r["source_id"]))
+    systems = sorted({r["system"] for r in rows})
+    lines = {s: [r["rewrite"] for r in rows if r["system"] == s] for s in systems}
+    sources = [r["source"] for r in rows if r["system"] == systems[0]]
+    (tmp_path / "src.txt").write_text("".join(f"{x}\n" for x in sources), encoding="utf-8")
+    for s in systems:
+        (tmp_path / f"{s}.txt").write_text("".join(f"{x}\n" for x in lines[s]), encoding="utf-8")
+    cli = subprocess.run([sys.executable, "-m", "sacrebleu", str(tmp_path / "src.txt"), "-i",
+                          *(str(tmp_path / f"{s}.txt") for s in systems), "-m", "bleu", "chrf", "ter", "--paired-ar",
+                          "--format", "json"], capture_output=True, text=True, check=True, env={"PATH": ""})
+    theirs = {(name, Path(entry["system"]).stem): entry[name]["p_value"]
+              for entry in json.loads(cli.stdout)[1:] for name in ("BLEU", "chrF2", "TER")}
+    frame = pd.DataFrame({"system": [r["system"] for r in rows], "source_id": [r["source_id"] for r in rows],
+                          "source": [r["source"] for r in rows], "rewrite": [r["rewrite"] for r in rows],
+                          "style": "formal"})
+    frame.to_csv(tmp_path / "lai.csv", index=False)
+    assert main(["evaluate", str(tmp_path / "lai.csv"), "--metrics", "s_bleu,s_chrf,s_ter", "--out",
+                 str(tmp_path / "out"), "--no-progress", "--no-plots"]) == 0
+    pairs = pd.read_csv(tmp_path / "out" / "pairs.csv").set_index(["metric", "system_a", "system_b"])
+    base = systems[0]  # the CLI's baseline, the first system
+    for label, name, make in (("s_bleu", "BLEU", BLEU), ("s_chrf", "chrF2", CHRF), ("s_ter", "TER", TER)):
+        statistics = {s: stats.corpus_statistics(make(), lines[s], [[x] for x in sources]) for s in systems}
+        ties = stats.compare_corpus(make(), statistics, [(base, s) for s in systems[1:]]).pairs
+        for other in systems[1:]:
+            mine, cli_p = pairs.loc[(label, base, other), "p"], theirs[(name, other)]
+            extra = round((mine - cli_p) * 10_001)
+            assert 0 <= extra <= ties[(base, other)].ties, (label, other, mine, cli_p)
+            if not ties[(base, other)].ties:
+                assert mine == cli_p, (label, other)
+    assert pairs.loc[("s_ter", "NIU", "RAO"), "p"] == 1.0  # equal TER (20.6897), different outputs: every shuffle ties
 
 
 def test_repeated_system_and_source_is_refused_in_compare_systems():
@@ -158,3 +184,83 @@ def test_the_report_says_when_alpha_is_out_of_reach_and_what_a_cluster_means():
     text = report.to_markdown()
     assert "a system opens a new cluster when any system of the current cluster is significantly better" in text
     assert "need not differ significantly" in text
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_corpus_ar_on_one_to_four_sources_is_never_significant_and_noted(n):
+    """A better than B on every source: sacrebleu's strict ">" gives p = 1 / 10,001 whatever n; counting the
+    shuffles that reach the observed difference (the identity and the full swap always do), no test on 4 sources
+    can reach 0.05, and the report says so."""
+    rows = _rows({"A": SOURCES[:n], "B": ["x"] * n}, SOURCES[:n])
+    report = evaluate_systems(rows, ["s_chrf", "s_bleu", "s_ter"])
+    assert (report.pairs["p"] > 0.05).all() and not report.pairs["significant"].any(), report.pairs
+    for label in ("s_chrf", "s_bleu", "s_ter"):
+        assert any(note.startswith(f"{label}: with {n} paired sources the ar test cannot give p below")
+                   for note in report.notes), report.notes
+
+
+def test_identical_corpus_outputs_get_p_one_in_both_tests():
+    rows = _rows({"A": SOURCES, "B": SOURCES, "C": ["x"] * len(SOURCES)})
+    for test in ("ar", "bootstrap"):
+        pairs = evaluate_systems(rows, ["s_chrf"], test=test).pairs.set_index(["system_a", "system_b"])
+        assert pairs.loc[("A", "B"), "p"] == 1.0 and pairs.loc[("A", "C"), "p"] < 0.01
+
+
+def _frame(systems: int, rows: int, step: float = 1.0) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame([{"row": k, "system": f"S{s:02d}", "source_id": str(i), "m": s * step + rng.normal(),
+                          "human_x": s * step + rng.normal()}
+                         for k, (s, i) in enumerate(itertools.product(range(systems), range(rows)))])
+
+
+@pytest.mark.parametrize(("systems", "test", "noted"), [(8, "bootstrap", True), (7, "bootstrap", False),
+                                                         (15, "ar", True), (14, "ar", False)])
+def test_alpha_out_of_reach_checks_the_holm_adjusted_floor(systems, test, noted):
+    """Holm multiplies the smallest p by the number of pairs: 28 pairs x 2 / 1001 (bootstrap) > 0.05 although
+    2 / 1001 < 0.05 (21 pairs: 0.042); 105 pairs x 1 / 2001 (sampled AR, 20 sources) > 0.05 (91 pairs: 0.045). One
+    rule for mean metrics and human columns."""
+    frame = _frame(systems, 20, step=5.0)
+    report = compare_systems(frame, {"m": "m|v:1"}, test=test, trials=2000)
+    for label in ("m", "human_x"):
+        said = [n for n in report.notes if n.startswith(f"{label}: with ")]
+        assert bool(said) == noted, (label, report.notes)
+        if noted:
+            assert "after Holm's adjustment" in said[0] and not report.pairs[report.pairs.metric == label][
+                "significant"].any()
+        else:
+            assert report.pairs[report.pairs.metric == label]["significant"].any()
+
+
+@pytest.mark.parametrize(("systems", "noted"), [(3, False), (6, True)])
+def test_alpha_out_of_reach_covers_corpus_metrics(systems, noted):
+    """100 trials: the floor is 1 / 101; 3 pairs x 1/101 < 0.05, 15 pairs x 1/101 > 0.05."""
+    rows = _rows({f"S{k}": [s if j % (k + 2) else "x" for j, s in enumerate(SOURCES)] for k in range(systems)})
+    report = evaluate_systems(rows, ["s_chrf"], trials=100)
+    said = [n for n in report.notes if n.startswith("s_chrf: with 12 paired sources the ar test cannot give p below")]
+    assert bool(said) == noted, report.notes
+
+
+def test_each_number_carries_the_signature_of_what_computed_it():
+    """The system score of a corpus metric is sacrebleu's corpus score (BLEU: ``eff:no``); its rows are sentence
+    scores (``eff:yes``). On short outputs they differ: corpus BLEU of "hi there" is 0, its sentence BLEU 100."""
+    from styleeval.signature import Signature
+
+    rows = _rows({"A": ["hi there"] * 3, "B": ["hi"] * 3}, ["hi there"] * 3)
+    rows = [{**r, "source_id": str(i % 3)} for i, r in enumerate(rows)]
+    report = evaluate_systems(rows, ["s_bleu", "s_chrf", "s_ter"])
+    table = report.systems.set_index(["metric", "system"])
+    assert table.loc[("s_bleu", "A"), "score"] == sacrebleu.corpus_bleu(["hi there"] * 3, [["hi there"] * 3]).score
+    assert table.loc[("s_bleu", "A"), "score"] == 0.0  # no 3- or 4-gram
+    assert table.loc[("s_bleu", "A"), "mean"] == sacrebleu.sentence_bleu("hi there", ["hi there"]).score  # 100
+    for label, make in (("s_bleu", sacrebleu.BLEU), ("s_chrf", sacrebleu.CHRF), ("s_ter", sacrebleu.TER)):
+        signature = Signature.parse(report.signatures[label])
+        assert Signature.parse(signature.format()) == signature  # round trip
+        scorer = make()
+        name = scorer.corpus_score(["hi there"], [["hi there"]]).name
+        assert signature.fields["agg"] == "corpus"
+        assert signature.fields["corpus"] == f"{name}|{scorer.get_signature()}"  # sacrebleu's corpus signature
+        test = Signature.parse(report.test_signatures[label])
+        assert test == Signature.parse(test.format())
+        assert test.fields == {"stat": "corpus", "trials": "10000", "count": "ge", "ci": "bs-1000", "seed": "12345"}
+    assert Signature.parse(report.signatures["s_bleu"]).fields["eff"] == "yes"  # the rows: sentence BLEU
+    assert Signature.parse(report.signatures["s_bleu"]).fields["corpus"].fields["eff"] == "no"

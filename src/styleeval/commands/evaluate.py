@@ -31,6 +31,7 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
     from styleeval.commands._options import add_allow_missing
+    from styleeval.stats.resampling import SEED
     from styleeval.systems.evaluation import DEFAULT_METRICS
 
     p = subparsers.add_parser(
@@ -50,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="ar: paired approximate randomization (10,000 trials, default); bootstrap: paired bootstrap")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (0.05)")
     p.add_argument("--sort-by", default=None, help="the metric systems are ranked by (default: the first)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization draws")
+    p.add_argument("--seed", type=int, default=SEED,
+                   help=f"seed of the bootstrap and randomization draws (default: sacrebleu's, {SEED}: the corpus "
+                   "metrics' p-values are those sacrebleu --paired-ar / --paired-bs prints where no shuffle ties)")
     p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8)")
     p.add_argument("--data-dir", default=None,
                    help="local corpus mirror for metrics that read corpus files (lai:<score>; default: "

@@ -34,6 +34,16 @@ def sacrebleu_signature(kind: str, single_reference: bool) -> str:
     return sig if single_reference else sig.replace("nrefs:1", "nrefs:var")
 
 
+@cache
+def corpus_signature(kind: str, single_reference: bool) -> Signature:
+    """sacrebleu's own signature of its corpus score of ``kind`` (what ``sacrebleu -i`` prints beside it), named as
+    sacrebleu names the score (``BLEU|nrefs:1|case:mixed|eff:no|...``; ``nrefs:var`` when references vary)."""
+    scorer = corpus_scorer(kind)
+    name = scorer.corpus_score(["a b c d"], [["a b c d"]]).name  # sacrebleu needs nrefs before it signs
+    sig = str(scorer.get_signature())
+    return Signature.parse(f"{name}|{sig if single_reference else sig.replace('nrefs:1', 'nrefs:var')}")
+
+
 def sentence_scores(kind: str, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> list[float]:
     """Sentence-level scores of ``kind`` for each hypothesis against its own list of references."""
     if len(hypotheses) != len(references):
@@ -72,6 +82,13 @@ class SacreBleuMetric(Metric):
     @property
     def signature(self) -> Signature:
         return Signature.parse(f"{self.name}|{sacrebleu_signature(self.kind, self.inputs == 'source')}")
+
+    @property
+    def system_signature(self) -> Signature:
+        if self.aggregate == "mean":
+            return self.signature
+        corpus = corpus_signature(self.kind, self.inputs == "source")
+        return Signature.build(self.signature.name, {**self.signature.fields, "agg": "corpus", "corpus": corpus})
 
     def corpus_metric(self) -> Any:
         """sacrebleu's corpus metric of this kind (``None`` with ``agg=mean``)."""

@@ -83,6 +83,12 @@ class Metric:
         raise NotImplementedError
 
     @property
+    def system_signature(self) -> Signature:
+        """The signature of a system's score: the row scores' (:attr:`signature`); a corpus-aggregated metric adds
+        ``agg:corpus`` and the corpus scorer's own signature (``corpus:[...]``), which computes the system score."""
+        return self.signature
+
+    @property
     def needs_references(self) -> bool:
         """Whether rows without a reference cannot be scored."""
         return "reference" in self.inputs

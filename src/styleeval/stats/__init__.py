@@ -9,7 +9,8 @@ mt-metrics-eval keeps WMT's in one ``stats.py``); neither of those defines a sta
   bootstrap of a correlation difference);
 - :mod:`.pairwise`: pairwise accuracy, tie-calibrated acc_eq, soft pairwise accuracy, PERM-BOTH;
 - :mod:`.clusters`: significance clusters of a ranking (WMT's rule);
-- :mod:`.corpus`: sacrebleu's corpus scores, their bootstrap CIs and sacrebleu's paired tests.
+- :mod:`.corpus`: sacrebleu's corpus scores (BLEU, chrF, TER), their bootstrap CIs and paired tests on sacrebleu's
+  draws, vectorised over the sentence statistics.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from __future__ import annotations
 from styleeval.stats.clusters import significance_clusters
 from styleeval.stats.compare import Comparison, paired_bootstrap_correlation, williams_t, williams_test
 from styleeval.stats.corpus import (
+    CorpusComparison,
+    PairResult,
+    compare_corpus,
     corpus_bootstrap_ci,
     corpus_score,
     corpus_statistics,
     paired_corpus_test,
     reference_streams,
     score_from_statistics,
+    scores_from_statistics,
 )
 from styleeval.stats.correlation import (
     Correlation,
@@ -46,19 +51,24 @@ from styleeval.stats.pairwise import (
 from styleeval.stats.resampling import (
     N_BOOT,
     N_TRIALS,
+    SEED,
     approximate_randomization,
     bootstrap_mean_ci,
     holm,
     paired_bootstrap_mean,
+    paired_test_signature,
     percentile_interval,
+    sign_flip_floor,
     sign_flip_test,
 )
 
 __all__ = [
-    "N_BOOT", "N_TRIALS", "corpus_bootstrap_ci", "corpus_score", "corpus_statistics", "paired_corpus_test",
-    "reference_streams", "score_from_statistics", "Comparison", "Correlation", "DegenerateScoresError", "accuracy_at",
-    "approximate_randomization", "bootstrap_mean_ci", "check_scores", "correlate", "holm", "kendall_tau_like",
-    "paired_bootstrap_correlation", "paired_bootstrap_mean", "paired_permutation_p", "pairwise_accuracy", "pearson",
-    "percentile_interval", "perm_both", "sign_flip_test", "significance_clusters", "soft_pairwise_accuracy",
-    "spearman", "spearman_bootstrap_ci", "system_level", "tie_calibrated_accuracy", "williams_t", "williams_test",
+    "N_BOOT", "N_TRIALS", "SEED", "CorpusComparison", "PairResult", "compare_corpus", "corpus_bootstrap_ci",
+    "corpus_score", "corpus_statistics", "paired_corpus_test", "paired_test_signature", "reference_streams",
+    "score_from_statistics", "scores_from_statistics", "sign_flip_floor", "Comparison", "Correlation",
+    "DegenerateScoresError", "accuracy_at", "approximate_randomization", "bootstrap_mean_ci", "check_scores",
+    "correlate", "holm", "kendall_tau_like", "paired_bootstrap_correlation", "paired_bootstrap_mean",
+    "paired_permutation_p", "pairwise_accuracy", "pearson", "percentile_interval", "perm_both", "sign_flip_test",
+    "significance_clusters", "soft_pairwise_accuracy", "spearman", "spearman_bootstrap_ci", "system_level",
+    "tie_calibrated_accuracy", "williams_t", "williams_test",
 ]

@@ -1,20 +1,55 @@
-"""Corpus-level statistics of sacrebleu metrics (BLEU, chrF, TER): the system score sacrebleu prints, its bootstrap
-CI, and the paired tests of two systems, by sacrebleu's own code (``sacrebleu.significance``).
+"""Corpus-level statistics of sacrebleu's metrics (BLEU, chrF, TER): the system score ``sacrebleu -i`` prints, its
+bootstrap CI, and paired tests of two or more systems, drawn as sacrebleu draws them and computed vectorised.
 
-Every function takes a sacrebleu ``Metric`` object (``BLEU()``, ``CHRF()``, ``TER()`` with the settings to report)
-and per-row hypotheses and references; a row's references may vary in number (missing ones are ``None`` in
-sacrebleu's reference streams, which it skips).
+A corpus score of these metrics is a function of additive sentence statistics (BLEU's n-gram matches and lengths,
+chrF's character and word n-gram counts, TER's edits and reference lengths). A shuffle of paired approximate
+randomization or a bootstrap resample is therefore a masked sum of the rows' statistics, and ``T`` trials of every
+system at once are one matrix product; the ``T`` corpus scores are then computed by numpy
+(:func:`scores_from_statistics`, which follows sacrebleu's ``_compute_score_from_stats`` operation by operation:
+BLEU's smoothing, effective order and brevity penalty, chrF's beta and character/word orders, TER's empty-reference
+rules). The printed system scores are sacrebleu's own (``metric.corpus_score`` of the rows' statistics, exactly).
+
+The random numbers are sacrebleu's (``sacrebleu.significance``, seed 12345 by default): the AR test's shuffles are
+``default_rng(seed).integers(2, size=(trials, n), dtype=bool)`` (True keeps a row's two outputs in place) and every
+bootstrap resample (system CIs, the paired bootstrap and the CI of a difference) is a row of
+``default_rng(seed).choice(n, size=(n_boot, n))``; both are drawn in blocks of rows (memory O(block)) that give the
+same numbers as one draw (tested).
+
+One deviation from sacrebleu, on purpose: a trial counts when its statistic *reaches* the observed one (``>=``, up to
+:data:`TIE_TOLERANCE`), where sacrebleu counts only those *above* it (``>``). The identity shuffle (and the swap of
+every row) always reaches it, so with few rows p cannot fall below the share of such shuffles (about 2 / 2^n: no test
+on 4 rows is significant at 0.05), and two identical outputs get p = 1 (sacrebleu: 1 / (trials + 1), "significant").
+Where no trial ties the observed difference, p is sacrebleu's exactly (tested on every pair of Lai et al.'s systems).
+
+sacrebleu has no public call for the rows' statistics: :func:`corpus_statistics` is the one private call
+(``Metric._extract_corpus_statistics``), pinned by ``sacrebleu>=2.4,<3`` and tested against the public
+``sacrebleu.significance.PairedTest`` and ``corpus_score``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from styleeval.stats.resampling import percentile_interval
+from styleeval.stats.resampling import (
+    MAX_ELEMENTS,
+    N_BOOT,
+    N_TRIALS,
+    SEED,
+    percentile_interval,
+    resample_blocks,
+)
+
+TIE_TOLERANCE = 1e-12
+"""A trial's statistic reaches the observed one when it is at least ``observed - TIE_TOLERANCE * max(1, |score_a|,
+|score_b|)``: scores of the same statistics computed in another order differ in the last bits."""
+TESTS = ("ar", "bootstrap")
+_MASK_ALIGN = 32
+"""numpy draws booleans 32 bits at a time: blocks of a multiple of 32 values draw the same stream as one draw."""
 
 
 def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | None]]:
@@ -24,73 +59,285 @@ def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | No
     return [[r[j] if j < len(r) else None for r in references] for j in range(width)]
 
 
-def corpus_score(metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-    """sacrebleu's corpus score of ``hypotheses`` (what ``sacrebleu -i`` prints)."""
-    return float(metric.corpus_score(list(hypotheses), reference_streams(references)).score)
-
-
 def corpus_statistics(metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
-    """Each row's sufficient statistics (rows x k), which add up to the corpus's."""
+    """Each row's sufficient statistics (rows x k, float64), which add up to the corpus's: sacrebleu's
+    ``_extract_corpus_statistics``, the one private sacrebleu call (no public one gives chrF's; the major version is
+    pinned and the result tested against the public API)."""
+    if not hypotheses:
+        return np.zeros((0, 0))
     return np.asarray(metric._extract_corpus_statistics(list(hypotheses), reference_streams(references)),
                       dtype=float)
 
 
+def corpus_score(metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
+    """sacrebleu's corpus score of ``hypotheses`` (what ``sacrebleu -i`` prints), by its public ``corpus_score``."""
+    return float(metric.corpus_score(list(hypotheses), reference_streams(references)).score)
+
+
+def _libm(fn: Callable[[float], float]) -> Callable[[np.ndarray], np.ndarray]:
+    """``fn`` (``math.log``, ``math.exp``) element by element: the C library's results, as sacrebleu's scalar code
+    gets them (numpy's SIMD ``log``/``exp`` may differ in the last bit)."""
+    return lambda x: np.array([fn(v) for v in np.ravel(x).tolist()], dtype=float).reshape(np.shape(x))
+
+
+_NUMPY = (np.log, np.exp)
+_EXACT = (_libm(math.log), _libm(math.exp))
+
+
+def scores_from_statistics(metric: Any, totals: np.ndarray, exact: bool = False) -> np.ndarray:
+    """The corpus scores of summed sufficient statistics: ``totals`` (..., k) -> scores (...), vectorised.
+
+    The operations are sacrebleu's ``_compute_score_from_stats`` in the same order, so the scores are sacrebleu's up
+    to numpy's ``log``/``exp`` (last bit); ``exact=True`` takes those from the C library (as ``math`` does), for
+    bitwise sacrebleu's scores (slow: for a few totals)."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    t = np.asarray(totals, dtype=float)
+    flat = t.reshape(-1, t.shape[-1]) if t.ndim else t.reshape(1, 1)
+    log, exp = _EXACT if exact else _NUMPY
+    if isinstance(metric, BLEU):
+        out = _bleu_scores(metric, flat, log, exp)
+    elif isinstance(metric, CHRF):
+        out = _chrf_scores(metric, flat)
+    elif isinstance(metric, TER):
+        out = _ter_scores(flat)
+    else:
+        raise TypeError(f"corpus statistics of {type(metric).__name__} are not supported: BLEU, CHRF or TER")
+    return out.reshape(t.shape[:-1])
+
+
 def score_from_statistics(metric: Any, totals: np.ndarray) -> float:
-    """The corpus score of summed sufficient statistics."""
-    return float(metric._compute_score_from_stats(list(totals)).score)
+    """The corpus score of one vector of summed statistics, bitwise sacrebleu's (``scores_from_statistics(...,
+    exact=True)``)."""
+    return float(scores_from_statistics(metric, np.asarray(totals, dtype=float)[None, :], exact=True)[0])
 
 
-def corpus_bootstrap_ci(metric: Any, statistics: np.ndarray, n_boot: int = 1000, seed: int = 0,
-                        level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of a corpus score: rows resampled with replacement, the corpus score recomputed from
-    the resampled rows' statistics; ``(nan, nan)`` for fewer than two rows."""
-    if len(statistics) < 2 or n_boot <= 0:
-        return math.nan, math.nan
+def _bleu_scores(metric: Any, t: np.ndarray, log: Callable, exp: Callable) -> np.ndarray:
+    """sacrebleu's ``BLEU.compute_bleu`` on each row of ``t`` ([sys_len, ref_len, correct..., total...])."""
+    order = metric.max_ngram_order
+    method = metric.smooth_method
+    value = metric.smooth_value
+    if value is None:
+        value = type(metric).SMOOTH_DEFAULTS[method]
+    sys_len, ref_len = t[:, 0], t[:, 1]
+    correct, total = t[:, 2:2 + order], t[:, 2 + order:2 + 2 * order]
+    any_correct = (correct != 0).any(axis=1)  # checked before add-k changes the counts, as sacrebleu does
+    short = sys_len < ref_len
+    bp = np.where(short & (sys_len > 0), exp(1 - ref_len / np.where(sys_len > 0, sys_len, 1.0)),
+                  np.where(short, 0.0, 1.0))
+    smooth = np.ones(len(t))
+    eff_order = np.full(len(t), order)
+    live = np.ones(len(t), dtype=bool)  # the loop over orders has not hit a zero total (sacrebleu's "break")
+    summed = np.zeros(len(t))  # Python's sum() of the first eff_order log-precisions, left to right
+    for n in range(order):
+        c, tot = correct[:, n], total[:, n]
+        if method == "add-k" and n > 0:
+            c, tot = c + value, tot + value
+        live = live & (tot != 0)
+        if metric.effective_order:
+            eff_order = np.where(live, n + 1, eff_order)
+        zero = live & (c == 0)
+        safe = np.where(live, tot, 1.0)
+        if method == "exp":
+            smooth = np.where(zero, smooth * 2, smooth)
+            if_zero = 100.0 / (smooth * safe)
+        elif method == "floor":
+            if_zero = 100.0 * value / safe
+        else:
+            if_zero = np.zeros(len(t))
+        precision = np.where(zero, if_zero, np.where(live, 100.0 * c / safe, 0.0))
+        logs = np.where(precision > 0, log(np.where(precision > 0, precision, 1.0)), -9999999999.0)  # my_log
+        summed = np.where(n < eff_order, summed + logs, summed)
+    return np.where(any_correct, bp * exp(summed / eff_order), 0.0)
+
+
+def _chrf_scores(metric: Any, t: np.ndarray) -> np.ndarray:
+    """sacrebleu's ``CHRF._compute_f_score`` on each row of ``t`` ([hyp, ref, match] per character then word
+    order)."""
+    eps = 1e-16
+    factor = metric.beta ** 2
+    score = np.zeros(len(t))
+    avg_prec, avg_rec = np.zeros(len(t)), np.zeros(len(t))
+    effective = np.zeros(len(t))
+    for i in range(metric.order):
+        n_hyp, n_ref, n_match = t[:, 3 * i], t[:, 3 * i + 1], t[:, 3 * i + 2]
+        has_hyp, has_ref = n_hyp > 0, n_ref > 0
+        prec = np.where(has_hyp, n_match / np.where(has_hyp, n_hyp, 1.0), eps)
+        rec = np.where(has_ref, n_match / np.where(has_ref, n_ref, 1.0), eps)
+        denom = factor * prec + rec
+        score += np.where(denom > 0, (1 + factor) * prec * rec / np.where(denom > 0, denom, 1.0), eps)
+        both = has_hyp & has_ref
+        avg_prec = np.where(both, avg_prec + prec, avg_prec)
+        avg_rec = np.where(both, avg_rec + rec, avg_rec)
+        effective += both
+    if metric.eps_smoothing:
+        return 100 * score / metric.order
+    some = effective > 0
+    avg_prec = np.where(some, avg_prec / np.where(some, effective, 1.0), 0.0)
+    avg_rec = np.where(some, avg_rec / np.where(some, effective, 1.0), 0.0)
+    nonzero = avg_prec + avg_rec != 0
+    f = (1 + factor) * avg_prec * avg_rec
+    f = f / np.where(nonzero, factor * avg_prec + avg_rec, 1.0)
+    return np.where(nonzero, 100 * f, 0.0)
+
+
+def _ter_scores(t: np.ndarray) -> np.ndarray:
+    """sacrebleu's ``TER._compute_score_from_stats`` on each row of ``t`` ([edits, reference length])."""
+    edits, length = t[:, 0], t[:, 1]
+    has_ref = length > 0
+    return 100 * np.where(has_ref, edits / np.where(has_ref, length, 1.0), np.where(edits > 0, 1.0, 0.0))
+
+
+def bootstrap_indices(n: int, n_boot: int, seed: int = SEED, max_elements: int = MAX_ELEMENTS) -> Iterator[np.ndarray]:
+    """sacrebleu's bootstrap resamples of ``n`` rows (``default_rng(seed).choice(n, size=(n_boot, n))``), in blocks
+    of at most ``max_elements`` indices: the same numbers as one draw."""
     rng = np.random.default_rng(seed)
-    values = [score_from_statistics(metric, statistics[rng.integers(0, len(statistics), len(statistics))].sum(0))
-              for _ in range(n_boot)]
-    return percentile_interval(np.asarray(values), level)
+    for k in resample_blocks(n_boot, n, max_elements):
+        yield rng.choice(n, size=(k, n), replace=True)
+
+
+def ar_masks(n: int, trials: int, seed: int = SEED, max_elements: int = MAX_ELEMENTS) -> Iterator[np.ndarray]:
+    """sacrebleu's AR shuffles of ``n`` paired rows (``default_rng(seed).integers(2, size=(trials, n),
+    dtype=bool)``: True keeps a row's two outputs in place), in blocks of a multiple of 32 trials (numpy's boolean
+    stream is drawn 32 bits at a time): the same numbers as one draw."""
+    rng = np.random.default_rng(seed)
+    step = max(_MASK_ALIGN, max_elements // max(1, n) // _MASK_ALIGN * _MASK_ALIGN)
+    for start in range(0, trials, step):
+        yield rng.integers(2, size=(min(step, trials - start), n), dtype=bool)
+
+
+def _counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in each resample (resamples x n)."""
+    k = len(indices)
+    flat = (np.arange(k)[:, None] * n + indices).ravel()
+    return np.bincount(flat, minlength=k * n).reshape(k, n).astype(float)
+
+
+def resampled_totals(statistics: np.ndarray, n_boot: int = N_BOOT, seed: int = SEED,
+                     max_elements: int = MAX_ELEMENTS) -> np.ndarray:
+    """The summed statistics of each bootstrap resample of the rows (n_boot x columns): ``statistics`` (rows x
+    columns) may hold several systems' statistics side by side, resampled together (the same rows)."""
+    n = len(statistics)
+    return np.concatenate([_counts(idx, n) @ statistics for idx in bootstrap_indices(n, n_boot, seed, max_elements)]
+                          or [np.zeros((0, statistics.shape[1]))])
+
+
+def shuffled_sums(statistics: np.ndarray, trials: int = N_TRIALS, seed: int = SEED,
+                  max_elements: int = MAX_ELEMENTS) -> tuple[np.ndarray, int]:
+    """The sums of ``statistics`` (rows x columns; several systems side by side) over the rows each AR shuffle keeps
+    in place (trials x columns), and how many shuffles keep every row or none (they reproduce the observed
+    difference whatever the data)."""
+    sums, constant = [], 0
+    for mask in ar_masks(len(statistics), trials, seed, max_elements):
+        sums.append(mask.astype(float) @ statistics)
+        kept = mask.sum(axis=1)
+        constant += int(((kept == 0) | (kept == mask.shape[1])).sum())
+    return np.concatenate(sums or [np.zeros((0, statistics.shape[1]))]), constant
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """One pair's corpus test: the scores on the pair's rows, ``delta = score_a - score_b``, the percentile bootstrap
+    CI of ``delta``, ``p``, ``p_min`` (the smallest p these trials could give, whatever the outputs) and ``ties``
+    (trials whose statistic equals the observed one up to the tolerance: counted here, not by sacrebleu)."""
+
+    score_a: float
+    score_b: float
+    delta: float
+    ci_low: float
+    ci_high: float
+    p: float
+    p_min: float
+    ties: int = 0
+
+
+@dataclass(frozen=True)
+class CorpusComparison:
+    """Every system's corpus score with its bootstrap CI (``systems[name] = (score, low, high)``), and the tests of
+    the pairs asked for (``pairs[(a, b)]``)."""
+
+    systems: dict[str, tuple[float, float, float]]
+    pairs: dict[tuple[str, str], PairResult]
+
+
+def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Sequence[tuple[str, str]] = (),
+                   test: str = "ar", trials: int = N_TRIALS, n_boot: int = N_BOOT, seed: int = SEED,
+                   level: float = 0.95, max_elements: int = MAX_ELEMENTS) -> CorpusComparison:
+    """Corpus scores, CIs and paired tests of systems on the same rows (``statistics[name]``: rows x k, row ``i``
+    the same input for every system), every system in one matrix product per draw.
+
+    - score: sacrebleu's corpus score of the summed statistics (bitwise);
+    - CI of a score and of a pair's ``delta``: percentile bootstrap over sacrebleu's resamples (``n_boot``);
+    - ``test="ar"``: paired approximate randomization, ``trials`` of sacrebleu's shuffles; p = (#(|delta*| >=
+      |delta|) + 1) / (trials + 1);
+    - ``test="bootstrap"``: sacrebleu's paired bootstrap on the same resamples as the CIs: with d* = |score_a* -
+      score_b*|, p = (#(d* - mean(d*) >= |delta|) + 1) / (n_boot + 1).
+
+    ">=" (up to :data:`TIE_TOLERANCE`) is the one difference from sacrebleu (">"); see the module docstring."""
+    if test not in TESTS:
+        raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+    names = list(statistics)
+    blocks = [np.asarray(statistics[s], dtype=float) for s in names]
+    n = len(blocks[0]) if blocks else 0
+    if any(len(b) != n for b in blocks):
+        raise ValueError("every system needs the statistics of the same rows")
+    k = blocks[0].shape[1] if n else 0
+    column = {s: slice(j * k, (j + 1) * k) for j, s in enumerate(names)}
+    totals = {s: b.sum(axis=0) for s, b in zip(names, blocks)}
+    scores = {s: score_from_statistics(metric, totals[s]) if n else math.nan for s in names}
+    stacked = np.hstack(blocks) if n else np.zeros((0, 0))
+    resampled = {}
+    if n > 1 and n_boot > 0:
+        boot = resampled_totals(stacked, n_boot, seed, max_elements)
+        resampled = {s: scores_from_statistics(metric, boot[:, column[s]]) for s in names}
+    systems = {s: (scores[s], *(percentile_interval(resampled[s], level) if resampled else (math.nan, math.nan)))
+               for s in names}
+    shuffled, constant = (shuffled_sums(stacked, trials, seed, max_elements) if test == "ar" and n and pairs
+                          else (None, 0))
+    results = {}
+    for a, b in pairs:
+        delta = scores[a] - scores[b]
+        low, high = (percentile_interval(resampled[a] - resampled[b], level) if resampled
+                     else (math.nan, math.nan))
+        if not n:
+            results[(a, b)] = PairResult(scores[a], scores[b], delta, low, high, math.nan, math.nan)
+            continue
+        if test == "ar":
+            kept_a, kept_b = shuffled[:, column[a]], shuffled[:, column[b]]
+            star_a = kept_a + (totals[b] - kept_b)  # rows kept in place from A, the others swapped in from B
+            star_b = kept_b + (totals[a] - kept_a)
+            stat = np.abs(scores_from_statistics(metric, star_a) - scores_from_statistics(metric, star_b))
+            p_min = (constant + 1) / (trials + 1)
+        elif resampled:
+            spread = np.abs(resampled[b] - resampled[a])
+            stat = spread - spread.mean()
+            p_min = 1 / (n_boot + 1)
+        else:  # one row: nothing to resample
+            results[(a, b)] = PairResult(scores[a], scores[b], delta, low, high, 1.0, 1.0)
+            continue
+        tolerance = TIE_TOLERANCE * max(1.0, abs(scores[a]), abs(scores[b]))
+        reached = int((stat >= abs(delta) - tolerance).sum())
+        ties = int((np.abs(stat - abs(delta)) <= tolerance).sum())
+        results[(a, b)] = PairResult(scores[a], scores[b], delta, low, high, (reached + 1) / (len(stat) + 1), p_min,
+                                     ties)
+    return CorpusComparison(systems, results)
+
+
+def corpus_bootstrap_ci(metric: Any, statistics: np.ndarray, n_boot: int = N_BOOT, seed: int = SEED,
+                        level: float = 0.95, max_elements: int = MAX_ELEMENTS) -> tuple[float, float]:
+    """Percentile bootstrap CI of a corpus score over sacrebleu's resamples of the rows (the corpus score recomputed
+    from each resample's statistics); ``(nan, nan)`` for fewer than two rows."""
+    _, low, high = compare_corpus(metric, {"system": statistics}, (), n_boot=n_boot, seed=seed, level=level,
+                                  max_elements=max_elements).systems["system"]
+    return low, high
 
 
 def paired_corpus_test(metric: Any, hypotheses_a: Sequence[str], hypotheses_b: Sequence[str],
-                       references: Sequence[Sequence[str]], test: str = "ar", trials: int = 10_000,
-                       n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
-    """System A against system B on the same rows: sacrebleu's paired approximate randomization (``test="ar"``,
-    ``trials`` shufflings) or paired bootstrap (``"bootstrap"``, ``n_boot`` resamples) with A as the baseline, as
-    ``sacrebleu --paired-ar`` / ``--paired-bs`` compute them (p = (#(|stat| > |observed|) + 1) / (trials + 1)),
-    except for an observed difference of exactly 0 (identical corpus scores), where sacrebleu's strict ">" gives
-    p = 1 / (trials + 1), "significant"; that is no evidence of a difference, and p is 1 here; and the percentile
-    bootstrap CI of score(A) - score(B) (rows resampled, both corpus scores recomputed).
-
-    Returns ``score_a``, ``score_b``, ``delta``, ``ci_low``, ``ci_high``, ``p`` and sacrebleu's ``signature`` of
-    the test (with ``seed`` and ``ar``/``bs``)."""
-    from sacrebleu.significance import Result, _paired_ar_test, _paired_bs_test
-
-    streams = reference_streams(references)
-    stats_a = metric._extract_corpus_statistics(list(hypotheses_a), streams)
-    score_a = metric._aggregate_and_compute(stats_a)
-    name = score_a.name
-    baseline = {name: (stats_a, Result(score_a.score))}
-    if test == "ar":
-        _, results = _paired_ar_test(baseline, "b", list(hypotheses_b), streams, {name: metric},
-                                     n_samples=trials, n_ar_confidence=-1, seed=seed)
-    elif test == "bootstrap":
-        _, results = _paired_bs_test(baseline, "b", list(hypotheses_b), streams, {name: metric},
-                                     n_samples=n_boot, seed=seed)
-    else:
-        raise ValueError(f"test must be 'ar' or 'bootstrap', got {test!r}")
-    score_b = float(results[name].score)
-    a, b = np.asarray(stats_a, dtype=float), corpus_statistics(metric, hypotheses_b, references)
-    rng = np.random.default_rng(seed)
-    deltas = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, len(a), len(a))
-        deltas.append(score_from_statistics(metric, a[idx].sum(0)) - score_from_statistics(metric, b[idx].sum(0)))
-    low, high = percentile_interval(np.asarray(deltas), level) if deltas and len(a) > 1 else (math.nan, math.nan)
-    signature = metric.get_signature()
-    signature.update("seed", str(seed))
-    signature.update("ar" if test == "ar" else "bs", trials if test == "ar" else n_boot)
-    delta = float(score_a.score) - score_b
-    p = 1.0 if delta == 0 else float(results[name].p_value)
-    return {"score_a": float(score_a.score), "score_b": score_b, "delta": delta, "ci_low": low, "ci_high": high,
-            "p": p, "signature": str(signature)}
+                       references: Sequence[Sequence[str]], test: str = "ar", trials: int = N_TRIALS,
+                       n_boot: int = N_BOOT, seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
+    """System A against system B on the same rows (:func:`compare_corpus` of the two): ``score_a``, ``score_b``,
+    ``delta``, ``ci_low``, ``ci_high``, ``p``, ``p_min`` and ``ties`` (:class:`PairResult`)."""
+    stats = {"a": corpus_statistics(metric, hypotheses_a, references),
+             "b": corpus_statistics(metric, hypotheses_b, references)}
+    result = compare_corpus(metric, stats, [("a", "b")], test, trials, n_boot, seed, level).pairs[("a", "b")]
+    return dict(vars(result))

@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 from styleeval.stats.resampling import MAX_ELEMENTS, resample_blocks
 
@@ -85,6 +84,8 @@ def check_scores(human: Sequence[float], metric: Sequence[float], label: str = "
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rho of two aligned vectors (scipy); NaN for fewer than 3 rows or a constant side."""
+    from scipy import stats  # here: importing scipy.stats is ~1.5 s of `styleeval evaluate`'s start-up
+
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return math.nan
@@ -159,6 +160,8 @@ def correlate(
     confidence: float = 0.95, label: str = "metric",
 ) -> Correlation:
     """Spearman, Pearson and Kendall (tau-b) with p-values and a bootstrap CI of Spearman (see module doc)."""
+    from scipy import stats  # here: importing scipy.stats is ~1.5 s of `styleeval evaluate`'s start-up
+
     h, m = check_scores(human, metric, label)
     sp = stats.spearmanr(m, h)
     pe = stats.pearsonr(m, h)
@@ -218,6 +221,8 @@ def system_level(
     human: Sequence[float], metric: Sequence[float], systems: Sequence[str], method: str = "pearson"
 ) -> tuple[float, float, int]:
     """Correlation of per-system means (Lai et al.'s system level): ``(r, p, n_systems)``."""
+    from scipy import stats  # here: importing scipy.stats is ~1.5 s of `styleeval evaluate`'s start-up
+
     if len(systems) != len(human) or len(human) != len(metric):
         raise ValueError(f"system_level: {len(human)} human, {len(metric)} metric and {len(systems)} system labels")
     names = list(dict.fromkeys(systems))

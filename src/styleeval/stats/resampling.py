@@ -16,10 +16,15 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from styleeval.signature import Signature
+
 N_BOOT = 1000
 """Bootstrap resamples of CIs and of the paired bootstrap."""
 N_TRIALS = 10_000
 """Shufflings of the paired approximate randomization test."""
+SEED = 12345
+"""The default seed of the system comparison: sacrebleu's (``SACREBLEU_SEED``), so that the same seed draws the same
+shuffles and resamples as ``sacrebleu --paired-ar`` / ``--paired-bs``."""
 ALTERNATIVES = ("two-sided", "greater")
 MAX_ELEMENTS = 1 << 22
 """Values (resamples x rows) drawn per block; any block size gives the same numbers."""
@@ -100,6 +105,47 @@ def sign_flip_test(differences: Sequence[float], trials: int = N_TRIALS, seed: i
         plus = rng.integers(0, 2, size=(k, n)).astype(np.float64)
         count += int((statistic((2 * (plus @ d) - total) / n) >= threshold).sum())
     return (count + 1) / (trials + 1)
+
+
+def sign_flip_floor(n: int, trials: int = N_TRIALS, seed: int = 0, exact: bool = True,
+                    max_elements: int = MAX_ELEMENTS) -> float:
+    """The smallest p-value :func:`sign_flip_test` can give on ``n`` differences, whatever they are: the identity
+    and the flip of every sign always reach the observed mean, so 2 / 2^n exactly; sampled, (c + 1) / (trials + 1)
+    with c the drawn patterns that keep every sign or none (counted in the test's own draws; above 64 values the
+    chance of one is below trials / 2^63 and c is taken as 0). NaN for ``n = 0``."""
+    if n < 1:
+        return math.nan
+    if exact and 2**n <= trials:
+        return 2 / 2**n
+    constant = 0
+    if n <= 64:
+        rng = np.random.default_rng(seed)
+        for k in resample_blocks(trials, n, max_elements):
+            kept = rng.integers(0, 2, size=(k, n)).sum(axis=1)
+            constant += int(((kept == 0) | (kept == n)).sum())
+    return (constant + 1) / (trials + 1)
+
+
+def paired_test_signature(test: str, aggregate: str, trials: int = N_TRIALS, n_boot: int = N_BOOT, seed: int = SEED,
+                   exact: bool = False) -> Signature:
+    """The signature of a paired test as the system comparison runs it: ``paired_ar`` (``trials`` shufflings;
+    ``exact:yes`` when every sign pattern is enumerated) or ``paired_bs``, on the ``aggregate`` (``corpus``:
+    sacrebleu's draws, trials that reach the observed difference counted, ``count:ge``; ``mean``: the sign-flip test
+    (``count:ge``) or the two-sided percentile bootstrap (``count:two-sided``)), with the resamples of the CI of the
+    difference and the seed.
+
+    >>> paired_test_signature("ar", "corpus")
+    'paired_ar|stat:corpus|trials:10000|count:ge|ci:bs-1000|seed:12345'
+    """
+    if test == "ar":
+        fields: dict[str, object] = {"stat": aggregate, "trials": trials}
+        if aggregate == "mean":
+            fields["exact"] = exact
+        fields["count"] = "ge"
+    else:
+        fields = {"stat": aggregate, "resamples": n_boot, "count": "ge" if aggregate == "corpus" else "two-sided"}
+    fields.update(ci=f"bs-{n_boot}", seed=seed)
+    return Signature.build(f"paired_{'ar' if test == 'ar' else 'bs'}", fields)
 
 
 def approximate_randomization(a: Sequence[float], b: Sequence[float], trials: int = N_TRIALS,

@@ -173,7 +173,7 @@ def evaluate_systems(
     alpha: float = 0.05,
     n_boot: int = stats.N_BOOT,
     trials: int = stats.N_TRIALS,
-    seed: int = 0,
+    seed: int = stats.SEED,
     sort_by: str | None = None,
     cache_dir: str | Path | None = None,
     progress: bool = False,
@@ -190,7 +190,8 @@ def evaluate_systems(
         test: ``"ar"`` (paired approximate randomization, ``trials`` shufflings) or ``"bootstrap"`` (paired
             bootstrap, ``n_boot`` resamples).
         alpha: significance level of the Holm-adjusted p-values.
-        n_boot, seed: bootstrap resamples (CIs) and the seed of every random draw.
+        n_boot, seed: bootstrap resamples (CIs) and the seed of every random draw (default: sacrebleu's, 12345:
+            the corpus metrics' p-values are those ``sacrebleu --paired-ar`` prints, where no shuffle ties).
         sort_by: the metric systems are ranked by in the report (default: the first metric).
         cache_dir: where per-row scores are kept (a killed run resumes; a rerun with more metrics computes only the
             new ones); ``None``: not kept.
@@ -211,18 +212,21 @@ def evaluate_systems(
     cache = ScoresCache(cache_dir)
     scores = pd.DataFrame({"row": [r.row for r in checked], "system": [r.system for r in checked],
                            "source_id": [r.source_id for r in checked]})
-    signatures: dict[str, str] = {}
+    signatures: dict[str, str] = {}  # the row scores' (compared at the end of the run)
+    system_signatures: dict[str, str] = {}  # what the report prints: the system score's too (corpus scorer)
     better: dict[str, bool] = {}
     corpus: dict[str, CorpusInputs] = {}
     not_computed: dict[str, str] = {}
     for metric in objs:
         try:
             signatures[metric.label] = str(metric.signature)
+            system_signatures[metric.label] = str(metric.system_signature)
             values = score_dataset(metric, data, cache, progress=progress)
         except ShardError:
             raise
         except ValueError as err:
             signatures.pop(metric.label, None)
+            system_signatures.pop(metric.label, None)
             not_computed[metric.label] = str(err)
             note(f"{metric.label}: not computed ({err})")
             continue
@@ -244,8 +248,8 @@ def evaluate_systems(
         better[column] = True
     if len(scores.columns) == 3:
         raise ValueError("no metric could be computed: " + "; ".join(notes))
-    report = compare_systems(scores, signatures, better, test=test, alpha=alpha, n_boot=n_boot, trials=trials,
-                             seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+    report = compare_systems(scores, system_signatures, better, test=test, alpha=alpha, n_boot=n_boot,
+                             trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
     report.not_computed = not_computed
     return report
 
@@ -371,14 +375,6 @@ def _check_scores(scores: pd.DataFrame, labels: list[str]) -> None:
                              "(NaN) to leave the rows out")
 
 
-def _reachable_p(n: int, test: str, trials: int, n_boot: int) -> float:
-    """The smallest p-value a test can give with ``n`` paired rows (exact AR: 2 / 2^n; sampled: 1 / (trials + 1);
-    bootstrap: 2 / (n_boot + 1))."""
-    if test == "ar":
-        return 2 / 2**n if 2**n <= trials else 1 / (trials + 1)
-    return 2 / (n_boot + 1)
-
-
 def compare_systems(
     scores: pd.DataFrame,
     signatures: Mapping[str, str],
@@ -388,7 +384,7 @@ def compare_systems(
     alpha: float = 0.05,
     n_boot: int = stats.N_BOOT,
     trials: int = stats.N_TRIALS,
-    seed: int = 0,
+    seed: int = stats.SEED,
     sort_by: str | None = None,
     notes: list[str] | None = None,
     log: Callable[[str], None] | None = None,
@@ -400,8 +396,10 @@ def compare_systems(
 
     Per metric, systems are compared on the sources every scored system has (a note names what is left out). A
     system's ``score`` is the mean of its row scores, or for metrics in ``corpus`` sacrebleu's corpus score of its
-    rewrites (CI: bootstrap over rows recomputing it; paired tests: sacrebleu's own). Systems are ranked by score
-    and clustered by WMT's rule on the Holm-adjusted p-values."""
+    rewrites (CI: bootstrap over rows recomputing it; paired tests on sacrebleu's draws, :func:`stats.compare_corpus`).
+    Systems are ranked by score and clustered by WMT's rule on the Holm-adjusted p-values. When no pair of a metric
+    can be significant (the smallest p its test can give, times Holm's factor for the number of pairs, exceeds
+    ``alpha``), a note says so."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     notes = [] if notes is None else notes
@@ -425,27 +423,27 @@ def compare_systems(
     for label in labels:
         inputs = corpus.get(label)
         aggregates[label] = "corpus" if inputs is not None else "mean"
-        per_system = _shared_sources(scores, label, systems, note)
-        system_rows += [_system_row(scores, label, s, per_system.get(s), inputs, settings, note) for s in systems]
-        metric_pairs = []
-        for a, b in itertools.combinations(per_system, 2):
-            joined = per_system[a].merge(per_system[b], on="source_id", suffixes=("_a", "_b"))
-            if joined.empty:
+        per_system = {s: part.sort_values("source_id", kind="stable")  # every system's rows in one source order
+                      for s, part in _shared_sources(scores, label, systems, note).items()}
+        n = len(next(iter(per_system.values()))) if per_system else 0
+        pairs = list(itertools.combinations(per_system, 2))
+        if not n:
+            for a, b in pairs:
                 note(f"{label}: systems {a} and {b} share no scored source; not paired")
-                continue
-            pair, signature = _pair_row(label, a, b, joined, inputs, settings)
-            metric_pairs.append(pair)
-            if signature:
-                test_signatures.setdefault(label, signature)
+            pairs = []
+        comparison = _corpus_comparison(inputs, per_system, pairs, settings) if inputs is not None and n else None
+        system_rows += [_system_row(scores, label, s, per_system.get(s), comparison, settings, note) for s in systems]
+        metric_pairs = [_pair_row(label, a, b, per_system[a], per_system[b], comparison, settings)
+                        for a, b in pairs]
         for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs])):
             pair["p_adjusted"] = adjusted
             pair["significant"] = bool(adjusted <= alpha)
-        if metric_pairs and inputs is None:
-            n = min(p["n_pairs"] for p in metric_pairs)
-            floor = _reachable_p(n, test, trials, n_boot)
-            if floor > alpha:
-                note(f"{label}: with {n} paired sources the {test} test cannot give p below {floor:.3g}, above alpha "
-                     f"= {alpha:g}: no pair can be significant")
+        if metric_pairs:
+            test_signatures[label] = str(stats.paired_test_signature(test, aggregates[label], trials, n_boot, seed,
+                                                                     exact=2**n <= trials))
+            floor = (min(r.p_min for r in comparison.pairs.values()) if comparison is not None
+                     else _mean_test_floor(n, settings))
+            _note_out_of_reach(label, n, len(metric_pairs), floor, settings, note)
         pair_rows += metric_pairs
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
     pairs_frame = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
@@ -488,47 +486,70 @@ def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],
     return {s: frame[of_system[s] & shared] for s in scored}
 
 
+def _corpus_comparison(inputs: CorpusInputs, per_system: Mapping[str, pd.DataFrame], pairs: list[tuple[str, str]],
+                       settings: _Settings) -> stats.CorpusComparison:
+    """Corpus scores, CIs and paired tests of a corpus metric: each system's sentence statistics read once, every
+    system resampled and shuffled in one matrix product (:func:`stats.compare_corpus`)."""
+    metric = inputs.new_metric()
+    statistics = {s: stats.corpus_statistics(metric, [inputs.hypotheses[k] for k in part["_i"]],
+                                             [inputs.references[k] for k in part["_i"]])
+                  for s, part in per_system.items()}
+    return stats.compare_corpus(metric, statistics, pairs, test=settings.test, trials=settings.trials,
+                                n_boot=settings.n_boot, seed=settings.seed)
+
+
 def _system_row(scores: pd.DataFrame, label: str, system: str, part: pd.DataFrame | None,
-                inputs: CorpusInputs | None, settings: _Settings, note: Callable[[str], None]) -> dict[str, Any]:
+                comparison: stats.CorpusComparison | None, settings: _Settings,
+                note: Callable[[str], None]) -> dict[str, Any]:
     """One line of ``systems.csv``: the system's score (corpus or mean) with its bootstrap CI."""
     values = part[label].to_numpy(float) if part is not None else np.array([])
-    if inputs is not None and len(values):
-        metric = inputs.new_metric()
-        rows = part["_i"].to_numpy()
-        statistics = stats.corpus_statistics(metric, [inputs.hypotheses[k] for k in rows],
-                                             [inputs.references[k] for k in rows])
-        score = stats.score_from_statistics(metric, statistics.sum(0))  # the corpus score, statistics read once
-        low, high = stats.corpus_bootstrap_ci(metric, statistics, n_boot=settings.n_boot, seed=settings.seed)
+    if comparison is not None and system in comparison.systems:
+        score, low, high = comparison.systems[system]
     else:
         score = float(values.mean()) if len(values) else math.nan
         low, high = stats.bootstrap_mean_ci(values, n_boot=settings.n_boot, seed=settings.seed)
     if len(values) == 1:
         note(f"{label}: system {system} has one scored row; its confidence interval is undefined")
-    return {"system": system, "metric": label, "aggregate": "corpus" if inputs is not None else "mean",
+    return {"system": system, "metric": label, "aggregate": "corpus" if comparison is not None else "mean",
             "n": len(values), "n_missing": int((scores["system"] == system).sum()) - len(values), "score": score,
             "mean": float(values.mean()) if len(values) else math.nan, "ci_low": low, "ci_high": high}
 
 
-def _pair_row(label: str, a: str, b: str, joined: pd.DataFrame, inputs: CorpusInputs | None,
-              settings: _Settings) -> tuple[dict[str, Any], str | None]:
-    """One line of ``pairs.csv`` (before Holm) and, for a corpus metric, sacrebleu's signature of its test."""
-    va, vb = joined[f"{label}_a"].to_numpy(float), joined[f"{label}_b"].to_numpy(float)
-    pair = {"metric": label, "system_a": a, "system_b": b, "n_pairs": len(joined), "mean_a": float(va.mean()),
+def _pair_row(label: str, a: str, b: str, part_a: pd.DataFrame, part_b: pd.DataFrame,
+              comparison: stats.CorpusComparison | None, settings: _Settings) -> dict[str, Any]:
+    """One line of ``pairs.csv`` (before Holm; the two systems' rows in the same source order)."""
+    va, vb = part_a[label].to_numpy(float), part_b[label].to_numpy(float)
+    pair = {"metric": label, "system_a": a, "system_b": b, "n_pairs": len(va), "mean_a": float(va.mean()),
             "mean_b": float(vb.mean())}
-    if inputs is not None:
-        ia, ib = joined["_i_a"].to_numpy(), joined["_i_b"].to_numpy()
-        result = stats.paired_corpus_test(
-            inputs.new_metric(), [inputs.hypotheses[k] for k in ia], [inputs.hypotheses[k] for k in ib],
-            [inputs.references[k] for k in ia], test=settings.test, trials=settings.trials, n_boot=settings.n_boot,
-            seed=settings.seed)
-        pair.update({k: result[k] for k in ("score_a", "score_b", "delta", "ci_low", "ci_high", "p")})
-        return pair, result["signature"]
+    if comparison is not None:
+        result = comparison.pairs[(a, b)]
+        pair.update({k: getattr(result, k) for k in ("score_a", "score_b", "delta", "ci_low", "ci_high", "p")})
+        return pair
     low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=settings.n_boot, seed=settings.seed)
     p = stats.approximate_randomization(va, vb, trials=settings.trials, seed=settings.seed) \
         if settings.test == "ar" else p_boot
     pair.update(score_a=pair["mean_a"], score_b=pair["mean_b"], delta=float((va - vb).mean()), ci_low=low,
                 ci_high=high, p=p)
-    return pair, None
+    return pair
+
+
+def _mean_test_floor(n: int, settings: _Settings) -> float:
+    """The smallest p the test of a mean-aggregated metric can give on ``n`` paired rows, whatever they hold."""
+    if settings.test == "ar":
+        return stats.sign_flip_floor(n, settings.trials, settings.seed)
+    return 2 / (settings.n_boot + 1)  # stats.paired_bootstrap_mean's p with no resample on the other side
+
+
+def _note_out_of_reach(label: str, n: int, pairs: int, floor: float, settings: _Settings,
+                       note: Callable[[str], None]) -> None:
+    """The note when no pair of a metric can be significant: the smallest p its test can give with ``n`` paired
+    sources (``floor``), times Holm's factor for ``pairs`` pairs (the smallest adjusted p is at least that), exceeds
+    alpha. One rule for every statistic (mean, corpus, human ratings; AR and bootstrap)."""
+    adjusted = min(1.0, pairs * floor)
+    if adjusted > settings.alpha:
+        holm = f" ({pairs} pairs: {adjusted:.3g} after Holm's adjustment)" if pairs > 1 else ""
+        note(f"{label}: with {n} paired sources the {settings.test} test cannot give p below {floor:.3g}{holm}, "
+             f"above alpha = {settings.alpha:g}: no pair can be significant")
 
 
 def _noter(notes: list[str], log: Callable[[str], None] | None) -> Callable[[str], None]:

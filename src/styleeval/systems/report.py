@@ -42,7 +42,7 @@ class SystemsReport:
     aggregates: dict[str, str] = field(default_factory=dict)
     """metric -> ``corpus`` (sacrebleu's corpus score) or ``mean`` (the mean of row scores): what ``score`` is."""
     test_signatures: dict[str, str] = field(default_factory=dict)
-    """metric -> sacrebleu's signature of its paired test (corpus metrics)."""
+    """metric -> the signature of its paired tests (``stats.paired_test_signature``)."""
     not_computed: dict[str, str] = field(default_factory=dict)
     """metric -> why it could not be computed (asked for, absent from the tables; ``styleeval evaluate`` exits
     non-zero unless ``--allow-missing``)."""
@@ -131,8 +131,9 @@ def to_markdown(report: SystemsReport) -> str:
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
     corpus = [metric_label(m) for m, a in report.aggregates.items() if a == "corpus"]
-    aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score of the system's rewrites (its paired tests are "
-                 f"sacrebleu's); the others: the mean of the row scores" if corpus else "the mean of the row scores")
+    aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score of the system's rewrites (paired tests on "
+                 f"sacrebleu's draws, ties counted); the others: the mean of the row scores" if corpus
+                 else "the mean of the row scores")
     out = [
         "# System evaluation", "",
         f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: score [95% bootstrap CI] "
@@ -157,7 +158,7 @@ def to_markdown(report: SystemsReport) -> str:
                     [r.human, metric_label(r.metric), fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3),
                      str(r.n_systems)] for r in report.agreement.itertuples()]), ""]
     out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()]
-    out += [f"- {metric_label(m)} paired test (sacrebleu): `{s}`" for m, s in report.test_signatures.items()] + [""]
+    out += [f"- {metric_label(m)} paired test: `{s}`" for m, s in report.test_signatures.items()] + [""]
     if report.notes:
         out += ["## Notes", ""] + [f"- {md_cell(n)}" for n in report.notes] + [""]
     return "\n".join(out)
