@@ -4,9 +4,13 @@ signed by name and content, the same on every machine (issue 36, item 4)."""
 
 from __future__ import annotations
 
-import matplotlib
+import json
 
-from styleeval.labels import has_random_weights
+import matplotlib
+import pandas as pd
+import pytest
+
+from styleeval.labels import RANDOM_WEIGHTS, has_random_weights
 
 matplotlib.use("Agg")
 
@@ -27,3 +31,54 @@ def test_the_signature_names_the_preset_and_its_content_not_the_cache_folder(tmp
     assert signatures[0] == signatures[1]
     assert signatures[0].fields["model"].startswith("tiny-random@local-") and str(tmp_path) not in signatures[0]
     assert has_random_weights(signatures[0]) and not has_random_weights(signatures[0].replace(TINY, "my-model"))
+
+
+@pytest.fixture
+def capture_figures(monkeypatch):
+    """Every figure saved while the test runs: file name -> the texts written on the figure itself."""
+    from matplotlib.figure import Figure
+
+    saved: dict[str, list[str]] = {}
+    original = Figure.savefig
+
+    def savefig(self, path, *args, **kwargs):
+        saved[str(getattr(path, "name", path)).rsplit("/", 1)[-1]] = [t.get_text() for t in self.texts]
+        return original(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return saved
+
+
+def test_evaluate_marks_every_output(tmp_path, capsys, capture_figures):
+    from styleeval.cli import main
+
+    table = tmp_path / "outputs.csv"
+    pd.DataFrame([{"source": s, "rewrite": r, "style": "polite", "system": name} for s in SOURCES
+                  for name, r in (("A", f"Could you {s}"), ("B", s.upper()))]).to_csv(table, index=False)
+    out = tmp_path / "report"
+    metrics = f"logprob_content:model={TINY},logprob_style:model={TINY},s_bleu"
+    assert main(["evaluate", str(table), "--metrics", metrics, "--out", str(out), "--no-progress"]) == 0
+    stdout = capsys.readouterr().out.splitlines()
+    assert stdout[0].startswith(f"{RANDOM_WEIGHTS}: LogProb content, LogProb style were computed with the tiny-random")
+    assert "LogProb content [random weights] ↑" in stdout[2] and "S-Bleu ↑" in stdout[2]
+    assert "S-Bleu [random weights]" not in stdout[2]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert report.splitlines()[2].startswith(f"> **{RANDOM_WEIGHTS}**: LogProb content, LogProb style")
+    assert "| LogProb style [random weights] ↑ |" in report
+    saved = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert saved["random_weights"] == ["logprob_content", "logprob_style"]
+    assert saved["warnings"][0].startswith(RANDOM_WEIGHTS)
+    for name in ("systems.csv", "pairs.csv"):
+        frame = pd.read_csv(out / name, keep_default_na=False)
+        assert (frame["warning"] == frame["metric"].map(lambda m: RANDOM_WEIGHTS if m.startswith("logprob") else "")
+                ).all(), name
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(r["random_weights"] == ["logprob_content", "logprob_style"] for r in rows)
+    assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures[".tradeoff.tmp.png"])  # renamed tradeoff.png
+    # without random weights, nothing of it
+    assert main(["evaluate", str(table), "--metrics", "s_bleu", "--out", str(tmp_path / "plain"),
+                 "--no-progress"]) == 0
+    assert RANDOM_WEIGHTS not in capsys.readouterr().out
+    assert "warning" not in pd.read_csv(tmp_path / "plain" / "systems.csv").columns
+    plain = json.loads((tmp_path / "plain" / "report.json").read_text(encoding="utf-8"))
+    assert plain["random_weights"] == [] and plain["warnings"] == []
