@@ -82,3 +82,36 @@ def test_evaluate_marks_every_output(tmp_path, capsys, capture_figures):
     assert "warning" not in pd.read_csv(tmp_path / "plain" / "systems.csv").columns
     plain = json.loads((tmp_path / "plain" / "report.json").read_text(encoding="utf-8"))
     assert plain["random_weights"] == [] and plain["warnings"] == []
+
+
+def test_metaeval_and_the_leaderboard_mark_every_output(tmp_path, capture_figures):
+    from styleeval.metaeval import run_metaeval, write_report
+    from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
+
+    rows = [{"id": f"toy/{k}", "dataset": "toy", "task": "politeness", "target_style": "polite",
+             "source_id": str(i), "source": s, "rewrite": r, "reference": None, "system": name,
+             "is_reference_rewrite": False, "content_mean": float((i + k) % 5 + 1), "style_mean": 1.0,
+             "fluency_mean": None}
+            for k, (i, s, name, r) in enumerate((i, s, name, r) for i, s in enumerate(SOURCES * 3)
+                                                for name, r in (("A", f"Could you {s}"), ("B", s.upper()),
+                                                                ("C", s)))]
+    result = run_metaeval(["toy"], [f"logprob_content:model={TINY}", "s_bleu", "s_ter"], dimension="content",
+                          loader=lambda name: rows, n_boot=20)
+    assert result.random_weights == ["logprob_content"]
+    write_report(result, tmp_path)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert report.splitlines()[2].startswith(f"> **{RANDOM_WEIGHTS}**: LogProb content was computed")
+    assert "| LogProb content [random weights] |" in report and "| S-Ter (negated) |" in report
+    for name in ("correlations.csv", "wmt_kendall.csv"):
+        frame = pd.read_csv(tmp_path / name, keep_default_na=False)
+        assert len(frame) and (frame["warning"] == frame["metric"].map(
+            lambda m: RANDOM_WEIGHTS if m == "logprob_content" else "")).all(), name
+    for png in ("groups.png", "datasets.png", "metrics_heatmap.png"):
+        assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures[png]), png
+    board = build_leaderboard([result], trials=10, n_boot=5)
+    write_leaderboard(board, tmp_path)
+    text = (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
+    assert f"> **{RANDOM_WEIGHTS}**" in text and "| LogProb content [random weights] |" in text
+    frame = pd.read_csv(tmp_path / "leaderboard.csv", keep_default_na=False)
+    assert (frame["warning"] == frame["metric"].map(lambda m: RANDOM_WEIGHTS if m == "logprob_content" else "")).all()
+    assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures["leaderboard.png"])
