@@ -5,12 +5,13 @@ signed by name and content, the same on every machine (issue 36, item 4)."""
 from __future__ import annotations
 
 import json
+import math
 
 import matplotlib
 import pandas as pd
 import pytest
 
-from styleeval.labels import RANDOM_WEIGHTS, has_random_weights
+from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights
 
 matplotlib.use("Agg")
 
@@ -115,3 +116,33 @@ def test_metaeval_and_the_leaderboard_mark_every_output(tmp_path, capture_figure
     frame = pd.read_csv(tmp_path / "leaderboard.csv", keep_default_na=False)
     assert (frame["warning"] == frame["metric"].map(lambda m: RANDOM_WEIGHTS if m == "logprob_content" else "")).all()
     assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures["leaderboard.png"])
+
+
+def test_the_space_readings_carry_the_warning(tmp_path, data_dir):
+    """"LogProb style -0.0003841: about neutral" read like a result; with random weights every reading of the
+    model's numbers says what they are."""
+    from styleeval.demo import Demo, metaeval_summary
+
+    demo = Demo(model=TINY)
+    out = demo.score("give me the report now.", "Could you send me the report?", "polite")
+    assert out["warning"] == RANDOM_WEIGHTS
+    assert out["style_reading"].startswith(f"{RANDOM_WEIGHTS}: ") and out["content_reading"].startswith(RANDOM_WEIGHTS)
+    rows = demo.compare("give me the report now.", "Could you send the report?", "Could you send the invoice?",
+                        "polite")
+    assert [r[0] for r in rows] == [f"{m}{RANDOM_MARK}" for m in ("LogProb content", "LogProb style",
+                                                                  "Autorater meaning", "Autorater style")] + [
+        "S-BLEU (vs source)", "S-chrF (vs source)"]
+    upload = tmp_path / "batch.csv"
+    upload.write_text("source,rewrite,style,system\n" + "".join(f'"{s}","Could you {s}",polite,A\n"{s}","{s}",polite,B\n'
+                                                                for s in SOURCES), encoding="utf-8")
+    scored, report = demo.batch(str(upload))
+    assert all(r["warning"] == RANDOM_WEIGHTS for r in scored)
+    assert report.random_weights == ["logprob_content", "logprob_style"]
+    assert RANDOM_WEIGHTS in report.to_markdown()
+    summary, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",), extra_metrics=(f"logprob_content:model={TINY}",))
+    assert {r[0] for r in summary} == {"s_bleu", f"logprob_content{RANDOM_MARK}"}
+    assert any(t.get_text().startswith(RANDOM_WEIGHTS) for t in fig.texts)
+    assert all(math.isfinite(r[3]) for r in summary)
+    plain = Demo(model=TINY, autorater=False)  # the reading itself is unchanged after the warning
+    assert plain.score("a", "a", "polite")["style_reading"].removeprefix(f"{RANDOM_WEIGHTS}: ").startswith(
+        ("about neutral", "the style", "paraphrasing"))
