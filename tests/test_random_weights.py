@@ -133,13 +133,14 @@ def test_the_space_readings_carry_the_warning(tmp_path, data_dir):
                                                                   "Autorater meaning", "Autorater style")] + [
         "S-BLEU (vs source)", "S-chrF (vs source)"]
     upload = tmp_path / "batch.csv"
-    upload.write_text("source,rewrite,style,system\n" + "".join(f'"{s}","Could you {s}",polite,A\n"{s}","{s}",polite,B\n'
-                                                                for s in SOURCES), encoding="utf-8")
+    upload.write_text("source,rewrite,style,system\n" + "".join(
+        f'"{s}","Could you {s}",polite,A\n"{s}","{s}",polite,B\n' for s in SOURCES), encoding="utf-8")
     scored, report = demo.batch(str(upload))
     assert all(r["warning"] == RANDOM_WEIGHTS for r in scored)
     assert report.random_weights == ["logprob_content", "logprob_style"]
     assert RANDOM_WEIGHTS in report.to_markdown()
-    summary, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",), extra_metrics=(f"logprob_content:model={TINY}",))
+    summary, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",),
+                                    extra_metrics=(f"logprob_content:model={TINY}",))
     assert {r[0] for r in summary} == {"s_bleu", f"logprob_content{RANDOM_MARK}"}
     assert any(t.get_text().startswith(RANDOM_WEIGHTS) for t in fig.texts)
     assert all(math.isfinite(r[3]) for r in summary)

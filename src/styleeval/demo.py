@@ -165,7 +165,8 @@ class Demo:
         a = self.score(source, rewrite_a, style)
         b = self.score(source, rewrite_b, style)
         mark = RANDOM_MARK if self.warning else ""
-        rows = [["LogProb content" + mark, a["content"], b["content"]], ["LogProb style" + mark, a["style"], b["style"]]]
+        rows = [["LogProb content" + mark, a["content"], b["content"]],
+                ["LogProb style" + mark, a["style"], b["style"]]]
         if "autorater" in a:
             rows += [["Autorater meaning" + mark, a["autorater"]["meaning"], b["autorater"]["meaning"]],
                      ["Autorater style" + mark, a["autorater"]["style"], b["autorater"]["style"]]]

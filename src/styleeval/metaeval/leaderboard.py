@@ -41,9 +41,9 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
     """The leaderboard of one or more runs (one per human dimension) as a DataFrame with :data:`COLUMNS`.
 
     Per corpus, dimension and statistic: every metric on the same rows (those that every metric scoring the corpus and
-    the humans rate), ranked by value (NaN values last, rank and cluster empty: they are never clustered), clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with
-    a percentile bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else
-    rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
+    the humans rate), ranked by value (NaN values last, rank and cluster empty: they are never clustered),
+    clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with a percentile
+    bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
     ``progress``: a bar over the (corpus, dimension, statistic) tables. ``cache_dir``: each table is kept there
     under a hash of everything it is computed from (the statistic and its code version, the settings, the metrics'
     signatures and scores, the ratings, the corpus's sources and systems), so a rerun on the same scores reads it
@@ -222,9 +222,11 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
         out += [f"## {dataset_label(corpus)}: {dimension}", "",
                 f"Every metric on the same {n} rows (rated, and scored by every metric).", "",
                 "| metric | " + " | ".join(stats) + " | n |", "|" + "---|" * (len(stats) + 2)]
+        labels = {r.metric: md_cell(signed_label(str(r.metric), r.signature, bool(r.negated)))
+                  for r in first.itertuples()}
         for r in first.itertuples():
             cells = [cell(by[s, r.metric]) if (s, r.metric) in by else "–" for s in stats]
-            out.append(f"| {md_cell(signed_label(str(r.metric), r.signature, bool(r.negated)))} | " + " | ".join(cells) + f" | {int(r.n)} |")
+            out.append(f"| {labels[r.metric]} | " + " | ".join(cells) + f" | {int(r.n)} |")
         out.append("")
         if (first["n_own"] != first["n"]).any():
             out += ["Each metric on its own rows (all the rows it scores; not ranked, not comparable across "
@@ -233,7 +235,7 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
             for r in first.itertuples():
                 cells = [f"{by[s, r.metric].value_own:.3f}" if (s, r.metric) in by
                          and math.isfinite(by[s, r.metric].value_own) else "–" for s in stats]
-                out.append(f"| {md_cell(signed_label(str(r.metric), r.signature, bool(r.negated)))} | " + " | ".join(cells) + f" | {int(r.n_own)} |")
+                out.append(f"| {labels[r.metric]} | " + " | ".join(cells) + f" | {int(r.n_own)} |")
             out.append("")
     return "\n".join(out)
 

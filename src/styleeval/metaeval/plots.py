@@ -275,7 +275,8 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
                                       for c in part["cluster"]],
                     xerr=np.nan_to_num(err), error_kw={"elinewidth": 0.7, "capsize": 1.5})
             ax.set_yticks(y)
-            ax.set_yticklabels([signed_label(str(r.metric), r.signature, bool(r.negated)) for r in part.itertuples()], fontsize=7.5)
+            ax.set_yticklabels([signed_label(str(r.metric), r.signature, bool(r.negated)) for r in part.itertuples()],
+                               fontsize=7.5)
             ax.tick_params(axis="x", labelsize=7.5)
             ax.set_ylim(-0.6, len(part) - 0.4)
             ax.set_title(f"n = {int(part['n'].max())} rows", loc="right", fontsize=7, color="dimgrey")

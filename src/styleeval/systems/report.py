@@ -219,11 +219,10 @@ def to_markdown(report: SystemsReport) -> str:
     out.append("")
     tables = _agreement_tables(report)
     if tables:
-        corpus = [report.label(m) for m, a in report.aggregates.items() if a == "corpus"]
-        aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score; the others: the mean of the row scores" if corpus
-                     else "the mean of the row scores")
         negated = [metric_label(m) for m in dict.fromkeys(report.agreement.loc[report.agreement["negated"], "metric"])]
-        out += ["## Agreement with the human ratings (system level)", "", AGREEMENT_TEXT.format(aggregate=aggregate)]
+        out += ["## Agreement with the human ratings (system level)", "", AGREEMENT_TEXT.format(aggregate=(
+            f"{', '.join(corpus)}: sacrebleu's corpus score; the others: the mean of the row scores" if corpus
+            else "the mean of the row scores"))]
         if negated:
             out[-1] += (f" Lower is better for {', '.join(negated)}: negated here (its r and accuracy are those of "
                         f"minus the score), so that higher agrees with the humans for every metric.")
@@ -415,8 +414,9 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
             f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
 
     atomic_write(paths["rows"], rows)
-    atomic_write(paths["systems"], lambda f: spreadsheet_safe(with_warning(report.systems, random)).to_csv(f, index=False))
-    atomic_write(paths["pairs"], lambda f: spreadsheet_safe(with_warning(report.pairs, random)).to_csv(f, index=False))
+    for name in ("systems", "pairs"):
+        frame = spreadsheet_safe(with_warning(getattr(report, name), random))
+        atomic_write(paths[name], lambda f, frame=frame: frame.to_csv(f, index=False))
     atomic_write_text(paths["report"], report.to_markdown())
     atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     if plots:
