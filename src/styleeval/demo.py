@@ -199,14 +199,14 @@ class Demo:
                 if len(value) > MAX_CHARS:
                     raise ValueError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
         scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
+        warning = {"warning": RANDOM_WEIGHTS} if self.warning else {}  # a column of the scored file
         out = []
         for r, s in zip(rows, scores):
             system = r.extra.get("system")
             out.append({"row": r.row, **{k: v for k, v in r.extra.items() if k != "system"},  # as `styleeval score`
                         "system": "(all)" if system is None or str(system).strip() == "" else str(system),
                         "source": r.source, "rewrite": r.rewrite, "style": r.style, "content": s["content"],
-                        "style_strength": s["style"], "signature": scores.signature,
-                        **({"warning": RANDOM_WEIGHTS} if self.warning else {})})
+                        "style_strength": s["style"], "signature": scores.signature, **warning})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
                               "source_id": [r.source if r.extra.get("source_id") in (None, "") else str(r.extra["source_id"])
                                             for r in rows],
