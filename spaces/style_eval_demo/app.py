@@ -37,6 +37,7 @@ from styleeval.demo import (  # noqa: E402
     metaeval_summary,
     metaeval_unavailable,
 )
+from styleeval.labels import RANDOM_WEIGHTS  # noqa: E402
 
 UPLOAD_REFUSED_OVER = "20mb"
 """The server's own limit on an upload (Gradio refuses larger files before they arrive, with a notice that fades);
@@ -102,10 +103,11 @@ def score_ui(source: str, rewrite: str, style: str, paper_mode: bool):
     out = DEMO.score(source, rewrite, style, paper_mode=paper_mode)
     lines = [f"**LogProb content** {_fmt(out['content'])}: {out['content_reading']}",
              f"**LogProb style** {_fmt(out['style'])}: {out['style_reading']}"]
+    warning = f"{out['warning']}: " if "warning" in out else ""  # the tiny-random preset: no reading is a result
     if "autorater" in out:
         a = out["autorater"]
         lines.append(f"**Autorater** (expected 1-5 rating) meaning {a['meaning']:.3g}, style {a['style']:.3g}: "
-                     "an LLM judge's expected rating, read from its rating probabilities")
+                     f"{warning}an LLM judge's expected rating, read from its rating probabilities")
     if "autorater_paper" in out:
         p = out["autorater_paper"]
         lines.append(f"**Autorater, paper mode** meaning {_rating(p['meaning'])}, style {_rating(p['style'])} "
@@ -160,6 +162,8 @@ def batch_ui(file):
             cluster = f" ({int(c.cluster)})" if c.cluster == c.cluster else ""
             line.append(f"{fmt(c.score)} [{fmt(c.ci_low)}, {fmt(c.ci_high)}]{cluster}")
         summary.append(line)
+    if report.random_weights:
+        summary.append([RANDOM_WEIGHTS, "", "", ""])
     plot = report.plot(os.path.join(folder, "tradeoff.png"))
     return table, summary, plot, scored
 

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure
+
 MAX_CHARS = 1000
 """Longest source / rewrite / style the demo scores (characters)."""
 MAX_BATCH_ROWS = 200
@@ -118,6 +120,12 @@ class Demo:
                 self._judges[mode] = Autorater(backend=backend, mode=mode, progress=False)
             return self._judges[mode]
 
+    @property
+    def warning(self) -> str:
+        """``"random weights: not for numbers: "`` when the demo's model has random weights (the tiny-random preset:
+        its signature says so), put before every reading of its numbers; else ``""``."""
+        return f"{RANDOM_WEIGHTS}: " if has_random_weights(self.logprob().signature) else ""
+
     # -- one rewrite ----------------------------------------------------------------------------------------------
     def score(self, source: str, rewrite: str, style: str, paper_mode: bool = False) -> dict[str, Any]:
         """Every score of one rewrite, with readings and the highlighted tokens (see the module docstring)."""
@@ -128,14 +136,18 @@ class Demo:
         rewrite = check_text("rewrite", rewrite)
         row = self.logprob().score([source], [rewrite], [style], return_tokens=True)[0]
         tokens = token_table(row)
+        warning = self.warning
         out: dict[str, Any] = {
             "content": row["content"], "style": row["style"],
-            "content_reading": reading_content(row["content"]), "style_reading": reading_style(row["style"]),
+            "content_reading": warning + reading_content(row["content"]),
+            "style_reading": warning + reading_style(row["style"]),
             "tokens": [(t["token"], _label(t)) for t in tokens],
             "token_table": [[t["token"], readable(t["logp_style"]), readable(t["logp_paraphrase"]),
                              readable(t["logp_repeat"]), t["best"], readable(t["style"])] for t in tokens],
             "signature": self.logprob().signature,
         }
+        if warning:
+            out["warning"] = RANDOM_WEIGHTS
         for name in ("s_bleu", "s_chrf"):
             out[name] = get_metric(name).compute([source], [rewrite])[0]
         if self.use_autorater:
@@ -152,10 +164,12 @@ class Demo:
         """``[metric, A, B, preferred]`` rows: which rewrite each metric prefers."""
         a = self.score(source, rewrite_a, style)
         b = self.score(source, rewrite_b, style)
-        rows = [["LogProb content", a["content"], b["content"]], ["LogProb style", a["style"], b["style"]]]
+        mark = RANDOM_MARK if self.warning else ""
+        rows = [["LogProb content" + mark, a["content"], b["content"]],
+                ["LogProb style" + mark, a["style"], b["style"]]]
         if "autorater" in a:
-            rows += [["Autorater meaning", a["autorater"]["meaning"], b["autorater"]["meaning"]],
-                     ["Autorater style", a["autorater"]["style"], b["autorater"]["style"]]]
+            rows += [["Autorater meaning" + mark, a["autorater"]["meaning"], b["autorater"]["meaning"]],
+                     ["Autorater style" + mark, a["autorater"]["style"], b["autorater"]["style"]]]
         rows += [["S-BLEU (vs source)", a["s_bleu"], b["s_bleu"]], ["S-chrF (vs source)", a["s_chrf"], b["s_chrf"]]]
         return [[name, readable(x), readable(y), prefers(x, y)] for name, x, y in rows]
 
@@ -185,13 +199,14 @@ class Demo:
                 if len(value) > MAX_CHARS:
                     raise ValueError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
         scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
+        warning = {"warning": RANDOM_WEIGHTS} if self.warning else {}  # a column of the scored file
         out = []
         for r, s in zip(rows, scores):
             system = r.extra.get("system")
             out.append({"row": r.row, **{k: v for k, v in r.extra.items() if k != "system"},  # as `styleeval score`
                         "system": "(all)" if system is None or str(system).strip() == "" else str(system),
                         "source": r.source, "rewrite": r.rewrite, "style": r.style, "content": s["content"],
-                        "style_strength": s["style"], "signature": scores.signature})
+                        "style_strength": s["style"], "signature": scores.signature, **warning})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
                               "source_id": [r.source if r.extra.get("source_id") in (None, "") else str(r.extra["source_id"])
                                             for r in rows],
@@ -264,21 +279,24 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
     result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                           n_boot=0)
     corr = result.correlations
-    rows = [[r.metric, r.subset, int(r.n), round(float(r.spearman), 3), round(float(r.spearman_p), 4)]
-            for r in corr.itertuples()]
+    mark = {m: RANDOM_MARK if m in result.random_weights else "" for m in result.metrics}
+    rows = [[r.metric + mark[r.metric], r.subset, int(r.n), round(float(r.spearman), 3),
+             round(float(r.spearman_p), 4)] for r in corr.itertuples()]
     fig, ax = plt.subplots(figsize=(8, 3.5))
     subsets = list(dict.fromkeys(corr.subset))
     width = 0.8 / max(1, len(result.metrics))
     for k, m in enumerate(result.metrics):
         vals = [float(corr[(corr.metric == m) & (corr.subset == s)].spearman.iloc[0])
                 if len(corr[(corr.metric == m) & (corr.subset == s)]) else math.nan for s in subsets]
-        ax.bar([i + (k - (len(result.metrics) - 1) / 2) * width for i in range(len(subsets))], vals, width, label=m)
+        ax.bar([i + (k - (len(result.metrics) - 1) / 2) * width for i in range(len(subsets))], vals, width,
+               label=m + mark[m])
     ax.set_xticks(range(len(subsets)))
     ax.set_xticklabels(subsets, rotation=20, ha="right")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel("Spearman with content ratings")
     ax.legend(fontsize=7)
     fig.tight_layout()
+    mark_figure(fig, result.random_weights)
     return rows, fig
 
 
@@ -303,5 +321,6 @@ def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = (
     result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                           n_boot=0)
     board = build_leaderboard([result], trials=trials)
-    return [[r.statistic, r.metric, float(f"{r.value:.4g}"), int(r.rank),
+    return [[r.statistic, r.metric + (RANDOM_MARK if r.metric in result.random_weights else ""),
+             float(f"{r.value:.4g}"), int(r.rank),
              int(r.cluster) if math.isfinite(r.cluster) else "", int(r.n)] for r in board.itertuples()]

@@ -1,14 +1,32 @@
 """How datasets and metrics are named in tables and plots: shared by the reports and plots of
-:mod:`styleeval.metaeval` and :mod:`styleeval.systems`, which import it and not each other."""
+:mod:`styleeval.metaeval` and :mod:`styleeval.systems`, which import it and not each other.
+
+A label says what computed its number: a metric whose scores are negated before correlating (lower is better: TER,
+PINC) is shown ``(negated)`` in every table and plot that negates it, and one computed with the
+:data:`~styleeval.hub.TINY_RANDOM` preset's random weights carries :data:`RANDOM_WEIGHTS` (its signature's ``model``
+field says so, on every machine)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from styleeval.hub import TINY_RANDOM
+from styleeval.signature import Signature
+
+RANDOM_WEIGHTS = "random weights: not for numbers"
+"""The warning on everything computed with the tiny-random preset (its numbers test the pipeline, nothing else)."""
+RANDOM_MARK = " [random weights]"
+"""Appended to a random-weight metric's label in tables and plots (a warning line with :data:`RANDOM_WEIGHTS`
+sits above each of them)."""
+NEGATED_MARK = " (negated)"
+"""Appended to a lower-is-better metric's label where its scores are negated (higher = better)."""
 
 
 def dataset_label(name: str) -> str:
     """A corpus's label in tables, as its module declares it (the name itself for a dataset that is no corpus)."""
-    from styleeval.corpora import (
-        SPECS,  # when used: corpora imports `datasets`, ~1 s of `styleeval evaluate`'s start-up
-    )
+    # imported here: the corpora import ``datasets`` (seconds), which no other label needs (the Space's readings)
+    from styleeval.corpora import SPECS
 
     spec = SPECS.get(name)
     return spec.label if spec is not None else name
@@ -23,6 +41,88 @@ def metric_label(name: str) -> str:
     if name.startswith("logprob_"):
         return f"LogProb {name[8:]}"
     return name
+
+
+def shown_label(name: str, negated: bool = False, random_weights: bool = False) -> str:
+    """:func:`metric_label` with what a reader must know beside it: ``(negated)`` where the table or plot negates the
+    scores, :data:`RANDOM_MARK` where they come from random weights.
+
+    >>> shown_label("s_ter", negated=True)
+    'S-Ter (negated)'
+    >>> shown_label("logprob_content", random_weights=True)
+    'LogProb content [random weights]'
+    """
+    return metric_label(name) + (NEGATED_MARK if negated else "") + (RANDOM_MARK if random_weights else "")
+
+
+def signed_label(name: str, signature: Any, negated: bool = False) -> str:
+    """:func:`shown_label` of a metric whose random weights (if any) its ``signature`` tells."""
+    return shown_label(name, negated, has_random_weights(signature))
+
+
+def has_random_weights(signature: Any) -> bool:
+    """Whether a number signed ``signature`` was computed with random weights: its ``model`` field (or a nested
+    signature's) names the :data:`~styleeval.hub.TINY_RANDOM` preset. Anything that is not a signature: ``False``.
+
+    >>> has_random_weights("logprob|model:tiny-random@local-218570e6b3ba|variant:default")
+    True
+    >>> has_random_weights("s_bleu|tok:13a"), has_random_weights("")
+    (False, False)
+    """
+    try:
+        parsed = Signature.parse(signature)
+    except ValueError:
+        return False
+    for key, value in parsed.fields.items():
+        if isinstance(value, Signature):
+            if has_random_weights(value):
+                return True
+        elif key == "model" and value.split("@", 1)[0].lower() == TINY_RANDOM:
+            return True
+    return False
+
+
+def random_weight_metrics(signatures: Mapping[str, Any]) -> list[str]:
+    """The metrics (keys of ``signatures``, in order) computed with random weights."""
+    return [name for name, signature in signatures.items() if has_random_weights(signature)]
+
+
+def random_weights_warning(names: Iterable[str]) -> str:
+    """``random weights: not for numbers: LogProb content, LogProb style (the tiny-random preset)``, or ``""`` when
+    ``names`` is empty."""
+    names = list(names)
+    if not names:
+        return ""
+    return (f"{RANDOM_WEIGHTS}: {', '.join(metric_label(n) for n in names)} "
+            f"{'was' if len(names) == 1 else 'were'} computed with the {TINY_RANDOM} preset's random weights")
+
+
+def with_warning(frame: Any, random: Iterable[str], column: str = "metric") -> Any:
+    """A table (pandas DataFrame) with a ``warning`` column, :data:`RANDOM_WEIGHTS` on the rows whose ``column``
+    names a metric of ``random`` (empty elsewhere), when ``random`` names any; else ``frame`` as it is."""
+    random = set(random)
+    if not random:
+        return frame
+    return frame.assign(warning=[RANDOM_WEIGHTS if m in random else "" for m in frame[column]])
+
+
+def mark_figure(fig: Any, names: Iterable[str]) -> None:
+    """Write :func:`random_weights_warning` across the top of a laid-out matplotlib figure, when any of ``names`` was
+    computed with random weights: the figure grows at the top to make room, every axes keeps its place in inches."""
+    text = random_weights_warning(names)
+    if not text:
+        return
+    width, height = fig.get_size_inches()
+    extra = 0.35
+    fig.set_size_inches(width, height + extra)
+    for ax in fig.axes:  # keep every axes where it was, in inches: the figure grows at the top
+        box = ax.get_position()
+        ax.set_position([box.x0, box.y0 * height / (height + extra), box.width, box.height * height / (height + extra)])
+    for text_object in [*fig.texts, *([fig._suptitle] if getattr(fig, "_suptitle", None) else [])]:
+        x, y = text_object.get_position()
+        text_object.set_position((x, y * height / (height + extra)))
+    fig.text(0.5, 1 - 0.08 / (height + extra), text, ha="center", va="top", color="#c00000", fontsize=9,
+             fontweight="bold", wrap=True)
 
 
 def md_cell(text: object) -> str:

@@ -231,7 +231,9 @@ def load_model(
     ``model`` is a preset name (``"1b"``, ``"3b"``, ``"8b"``), a Hub id, a local path, or an already loaded
     model object. Returns ``(model, tokenizer, model_name, revision)`` with the model in eval mode on
     ``device`` in ``dtype``; ``revision`` is the Hub commit, or for a local folder its :func:`model_fingerprint`
-    (``local-<hash>``), or ``local`` for a model object.
+    (``local-<hash>``), or ``local`` for a model object. ``model_name`` is what signatures record: the id, the
+    folder's real path, or ``tiny-random`` for that preset (the same on every machine that builds the same weights:
+    ``tiny-random@local-<hash of its files>``).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -240,6 +242,7 @@ def load_model(
     if isinstance(tokenizer, (str, os.PathLike)):  # a tokenizer id or path is loaded, not passed on as a string
         tokenizer = load_tokenizer(tokenizer, None, trust_remote_code)
     if isinstance(model, (str, os.PathLike)):
+        preset = str(model).lower() == TINY_RANDOM
         name = preset_path(model)
         if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote
             name = os.path.realpath(name)
@@ -253,6 +256,8 @@ def load_model(
             )
         except (OSError, ValueError, ImportError) as err:
             raise explain_load_error(name, err) from None
+        if preset:  # signed by name and content (the fingerprint), not by where this machine keeps the folder
+            name = TINY_RANDOM
     elif isinstance(model, torch.nn.Module):
         name = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or "<model object>"
         if tokenizer is None:

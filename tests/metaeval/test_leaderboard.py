@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from styleeval.metaeval import run_metaeval
 from styleeval.metaeval.leaderboard import COLUMNS, build_leaderboard
@@ -128,3 +129,49 @@ def test_cached_tables_equal_computed_ones_and_follow_their_inputs(tmp_path):
     assert not other["value"].equals(computed["value"])
     assert build_leaderboard([first], trials=31, n_boot=20, cache_dir=cache).shape == computed.shape
     assert len(list(cache.iterdir())) == 3 * len(tables)  # other settings: other keys
+
+
+def test_every_metric_is_ranked_on_the_rows_all_of_them_score(data_dir):
+    """On the test set R-BLEU scores the 100 rows with a reference, S-BLEU and S-TER all 500: every value, CI, rank
+    and cluster is on the 100 rows (S-BLEU -0.592 there, below R-BLEU's -0.468; before, S-BLEU's -0.132 on its own
+    500 rows was ranked above it), each metric's own-rows value kept apart and named, n in the table and the figure;
+    TER's negation said. tasks.png and datasets.png compare like rows too, per column."""
+    from scipy.stats import spearmanr
+
+    from styleeval.metaeval.leaderboard import _corpus, _interval, leaderboard_markdown
+    from styleeval.metaeval.plots import leaderboard_figure
+    from styleeval.metaeval.statistics import STATISTICS
+
+    result = run_metaeval(["style_gap_testset"], ["s_bleu", "r_bleu", "s_ter"], dimension="content",
+                          data_dir=data_dir, n_boot=0)
+    board = build_leaderboard([result], trials=20, n_boot=10)
+    rho = board[board.statistic == "spearman"].set_index("metric")
+    human = result.human["style_gap_testset"]
+    bleu = result.scores["style_gap_testset", "s_bleu"]
+    shared = np.flatnonzero(np.isfinite(result.scores["style_gap_testset", "r_bleu"]) & np.isfinite(human))
+    assert len(shared) == 100 and (rho.n == 100).all() and (board.n == 100).all()
+    assert rho.loc["s_bleu", "value"] == pytest.approx(spearmanr(human[shared], bleu[shared])[0], abs=1e-12)
+    assert round(rho.loc["s_bleu", "value"], 3) == -0.592 and round(rho.loc["r_bleu", "value"], 3) == -0.468
+    assert rho.loc["r_bleu", "rank"] < rho.loc["s_bleu", "rank"]
+    assert round(rho.loc["s_bleu", "value_own"], 3) == -0.132 and rho.loc["s_bleu", "n_own"] == 500
+    assert rho.loc["r_bleu", "value_own"] == rho.loc["r_bleu", "value"] and rho.loc["r_bleu", "n_own"] == 100
+    corpus = _corpus(result, "style_gap_testset")
+    fn = STATISTICS["spearman"].compute
+    assert (rho.loc["s_bleu", "ci_low"], rho.loc["s_bleu", "ci_high"]) == _interval(corpus, fn, human, bleu, shared,
+                                                                                    10, 0)
+    assert rho.loc["s_ter", "negated"] and not rho.loc["s_bleu", "negated"]
+    text = leaderboard_markdown(board)
+    assert "Every metric on the same 100 rows" in text and "| S-Ter (negated) | " in text
+    assert "Lower is better for S-Ter: ranked by the negated scores" in text
+    own = text[text.index("Each metric on its own rows"):]
+    assert "| S-Bleu | 0.390 | -0.132 | 500 |" in own and "| R-Bleu | 0.303 | -0.468 | 100 |" in own
+    fig = leaderboard_figure(board)
+    assert [ax.get_title(loc="right") for ax in fig.axes if ax.get_subplotspec() is not None] == ["n = 100 rows"]
+    # the per-task and per-dataset plots: per column, the metrics that score it on the rows all of them score
+    like = result.shared_correlations.set_index(["subset", "metric"])
+    assert like.loc[("all", "s_bleu"), "n"] == 100
+    assert like.loc[("all", "s_bleu"), "spearman"] == pytest.approx(rho.loc["s_bleu", "value"], abs=1e-12)
+    assert like.loc[("catchy", "s_bleu"), "n"] == 100 and ("catchy", "r_bleu") not in like.index  # no reference
+    assert like.loc[("sentiment", "s_bleu"), "n"] == like.loc[("sentiment", "r_bleu"), "n"] == 50
+    own_rows = result.correlations.set_index(["subset", "metric"])
+    assert own_rows.loc[("all", "s_bleu"), "n"] == 500  # the paper's tables: each metric on its own rows, n shown

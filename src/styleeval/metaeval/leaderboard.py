@@ -15,14 +15,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.metaeval.runner import MetaevalResult
+from styleeval.metaeval.runner import MetaevalResult, shared_rows
 from styleeval.metaeval.statistics import STATISTICS, Corpus, LeaderboardStatistic
 from styleeval.stats.clusters import significance_clusters
 from styleeval.stats.pairwise import perm_both
 from styleeval.stats.resampling import percentile_interval
 
 COLUMNS = ["corpus", "dimension", "statistic", "metric", "value", "ci_low", "ci_high", "rank", "cluster", "n",
-           "signature"]
+           "value_own", "n_own", "negated", "signature"]
+"""``value``, its CI, rank and cluster: every metric of a (corpus, dimension) table on the same ``n`` rows, those
+every metric and the humans rate (:func:`~styleeval.metaeval.runner.shared_rows`); ``value_own`` / ``n_own``: the
+metric on all the rows it scores (not comparable across metrics where ``n_own`` differs from ``n``; not ranked);
+``negated``: a lower-is-better metric, ranked by its negated scores."""
 
 
 def _corpus(result: MetaevalResult, dataset: str) -> Corpus:
@@ -36,10 +40,10 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
                       cache_dir: str | Path | None = None) -> pd.DataFrame:
     """The leaderboard of one or more runs (one per human dimension) as a DataFrame with :data:`COLUMNS`.
 
-    Per corpus, dimension and statistic: metrics ranked by value (NaN values last, rank and cluster empty: they are
-    never clustered), clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with
-    a percentile bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else
-    rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
+    Per corpus, dimension and statistic: every metric on the same rows (those that every metric scoring the corpus and
+    the humans rate), ranked by value (NaN values last, rank and cluster empty: they are never clustered),
+    clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with a percentile
+    bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
     ``progress``: a bar over the (corpus, dimension, statistic) tables. ``cache_dir``: each table is kept there
     under a hash of everything it is computed from (the statistic and its code version, the settings, the metrics'
     signatures and scores, the ratings, the corpus's sources and systems), so a rerun on the same scores reads it
@@ -72,7 +76,7 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-TABLE_VERSION = 1
+TABLE_VERSION = 2
 """Part of every leaderboard table's cache key: raise it when a statistic's code changes its numbers."""
 
 
@@ -107,35 +111,34 @@ def _statistic_rows(result: MetaevalResult, dataset: str, corpus: Corpus, statis
                     human: np.ndarray, names: list[str], trials: int, seed: int, alpha: float,
                     n_boot: int) -> list[dict]:
     fn = statistic.compute
-    values, counts, kept = {}, {}, {}
+    scores = {name: result.scores[dataset, name] for name in names}
+    rows, names = shared_rows(human, scores, np.arange(len(human)))
+    values, own = {}, {}
     for name in names:
-        m = result.scores[dataset, name]
-        idx = np.flatnonzero(np.isfinite(human) & np.isfinite(m))
-        if len(idx) < 3:
-            continue
-        values[name] = fn(corpus, human[idx], m[idx], idx)
-        counts[name], kept[name] = len(idx), idx
+        values[name] = fn(corpus, human[rows], scores[name][rows], rows) if len(rows) >= 3 else math.nan
+        mine = np.flatnonzero(np.isfinite(human) & np.isfinite(scores[name]))
+        own[name] = (values[name] if len(mine) == len(rows) else
+                     fn(corpus, human[mine], scores[name][mine], mine) if len(mine) >= 3 else math.nan, len(mine))
     finite = [n for n in values if math.isfinite(values[n])]
     ranked = sorted(finite, key=lambda n: -values[n])  # NaN never enters a sort key or a cluster
     pvalues: dict[tuple[str, str], float] = {}
 
     def better(member: str, item: str) -> bool:
         if (member, item) not in pvalues:
-            x, y = result.scores[dataset, member], result.scores[dataset, item]
-            keep = np.flatnonzero(np.isfinite(human) & np.isfinite(x) & np.isfinite(y))
-            pvalues[member, item] = perm_both(lambda hh, mm: fn(corpus, hh, mm, keep), human[keep], x[keep],
-                                              y[keep], trials=trials, seed=seed)
+            pvalues[member, item] = perm_both(lambda hh, mm: fn(corpus, hh, mm, rows), human[rows],
+                                              scores[member][rows], scores[item][rows], trials=trials, seed=seed)
         return pvalues[member, item] <= alpha
 
     clusters = significance_clusters(ranked, better) if statistic.clustered else {}
     out = []
     for rank, name in enumerate([*ranked, *[n for n in values if n not in finite]], start=1):
-        low, high = (_interval(corpus, fn, human, result.scores[dataset, name], kept[name], n_boot, seed)
+        low, high = (_interval(corpus, fn, human, scores[name], rows, n_boot, seed)
                      if statistic.interval and name in finite else (math.nan, math.nan))
         out.append({"corpus": dataset, "dimension": result.dimension, "statistic": statistic.name, "metric": name,
                     "value": values[name], "ci_low": low, "ci_high": high,
                     "rank": rank if name in finite else math.nan, "cluster": clusters.get(name, math.nan),
-                    "n": counts[name], "signature": result.signatures.get(name, "")})
+                    "n": len(rows), "value_own": own[name][0], "n_own": own[name][1],
+                    "negated": name in result.negated, "signature": result.signatures.get(name, "")})
     return out
 
 
@@ -166,41 +169,74 @@ def _interval(corpus: Corpus, fn, human: np.ndarray, metric: np.ndarray, rows: n
     return percentile_interval(np.asarray(values))
 
 
+def board_random_weights(board: pd.DataFrame) -> list[str]:
+    """The leaderboard's metrics computed with random weights (their signatures say so)."""
+    from styleeval.labels import random_weight_metrics
+
+    return random_weight_metrics(dict(zip(board["metric"], board["signature"].fillna(""))))
+
+
 def leaderboard_markdown(board: pd.DataFrame) -> str:
     """One table per corpus and dimension: metrics as rows, statistics as columns ("value [CI] (cluster)"; "–" where
-    a statistic is undefined, listed last)."""
-    from styleeval.labels import dataset_label, md_cell, metric_label
+    a statistic is undefined, listed last), every metric on the same ``n`` rows; then, where a metric scores more
+    rows than those, each metric's value on its own rows (not ranked)."""
+    from styleeval.labels import (
+        RANDOM_WEIGHTS,
+        dataset_label,
+        md_cell,
+        metric_label,
+        random_weights_warning,
+        signed_label,
+    )
 
     used = list(dict.fromkeys(board["statistic"]))
+    warning = random_weights_warning(board_random_weights(board))
+    negated = [metric_label(m) for m in dict.fromkeys(board.loc[board["negated"].astype(bool), "metric"])]
     out = ["# Metrics leaderboard", "",
-           "Each cell: value [95% bootstrap CI] (cluster). Clusters per statistic, WMT's rule: walking down the "
-           "ranking, a metric opens a new cluster when any metric of the current cluster is significantly better "
-           "(PERM-BOTH, one-sided p <= 0.05); a metric is never significantly worse than one of its own cluster, "
-           "but it need not be indistinguishable from every metric of the next. \"–\": undefined (e.g. a constant "
-           "metric), listed last and never clustered. Definitions: docs/metaeval.md.",
+           *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')} (marked [random weights]); "
+              "they test the pipeline, their values mean nothing.", ""] if warning else []),
+           "Each cell: value [95% bootstrap CI] (cluster). In each table every metric is computed on the same rows: "
+           "those that every metric of the corpus and the humans rate (`n`); where a metric scores more rows (a "
+           "reference-free metric beside a reference-based one), its value on all its own rows follows in a second "
+           "table, not ranked and not comparable across metrics with another n. Clusters per statistic, WMT's "
+           "rule: walking down the ranking, a metric opens a new cluster when any metric of the current cluster is "
+           "significantly better (PERM-BOTH, one-sided p <= 0.05); a metric is never significantly worse than one "
+           "of its own cluster, but it need not be indistinguishable from every metric of the next. \"–\": "
+           "undefined (e.g. a constant metric), listed last and never clustered. Definitions: docs/metaeval.md.",
+           *(["", "Lower is better for " + ", ".join(negated) + ": ranked by the negated scores (higher = better), "
+               "labelled (negated)."] if negated else []),
            "", *[f"- {s}: {STATISTICS[s].description}" for s in used if s in STATISTICS], ""]
+
+    def cell(r) -> str:
+        if not math.isfinite(r.value):
+            return "–"
+        cluster = f" ({int(r.cluster)})" if math.isfinite(r.cluster) else ""
+        ci = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if math.isfinite(r.ci_low) else ""
+        return f"{r.value:.3f}{ci}{cluster}"
+
     for (corpus, dimension), part in board.groupby(["corpus", "dimension"], sort=False):
         stats = list(dict.fromkeys(part["statistic"]))
         first = part[part["statistic"] == stats[0]].sort_values("rank")
+        by = {(r.statistic, r.metric): r for r in part.itertuples()}
+        n = int(first["n"].max())
         out += [f"## {dataset_label(corpus)}: {dimension}", "",
+                f"Every metric on the same {n} rows (rated, and scored by every metric).", "",
                 "| metric | " + " | ".join(stats) + " | n |", "|" + "---|" * (len(stats) + 2)]
-        for metric in first["metric"]:
-            cells = []
-            for s in stats:
-                r = part[(part["statistic"] == s) & (part["metric"] == metric)]
-                if r.empty:
-                    cells.append("–")
-                    continue
-                r = r.iloc[0]
-                if not math.isfinite(r.value):
-                    cells.append("–")
-                    continue
-                cluster = f" ({int(r.cluster)})" if math.isfinite(r.cluster) else ""
-                ci = f" [{r.ci_low:.3f}, {r.ci_high:.3f}]" if math.isfinite(r.ci_low) else ""
-                cells.append(f"{r.value:.3f}{ci}{cluster}")
-            n = int(first[first["metric"] == metric]["n"].iloc[0])
-            out.append(f"| {md_cell(metric_label(metric))} | " + " | ".join(cells) + f" | {n} |")
+        labels = {r.metric: md_cell(signed_label(str(r.metric), r.signature, bool(r.negated)))
+                  for r in first.itertuples()}
+        for r in first.itertuples():
+            cells = [cell(by[s, r.metric]) if (s, r.metric) in by else "–" for s in stats]
+            out.append(f"| {labels[r.metric]} | " + " | ".join(cells) + f" | {int(r.n)} |")
         out.append("")
+        if (first["n_own"] != first["n"]).any():
+            out += ["Each metric on its own rows (all the rows it scores; not ranked, not comparable across "
+                    "different n):", "",
+                    "| metric | " + " | ".join(stats) + " | own n |", "|" + "---|" * (len(stats) + 2)]
+            for r in first.itertuples():
+                cells = [f"{by[s, r.metric].value_own:.3f}" if (s, r.metric) in by
+                         and math.isfinite(by[s, r.metric].value_own) else "–" for s in stats]
+                out.append(f"| {labels[r.metric]} | " + " | ".join(cells) + f" | {int(r.n_own)} |")
+            out.append("")
     return "\n".join(out)
 
 
@@ -209,7 +245,9 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
-    board.to_csv(paths["csv"], index=False)
+    from styleeval.labels import with_warning
+
+    with_warning(board, board_random_weights(board)).to_csv(paths["csv"], index=False)
     paths["md"].write_text(leaderboard_markdown(board), encoding="utf-8")
     if plots and (board["statistic"] == "acc_eq").any():
         import matplotlib.pyplot as plt

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import dataset_label, metric_label
+from styleeval.labels import dataset_label, mark_figure, metric_label, random_weight_metrics, signed_label
 from styleeval.metaeval.data import DIMENSIONS
 from styleeval.metaeval.grouping import Group, group_averages
 
@@ -24,13 +24,16 @@ def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
 
 def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman correlation",
           colors: dict[str, tuple] | None = None, low: pd.DataFrame | None = None,
-          high: pd.DataFrame | None = None) -> Path:
+          high: pd.DataFrame | None = None, result=None, counts: dict[str, str] | None = None) -> Path:
+    """Grouped bars, one colour per metric; ``result`` labels the metrics (negated, random weights: a warning on
+    the figure), ``counts`` adds each column's number of rows to its tick label."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
 
+    label = result.label if result is not None else metric_label
     matrix = matrix.dropna(how="all")
     n_bars = len(matrix.columns) * max(1, len(matrix))
     fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 2.0 + 0.18 * n_bars)), 4.5))
@@ -49,16 +52,19 @@ def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman 
                 if np.isfinite(lo).any():
                     yerr = np.vstack([np.clip(values - lo, 0, None), np.clip(hi - values, 0, None)])
                     yerr = np.nan_to_num(yerr)
-            ax.bar(x + (k - (n_metrics - 1) / 2) * width, values, width, label=metric_label(str(metric)),
+            ax.bar(x + (k - (n_metrics - 1) / 2) * width, values, width, label=label(str(metric)),
                    color=(colors or {}).get(str(metric)), yerr=yerr, capsize=2 if yerr is not None else 0,
                    error_kw={"elinewidth": 0.8})
         ax.set_xticks(x)
-        ax.set_xticklabels([str(c) for c in matrix.columns], rotation=20, ha="right")
+        ax.set_xticklabels([f"{c}\n(n = {counts[c]})" if counts and c in counts else str(c) for c in matrix.columns],
+                           rotation=20, ha="right")
         ax.axhline(0, color="black", linewidth=0.8)
         ax.legend(fontsize=7, ncol=2, frameon=False)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     fig.tight_layout()
+    if result is not None:
+        mark_figure(fig, [m for m in result.random_weights if m in set(map(str, matrix.index))])
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
@@ -69,7 +75,7 @@ def plot_groups(result, groups: Sequence[Group], path: str | Path) -> Path:
     avg = group_averages(result.correlations, groups, result.metrics)
     avg.columns = [g.title for g in groups]
     return _bars(avg, f"Average correlation per data group ({result.dimension})", Path(path),
-                 colors=metric_colors(result.metrics))
+                 colors=metric_colors(result.metrics), result=result)
 
 
 def _matrices(result, rows: pd.DataFrame, columns: list[str], column_of) -> tuple[pd.DataFrame, ...]:
@@ -83,28 +89,44 @@ def _matrices(result, rows: pd.DataFrame, columns: list[str], column_of) -> tupl
     return tuple(mats)
 
 
+def _counts(rows: pd.DataFrame, column_of) -> dict[str, str]:
+    """Each column's number of rows (``100-500`` where its metrics saw different numbers)."""
+    out: dict[str, list[int]] = {}
+    for r in rows.itertuples():
+        col = column_of(r)
+        if col is not None:
+            out.setdefault(col, []).append(int(r.n))
+    return {c: str(min(v)) if min(v) == max(v) else f"{min(v)}-{max(v)}" for c, v in out.items()}
+
+
 def plot_tasks(result, path: str | Path) -> Path:
-    """Correlation per task of the constructed test set (and its ALL column), with bootstrap CIs."""
-    corr = result.correlations
+    """Correlation per task of the constructed test set (and its ALL column), with bootstrap CIs: in each column every
+    metric on the same rows (``result.shared_correlations``; n under the column's name)."""
+    corr = result.shared_correlations
     labels = {"all": "ALL"}
     for ds, tasks in result.task_subsets.items():
         if result.dataset_kinds.get(ds) == "testset":
             labels.update({t: t for t in tasks})
     test = corr[corr.dataset.map(lambda d: result.dataset_kinds.get(d) == "testset")]
-    mat, low, high = _matrices(result, test, list(labels.values()), lambda r: labels.get(r.subset))
-    return _bars(mat, f"Test set: correlation per task ({result.dimension})", Path(path),
-                 colors=metric_colors(result.metrics), low=low, high=high)
+    column_of = lambda r: labels.get(r.subset)  # noqa: E731
+    mat, low, high = _matrices(result, test, list(labels.values()), column_of)
+    title = f"Test set: correlation per task ({result.dimension})\nin each task every metric on the same n rows"
+    return _bars(mat, title, Path(path), colors=metric_colors(result.metrics), low=low, high=high, result=result,
+                 counts=_counts(test, column_of))
 
 
 def plot_datasets(result, path: str | Path) -> Path:
-    """Correlation on all rated rows of each dataset (labelled as in the report), with bootstrap CIs."""
+    """Correlation on the rated rows of each dataset (labelled as in the report), with bootstrap CIs: per dataset
+    every metric on the same rows (``result.shared_correlations``; n under the dataset's name)."""
 
-    corr = result.correlations
+    corr = result.shared_correlations
     labels = {d: dataset_label(d) for d in result.dataset_kinds}
-    mat, low, high = _matrices(result, corr[corr.subset == "all"], list(labels.values()),
-                               lambda r: labels.get(r.dataset))
-    return _bars(mat, f"Correlation per dataset ({result.dimension})", Path(path),
-                 colors=metric_colors(result.metrics), low=low, high=high)
+    rows = corr[corr.subset == "all"]
+    column_of = lambda r: labels.get(r.dataset)  # noqa: E731
+    mat, low, high = _matrices(result, rows, list(labels.values()), column_of)
+    title = f"Correlation per dataset ({result.dimension})\nin each dataset every metric on the same n rows"
+    return _bars(mat, title, Path(path), colors=metric_colors(result.metrics), low=low, high=high, result=result,
+                 counts=_counts(rows, column_of))
 
 
 def metric_correlations(result) -> pd.DataFrame:
@@ -141,7 +163,7 @@ def plot_metric_heatmap(result, path: str | Path) -> Path:
     n = len(mat)
     fig, ax = plt.subplots(figsize=(1.2 + 0.6 * n, 1.0 + 0.6 * n))
     im = ax.imshow(mat.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu_r")
-    labels = [metric_label(m) for m in mat.index]
+    labels = [result.label(m) for m in mat.index]
     ax.set_xticks(range(n))
     ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
     ax.set_yticks(range(n))
@@ -154,6 +176,7 @@ def plot_metric_heatmap(result, path: str | Path) -> Path:
     fig.colorbar(im, ax=ax, fraction=0.046)
     ax.set_title("Metric vs metric (Spearman)")
     fig.tight_layout()
+    mark_figure(fig, result.random_weights)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
@@ -211,8 +234,9 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
 def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
     """The leaderboard's ``statistic`` as a grid of bar charts: one row per corpus, one column per human dimension
     (a corpus that does not rate a dimension: an empty cell saying so), metrics by name, best first, with their 95%
-    CIs, coloured by significance cluster (one legend for the figure); sized to be read at page width. Returns the
-    matplotlib figure (the caller saves and closes it)."""
+    CIs, coloured by significance cluster (one legend for the figure), each panel's number of rows (every metric on
+    the same rows) at its top right; sized to be read at page width. Returns the matplotlib figure (the caller saves
+    and closes it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,9 +275,11 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
                                       for c in part["cluster"]],
                     xerr=np.nan_to_num(err), error_kw={"elinewidth": 0.7, "capsize": 1.5})
             ax.set_yticks(y)
-            ax.set_yticklabels([metric_label(str(m)) for m in part["metric"]], fontsize=7.5)
+            ax.set_yticklabels([signed_label(str(r.metric), r.signature, bool(r.negated)) for r in part.itertuples()],
+                               fontsize=7.5)
             ax.tick_params(axis="x", labelsize=7.5)
             ax.set_ylim(-0.6, len(part) - 0.4)
+            ax.set_title(f"n = {int(part['n'].max())} rows", loc="right", fontsize=7, color="dimgrey")
     for ax in axes[-1]:
         ax.set_xlabel(f"{statistic} (95% CI)", fontsize=8.5)
     handles = [Patch(color=colors[c], label=f"cluster {c}" + (" (best)" if c == 1 else "")) for c in clusters]
@@ -263,4 +289,5 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
                title="significance cluster (PERM-BOTH, p < 0.05): metrics in one cluster are not told apart",
                title_fontsize=8)
     fig.tight_layout(rect=(0, 0.06 if handles else 0, 1, 1))
+    mark_figure(fig, random_weight_metrics(dict(zip(acc["metric"], acc["signature"].fillna("")))))
     return fig

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import dataset_label, metric_label
+from styleeval.labels import RANDOM_WEIGHTS, dataset_label, random_weights_warning, with_warning
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
 from styleeval.metaeval.runner import MetaevalResult
 
@@ -59,7 +59,7 @@ def group_table(result: MetaevalResult, group: Group) -> str:
     ] + ["avg", "avg rank"]
     rows = []
     for m in result.metrics:
-        row = [metric_label(m)]
+        row = [result.label(m)]
         if show_all:
             for ds in dict.fromkeys(d for d, _ in group.columns):
                 sub = corr[(corr.metric == m) & (corr.dataset == ds) & (corr.subset == "all")]
@@ -98,7 +98,7 @@ def dataset_table(result: MetaevalResult) -> str:
     header = ["metric"] + [dataset_label(d) for d in datasets] + ["avg", "avg rank"]
     rows = []
     for m in result.metrics:
-        row = [metric_label(m)] + [_fmt(summary.loc[m, column_key(*c)], pvals.get((m, *c)))
+        row = [result.label(m)] + [_fmt(summary.loc[m, column_key(*c)], pvals.get((m, *c)))
                                    for c in group.columns]
         avg, rank = summary.loc[m, "avg"], summary.loc[m, "avg_rank"]
         row += [f"{avg:.2f}" if np.isfinite(avg) else "–", f"{rank:.1f}" if np.isfinite(rank) else "–"]
@@ -111,11 +111,12 @@ def dataset_table(result: MetaevalResult) -> str:
 def wmt_table(result: MetaevalResult) -> str:
     """Lai et al.'s segment-level Kendall tau-like and system-level Pearson, per dataset and metric."""
     rows = [
-        [dataset_label(r.dataset), metric_label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs),
+        [dataset_label(r.dataset), result.label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs),
          format_correlation(r.system_pearson, r.system_pearson_p), str(r.n_systems)]
         for r in result.wmt.itertuples()
     ]
-    return _md_table(["dataset", "metric", "Kendall tau-like", "pairs", "system-level r", "systems"], rows)
+    return _md_table(["dataset", "metric", "Kendall tau-like", "pairs", "system-level r (system means)", "systems"],
+                     rows)
 
 
 def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05) -> str | None:
@@ -139,7 +140,7 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
     matrix = significance_matrix(human[rated], scores, alpha)
     rows = []
     for a in names:
-        row = [metric_label(a)]
+        row = [result.label(a)]
         for b in names:
             if a == b:
                 row.append("")
@@ -148,7 +149,7 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
             row.append(f"**{c.p:.3f}**" if c.p < alpha else f"{c.p:.2f}" if math.isfinite(c.p) else "–")
         rows.append(row)
     rows.append(["n"] + [str(int(n_of[m])) for m in names])
-    return _md_table(["A \\ B"] + [metric_label(m) for m in names], rows)
+    return _md_table(["A \\ B"] + [result.label(m) for m in names], rows)
 
 
 def hybrid_table(result: MetaevalResult, folds: int = 5, seed: int = 0) -> str | None:
@@ -187,19 +188,27 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "correlations.csv", "wmt": out / "wmt_kendall.csv", "report": out / "report.md"}
-    result.correlations.to_csv(paths["csv"], index=False, float_format="%.6g")
-    result.wmt.to_csv(paths["wmt"], index=False, float_format="%.6g")
+    random = result.random_weights
+    with_warning(result.correlations, random).to_csv(paths["csv"], index=False, float_format="%.6g")
+    with_warning(result.wmt, random).to_csv(paths["wmt"], index=False, float_format="%.6g")
     groups = paper_groups(result.dataset_kinds, result.task_subsets)
+    warning = random_weights_warning(random)
     lines = [f"# Meta-evaluation: {result.dimension}", "",
+             *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')} (marked [random weights]); "
+                "they test the pipeline, their correlations mean nothing.", ""] if warning else []),
              f"Spearman correlation between each metric and the mean human **{result.dimension}** rating. "
              "`*` = not significant at the 0.05 level (the paper's convention). `avg` = mean correlation over the "
              "group's columns, `avg rank` = mean rank of the metric per column (1 = best, among metrics with a "
              "value in every column). `–` = not applicable (no references) or not computed. `n` = rated rows per "
-             "column. Plots show the bootstrap 95% CI as error bars (where computed) and give each metric one colour "
-             "in every figure."]
+             "column; as in the paper, each metric is correlated on the rows it scores, so where `n` is a range "
+             "(`100-500`) the metrics of a column saw different rows (reference-based metrics only the rows with a "
+             "reference): compare them on `datasets.png`, `tasks.png` or the leaderboard (`--leaderboard`), which put "
+             "every metric on the same rows. Plots show the bootstrap 95% CI as error bars (where computed) and give "
+             "each metric one colour in every figure."]
     if result.negated:
         lines += ["", "Metrics where lower means closer to the source (error rates, novelty) are negated before "
-                  f"correlating and ranking (higher = better): {', '.join(result.negated)}."]
+                  "correlating and ranking (higher = better), in every table and plot, and labelled `(negated)`: "
+                  f"{', '.join(result.negated)}."]
     for g in groups:
         lines += ["", f"## {g.title}", "", group_table(result, g)]
     if result.dataset_kinds:
@@ -207,7 +216,11 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if len(result.wmt):
         lines += ["", "## Lai et al. (2022): segment-level Kendall's tau-like and system-level Pearson", "",
                   "Pairs of system outputs for the same source; human ties skipped, metric ties discordant; "
-                  "tau averaged over sources. System level: Pearson of per-system means.", "", wmt_table(result)]
+                  "tau averaged over sources. System level: Pearson of the per-system means of the row scores (the "
+                  "number `styleeval evaluate`'s agreement table gives a metric whose system score is the mean, on "
+                  "the same systems; for BLEU/chrF/TER it correlates sacrebleu's corpus scores instead). Every metric "
+                  "of a dataset on the same rows: the system outputs that every metric and the humans rate.", "",
+                  wmt_table(result)]
     sig_tables = [(d, significance_table(result, d)) for d in result.dataset_kinds]
     if any(t for _, t in sig_tables):
         lines += ["", "## Is metric A better than metric B?", "",
@@ -226,11 +239,11 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if result.missing:
         lines += ["", "## Missing cells", "", "These (dataset, metric) cells are empty, so averages and ranks above "
                   "are over fewer columns for the metrics concerned:", ""]
-        lines += [f"- {dataset_label(d)} / {metric_label(m)}: {why}" for d, m, why in result.missing]
+        lines += [f"- {dataset_label(d)} / {result.label(m, numbers=False)}: {why}" for d, m, why in result.missing]
     if result.signatures:
         lines += ["", "## Metric signatures", "", "Everything that determines each metric's scores (quote these with "
                   "the numbers):", ""]
-        lines += [f"- {metric_label(m)}: `{sig}`" for m, sig in result.signatures.items()]
+        lines += [f"- {result.label(m, numbers=False)}: `{sig}`" for m, sig in result.signatures.items()]
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
     lines += ["", "Plots: `groups.png` (average correlation per group, Figure 2 style), `tasks.png` "

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval.corpora import rating_corpora
+from styleeval.labels import random_weight_metrics, shown_label
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
 from styleeval.scoring import ScoresCache, score_dataset
@@ -34,7 +35,11 @@ class MetaevalResult:
     dimension: str
     metrics: list[str]
     correlations: pd.DataFrame
+    """Spearman per dataset, subset and metric, each metric on its own rated rows (the paper's tables: ``n`` says
+    how many)."""
     wmt: pd.DataFrame
+    """Lai et al.'s segment-level tau-like and system-level Pearson, every metric of a dataset on the same system
+    rows (:func:`shared_rows`)."""
     dataset_kinds: dict[str, str] = field(default_factory=dict)
     task_subsets: dict[str, list[str]] = field(default_factory=dict)
     negated: list[str] = field(default_factory=list)
@@ -48,6 +53,20 @@ class MetaevalResult:
     human: dict[str, np.ndarray] = field(default_factory=dict)  # dataset -> human ratings of the dimension
     groups: dict[str, list[str]] = field(default_factory=dict)  # dataset -> source id of each row
     systems: dict[str, list[str]] = field(default_factory=dict)  # dataset -> system of each row
+    shared_correlations: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CSV_COLUMNS))
+    """As :attr:`correlations`, but per dataset and subset every metric on the same rows (:func:`shared_rows`):
+    what the per-task and per-dataset plots compare."""
+
+    @property
+    def random_weights(self) -> list[str]:
+        """The metrics computed with random weights (the tiny-random preset): marked wherever they are shown."""
+        return random_weight_metrics(self.signatures)
+
+    def label(self, metric: str, numbers: bool = True) -> str:
+        """``metric``'s label in this run's tables and plots (:func:`~styleeval.labels.shown_label`): a random-weights
+        mark, and ``(negated)`` for a lower-is-better metric where ``numbers`` are shown (its scores are negated
+        before correlating and ranking)."""
+        return shown_label(metric, numbers and metric in self.negated, metric in self.random_weights)
 
 
 def _progress(iterable, total: int, desc: str, enabled: bool):
@@ -216,12 +235,13 @@ def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
     """Step 3: the correlation table (per subset) and the WMT-style rows into ``result``, and the oriented scores
     (lower-is-better metrics negated), human ratings, source ids and systems the leaderboard reads."""
     dimension = result.dimension
-    records, wmt_records = [], []
+    records, wmt_records, shared_records = [], [], []
     for data in _progress(loaded, len(loaded), "correlating", progress):
         subsets = data.subsets(dimension)
         result.dataset_kinds[data.name] = data.kind
         result.task_subsets[data.name] = [s for s in subsets if s in set(data.tasks) and s != "all"]
         human = data.human[dimension]
+        oriented: dict[str, np.ndarray] = {}
         for metric in metrics:
             if (data.name, metric.label) not in scores:
                 continue
@@ -229,39 +249,74 @@ def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
             if not metric.higher_is_better:
                 values = -values
             applicable = data.has_references if metric.needs_references else np.ones(len(data), bool)
+            oriented[metric.label] = np.where(applicable, values, np.nan)
             for subset, idx in subsets.items():
                 idx = idx[applicable[idx]]
                 if not len(idx):
                     continue
-                label = f"{metric.label} on {data.name}/{subset} ({dimension})"
-                try:
-                    c = correlate(human[idx], values[idx], n_boot=n_boot, seed=seed, label=label)
-                except DegenerateScoresError as err:
-                    note(f"skipped {err}")
-                    continue
-                records.append({"dataset": data.name, "subset": subset, "metric": metric.label,
-                                "dimension": dimension, **c.as_dict(),
-                                "signature": result.signatures.get(metric.label, "")})
-            wmt = _wmt_row(data, metric.label, dimension, human, values, applicable)
+                record = _correlation(data, subset, metric.label, dimension, human, values, idx, result, note,
+                                      n_boot, seed)
+                if record is not None:
+                    records.append(record)
+            result.scores[data.name, metric.label] = values
+        own = {(r["subset"], r["metric"]): r for r in records if r["dataset"] == data.name}
+        for subset, idx in subsets.items():  # every metric of a subset on the rows all of them score
+            rows, names = shared_rows(human, oriented, idx)
+            for name in names:
+                record = own.get((subset, name))
+                if record is None or record["n"] != len(rows):  # else: its own rows are the shared ones
+                    record = _correlation(data, subset, name, dimension, human, oriented[name], rows, result,
+                                          lambda message: None, n_boot, seed)
+                if record is not None:
+                    shared_records.append(record)
+        system_rows, names = shared_rows(human, oriented, np.flatnonzero(~data.is_reference))
+        for name in names:
+            wmt = _wmt_row(data, name, dimension, human, oriented[name], system_rows)
             if wmt is not None:
                 wmt_records.append(wmt)
-            result.scores[data.name, metric.label] = values
     result.correlations = pd.DataFrame(records, columns=CSV_COLUMNS)
+    result.shared_correlations = pd.DataFrame(shared_records, columns=CSV_COLUMNS)
     result.wmt = pd.DataFrame(wmt_records, columns=WMT_COLUMNS)
     result.human = {d.name: d.human[dimension] for d in loaded}
     result.groups = {d.name: list(d.source_ids) for d in loaded}
     result.systems = {d.name: list(d.systems) for d in loaded}
 
 
+def shared_rows(human: np.ndarray, scores: dict[str, np.ndarray], rows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Like sets: of ``rows``, those where the human rating and every metric that scores any of them have a value,
+    and those metrics (names of ``scores``, in order). A metric without a score on ``rows`` (a reference-based one
+    where no row has a reference) is left out rather than emptying the set."""
+    names = [n for n, v in scores.items() if np.isfinite(v[rows]).any()]
+    keep = np.isfinite(human[rows])
+    for name in names:
+        keep &= np.isfinite(scores[name][rows])
+    return rows[keep], names
+
+
+def _correlation(data: RatedData, subset: str, metric: str, dimension: str, human: np.ndarray, values: np.ndarray,
+                 idx: np.ndarray, result: MetaevalResult, note: Callable[[str], None], n_boot: int,
+                 seed: int) -> dict[str, Any] | None:
+    """One row of ``correlations.csv`` (``None``, noted, where the scores are degenerate)."""
+    label = f"{metric} on {data.name}/{subset} ({dimension})"
+    try:
+        c = correlate(human[idx], values[idx], n_boot=n_boot, seed=seed, label=label)
+    except DegenerateScoresError as err:
+        note(f"skipped {err}")
+        return None
+    return {"dataset": data.name, "subset": subset, "metric": metric, "dimension": dimension, **c.as_dict(),
+            "signature": result.signatures.get(metric, "")}
+
+
 def _wmt_row(data: RatedData, metric: str, dimension: str, human: np.ndarray, values: np.ndarray,
-             applicable: np.ndarray) -> dict[str, Any] | None:
-    """Lai et al.'s segment-level tau-like and system-level Pearson on the system outputs (>= 3 systems).
+             rows: np.ndarray) -> dict[str, Any] | None:
+    """Lai et al.'s segment-level tau-like and system-level Pearson on the system outputs at ``rows`` (>= 3 systems):
+    the rows every metric of the dataset scores (:func:`shared_rows`), so that the metrics of one table are compared
+    on the same rows and systems. System level: Pearson of the per-system means of the row scores.
 
     Not computed on the constructed test set, whose "systems" are construction types, not systems.
     """
     if data.kind == "testset":
         return None
-    rows = np.flatnonzero(np.isfinite(human) & ~data.is_reference & applicable & np.isfinite(values))
     systems = [data.systems[i] for i in rows]
     if len(set(systems)) < 3:
         return None

@@ -14,7 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import md_cell, metric_label
+from styleeval.labels import (
+    RANDOM_WEIGHTS,
+    mark_figure,
+    md_cell,
+    metric_label,
+    random_weight_metrics,
+    random_weights_warning,
+    shown_label,
+    with_warning,
+)
 
 HUMAN_PREFIX = "human_"
 """Input columns ``human_<dimension>`` are human ratings, compared with the metrics."""
@@ -52,6 +61,15 @@ class SystemsReport:
         """The metric labels with scores, in the order they were asked for (human ratings last)."""
         return list(self.signatures) + [c for c in self.scores.columns if c.startswith(HUMAN_PREFIX)]
 
+    @property
+    def random_weights(self) -> list[str]:
+        """The metrics computed with random weights (the tiny-random preset): marked wherever they are shown."""
+        return random_weight_metrics(self.signatures)
+
+    def label(self, metric: str, negated: bool = False) -> str:
+        """``metric``'s label in this report's tables and plots (:func:`~styleeval.labels.shown_label`)."""
+        return shown_label(metric, negated, metric in self.random_weights)
+
     def ranking(self, metric: str | None = None) -> list[str]:
         """Systems with scores best first by ``metric`` (default: the report's ``sort_by``)."""
         metric = metric or self.sort_by
@@ -77,7 +95,9 @@ class SystemsReport:
             return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
                     for r in frame.to_dict("records")]
 
-        return {"test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
+        warning = random_weights_warning(self.random_weights)
+        return {"warnings": [warning] if warning else [], "random_weights": self.random_weights,
+                "test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
                 "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
                 "test_signatures": self.test_signatures, "systems": records(self.systems),
                 "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes,
@@ -111,16 +131,59 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
             cluster = f" ({int(r.cluster)})" if r is not None and math.isfinite(r.cluster) else ""
             row.append("–" if r is None or not r.n else f"{fmt(r.score)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]{cluster}")
         rows.append(row)
-    return ["system"] + [f"{metric_label(m)} {arrow[m]}" for m in metrics], rows
+    return ["system"] + [f"{report.label(m)} {arrow[m]}" for m in metrics], rows
 
 
-def to_text(report: SystemsReport) -> str:
-    """The systems table aligned in columns, as sacrebleu prints its table (names as given, one line each)."""
-    header, rows = _cells(report)
+def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A table in aligned columns, as sacrebleu prints its table (cells on one line each)."""
     rows = [[" ".join(str(c).split()) for c in r] for r in rows]
     widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
+
+
+def to_text(report: SystemsReport) -> str:
+    """The systems table aligned in columns (names as given, one line each), then the agreement with each human
+    rating; a random-weights warning first where a metric has random weights."""
+    warning = random_weights_warning(report.random_weights)
+    out = [warning, ""] if warning else []
+    out += _aligned(*_cells(report))
+    for title, header, rows in _agreement_tables(report):
+        out += ["", title, *_aligned(header, rows)]
+    return "\n".join(out)
+
+
+AGREEMENT_TEXT = (
+    "Per human rating, every metric is compared on the same systems and rows: those that every metric and the "
+    "rating score (systems with a row for every source the others have); n below. A system's score is the one of "
+    "the systems table ({aggregate}), computed on those rows. Pearson r of the system scores, and pairwise "
+    "accuracy: the share of system pairs ordered as the humans order them (a human tie counts as right only on a "
+    "metric tie, as WMT's Agreement).")
+
+
+def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per human rating: a title (n systems and rows, who is left out and why), the header and the rows of its
+    agreement table; a metric's own-systems columns where some metric's own systems are not the table's."""
+    out = []
+    if not len(report.agreement):
+        return out
+    for human, part in report.agreement.groupby("human", sort=False):
+        first = part.iloc[0]
+        title = (f"Agreement with {human}: {first.n_systems} systems, {first.n_rows} rows"
+                 + (f" (left out: {first.left_out})" if first.left_out else ""))
+        own = bool((part["n_systems_own"] != part["n_systems"]).any())
+        header = ["metric", "system score", "Pearson r", "pairwise accuracy"]
+        if own:
+            header += ["r, own systems", "accuracy, own systems", "own systems"]
+        rows = []
+        for r in part.itertuples():
+            row = [report.label(r.metric, bool(r.negated)), r.aggregate, fmt(r.pearson, 3),
+                   fmt(r.pairwise_accuracy, 3)]
+            if own:
+                row += [fmt(r.pearson_own, 3), fmt(r.pairwise_accuracy_own, 3), str(r.n_systems_own)]
+            rows.append(row)
+        out.append((title, header, rows))
+    return out
 
 
 def to_markdown(report: SystemsReport) -> str:
@@ -130,35 +193,48 @@ def to_markdown(report: SystemsReport) -> str:
     n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
-    corpus = [metric_label(m) for m, a in report.aggregates.items() if a == "corpus"]
+    corpus = [report.label(m) for m, a in report.aggregates.items() if a == "corpus"]
     aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score of the system's rewrites (paired tests on "
                  f"sacrebleu's draws, ties counted); the others: the mean of the row scores" if corpus
                  else "the mean of the row scores")
+    warning = random_weights_warning(report.random_weights)
     out = [
         "# System evaluation", "",
+        *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')}; they test the pipeline, their "
+           "values mean nothing.", ""] if warning else []),
         f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: score [95% bootstrap CI] "
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
-        f"neighbouring clusters need not differ significantly. Sorted by {metric_label(report.sort_by)}.", "",
+        f"neighbouring clusters need not differ significantly. Sorted by {report.label(report.sort_by)}.", "",
         _table(header, rows + [n_row]), "",
     ]
     significant = report.pairs[report.pairs["significant"]]
     out += ["## Significant differences", ""]
     if len(significant):
         out.append(_table(["metric", "A", "B", "delta A-B [CI]", "p (Holm)", "pairs"], [
-            [metric_label(r.metric), r.system_a, r.system_b, f"{fmt(r.delta)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
+            [report.label(r.metric), r.system_a, r.system_b, f"{fmt(r.delta)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
              fmt(r.p_adjusted, 3), str(r.n_pairs)] for r in significant.itertuples()]))
     else:
         out.append("None at this level.")
     out.append("")
-    if len(report.agreement):
-        out += ["## Agreement with the human ratings (system level)", "",
-                _table(["human", "metric", "Pearson r", "pairwise accuracy", "systems"], [
-                    [r.human, metric_label(r.metric), fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3),
-                     str(r.n_systems)] for r in report.agreement.itertuples()]), ""]
-    out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()]
-    out += [f"- {metric_label(m)} paired test: `{s}`" for m, s in report.test_signatures.items()] + [""]
+    tables = _agreement_tables(report)
+    if tables:
+        negated = [metric_label(m) for m in dict.fromkeys(report.agreement.loc[report.agreement["negated"], "metric"])]
+        out += ["## Agreement with the human ratings (system level)", "", AGREEMENT_TEXT.format(aggregate=(
+            f"{', '.join(corpus)}: sacrebleu's corpus score; the others: the mean of the row scores" if corpus
+            else "the mean of the row scores"))]
+        if negated:
+            out[-1] += (f" Lower is better for {', '.join(negated)}: negated here (its r and accuracy are those of "
+                        f"minus the score), so that higher agrees with the humans for every metric.")
+        if any("own systems" in header for _, header, _ in tables):
+            out[-1] += (" \"Own systems\": a metric on every system it scores (its rows in the systems table), not "
+                        "comparable across metrics that score different systems.")
+        out.append("")
+        for title, header, rows in tables:
+            out += [f"### {md_cell(title)}", "", _table(header, rows), ""]
+    out += ["## Signatures", ""] + [f"- {report.label(m)}: `{s}`" for m, s in report.signatures.items()]
+    out += [f"- {report.label(m)} paired test: `{s}`" for m, s in report.test_signatures.items()] + [""]
     if report.notes:
         out += ["## Notes", ""] + [f"- {md_cell(n)}" for n in report.notes] + [""]
     return "\n".join(out)
@@ -231,13 +307,14 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
     ax.set_title("Systems: content preservation vs style strength\n(95% CIs; red: on the Pareto front)", fontsize=10)
     fig.tight_layout()
     place_labels(ax, [(bars[s][0]["score"], bars[s][1]["score"]) for s in bars], list(bars))
+    mark_figure(fig, [m for m in (content, style) if m in report.random_weights])
     return fig
 
 
 def _axis_name(report: SystemsReport, metric: str, what: str) -> str:
     better = "higher" if report.higher_is_better.get(metric, True) else "lower"
     name = f"human {metric.removeprefix(HUMAN_PREFIX)} ratings" if metric.startswith(HUMAN_PREFIX) else \
-        metric_label(metric)
+        report.label(metric)
     return f"{what}: {name} ({better} is better)"
 
 
@@ -327,15 +404,20 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
     paths = {"rows": out / "rows.jsonl", "systems": out / "systems.csv", "pairs": out / "pairs.csv",
              "report": out / "report.md", "json": out / "report.json"}
 
+    random = report.random_weights
+
     def rows(f) -> None:
         for record in report.scores.to_dict("records"):
             clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
             clean["signatures"] = report.signatures
+            if random:
+                clean["random_weights"] = random
             f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
 
     atomic_write(paths["rows"], rows)
-    atomic_write(paths["systems"], lambda f: spreadsheet_safe(report.systems).to_csv(f, index=False))
-    atomic_write(paths["pairs"], lambda f: spreadsheet_safe(report.pairs).to_csv(f, index=False))
+    for name in ("systems", "pairs"):
+        frame = spreadsheet_safe(with_warning(getattr(report, name), random))
+        atomic_write(paths[name], lambda f, frame=frame: frame.to_csv(f, index=False))
     atomic_write_text(paths["report"], report.to_markdown())
     atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     if plots:

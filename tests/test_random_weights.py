@@ -1,0 +1,149 @@
+"""Numbers from random weights (the ``tiny-random`` preset) are marked "random weights: not for numbers" wherever they
+are shown (report.md, the stdout table, report.json, the CSVs, the plots, the leaderboard, the Space's readings), and
+signed by name and content, the same on every machine (issue 36, item 4)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import matplotlib
+import pandas as pd
+import pytest
+
+from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights
+
+matplotlib.use("Agg")
+
+TINY = "tiny-random"
+SOURCES = ["give me the report now.", "the food was cold.", "the meeting is on Tuesday.", "send it to me today."]
+
+
+def test_the_signature_names_the_preset_and_its_content_not_the_cache_folder(tmp_path, monkeypatch):
+    """Built in two cache folders (two machines' homes), the preset signs the same: ``model:tiny-random@local-<hash
+    of its files>`` (before: ``model:<the folder's absolute path>@local-...``, another signature per machine)."""
+    from styleeval import LogProb
+
+    signatures = []
+    for home in ("machine-a", "machine-b"):
+        monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / home))
+        signatures.append(LogProb(TINY, progress=False).signature)
+        assert (tmp_path / home / TINY / "config.json").is_file()
+    assert signatures[0] == signatures[1]
+    assert signatures[0].fields["model"].startswith("tiny-random@local-") and str(tmp_path) not in signatures[0]
+    assert has_random_weights(signatures[0]) and not has_random_weights(signatures[0].replace(TINY, "my-model"))
+
+
+@pytest.fixture
+def capture_figures(monkeypatch):
+    """Every figure saved while the test runs: file name -> the texts written on the figure itself."""
+    from matplotlib.figure import Figure
+
+    saved: dict[str, list[str]] = {}
+    original = Figure.savefig
+
+    def savefig(self, path, *args, **kwargs):
+        saved[str(getattr(path, "name", path)).rsplit("/", 1)[-1]] = [t.get_text() for t in self.texts]
+        return original(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    return saved
+
+
+def test_evaluate_marks_every_output(tmp_path, capsys, capture_figures):
+    from styleeval.cli import main
+
+    table = tmp_path / "outputs.csv"
+    pd.DataFrame([{"source": s, "rewrite": r, "style": "polite", "system": name} for s in SOURCES
+                  for name, r in (("A", f"Could you {s}"), ("B", s.upper()))]).to_csv(table, index=False)
+    out = tmp_path / "report"
+    metrics = f"logprob_content:model={TINY},logprob_style:model={TINY},s_bleu"
+    assert main(["evaluate", str(table), "--metrics", metrics, "--out", str(out), "--no-progress"]) == 0
+    stdout = capsys.readouterr().out.splitlines()
+    assert stdout[0].startswith(f"{RANDOM_WEIGHTS}: LogProb content, LogProb style were computed with the tiny-random")
+    assert "LogProb content [random weights] ↑" in stdout[2] and "S-Bleu ↑" in stdout[2]
+    assert "S-Bleu [random weights]" not in stdout[2]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert report.splitlines()[2].startswith(f"> **{RANDOM_WEIGHTS}**: LogProb content, LogProb style")
+    assert "| LogProb style [random weights] ↑ |" in report
+    saved = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert saved["random_weights"] == ["logprob_content", "logprob_style"]
+    assert saved["warnings"][0].startswith(RANDOM_WEIGHTS)
+    for name in ("systems.csv", "pairs.csv"):
+        frame = pd.read_csv(out / name, keep_default_na=False)
+        assert (frame["warning"] == frame["metric"].map(lambda m: RANDOM_WEIGHTS if m.startswith("logprob") else "")
+                ).all(), name
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert all(r["random_weights"] == ["logprob_content", "logprob_style"] for r in rows)
+    assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures[".tradeoff.tmp.png"])  # renamed tradeoff.png
+    # without random weights, nothing of it
+    assert main(["evaluate", str(table), "--metrics", "s_bleu", "--out", str(tmp_path / "plain"),
+                 "--no-progress"]) == 0
+    assert RANDOM_WEIGHTS not in capsys.readouterr().out
+    assert "warning" not in pd.read_csv(tmp_path / "plain" / "systems.csv").columns
+    plain = json.loads((tmp_path / "plain" / "report.json").read_text(encoding="utf-8"))
+    assert plain["random_weights"] == [] and plain["warnings"] == []
+
+
+def test_metaeval_and_the_leaderboard_mark_every_output(tmp_path, capture_figures):
+    from styleeval.metaeval import run_metaeval, write_report
+    from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
+
+    rows = [{"id": f"toy/{k}", "dataset": "toy", "task": "politeness", "target_style": "polite",
+             "source_id": str(i), "source": s, "rewrite": r, "reference": None, "system": name,
+             "is_reference_rewrite": False, "content_mean": float((i + k) % 5 + 1), "style_mean": 1.0,
+             "fluency_mean": None}
+            for k, (i, s, name, r) in enumerate((i, s, name, r) for i, s in enumerate(SOURCES * 3)
+                                                for name, r in (("A", f"Could you {s}"), ("B", s.upper()),
+                                                                ("C", s)))]
+    result = run_metaeval(["toy"], [f"logprob_content:model={TINY}", "s_bleu", "s_ter"], dimension="content",
+                          loader=lambda name: rows, n_boot=20)
+    assert result.random_weights == ["logprob_content"]
+    write_report(result, tmp_path)
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert report.splitlines()[2].startswith(f"> **{RANDOM_WEIGHTS}**: LogProb content was computed")
+    assert "| LogProb content [random weights] |" in report and "| S-Ter (negated) |" in report
+    for name in ("correlations.csv", "wmt_kendall.csv"):
+        frame = pd.read_csv(tmp_path / name, keep_default_na=False)
+        assert len(frame) and (frame["warning"] == frame["metric"].map(
+            lambda m: RANDOM_WEIGHTS if m == "logprob_content" else "")).all(), name
+    for png in ("groups.png", "datasets.png", "metrics_heatmap.png"):
+        assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures[png]), png
+    board = build_leaderboard([result], trials=10, n_boot=5)
+    write_leaderboard(board, tmp_path)
+    text = (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
+    assert f"> **{RANDOM_WEIGHTS}**" in text and "| LogProb content [random weights] |" in text
+    frame = pd.read_csv(tmp_path / "leaderboard.csv", keep_default_na=False)
+    assert (frame["warning"] == frame["metric"].map(lambda m: RANDOM_WEIGHTS if m == "logprob_content" else "")).all()
+    assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures["leaderboard.png"])
+
+
+def test_the_space_readings_carry_the_warning(tmp_path, data_dir):
+    """"LogProb style -0.0003841: about neutral" read like a result; with random weights every reading of the
+    model's numbers says what they are."""
+    from styleeval.demo import Demo, metaeval_summary
+
+    demo = Demo(model=TINY)
+    out = demo.score("give me the report now.", "Could you send me the report?", "polite")
+    assert out["warning"] == RANDOM_WEIGHTS
+    assert out["style_reading"].startswith(f"{RANDOM_WEIGHTS}: ") and out["content_reading"].startswith(RANDOM_WEIGHTS)
+    rows = demo.compare("give me the report now.", "Could you send the report?", "Could you send the invoice?",
+                        "polite")
+    assert [r[0] for r in rows] == [f"{m}{RANDOM_MARK}" for m in ("LogProb content", "LogProb style",
+                                                                  "Autorater meaning", "Autorater style")] + [
+        "S-BLEU (vs source)", "S-chrF (vs source)"]
+    upload = tmp_path / "batch.csv"
+    upload.write_text("source,rewrite,style,system\n" + "".join(
+        f'"{s}","Could you {s}",polite,A\n"{s}","{s}",polite,B\n' for s in SOURCES), encoding="utf-8")
+    scored, report = demo.batch(str(upload))
+    assert all(r["warning"] == RANDOM_WEIGHTS for r in scored)
+    assert report.random_weights == ["logprob_content", "logprob_style"]
+    assert RANDOM_WEIGHTS in report.to_markdown()
+    summary, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",),
+                                    extra_metrics=(f"logprob_content:model={TINY}",))
+    assert {r[0] for r in summary} == {"s_bleu", f"logprob_content{RANDOM_MARK}"}
+    assert any(t.get_text().startswith(RANDOM_WEIGHTS) for t in fig.texts)
+    assert all(math.isfinite(r[3]) for r in summary)
+    plain = Demo(model=TINY, autorater=False)  # the reading itself is unchanged after the warning
+    assert plain.score("a", "a", "polite")["style_reading"].removeprefix(f"{RANDOM_WEIGHTS}: ").startswith(
+        ("about neutral", "the style", "paraphrasing"))
