@@ -136,26 +136,21 @@ def _sentence_splitter(variant: str, punkt_folder: str):
         def _re_non_word_chars(self):
             return _NON_WORD_CHARS_39 % re.escape("".join(set(self.sent_end_chars) - {"."}))
 
-        def _word_tokenizer_re(self):
+        def _compiled_once(self, slot: str, pattern: str):
             try:
-                return self._re_word_tokenizer
+                return getattr(self, slot)
             except AttributeError:
-                self._re_word_tokenizer = re.compile(
-                    self._word_tokenize_fmt % {"NonWord": self._re_non_word_chars,
-                                               "MultiChar": self._re_multi_char_punct,
-                                               "WordStart": self._re_word_start},
-                    re.UNICODE | re.VERBOSE)
-                return self._re_word_tokenizer
+                setattr(self, slot, re.compile(pattern, re.UNICODE | re.VERBOSE))
+                return getattr(self, slot)
+
+        def _word_tokenizer_re(self):
+            return self._compiled_once("_re_word_tokenizer", self._word_tokenize_fmt % {
+                "NonWord": self._re_non_word_chars, "MultiChar": self._re_multi_char_punct,
+                "WordStart": self._re_word_start})
 
         def period_context_re(self):
-            try:
-                return self._re_period_context
-            except AttributeError:
-                self._re_period_context = re.compile(
-                    self._period_context_fmt % {"NonWord": self._re_non_word_chars,
-                                                "SentEndChars": self._re_sent_end_chars},
-                    re.UNICODE | re.VERBOSE)
-                return self._re_period_context
+            return self._compiled_once("_re_period_context", self._period_context_fmt % {
+                "NonWord": self._re_non_word_chars, "SentEndChars": self._re_sent_end_chars})
 
     non_punct = re.compile(r"[^\W\d]", re.UNICODE)
 
