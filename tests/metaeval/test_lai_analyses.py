@@ -57,12 +57,15 @@ def test_top_last_n_and_directions(lai_result):
 def test_table_4_multi_reference(data_dir):
     # Table 4: chrF is computed exactly as Lai's eval_content.py did (sacrebleu sentence chrF), so its three cells
     # must match the paper; BLEU/ROUGE differ by implementation (NLTK BLEU, rouge 0.3.2; docs/reproduction.md).
-    result = run_lai(["r_chrf", "r_bleu"], dimension="content", data_dir=str(data_dir))
+    result = run_lai(["r_chrf", "r_bleu", "r_meteor"], dimension="content", data_dir=str(data_dir))
     merged = pd.DataFrame(published()).merge(result, on=KEYS, how="inner")
     chrf = merged[merged.metric == "r_chrf"]
     assert len(chrf) == 3 and set(chrf.n) == {640}
     for r in chrf.itertuples():
         assert abs(round(r.value, 2) - r.published) <= 0.01 + 1e-9, r.subset
+    # METEOR runs too (NLTK's, as Pauli et al.): not Lai's implementation (0.21 / 0.34 / 0.31 printed)
+    meteor = merged[merged.metric == "r_meteor"].set_index("subset").value
+    assert meteor.round(2).to_dict() == {"reference 2": 0.36, "reference 3": 0.39, "reference 4": 0.45}
     multi = result[(result.table == "multi-reference") & (result.metric == "r_chrf")]
     assert set(multi.subset) == {f"refs 1-{k}" for k in range(1, 5)} and len(multi) == 8
     # one reference = the single-reference correlation of Figure 4

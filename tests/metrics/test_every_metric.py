@@ -44,11 +44,10 @@ def offline_specs(tiny_model_dir, judge_model_dir, tmp_path_factory) -> dict[str
     scores.write_text("id,value\n" + "".join(f"toy/{i},{i / 2}\n" for i in range(3)), encoding="utf-8")
     specs = {name: name for name in ("s_bleu", "r_bleu", "s_chrf", "r_chrf", "s_ter", "r_ter", "s_pinc",
                                      "s_paper_bleu", "r_paper_bleu", "s_rouge1", "s_rouge2", "s_rougel", "r_rouge1",
-                                     "r_rouge2", "r_rougel", "s_masked_bleu", "r_masked_bleu")}
+                                     "r_rouge2", "r_rougel", "s_masked_bleu", "r_masked_bleu", "s_meteor", "r_meteor")}
     for name in ("s_cosine", "r_cosine", "s_masked_cosine", "r_masked_cosine"):
         specs[name] = f"{name}:model=minilm-offline"
-    for name in ("s_evaluate", "r_evaluate", "s_bertscore", "r_bertscore", "s_bleurt", "r_bleurt", "s_meteor",
-                 "r_meteor", "rs_comet"):
+    for name in ("s_evaluate", "r_evaluate", "s_bertscore", "r_bertscore", "s_bleurt", "r_bleurt", "rs_comet"):
         specs[name] = f"{name}:{module}"
     for name in ("logprob_content", "logprob_style", "ppl"):
         specs[name] = f"{name}:model={tiny_model_dir}:device=cpu"

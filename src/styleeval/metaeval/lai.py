@@ -172,8 +172,8 @@ TABLE4 = {"bleu": (0.28, 0.25, 0.37), "chrf": (0.37, 0.41, 0.41), "rouge-1": (0.
           "rouge-2": (0.10, 0.12, 0.24), "rouge-l": (0.36, 0.35, 0.46), "wmd": (0.46, 0.47, 0.49),
           "meteor": (0.21, 0.34, 0.31), "bertscore": (0.59, 0.60, 0.60), "bleurt": (0.61, 0.60, 0.56),
           "comet": (0.61, 0.55, 0.62)}
-#: Our metrics that compute Lai's Table 4 columns (the others need weights or WordNet data: r_bertscore, r_bleurt,
-#: r_meteor, rs_comet run through evaluate modules where those can be loaded).
+#: Our metrics that compute Lai's Table 4 columns (r_meteor: NLTK's METEOR, the Pauli et al. variant; r_bertscore,
+#: r_bleurt, rs_comet need weights: they run through evaluate modules where those can be loaded).
 TABLE4_METRICS = {"r_bleu": "bleu", "r_chrf": "chrf", "r_rouge1": "rouge-1", "r_rouge2": "rouge-2",
                   "r_rougel": "rouge-l", "r_meteor": "meteor", "r_bertscore": "bertscore", "r_bleurt": "bleurt",
                   "rs_comet": "comet"}

@@ -11,6 +11,7 @@ a sacrebleu-like ``signature``.
 ``s_pinc``         PINC (Chen & Dolan 2011), n-grams of the rewrite absent from the source
 ``s_paper_bleu``   the paper's NLTK BLEU (characters, source as hypothesis, method1 smoothing)
 ``s_cosine``       cosine of sentence embeddings (``model=...``; LaBSE by default)
+``s_meteor``       NLTK's METEOR as the paper's ``evaluate`` module called it (WordNet 3.0; ``tok=nltk3.9``)
 ``s_evaluate``     any ``evaluate`` module (``module=bertscore``...); aliases s_bertscore, s_bleurt...
 ``logprob_*``      LogProb content / style (``model=1b`` ...)
 ``autorater_*``    LLM-as-autorater meaning / style (``model=3b:mode=paper``, ``base_url=...``)

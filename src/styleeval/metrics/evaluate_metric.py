@@ -3,7 +3,8 @@
 The module is loaded by name or path (``evaluate.load``), e.g. ``bertscore``, ``bleurt``, ``comet``,
 ``meteor``. Per-row scores are read from the result key ``key`` (default: the first of ``scores``, ``f1``,
 ``score`` whose value is a list with one entry per row); modules that only return a corpus score (such as
-``meteor``) are called once per row. Extra ``key=value`` options go to ``compute`` (``lang=en``,
+``meteor``) are called once per row. ``s_meteor`` / ``r_meteor`` are not this wrapper: they call NLTK directly
+(:mod:`styleeval.metrics.meteor`). Extra ``key=value`` options go to ``compute`` (``lang=en``,
 ``model_type=...``). Reference-based variants score the rewrite against each reference and keep the
 maximum. Modules that also read the source (COMET) get it as ``sources``.
 """
@@ -19,8 +20,6 @@ NEEDS_SOURCES = {"comet"}
 
 
 @register("rs_comet", inputs="reference", module="comet", display="rs_comet")
-@register("r_meteor", inputs="reference", module="meteor")
-@register("s_meteor", inputs="source", module="meteor")
 @register("r_bleurt", inputs="reference", module="bleurt")
 @register("s_bleurt", inputs="source", module="bleurt")
 @register("r_bertscore", inputs="reference", module="bertscore", lang="en")
