@@ -223,8 +223,9 @@ def evaluate_systems(
             raise
         except ValueError as err:
             signatures.pop(metric.label, None)
+            same = next((label for label, why in not_computed.items() if why == str(err)), None)
             not_computed[metric.label] = str(err)
-            note(f"{metric.label}: not computed ({err})")
+            note(f"{metric.label}: not computed ({f'the same cause as {same}' if same else err})")
             continue
         column = np.full(len(checked), np.nan)
         column[order] = values
