@@ -1,7 +1,9 @@
 """Metric names -> metric objects. A spec is ``name`` or ``name:key=value:key=value``.
 
->>> get_metric("s_bleu").compute(["a cat sat"], ["a cat sat"])
-[100.0]
+>>> get_metric("s_chrf").compute(["a cat sat", "a dog ran"], ["a cat sat", "a cat sat"])   # rewrites, sources
+[100.0, 4.761904761904762]
+>>> get_metric("r_ter").compute(["a cat sat"], ["a cat"], references=[["a cat sat down"]])      # one list per row
+[50.0]
 """
 
 from __future__ import annotations
