@@ -111,8 +111,7 @@ def scratch(tiny_model_dir, tmp_path_factory):
         (repo / "refs" / "main").write_text("0" * 40)
     data = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
     env = {**os.environ, "HF_HOME": str(root / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "STYLEEVAL_DATA_DIR": data, "STYLEEVAL_SCORES_CACHE": str(root / "scores"),
-           "STYLEEVAL_CACHE": str(root / "cache"),
+           "STYLEEVAL_DATA_DIR": data, "STYLEEVAL_CACHE": str(root / "cache"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return work, env
 

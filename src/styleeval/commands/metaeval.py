@@ -60,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--cache-dir", default=None,
-                   help="scores cache (default: $STYLEEVAL_SCORES_CACHE or ~/.cache/styleeval/scores)")
+                   help="scores cache (default: scores/ in styleeval's cache, $STYLEEVAL_CACHE or ~/.cache/styleeval)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the scores cache")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
