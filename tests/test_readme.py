@@ -133,3 +133,9 @@ def test_the_run_blocks_run_as_written(scratch):
                 assert (work / out).exists(), f"{where}: {shlex.join(argv)} wrote no {out}"
         ran += 1
     assert ran >= 6
+    # what the examples write, run in a clone, is ignored by git: a clone stays clean
+    written = sorted(p.name + "/" * p.is_dir() for p in work.iterdir() if p.name not in INPUTS)
+    assert written, "the run blocks wrote nothing"
+    tracked = [name for name in written
+               if subprocess.run(["git", "check-ignore", "-q", "--no-index", name], cwd=ROOT).returncode != 0]
+    assert not tracked, f"the README's examples write {', '.join(tracked)}, which .gitignore does not ignore"
