@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default=os.environ.get("STYLEEVAL_DATA_DIR"),
                         help="local corpus mirror (default: $STYLEEVAL_DATA_DIR)")
-    parser.add_argument("--cache-dir", default=None, help="scores cache (default: ~/.cache/styleeval/scores)")
+    parser.add_argument("--cache-dir", default=None, help="scores cache (default: scores/ in styleeval's cache, $STYLEEVAL_CACHE or ~/.cache/styleeval)")
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--online", action="store_true", help="allow Hugging Face downloads")
     parser.add_argument("--no-progress", action="store_true")

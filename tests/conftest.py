@@ -18,14 +18,10 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-if "STYLEEVAL_CACHE" not in os.environ:  # model fingerprints etc.: never the user's own cache
+if "STYLEEVAL_CACHE" not in os.environ:  # model fingerprints, downloads, METEOR's WordNet copy: never the user's cache
     import tempfile
 
     os.environ["STYLEEVAL_CACHE"] = tempfile.mkdtemp(prefix="styleeval-test-cache-")
-if "STYLEEVAL_CACHE_DIR" not in os.environ:  # what is got on first use (METEOR's WordNet copy): nor here
-    import tempfile
-
-    os.environ["STYLEEVAL_CACHE_DIR"] = tempfile.mkdtemp(prefix="styleeval-test-downloads-")
 
 
 @pytest.fixture(scope="session")

@@ -111,8 +111,7 @@ def scratch(tiny_model_dir, tmp_path_factory):
         (repo / "refs" / "main").write_text("0" * 40)
     data = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
     env = {**os.environ, "HF_HOME": str(root / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "STYLEEVAL_DATA_DIR": data, "STYLEEVAL_SCORES_CACHE": str(root / "scores"),
-           "STYLEEVAL_CACHE": str(root / "cache"),
+           "STYLEEVAL_DATA_DIR": data, "STYLEEVAL_CACHE": str(root / "cache"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return work, env
 
@@ -134,3 +133,9 @@ def test_the_run_blocks_run_as_written(scratch):
                 assert (work / out).exists(), f"{where}: {shlex.join(argv)} wrote no {out}"
         ran += 1
     assert ran >= 6
+    # what the examples write, run in a clone, is ignored by git: a clone stays clean
+    written = sorted(p.name + "/" * p.is_dir() for p in work.iterdir() if p.name not in INPUTS)
+    assert written, "the run blocks wrote nothing"
+    tracked = [name for name in written
+               if subprocess.run(["git", "check-ignore", "-q", "--no-index", name], cwd=ROOT).returncode != 0]
+    assert not tracked, f"the README's examples write {', '.join(tracked)}, which .gitignore does not ignore"

@@ -67,7 +67,7 @@ def test_a_metric_that_could_not_be_computed_fails_the_command_unless_allowed(tm
                 "--no-plots"]
     assert main([*evaluate, "--out", str(tmp_path / "e1")]) == 1
     err = capsys.readouterr().err
-    assert "styleeval evaluate: error: 1 requested metric could not be computed: logprob_content (cannot load " \
+    assert "styleeval evaluate: error: 1 requested metric could not be computed (logprob_content: cannot load " \
            "model" in err and "--allow-missing" in err
     report = json.loads((tmp_path / "e1" / "report.json").read_text())
     assert set(report["signatures"]) == {"s_chrf"} and list(report["not_computed"]) == ["logprob_content"]
@@ -80,9 +80,52 @@ def test_a_metric_that_could_not_be_computed_fails_the_command_unless_allowed(tm
                 "--no-plots", "--no-progress", "--cache-dir", str(tmp_path / "cache")]
     assert main([*metaeval, "--out", str(tmp_path / "m1")]) == 1
     err = capsys.readouterr().err
-    assert "styleeval metaeval: error: 1 requested metric could not be computed: logprob_content" in err
+    assert "styleeval metaeval: error: 1 requested metric could not be computed (logprob_content: " in err
     assert (tmp_path / "m1" / "report.md").exists()
     assert main([*metaeval, "--out", str(tmp_path / "m2"), "--allow-missing"]) == 0
+
+
+def test_the_advice_of_a_model_error_works_on_every_command(tmp_path, monkeypatch, capsys):
+    """Without weights, every command's error line advises `--model tiny-random`; the advice, taken as printed,
+    works on each of them (default metrics are called default, and their common cause is given once)."""
+    import re
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "styleeval"))
+    inp = tmp_path / "outputs.jsonl"
+    inp.write_text("".join(json.dumps({"source": f"give me report {i // 2}", "rewrite": f"Send report {i}, please.",
+                                       "system": f"sys{i % 2}", "style": "formal"}) + "\n" for i in range(4)),
+                   encoding="utf-8")
+    commands = {
+        "score": ["score", str(inp), "--model", "1b", "-q", "--out", str(tmp_path / "s.jsonl")],
+        "evaluate": ["evaluate", str(inp), "--no-progress", "--no-plots", "--out", str(tmp_path / "e")],
+        "metaeval": ["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu,logprob_content", "--no-plots",
+                     "--bootstrap", "0", "--no-progress", "--cache-dir", str(tmp_path / "c"), "--out",
+                     str(tmp_path / "m")],
+    }
+    for name, argv in commands.items():
+        assert main(argv) in (1, 2), name
+        err = capsys.readouterr().err
+        line = [x for x in err.splitlines() if x.startswith(f"styleeval {name}: error:")]
+        assert len(line) == 1, (name, err)
+        advice = re.search(r"\((?:or )?(--model \S+) to try the pipeline without weights\)", line[0])
+        assert advice, (name, line[0])
+        if name == "evaluate":  # the defaults are called so, and their one cause is given once
+            assert "4 default metrics could not be computed (logprob_content, logprob_style, autorater_meaning, " \
+                   "autorater_style: cannot load model" in line[0]
+            assert line[0].count("HF_HUB_OFFLINE is set") == 1
+        flag, value = advice.group(1).split()
+        retry = [a for a in argv if a != "1b"] if name == "score" else argv
+        if name == "score":
+            retry.remove("--model")
+        assert main([*retry, flag, value]) == 0, (name, capsys.readouterr().err)
+        capsys.readouterr()
+    report = json.loads((tmp_path / "e" / "report.json").read_text())
+    assert all("tiny-random" in report["signatures"][m] for m in ("logprob_content", "autorater_style"))
+    assert main(["metaeval", "--datasets", "lai_formality", "--model", "tiny-random", "--out",
+                 str(tmp_path / "m2")]) == 2  # the default metrics take no model: the option would do nothing
+    assert "none of the metrics is one" in capsys.readouterr().err
 
 
 def test_evaluate_module_model_error(tmp_path):

@@ -29,12 +29,13 @@ def preset_path(model: Any) -> str:
 
 
 def tiny_random_dir() -> Any:
-    """The folder of the :data:`TINY_RANDOM` preset (``$STYLEEVAL_CACHE`` or ``~/.cache/styleeval``), built there
-    once, offline, in a few seconds."""
+    """The folder of the :data:`TINY_RANDOM` preset (``tiny-random/`` in styleeval's cache: :mod:`styleeval.paths`),
+    built there once, offline, in a few seconds."""
     import shutil
-    from pathlib import Path
 
-    root = Path(os.environ.get("STYLEEVAL_CACHE", "~/.cache/styleeval")).expanduser() / TINY_RANDOM
+    from styleeval.paths import cache_path
+
+    root = cache_path(TINY_RANDOM)
     if (root / "config.json").is_file() and (root / "tokenizer.json").is_file():
         return root
     from styleeval.testing import build_model, build_tokenizer
@@ -95,16 +96,17 @@ FINGERPRINT_SKIP = (".md", ".txt", ".lock", ".metadata")
 
 
 def _fingerprint_cache_path() -> str:
-    root = os.environ.get("STYLEEVAL_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "styleeval")
-    return os.path.join(root, "fingerprints.json")
+    from styleeval.paths import cache_path
+
+    return str(cache_path("fingerprints.json"))
 
 
 def model_fingerprint(path: str | os.PathLike[str]) -> str:
     """``local-<12 hex>``: a SHA-256 over the names and contents of a local model folder's files (weights,
     config, tokenizer, chat template), so that a model changed in place gets a new signature.
 
-    Each file's digest is cached by (path, size, mtime) in ``~/.cache/styleeval/fingerprints.json``
-    (``$STYLEEVAL_CACHE``), so an unchanged folder is fingerprinted without reading its weights again.
+    Each file's digest is cached by (path, size, mtime) in ``fingerprints.json`` in styleeval's cache
+    (:mod:`styleeval.paths`), so an unchanged folder is fingerprinted without reading its weights again.
     """
     import hashlib
     import json

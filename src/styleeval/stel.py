@@ -18,7 +18,10 @@ BERT/RoBERTa rows), or any callable ``sim(a, b) -> float``.
 
     >>> from styleeval import stel
     >>> preds = stel.evaluate("share_cased", component="contraction")      # {task id: 1, 2 or 0}
-    >>> stel.summarize({"share_cased": preds})                               # accuracy, undecided share per component
+    >>> len(preds), sorted(set(preds.values()))
+    (100, [1, 2])
+    >>> stel.summarize({"share_cased": preds})[0]                            # accuracy, undecided share per component
+    {'method': 'share_cased', 'component': 'contraction', 'accuracy': 1.0, 'undecided': 0.0, 'n': 100}
 """
 
 from __future__ import annotations

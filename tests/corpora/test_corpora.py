@@ -416,11 +416,11 @@ def test_download_path_is_cached_and_checksummed(data_dir, tmp_path, monkeypatch
         shutil.copyfile(data_dir / "asset" / url[len(prefix):], dest)
 
     monkeypatch.delenv("STYLEEVAL_DATA_DIR")
-    monkeypatch.setenv("STYLEEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(_files, "download", fake_download)
     assert len(load_corpus("asset")) == 100
     assert len(fetched) == 12
-    cached = tmp_path / "cache/asset/9d659040d0d8942dbc4cd65cf357563b43fd9ab4/human_ratings/human_ratings.csv"
+    cached = tmp_path / "cache/corpora/asset/9d659040d0d8942dbc4cd65cf357563b43fd9ab4/human_ratings/human_ratings.csv"
     assert cached.is_file()
     assert len(load_corpus("asset")) == 100 and len(fetched) == 12  # served from the cache
     cached.write_bytes(cached.read_bytes()[:-1])  # a truncated cache entry is rejected and removed
@@ -540,7 +540,7 @@ def test_style_gap_uses_hub_copy_when_identical(data_dir, tmp_path, monkeypatch)
         raise AssertionError(f"unexpected download of {url}")
 
     monkeypatch.delenv("STYLEEVAL_DATA_DIR")
-    monkeypatch.setenv("STYLEEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
     monkeypatch.setattr(_files, "download", no_download)
     ds = load_corpus("style_gap_testset")

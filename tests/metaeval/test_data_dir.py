@@ -8,7 +8,7 @@ def test_lai_scores_use_the_runs_data_dir(tmp_path, data_dir, monkeypatch, capsy
     from styleeval.metrics.precomputed import _lai_scores
 
     monkeypatch.delenv("STYLEEVAL_DATA_DIR", raising=False)
-    monkeypatch.setenv("STYLEEVAL_CACHE_DIR", str(tmp_path / "empty-download-cache"))  # nothing downloaded before
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "empty-download-cache"))  # nothing downloaded before
     _lai_scores.cache_clear()
     assert main(["metaeval", "--analysis", "lai", "--metrics", "lai:c-gyafc,lai:comet,r_chrf", "--data-dir",
                  str(data_dir), "--out", f"{tmp_path / 'out'}/", "--no-plots", "--no-progress", "--no-cache"]) == 0

@@ -165,7 +165,7 @@ def test_concurrent_callers_get_the_numbers_of_one_caller(testset, paper_scores)
 
 def _empty_machine(monkeypatch, tmp_path) -> None:
     """No cache, no system WordNet, a downloader that cannot connect."""
-    monkeypatch.setenv("STYLEEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("WNSEARCHDIR", raising=False)
     monkeypatch.delenv("WNHOME", raising=False)
     monkeypatch.setattr(_nltk_data, "SYSTEM_WORDNET", (str(tmp_path / "no-wordnet"),))
@@ -232,7 +232,7 @@ def test_wordnet_is_copied_from_a_system_install_with_lexnames(monkeypatch, tmp_
     header = (other / "data.adj").read_text(encoding="utf-8").replace("WordNet 3.0 Copyright", "WordNet 3.1 Copyright")
     (other / "data.adj").write_text(header, encoding="utf-8")
     monkeypatch.setattr(_nltk_data, "SYSTEM_WORDNET", (str(other),))
-    monkeypatch.setenv("STYLEEVAL_CACHE_DIR", str(tmp_path / "cache2"))
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache2"))
     with pytest.raises(MissingNLTKDataError, match=r"wn31 holds WordNet 3\.1, not 3\.0"):
         _nltk_data.ensure_meteor_data()
 

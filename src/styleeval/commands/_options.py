@@ -95,6 +95,23 @@ def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
     return {**out, "rows": rows, "counted": counted}
 
 
+def add_model_argument(p: argparse.ArgumentParser) -> None:
+    """``--model`` of ``evaluate`` and ``metaeval``: the model of every LLM metric whose spec names none
+    (:func:`styleeval.metrics.registry.with_model`)."""
+    p.add_argument("--model", default=None, metavar="MODEL",
+                   help="the model of every LLM metric (logprob_*, autorater_*, ppl) whose spec names none: a preset "
+                   "(1b, 3b, 8b, qwen-1.5b; tiny-random to try the pipeline without weights), a Hub id or a local "
+                   "path; a spec's own model= wins (logprob_content:model=3b)")
+
+
+def metric_specs(specs: Iterable[str], model: str | None) -> list[str]:
+    """The run's metric specs, stripped, with ``--model`` applied."""
+    from styleeval.metrics.registry import with_model
+
+    out = [s.strip() for s in specs if s.strip()]
+    return out if model is None else with_model(out, model)
+
+
 MISSING_METRICS_EXIT = 1
 """The exit status of a report written without a requested metric (without ``--allow-missing``)."""
 
@@ -110,15 +127,25 @@ def add_allow_missing(p: argparse.ArgumentParser, datasets: bool = False) -> Non
                    f"metric is named on stderr and the exit status is {MISSING_METRICS_EXIT}")
 
 
-def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow_missing: bool) -> int:
+def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow_missing: bool,
+                           defaults: bool = False) -> int:
     """The exit status of a written report: :data:`MISSING_METRICS_EXIT` with one line on stderr naming each metric
-    that could not be computed and why, unless ``allow_missing`` (then 0, the notes already said it)."""
+    that could not be computed and why (each cause once, after the metrics it stopped; ``defaults``: the metrics
+    were the command's defaults, not named by the user), unless ``allow_missing`` (then 0, the notes already said
+    it)."""
     if not failed or allow_missing:
         return 0
-    named = "; ".join(f"{label} ({why})" for label, why in failed.items())
-    count = f"{len(failed)} requested metric{'' if len(failed) == 1 else 's'}"
+    causes: dict[str, list[str]] = {}
+    for label, why in failed.items():
+        causes.setdefault(why, []).append(label)
+    kind = "default" if defaults else "requested"
+    count = f"{len(failed)} {kind} metric{'' if len(failed) == 1 else 's'}"
+    if len(causes) == 1:
+        named = f"{', '.join(failed)}: {next(iter(causes))}"
+    else:
+        named = "; ".join(f"{', '.join(labels)}: {why}" for why, labels in causes.items())
     it = "it" if len(failed) == 1 else "them"
-    print(f"styleeval {command}: error: {count} could not be computed: {named}. The report in {out} lacks {it}; fix "
-          f"the cause, leave {it} out of --metrics, or pass --allow-missing to accept the report without {it}",
-          file=sys.stderr)
+    leave = "choose the metrics with --metrics" if defaults else f"leave {it} out of --metrics"
+    print(f"styleeval {command}: error: {count} could not be computed ({named}). The report in {out} lacks {it}; fix "
+          f"the cause, {leave}, or pass --allow-missing to accept the report without {it}", file=sys.stderr)
     return MISSING_METRICS_EXIT

@@ -30,7 +30,7 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
-    from styleeval.commands._options import add_allow_missing
+    from styleeval.commands._options import add_allow_missing, add_model_argument
     from styleeval.stats.resampling import SEED
     from styleeval.systems.evaluation import DEFAULT_METRICS
 
@@ -41,9 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("inputs", nargs="+", metavar="IN", help="CSV or JSONL files of system outputs")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="folder for the report files")
-    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
+    p.add_argument("--metrics", default=None,
                    help=f"comma-separated metric specs (default: {','.join(DEFAULT_METRICS)}); as in metaeval, "
                    "e.g. logprob_content:model=3b, s_chrf, precomputed:file=F:column=C")
+    add_model_argument(p)
     p.add_argument("--style", help="one target style for every row (overrides a style column)")
     p.add_argument("--system-from-filename", action="store_true",
                    help="each IN holds one system, named after its file (without the extension)")
@@ -100,16 +101,17 @@ def _count(n: int, noun: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``ValueError``)."""
-    from styleeval.commands._options import missing_metrics_status
+    from styleeval.commands._options import metric_specs, missing_metrics_status
     from styleeval.commands.metaeval import _check_out_dir
     from styleeval.metrics import get_metric
-    from styleeval.systems.evaluation import evaluate_systems
+    from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems
     from styleeval.systems.report import write_outputs
 
     out = Path(args.out)
     _check_out_dir(out)
     # built once, before the inputs are read: unknown names, bad options and missing extras fail at once
-    metrics = [get_metric(spec.strip(), data_dir=args.data_dir) for spec in args.metrics.split(",") if spec.strip()]
+    specs = DEFAULT_METRICS if args.metrics is None else args.metrics.split(",")
+    metrics = [get_metric(spec, data_dir=args.data_dir) for spec in metric_specs(specs, args.model)]
     rows = read_inputs(args.inputs, args.system_from_filename, args.encoding)
     start = time.perf_counter()
     if args.shard is not None:
@@ -133,4 +135,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}, "
           f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
-    return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing)
+    return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing,
+                                  defaults=args.metrics is None)

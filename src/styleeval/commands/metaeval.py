@@ -28,7 +28,7 @@ SUMMARY = "correlate metrics with human ratings (paper-style tables and plots)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.commands._options import add_allow_missing
+    from styleeval.commands._options import add_allow_missing, add_model_argument
     from styleeval.corpora import SPECS, rating_corpora
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
@@ -41,11 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--datasets", type=_csv_list, default=None,
                    help=f"comma-separated corpora (default: those of the rating corpora present: "
                    f"{', '.join(rating_corpora())})")
-    p.add_argument("--metrics", type=_csv_list, default=list(DEFAULT_METRICS),
+    p.add_argument("--metrics", type=_csv_list, default=None,
                    help="comma-separated metric specs, options as name:key=value (default: "
                    f"{','.join(DEFAULT_METRICS)}); available: {', '.join(available_metrics())}"
                    f"{''.join(f', {ns}:<{member}>' for ns, (_, _, member) in NAMESPACES.items())} (lai:<score>: Lai "
                    "et al.'s released scores, e.g. lai:comet), precomputed:file=FILE:column=COLUMN")
+    add_model_argument(p)
     p.add_argument("--scores", action="append", default=[], metavar="FILE",
                    help="a CSV/JSONL file of precomputed scores keyed by the corpus row 'id': each other column becomes "
                    "a metric (repeatable); one column: precomputed:file=FILE:column=NAME")
@@ -59,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--cache-dir", default=None,
-                   help="scores cache (default: $STYLEEVAL_SCORES_CACHE or ~/.cache/styleeval/scores)")
+                   help="scores cache (default: scores/ in styleeval's cache, $STYLEEVAL_CACHE or ~/.cache/styleeval)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the scores cache")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
@@ -91,15 +92,18 @@ def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
     from pathlib import Path
 
-    from styleeval.commands._options import missing_metrics_status
+    from styleeval.commands._options import metric_specs, missing_metrics_status
     from styleeval.metaeval import run_metaeval, write_report
     from styleeval.scoring import ScoresCache, default_cache_dir
 
     _check_out_dir(Path(args.out))  # before any work: all of it would be lost at the end otherwise
-    metrics = list(args.metrics)
+    from styleeval.metrics.registry import DEFAULT_METRICS
+
+    defaults = args.metrics is None
+    metrics = list(DEFAULT_METRICS if defaults else args.metrics)
     for file in args.scores:
         metrics += _score_file_metrics(file)
-    args.metrics = metrics
+    args.metrics = metric_specs(metrics, args.model)
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()
@@ -126,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - start
     print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")
-    return missing_metrics_status("metaeval", result.failed_metrics, paths["report"].parent, args.allow_missing)
+    return missing_metrics_status("metaeval", result.failed_metrics, paths["report"].parent, args.allow_missing,
+                                  defaults=defaults)
 
 
 def _leaderboard(args: argparse.Namespace, first, cache) -> None:

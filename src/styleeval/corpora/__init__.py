@@ -5,7 +5,7 @@
 
 ``data_dir=`` (or ``$STYLEEVAL_DATA_DIR``) points at a local mirror laid out like ``../shared/data``;
 then nothing is downloaded. Otherwise files are downloaded from their pinned raw URLs into
-``~/.cache/styleeval`` (``$STYLEEVAL_CACHE_DIR``) and checked against pinned checksums. A missing,
+styleeval's cache (``~/.cache/styleeval/corpora``; :mod:`styleeval.paths`) and checked against pinned checksums. A missing,
 corrupted or malformed file raises :class:`CorpusError` (a ``ValueError``) naming the file, the line and
 the source URL.
 """

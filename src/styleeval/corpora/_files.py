@@ -4,7 +4,7 @@ Every source file is addressed by ``(Source, path)`` where ``path`` is its path 
 repository. With a local mirror (``data_dir=`` or ``$STYLEEVAL_DATA_DIR``) the file is read from
 ``<mirror>/<source.folder>/<path>`` and nothing is downloaded; otherwise it is downloaded once from
 ``https://raw.githubusercontent.com/<repo>/<commit>/<path>`` into
-``<cache>/<source.folder>/<commit>/<path>`` (``$STYLEEVAL_CACHE_DIR``, default ``~/.cache/styleeval``).
+``<cache>/corpora/<source.folder>/<commit>/<path>`` (the cache root: :mod:`styleeval.paths`).
 Either way the file is checked against its pinned checksum before it is parsed.
 """
 
@@ -21,7 +21,6 @@ from pathlib import Path
 from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
 
 ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
-ENV_CACHE_DIR = "STYLEEVAL_CACHE_DIR"
 
 
 class CorpusError(ValueError):
@@ -85,9 +84,10 @@ def local_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | Non
 
 
 def cache_dir() -> Path:
-    """Where downloaded files are kept: ``$STYLEEVAL_CACHE_DIR`` or ``~/.cache/styleeval``."""
-    env = os.environ.get(ENV_CACHE_DIR)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "styleeval"
+    """Where downloaded files are kept: ``corpora/`` in styleeval's cache (:mod:`styleeval.paths`)."""
+    from styleeval.paths import cache_path
+
+    return cache_path("corpora")
 
 
 def git_blob_sha1(path: Path) -> str:

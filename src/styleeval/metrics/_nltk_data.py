@@ -1,7 +1,7 @@
 """WordNet 3.0 and NLTK's English Punkt model for METEOR, in an NLTK data folder of styleeval's cache.
 
 They are got on first use, as the corpora are, and copied (never linked: NLTK 3.10's path check refuses links that
-leave the data root) under ``<cache>/nltk_data`` (``$STYLEEVAL_CACHE_DIR``, default ``~/.cache/styleeval``):
+leave the data root) under ``nltk_data/`` in styleeval's cache (:mod:`styleeval.paths`):
 
 - **WordNet 3.0** (``corpora/wordnet``): from a system install first, where Debian's ``wordnet-base`` and
   ``wordnet-sense-index`` put it (``/usr/share/wordnet``; also ``$WNSEARCHDIR`` and ``$WNHOME/dict``, WordNet's own
@@ -72,10 +72,10 @@ _LOCK = threading.Lock()
 
 
 def nltk_data_dir() -> Path:
-    """styleeval's NLTK data folder: ``<cache>/nltk_data``, the corpora's cache (``$STYLEEVAL_CACHE_DIR``)."""
-    from styleeval.corpora._files import cache_dir
+    """styleeval's NLTK data folder: ``nltk_data/`` in styleeval's cache (:mod:`styleeval.paths`)."""
+    from styleeval.paths import cache_path
 
-    return cache_dir() / "nltk_data"
+    return cache_path("nltk_data")
 
 
 def register(root: Path) -> None:

@@ -27,6 +27,7 @@ class AutoraterMetric(Metric):
     needs_styles = True
     incremental = True
     inputs = "source"
+    takes_model = True
 
     def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
         from styleeval.options import AUTORATER_OPTIONS

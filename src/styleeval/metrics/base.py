@@ -54,6 +54,8 @@ class Metric:
         needs_styles: whether the metric reads the target style of each row (LogProb).
         incremental: slow metrics (LLMs) whose scores the meta-evaluation saves chunk by chunk.
         alias: a display name (``as=NAME`` in a spec) so that one run can compare configurations of one metric.
+        takes_model: an LLM metric whose ``model`` option names the model (``--model`` of ``evaluate`` and
+            ``metaeval`` sets it where a spec names none).
     """
 
     name: str = "metric"
@@ -62,6 +64,7 @@ class Metric:
     needs_styles: bool = False
     incremental: bool = False
     alias: str | None = None
+    takes_model: bool = False
     aggregate: str = "mean"
     """How a system's score is made from its rows: ``"mean"`` of the row scores, or ``"corpus"``: the metric's corpus
     statistic (:meth:`corpus_metric`; sacrebleu's BLEU, chrF and TER, as papers report them)."""

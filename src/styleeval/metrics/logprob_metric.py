@@ -26,6 +26,7 @@ class LogProbMetric(Metric):
     needs_styles = True
     incremental = True
     inputs = "source"
+    takes_model = True
 
     def __init__(self, dimension: str, **options: object) -> None:
         from styleeval.options import LOGPROB_OPTIONS

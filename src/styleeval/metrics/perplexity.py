@@ -21,6 +21,7 @@ class Perplexity(Metric):
     inputs = "source"
     higher_is_better = False
     incremental = True
+    takes_model = True
 
     def __init__(self, model: str = "1b", device: str | None = None, dtype: str = "float32") -> None:
         self.options = {"model": str(model), "device": device, "dtype": str(dtype)}

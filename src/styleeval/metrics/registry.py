@@ -1,7 +1,9 @@
 """Metric names -> metric objects. A spec is ``name`` or ``name:key=value:key=value``.
 
->>> get_metric("s_bleu").compute(["a cat sat"], ["a cat sat"])
-[100.0]
+>>> get_metric("s_chrf").compute(["a cat sat", "a dog ran"], ["a cat sat", "a cat sat"])   # rewrites, sources
+[100.0, 4.761904761904762]
+>>> get_metric("r_ter").compute(["a cat sat"], ["a cat"], references=[["a cat sat down"]])      # one list per row
+[50.0]
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ Factory = Callable[..., Metric]
 REGISTRY: dict[str, Factory] = {}
 """Metric name -> factory taking the spec's options (strings). Filled by :func:`register` where each metric class is
 defined; :func:`_discover` imports every module of :mod:`styleeval.metrics` so that all are known."""
+_CLASSES: dict[str, object] = {}
+"""Metric name -> the registered class (or function), for what it declares (``takes_model``)."""
 
 
 def register(name: str, **fixed: object) -> Callable:
@@ -42,6 +46,7 @@ def register(name: str, **fixed: object) -> Callable:
             return build(**{**fixed, **opts})  # a spec may override a fixed option (module=PATH)
 
         REGISTRY[name] = factory
+        _CLASSES[name] = obj
         return obj
 
     return decorate
@@ -123,6 +128,30 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         key, value = part.split("=", 1)
         opts[key.strip()] = value.strip()
     return name.strip(), opts
+
+
+def with_model(specs: list[str], model: str) -> list[str]:
+    """``--model`` of ``evaluate`` and ``metaeval``: ``:model=MODEL`` added to every spec of an LLM metric
+    (:attr:`Metric.takes_model`: ``logprob_*``, ``autorater_*``, ``ppl``) that names no model; a ``ValueError`` when
+    none of ``specs`` is an LLM metric (the option would do nothing).
+
+    >>> with_model(["s_bleu", "logprob_content", "autorater_style:model=3b"], "tiny-random")
+    ['s_bleu', 'logprob_content:model=tiny-random', 'autorater_style:model=3b']
+    """
+    if not model or not model.strip():
+        raise ValueError("--model needs a model: a preset (1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id or a path")
+    _discover()
+    llm = sorted(n for n, c in _CLASSES.items() if getattr(c, "takes_model", False))
+    out, applied = [], False
+    for spec in specs:
+        name, opts = parse_spec(spec)
+        takes = getattr(_CLASSES.get(name), "takes_model", False)
+        applied |= takes
+        out.append(f"{spec.strip()}:model={model.strip()}" if takes and "model" not in opts else spec)
+    if not applied:
+        raise ValueError(f"--model {model} names the model of the LLM metrics ({', '.join(llm)}), but none of the "
+                         "metrics is one: add one to --metrics, or leave --model out")
+    return out
 
 
 def get_metric(spec: str, data_dir: str | None = None) -> Metric:

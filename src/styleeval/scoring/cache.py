@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-DEFAULT_CACHE_DIR = Path("~/.cache/styleeval/scores")
-
 
 def default_cache_dir() -> Path:
-    """``$STYLEEVAL_SCORES_CACHE`` or ``~/.cache/styleeval/scores``."""
-    return Path(os.environ.get("STYLEEVAL_SCORES_CACHE", str(DEFAULT_CACHE_DIR))).expanduser()
+    """``scores/`` in styleeval's cache (:mod:`styleeval.paths`: ``$STYLEEVAL_CACHE``, ``~/.cache/styleeval``)."""
+    from styleeval.paths import cache_path
+
+    return cache_path("scores")
 
 
 class ScoresCache:

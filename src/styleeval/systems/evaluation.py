@@ -3,10 +3,21 @@ confidence intervals, paired significance tests between systems (approximate ran
 Holm-adjusted per metric), WMT-style significance clusters, and, when the input carries human ratings
 (``human_<dimension>`` columns), the system-level agreement of each metric with them.
 
->>> report = evaluate_systems(rows, metrics=["s_bleu", "s_chrf"])          # doctest: +SKIP
->>> report.systems          # system, metric, n, n_missing, mean, ci_low, ci_high, cluster
->>> report.pairs            # metric, system_a, system_b, n_pairs, mean_a, mean_b, delta, ci_low, ci_high, p, ...
->>> print(report.to_markdown()); report.plot("tradeoff.png")
+>>> rows = [{"system": system, "source": source, "rewrite": rewrite, "style": "formal"}
+...         for system, source, rewrite in [
+...             ("copy", "gimme the report", "gimme the report"), ("copy", "thx a lot", "thx a lot"),
+...             ("copy", "u coming?", "u coming?"), ("formal", "gimme the report", "Please send me the report."),
+...             ("formal", "thx a lot", "Thank you very much."), ("formal", "u coming?", "Are you coming?")]]
+>>> report = evaluate_systems(rows, metrics=["s_chrf", "s_ter"])
+>>> print(report.systems[["system", "metric", "n", "score"]].round(2).to_string(index=False))
+system metric  n  score
+  copy s_chrf  3  100.0
+formal s_chrf  3   54.8
+  copy  s_ter  3    0.0
+formal  s_ter  3  125.0
+>>> list(report.pairs.columns[:4])   # then delta, its CI, p, the Holm-adjusted p and whether it is significant
+['metric', 'system_a', 'system_b', 'n_pairs']
+>>> text = report.to_markdown()     # also report.plot("tradeoff.png"), write_outputs(report, "out/")
 """
 
 from __future__ import annotations
@@ -227,8 +238,9 @@ def evaluate_systems(
         except ValueError as err:
             signatures.pop(metric.label, None)
             system_signatures.pop(metric.label, None)
+            same = next((label for label, why in not_computed.items() if why == str(err)), None)
             not_computed[metric.label] = str(err)
-            note(f"{metric.label}: not computed ({err})")
+            note(f"{metric.label}: not computed ({f'the same cause as {same}' if same else err})")
             continue
         column = np.full(len(checked), np.nan)
         column[order] = values
