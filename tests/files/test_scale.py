@@ -97,41 +97,71 @@ def test_resume_from_a_large_finished_file_equals_an_uninterrupted_run(big_input
     assert full_checks == ([] if with_index else [out])  # with the index neither resume read OUT's records
 
 
+def _edit_in_place(path: Path, old: bytes, new: bytes, before: int | None = None) -> None:
+    """Replace the last ``old`` (before byte ``before``) by ``new`` of the same length, the size and modification
+    time put back: only the bytes tell."""
+    stat = path.stat()
+    raw = path.read_bytes()
+    at = raw.rindex(old, 0, before)
+    path.write_bytes(raw[:at] + new + raw[at + len(old):])
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size and path.stat().st_mtime_ns == stat.st_mtime_ns
+
+
 def test_a_stale_resume_index_falls_back_to_the_full_check(big_input, uninterrupted, tmp_path, full_checks):
-    """The index is trusted only while OUT and the input are as it recorded them; otherwise every record is
-    checked as before, and a changed input is still named."""
+    """The index is trusted only while OUT's bytes and the input's bytes before its row are those it recorded;
+    otherwise every record is checked as before, and a changed input is still named."""
     out = tmp_path / "out.jsonl"
     run_file(_job(), big_input, out, max_rows=11_000, chunk_size=1000, progress=False)
     data = json.loads(index_path(out).read_text(encoding="utf-8"))
     assert data["next"][2] == data["finished"] == 11_000 and data["signature"] == "lengths|v:1"
-    # an input edited in place, same size, its modification time put back: the sampled bytes differ
+    # an input edited in place just before the resume point, same size, its modification time put back
     edited = tmp_path / "in.jsonl"
     shutil.copy(big_input, edited)
-    _written_an_hour_ago(edited)
     run_file(_job(), edited, tmp_path / "e.jsonl", max_rows=11_000, chunk_size=1000, progress=False)
-    stat = edited.stat()
-    raw = edited.read_bytes()
-    cut = raw.rindex(b'"rewrite": "rewrite, 10999', 0, json.loads(index_path(tmp_path / "e.jsonl").read_text())["next"][0])
-    edited.write_bytes(raw[:cut] + raw[cut:].replace(b"rewrite, 10999", b"REWRITE, 10999", 1))
-    os.utime(edited, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert edited.stat().st_size == stat.st_size and edited.stat().st_mtime_ns == stat.st_mtime_ns
+    _edit_in_place(edited, b"rewrite, 10999", b"REWRITE, 10999",
+                   json.loads(index_path(tmp_path / "e.jsonl").read_text())["next"][0])
     with pytest.raises(ValueError, match="row 10999 has rewrite 'rewrite, 10999"):
         run_file(_job(), edited, tmp_path / "e.jsonl", progress=False)
     assert full_checks == [tmp_path / "e.jsonl"]
-    # OUT touched since the index was written, another --style or --shard, an index that is not JSON: full check
+    # OUT touched (its bytes unchanged): the index holds; another --style, an index that is not JSON: full check
     os.utime(out)
     run_file(_job(), big_input, out, max_rows=1, progress=False)
+    assert full_checks == [tmp_path / "e.jsonl"]
     run_file(_job(), big_input, out, max_rows=1, progress=False, style="formal")
     index_path(out).write_text("{", encoding="utf-8")
     run_file(_job(), big_input, out, progress=False)
-    assert full_checks[1:] == [out] * 3
+    assert full_checks[1:] == [out] * 2
     assert out.read_bytes() == uninterrupted["jsonl"].read_bytes()
-    # an input modified within 2 s of the index: not trusted (its next change might keep the same mtime)
+    # a complete OUT checked in full gets its index: the next run reads no record
+    assert run_file(_job(), big_input, out, progress=False).skipped == ROWS and full_checks[1:] == [out] * 2
+    # an input written just now: its bytes are what the index trusts, not its modification time
     fresh = tmp_path / "fresh.jsonl"
     shutil.copy(big_input, fresh)
     run_file(_job(), fresh, tmp_path / "f.jsonl", max_rows=5, progress=False)
     run_file(_job(), fresh, tmp_path / "f.jsonl", max_rows=5, progress=False)
-    assert full_checks[4:] == [tmp_path / "f.jsonl"]
+    assert full_checks[3:] == []
+
+
+@pytest.mark.parametrize("where", ["input, far before the resume point", "OUT's middle"])
+def test_the_resume_index_sees_every_byte(big_input, tmp_path, full_checks, where):
+    """No blind spot (issue 38, item 2): a finished row of the input edited in place more than 64 KiB before the
+    resume point, or a record in OUT's middle, with the size and modification time put back, is seen: the full
+    check runs and names the row (before: the index, which hashed 64 KiB of each file beside their sizes and
+    modification times, was trusted and the stale row kept)."""
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    shutil.copy(big_input, inp)
+    _written_an_hour_ago(inp)
+    run_file(_job(), inp, out, max_rows=11_000, chunk_size=1000, progress=False)
+    if where.startswith("input"):
+        _edit_in_place(inp, b'"rewrite, 100\\n', b'"REWRITE, 100\\n')  # row 100: ~1.3 MB before the resume point
+        message = "row 100 has rewrite 'rewrite, 100"
+    else:
+        _edit_in_place(out, b'"rewrite, 100\\n', b'"REWRITE, 100\\n')
+        message = "row 100 has rewrite 'REWRITE, 100"
+    with pytest.raises(ValueError, match=message):
+        run_file(_job(), inp, out, progress=False)
+    assert full_checks == [out]
 
 
 def test_a_finished_row_from_another_input_is_named_past_the_window(big_input, uninterrupted, tmp_path):
@@ -258,3 +288,47 @@ def test_standard_input_is_read_twice_for_a_resume(tmp_path, tiny_model_dir, mon
         assert main(["score", "-", "--model", str(tiny_model_dir), "--device", "cpu", "--out", str(out), "-q",
                      *extra]) == 0
     assert [r["row"] for r in read_scores(out)] == [0, 1, 2, 3, 4]
+
+
+TORN_CHILD = r"""
+import json, resource, sys
+from styleeval.files import LOGPROB_RECORDS, FileJob, run_file
+
+class Lengths:
+    signature = "lengths|v:1"
+
+job = FileJob(LOGPROB_RECORDS, Lengths, lambda _s, chunk: [
+    {"content": -len(r.rewrite) / 7, "style_strength": (len(r.source) % 5) / 3 - 0.5} for r in chunk])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+result = run_file(job, sys.argv[1], sys.argv[2], progress=False)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"peak_kb": after - before, "skipped": result.skipped, "scored": result.scored}))
+"""
+
+
+def test_a_resume_after_a_torn_write_runs_in_bounded_memory(tmp_path):
+    """A last record torn by a crash is cut without reading OUT into memory (issue 38, item 3: a 643 MB OUT took
+    the resume's peak RSS from 39 MB to 682 MB). OUT: 10 finished rows and a torn last record of 96 MB; the resume,
+    in its own process, must not raise its peak RSS by a third of that."""
+    import subprocess
+    import sys
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps({"source": f"s {i}", "rewrite": f"r {i}", "style": "formal"}) + "\n"
+                           for i in range(20)), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    run_file(_job(), inp, out, max_rows=10, progress=False)
+    whole = out.read_bytes()
+    torn_mb = 96
+    with open(out, "ab") as f:  # a record cut by a crash: no newline, in pieces (the test's memory stays flat too)
+        f.write(b'{"row": 10, "source": "')
+        block = b"x" * (1 << 20)
+        for _ in range(torn_mb):
+            f.write(block)
+    proc = subprocess.run([sys.executable, "-c", TORN_CHILD, str(inp), str(out)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["skipped"], report["scored"]) == (10, 10)
+    assert report["peak_kb"] < torn_mb * 1024 / 3, f"peak RSS rose by {report['peak_kb'] / 1024:.0f} MB"
+    assert out.read_bytes()[:len(whole)] == whole and [r["row"] for r in read_scores(out)] == list(range(20))

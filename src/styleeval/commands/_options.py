@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from styleeval.errors import UserError
+
 
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
@@ -55,7 +57,7 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     try:
         result = run()
     except FileNotFoundError as err:
-        raise ValueError(str(err)) from err
+        raise UserError(str(err)) from err
     except KeyboardInterrupt:
         print(f"\ninterrupted: the finished chunks are in {args.out}; run the same command again to resume",
               file=sys.stderr)

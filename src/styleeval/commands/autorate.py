@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``styleeval autorate``; returns the exit status (bad input raises ``ValueError``)."""
+    """Run ``styleeval autorate``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.files import AUTORATER_RECORDS, autorate_file
     from styleeval.files.records import TornTail, iter_scores
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from styleeval.errors import UserError
+
 EPILOG = """\
 The shard files must carry one signature, no row twice and, together, every row (up to the largest row, or every
 row of --input): otherwise nothing is written and the error names the rows, the files and the missing shard. The
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = merge_shards(args.shards, args.out, total=total)
     except FileNotFoundError as err:
-        raise ValueError(str(err)) from err
+        raise UserError(str(err)) from err
     print(f"{result.output}: {result.rows} rows from {len(result.files)} files", file=sys.stderr)
     print(f"signature: {result.signature}", file=sys.stderr)
     return 0

@@ -14,6 +14,8 @@ import argparse
 import sys
 import time
 
+from styleeval.errors import UserError
+
 
 def _csv_list(value: str) -> list[str]:
     items = [v.strip() for v in value.split(",") if v.strip()]
@@ -101,14 +103,14 @@ def run(args: argparse.Namespace) -> int:
         metrics += _score_file_metrics(file)
     args.metrics = metrics
     if args.bootstrap < 0:
-        raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+        raise UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()
     cache = ScoresCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     if args.analysis == "lai":
         from styleeval.metaeval.lai import run_lai
 
         if args.datasets and args.datasets != ["lai_formality"]:
-            raise ValueError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
+            raise UserError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
         result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=not args.no_progress,
                          plots=not args.no_plots)
         print(f"{len(result)} figures -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'} "
@@ -145,7 +147,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
                 data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
                 progress=not args.no_progress, style_words=args.style_words, allow_missing=True,
                 log=lambda msg: None))
-        except ValueError as err:  # no corpus of the run rates this dimension
+        except UserError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
                               n_boot=args.leaderboard_bootstrap, progress=not args.no_progress,
@@ -163,8 +165,8 @@ def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:
     chosen = [d.strip() for d in text.split(",") if d.strip()]
     unknown = [d for d in chosen if d not in DIMENSIONS]
     if unknown or not chosen:
-        raise ValueError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
-                         f"from {', '.join(DIMENSIONS)} or all")
+        raise UserError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
+                        f"from {', '.join(DIMENSIONS)} or all")
     return sorted(chosen, key=lambda d: d != default)
 
 
@@ -173,7 +175,7 @@ def _check_out_dir(out) -> None:
     for path in (out, *out.parents):
         if path.exists():
             if not path.is_dir():
-                raise ValueError(f"--out {out}: {path} is a file, not a folder; choose another --out")
+                raise UserError(f"--out {out}: {path} is a file, not a folder; choose another --out")
             return
 
 
@@ -184,11 +186,11 @@ def _score_file_metrics(file: str) -> list[str]:
     from styleeval.files.records import iter_records
 
     if not Path(file).is_file():
-        raise ValueError(f"--scores {file}: no such file")
+        raise UserError(f"--scores {file}: no such file")
     for where, record in iter_records(file):
         columns = [c for c in record if c != "id"]
         if where == "header" or columns:
             if "id" not in record:
-                raise ValueError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
+                raise UserError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
             return [f"precomputed:file={file}:column={c}:as={c}" for c in columns]
-    raise ValueError(f"{file}: no scores")
+    raise UserError(f"{file}: no scores")

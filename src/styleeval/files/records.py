@@ -26,6 +26,8 @@ from io import StringIO
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from styleeval.errors import UserError
+
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
 
@@ -96,7 +98,7 @@ def file_format(path: str | os.PathLike[str]) -> Format:
         return "csv"
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
-    raise ValueError(f"{path}: unknown file type {suffix or '(none)'!r}; use .csv or .jsonl")
+    raise UserError(f"{path}: unknown file type {suffix or '(none)'!r}; use .csv or .jsonl")
 
 
 # ----------------------------------------------------------------------------------------------- reading
@@ -105,17 +107,20 @@ STDIN = "-"
 """The input path that reads standard input (CSV or JSONL, told apart by the first character)."""
 
 
-def _decode_error(path: Path, data: bytes, encoding: str, err: UnicodeDecodeError) -> ValueError:
-    """Name the line of ``path`` that is not valid ``encoding``, and what to do."""
+def _decode_error(path: Path, raw: Any, encoding: str, err: UnicodeDecodeError) -> UserError:
+    """Name the line of ``path`` that is not valid ``encoding``, and what to do. ``raw``: the file open for reading
+    bytes, read again from its start line by line (memory independent of the file's size)."""
+    raw.seek(0)
     line = 1
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+    lines = (part for chunk in raw for part in chunk.splitlines(keepends=True))  # as bytes.splitlines numbers them
+    for number, data in enumerate(lines, start=1):
         try:
-            raw.decode(encoding)
+            data.decode(encoding)
         except UnicodeDecodeError:
             line = number
             break
-    return ValueError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
-                      f"the file's encoding (--encoding latin-1, encoding='latin-1')")
+    return UserError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
+                     f"the file's encoding (--encoding latin-1, encoding='latin-1')")
 
 
 def _stdin_copy() -> Path:
@@ -140,7 +145,7 @@ def _open_raw(path: Path | str, encoding: str) -> tuple[Any, Path]:
     else:
         where = Path(path)
         if where.is_dir():
-            raise ValueError(f"{where}: is a directory, not an input file")
+            raise UserError(f"{where}: is a directory, not an input file")
         if not where.is_file():
             raise FileNotFoundError(f"{where}: no such file")
         raw = open(where, "rb")
@@ -150,21 +155,20 @@ def _open_raw(path: Path | str, encoding: str) -> tuple[Any, Path]:
         codecs.lookup(encoding)
     except LookupError:
         raw.close()
-        raise ValueError(f"unknown encoding {encoding!r}") from None
+        raise UserError(f"unknown encoding {encoding!r}") from None
     return raw, where
 
 
 def _lines(text: Any, where: Path, encoding: str) -> Iterator[str]:
     """The lines of an open text file, a UTF-8 byte order mark dropped; bytes that are not valid ``encoding`` raise
-    ``ValueError`` naming the line."""
+    ``UserError`` naming the line."""
     try:
         first = True
         for line in text:
             yield line.removeprefix("\ufeff") if first else line
             first = False
     except UnicodeDecodeError as err:
-        text.buffer.seek(0)
-        raise _decode_error(where, text.buffer.read(), encoding, err) from None
+        raise _decode_error(where, text.buffer, encoding, err) from None
 
 
 def _splits_on_bytes(encoding: str) -> bool:
@@ -215,8 +219,7 @@ def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _
                 else:
                     yield decode(line)
     except UnicodeDecodeError as err:
-        raw.seek(0)
-        raise _decode_error(where, raw.read(), encoding, err) from None
+        raise _decode_error(where, raw, encoding, err) from None
 
 
 def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line: int = 1,
@@ -231,21 +234,21 @@ def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line:
                 header = fields
                 dupes = sorted({c for c in header if header.count(c) > 1})
                 if dupes:
-                    raise ValueError(f"{path}, line {line}: the header names column(s) "
-                                     f"{', '.join(map(repr, dupes))} more than once")
+                    raise UserError(f"{path}, line {line}: the header names column(s) "
+                                    f"{', '.join(map(repr, dupes))} more than once")
                 yield "header", {name: name for name in header}
             elif fields:  # blank lines are skipped
                 if not strict and len(fields) < len(header):  # an output row cut short: missing fields are None
                     fields = fields + [None] * (len(header) - len(fields))  # type: ignore[list-item]
                 if len(fields) != len(header):
-                    raise ValueError(
+                    raise UserError(
                         f"{path}, line {line}: {len(fields)} fields but the header has {len(header)} columns "
                         "(quote fields that contain commas: \"Hello, world\")"
                     )
                 yield f"line {line}", dict(zip(header, fields))
             line = first_line + reader.line_num
     except csv.Error as err:
-        raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
+        raise UserError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
 
 
 def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True,
@@ -256,9 +259,9 @@ def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True,
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+            raise UserError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
         if not isinstance(record, dict):
-            raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+            raise UserError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
         yield f"line {number}", record
 
 
@@ -279,8 +282,8 @@ class RecordReader:
         self._size = 0
         self._stdin: Path | None = None
         if start is not None and (str(path) == STDIN or not _splits_on_bytes(encoding)):
-            raise ValueError(f"{path}: reading from a byte offset needs a file in an encoding whose lines end at single "
-                             f"bytes (not standard input, not {encoding})")
+            raise UserError(f"{path}: reading from a byte offset needs a file in an encoding whose lines end at single "
+                            f"bytes (not standard input, not {encoding})")
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # JSONL lines end at "\n" only (a CR is whitespace to JSON); CSV reads every line end (RFC 4180 quoting)
@@ -345,7 +348,7 @@ def iter_records(
 
     ``fmt`` defaults to :func:`file_format` of ``path`` (standard input, ``-``: JSONL when its first character is
     ``{``, else CSV). A CSV file first yields ``("header", {column: column})``; a CSV row with more or fewer fields
-    than the header, a duplicated column name, or text that is not valid ``encoding`` raises ``ValueError`` naming
+    than the header, a duplicated column name, or text that is not valid ``encoding`` raises ``UserError`` naming
     the line (``strict=False``: a CSV row with too few fields gets ``None`` for the rest, as in an output file cut
     short); a missing file raises ``FileNotFoundError``.
     """
@@ -360,16 +363,16 @@ def output_format(path: str | os.PathLike[str]) -> Format:
 def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = True) -> str:
     value = record.get(column)
     if value is None:
-        raise ValueError(f"{where}: missing value for {column!r}")
+        raise UserError(f"{where}: missing value for {column!r}")
     if not isinstance(value, str):
-        raise ValueError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
+        raise UserError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
     if not allow_empty and not value.strip():
-        raise ValueError(f"{where}: {column!r} is empty")
+        raise UserError(f"{where}: {column!r} is empty")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as err:
-        raise ValueError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
-                         f"{err.start}), which is not text and cannot be written as UTF-8") from None
+        raise UserError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
+                        f"{err.start}), which is not text and cannot be written as UTF-8") from None
     return value
 
 
@@ -379,7 +382,7 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
     reached). ``path`` may be a :class:`RecordReader` (to follow :attr:`~RecordReader.fraction_read`, or to start at
     a :class:`Position`: rows are numbered on from there)."""
     if style is not None and not (isinstance(style, str) and style.strip()):
-        raise ValueError(f"style must be a non-empty string, got {style!r}")
+        raise UserError(f"style must be a non-empty string, got {style!r}")
     reader = path if isinstance(path, RecordReader) else RecordReader(path, encoding=encoding)
     needed = [c for c in INPUT_COLUMNS if not (c == "style" and style is not None)]
     name = "<stdin>" if str(reader.path) == STDIN else str(reader.path)
@@ -389,19 +392,19 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
             missing = [c for c in needed if c not in record]
             if missing:
                 found = ", ".join(repr(c) for c in record) or "none"
-                raise ValueError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
-                                 + ("; give the style with --style" if missing == ["style"] else ""))
+                raise UserError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
+                                + ("; give the style with --style" if missing == ["style"] else ""))
             continue
         loc = f"{name}, row {index} ({where})"
         missing = [c for c in needed if c not in record]
         if missing:
-            raise ValueError(f"{loc}: missing column(s) {', '.join(map(repr, missing))}"
-                             + ("; give the style with --style" if missing == ["style"] else ""))
+            raise UserError(f"{loc}: missing column(s) {', '.join(map(repr, missing))}"
+                            + ("; give the style with --style" if missing == ["style"] else ""))
         extra = {k: v for k, v in record.items() if k not in INPUT_COLUMNS}
         clash = sorted(set(extra) & RESERVED_FIELDS)
         if clash:
-            raise ValueError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
-                             "rename or drop them")
+            raise UserError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
+                            "rename or drop them")
         yield InputRow(
             row=index,
             source=_text(record, "source", loc),
@@ -413,14 +416,14 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
         )
         index += 1
     if index == first == 0:
-        raise ValueError(f"{name}: no rows to score (the file is empty or has only a header)")
+        raise UserError(f"{name}: no rows to score (the file is empty or has only a header)")
 
 
 def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: str = "utf-8") -> list[InputRow]:
     """Read and validate an input file (CSV or JSONL; ``-``: standard input) with the columns ``source``,
     ``rewrite``, ``style``; other columns are kept in :attr:`InputRow.extra` (carried through to the output).
 
-    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``ValueError``
+    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``UserError``
     naming the file, the row and the problem (missing column, missing / non-string value, empty style, malformed
     CSV, wrong encoding, no rows at all). :func:`iter_rows` reads the rows lazily.
     """
@@ -442,7 +445,7 @@ def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS
     """
     records, torn = _read_scores(Path(path), kind)
     if torn:
-        raise ValueError(f"{path}, {torn}: the last record is incomplete (an interrupted write)")
+        raise UserError(f"{path}, {torn}: the last record is incomplete (an interrupted write)")
     return records
 
 
@@ -461,15 +464,15 @@ class TornTail:
 
 def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[str, Any]]:
     """The complete records of an output file, read lazily; an incomplete last record is not yielded, its location
-    goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``ValueError``."""
+    goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``UserError``."""
     pending: str | None = None  # where a record cut short was: an error unless it is the last
     for where, record in iter_records(path, output_format(path), strict=False):
         if pending is not None:
-            raise ValueError(f"{path}, {pending}: incomplete record")
+            raise UserError(f"{path}, {pending}: incomplete record")
         missing = [f for f in kind.fields if f not in record]
         if missing:
             what = "file" if where == "header" else f"record ({where})"
-            raise ValueError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
+            raise UserError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
         if where == "header":
             continue
         if any(record[f] is None for f in ("row", "source", "rewrite", "style", "signature")):
@@ -479,7 +482,7 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
             row = int(record["row"])
             record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
         except (TypeError, ValueError):
-            raise ValueError(f"{path}, {where}: corrupt record (bad row or score)") from None
+            raise UserError(f"{path}, {where}: corrupt record (bad row or score)") from None
         yield record
     torn.where = pending
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from styleeval.errors import UserError
 from styleeval.files.records import (
     AUTORATER_RECORDS,
     LOGPROB_RECORDS,
@@ -37,8 +38,8 @@ class Shard:
 
     def __post_init__(self) -> None:
         if self.count < 1 or not 0 <= self.index < self.count:
-            raise ValueError(f"shard {self.index}/{self.count}: K/N needs N >= 1 and 0 <= K < N (shards are "
-                             f"numbered from 0, e.g. --shard $SLURM_ARRAY_TASK_ID/{max(self.count, 1)})")
+            raise UserError(f"shard {self.index}/{self.count}: K/N needs N >= 1 and 0 <= K < N (shards are "
+                            f"numbered from 0, e.g. --shard $SLURM_ARRAY_TASK_ID/{max(self.count, 1)})")
 
     @classmethod
     def parse(cls, text: str | Shard | None) -> Shard | None:
@@ -48,7 +49,7 @@ class Shard:
         try:
             index, count = (int(part) for part in str(text).split("/"))
         except ValueError:
-            raise ValueError(f"shard {text!r}: expected K/N, e.g. 0/4 for the first of four shards") from None
+            raise UserError(f"shard {text!r}: expected K/N, e.g. 0/4 for the first of four shards") from None
         return cls(index, count)
 
     def __contains__(self, row: int) -> bool:
@@ -139,12 +140,12 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
 
     paths = [Path(f) for f in files]
     if not paths:
-        raise ValueError("no shard files to merge")
+        raise UserError("no shard files to merge")
     if kind is None:
         kind = AUTORATER_RECORDS if "meaning" in _keys(paths[0]) else LOGPROB_RECORDS
     out = Path(output)
     if any(out.resolve() == p.resolve() for p in paths if p.exists()):
-        raise ValueError(f"{out}: the merged file must not be one of the shard files")
+        raise UserError(f"{out}: the merged file must not be one of the shard files")
     seen = RowSet()
     signature: str | None = None
     residues: dict[Path, set[int]] = {}
@@ -155,34 +156,34 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
         if extra is None:
             extra = columns
         elif columns != extra:
-            raise ValueError(f"{path}: has the columns {columns} but {paths[0]} has {extra}; shards of one input "
-                             "carry the same columns")
+            raise UserError(f"{path}: has the columns {columns} but {paths[0]} has {extra}; shards of one input "
+                            "carry the same columns")
         sample: list[int] = []  # a few rows of the file: which shard it is
         for record in _records(path, kind):
             r = record["row"]
             if signature is None:
                 signature = record["signature"]
             elif record["signature"] != signature:
-                raise ValueError(f"{path}, row {r}: signature {record['signature']!r} differs from "
-                                 f"{signature!r} in the files before; shards must come from one model and settings")
+                raise UserError(f"{path}, row {r}: signature {record['signature']!r} differs from "
+                                f"{signature!r} in the files before; shards must come from one model and settings")
             if r in seen:
                 first = next(p for p in paths if any(x["row"] == r for x in _records(p, kind)))  # found again
-                raise ValueError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
-                                 "under two names, or an unsharded file given with its shards?)")
+                raise UserError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
+                                "under two names, or an unsharded file given with its shards?)")
             seen.add(r)
             if len(sample) < 64:
                 sample.append(r)
             largest = max(largest, r)
         residues[path] = set(sample)
     if signature is None:
-        raise ValueError("the shard files hold no records")
+        raise UserError("the shard files hold no records")
     n = total if total is not None else largest + 1
     if total is not None and largest >= total:
-        raise ValueError(f"a shard file has row {largest} but the input has {total} rows")
+        raise UserError(f"a shard file has row {largest} but the input has {total} rows")
     missing = list(seen.missing(n))
     if missing:
-        raise ValueError(f"rows {_ranges(missing)} ({len(missing)} of {n}) are in none of the files"
-                         + _missing_shards(missing, residues, len(paths)))
+        raise UserError(f"rows {_ranges(missing)} ({len(missing)} of {n}) are in none of the files"
+                        + _missing_shards(missing, residues, len(paths)))
     fmt = output_format(out)
     assert extra is not None
 
@@ -217,8 +218,8 @@ def _records(path: Path, kind: RecordKind) -> Iterator[dict[str, Any]]:
     torn = TornTail()
     yield from iter_scores(path, kind, torn)
     if torn.where:
-        raise ValueError(f"{path}, {torn.where}: the last record is incomplete (an interrupted write); run its shard "
-                         "again to finish it")
+        raise UserError(f"{path}, {torn.where}: the last record is incomplete (an interrupted write); run its shard "
+                        "again to finish it")
 
 
 def _keys(path: Path) -> list[str]:
@@ -227,12 +228,12 @@ def _keys(path: Path) -> list[str]:
         raise FileNotFoundError(f"{path}: no such file")
     for _, record in iter_records(path, output_format(path), strict=False):
         return list(record)
-    raise ValueError(f"{path}: empty file")
+    raise UserError(f"{path}: empty file")
 
 
 def _columns(path: Path, kind: RecordKind) -> list[str]:
     """The extra input columns a record file carries (between ``row`` and ``source``)."""
     keys = _keys(path)
     if "row" not in keys or "source" not in keys:
-        raise ValueError(f"{path}: not a styleeval {kind.name} file (no row / source fields)")
+        raise UserError(f"{path}: not a styleeval {kind.name} file (no row / source fields)")
     return keys[keys.index("row") + 1 : keys.index("source")]

@@ -114,6 +114,7 @@ class ScoresCache:
         if self.root is None:
             return
         from styleeval.files.atomic import write_error
+        from styleeval.files.resume import drop_torn_tail
 
         path = self.partial_path(signature, fingerprint) if shard is None else \
             self.shard_path(signature, fingerprint, shard)
@@ -122,9 +123,7 @@ class ScoresCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists():  # a line torn by a kill is cut off first, so the new line stays readable
-                data = path.read_bytes()
-                if data and not data.endswith(b"\n"):
-                    path.write_bytes(data[: data.rfind(b"\n") + 1])
+                drop_torn_tail(path)
             with open(path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
                 f.flush()
