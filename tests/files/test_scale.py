@@ -256,25 +256,50 @@ def test_a_reader_started_at_a_position_reads_on_as_one_reader_would(tmp_path, n
 
 
 def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir, capsys):
-    rows = [{"source": f"Send me report {i}.", "rewrite": f"Could you send report {i}, please?", "style": "polite",
-             "source_id": f"q{i}"} for i in range(7)]
+    """What merge guarantees with a model (issue 38, item 8): the records one unsharded run writes, every field but
+    the scores equal and in order, the scores within float rounding (float32 sums depend on which rows share a
+    batch: not byte for byte)."""
+    rows = [{"source": f"Send me report {i}{'!' * (i % 4)}.", "rewrite": f"Could you send report {i}, please?" +
+             " Thanks." * (i % 3), "style": "polite", "source_id": f"q{i}"} for i in range(30)]
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     common = ["--model", str(tiny_model_dir), "--device", "cpu", "-q"]
     assert main(["score", str(inp), "--out", str(tmp_path / "whole.jsonl"), *common]) == 0
-    for k in range(2):
-        assert main(["score", str(inp), "--shard", f"{k}/2", "--out", str(tmp_path / f"s{k}.jsonl"), *common]) == 0
-    assert [r["row"] for r in read_scores(tmp_path / "s1.jsonl")] == [1, 3, 5]
-    assert main(["merge", str(tmp_path / "s0.jsonl"), str(tmp_path / "s1.jsonl"), "--input", str(inp),
+    for k in range(3):
+        assert main(["score", str(inp), "--shard", f"{k}/3", "--out", str(tmp_path / f"s{k}.jsonl"), "--chunk-size",
+                     "4", *common]) == 0
+    assert [r["row"] for r in read_scores(tmp_path / "s1.jsonl")] == list(range(1, 30, 3))
+    assert main(["merge", *(str(tmp_path / f"s{k}.jsonl") for k in range(3)), "--input", str(inp),
                  "--out", str(tmp_path / "merged.jsonl")]) == 0
-    assert "7 rows from 2 files" in capsys.readouterr().err
+    assert "30 rows from 3 files" in capsys.readouterr().err
     whole, merged = read_scores(tmp_path / "whole.jsonl"), read_scores(tmp_path / "merged.jsonl")
-    assert [(r["row"], r["source_id"], r["signature"]) for r in merged] == \
-        [(r["row"], r["source_id"], r["signature"]) for r in whole]
-    assert [r["content"] for r in merged] == pytest.approx([r["content"] for r in whole], abs=1e-6)
-    assert [r["style_strength"] for r in merged] == pytest.approx([r["style_strength"] for r in whole], abs=1e-6)
-    assert main(["merge", str(tmp_path / "s0.jsonl"), "--input", str(inp), "--out", str(tmp_path / "m.jsonl")]) == 2
-    assert "shard 1/2 is missing" in capsys.readouterr().err
+    scores = ("content", "style_strength")
+    assert [{k: v for k, v in r.items() if k not in scores} for r in merged] == \
+        [{k: v for k, v in r.items() if k not in scores} for r in whole]
+    for name in scores:
+        assert [r[name] for r in merged] == pytest.approx([r[name] for r in whole], rel=1e-5, abs=1e-6)
+    assert main(["merge", str(tmp_path / "s0.jsonl"), str(tmp_path / "s2.jsonl"), "--input", str(inp),
+                 "--out", str(tmp_path / "m.jsonl")]) == 2
+    assert "shard 1/3 is missing" in capsys.readouterr().err
+
+
+def test_the_docs_promise_what_merge_guarantees():
+    """Wherever the docs compare merged shards with one unsharded run, they say the scores agree within float
+    rounding (they said "byte for byte": 52 of 150 rows differed by up to 9.5e-7)."""
+    import re
+
+    from styleeval.commands import merge
+    from styleeval.files import shards
+
+    root = Path(__file__).resolve().parents[2]
+    texts = {"README.md": (root / "README.md").read_text(encoding="utf-8"),
+             **{f"docs/{p.name}": p.read_text(encoding="utf-8") for p in (root / "docs").glob("*.md")},
+             "merge's help": merge.EPILOG, "files.shards": shards.__doc__, "merge_shards": shards.merge_shards.__doc__}
+    claims = {name: paragraph for name, text in texts.items() for paragraph in re.split(r"\n\s*\n", text)
+              if "unsharded" in paragraph}
+    assert {"docs/scale-out.md", "merge's help", "files.shards"} <= set(claims)
+    for name, paragraph in claims.items():
+        assert "float rounding" in paragraph, f"{name}: {paragraph}"
 
 
 def test_standard_input_is_read_twice_for_a_resume(tmp_path, tiny_model_dir, monkeypatch):

@@ -46,6 +46,8 @@ class RecordKind:
     name: str
     scores: tuple[str, ...]
     extras: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    """The extras that hold text (the others: booleans or lists)."""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -57,7 +59,7 @@ LOGPROB_RECORDS = RecordKind("score", ("content", "style_strength"))
 """``styleeval score`` records (:data:`OUTPUT_FIELDS`)."""
 
 AUTORATER_RECORDS = RecordKind("autorate", ("meaning", "style_rating"),
-                               ("parsed", "reply", "meaning_probs", "style_probs"))
+                               ("parsed", "reply", "meaning_probs", "style_probs"), texts=("reply",))
 """``styleeval autorate`` records: the two ratings (null where paper mode could not read one), ``parsed``, the
 judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
 
@@ -456,6 +458,27 @@ def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], st
     return records, torn.where
 
 
+def _typed_extras(record: dict[str, Any], kind: RecordKind) -> dict[str, Any]:
+    """A CSV record's extras as the JSONL record has them (the inverse of :func:`_csv_extra`): ``true`` / ``false``
+    as booleans, JSON text as lists, an empty cell as null; a text extra (``kind.texts``) as it is, except that an
+    empty one is null where the record has lists (the autorater's expected mode has rating distributions and no
+    reply; paper mode's reply may be empty). ``ValueError`` for anything else (a corrupt record)."""
+    out: dict[str, Any] = {}
+    for name in kind.extras:
+        text = record.get(name)
+        if name in kind.texts or text is None:
+            out[name] = text
+        elif text == "":
+            out[name] = None
+        elif text in ("true", "false"):
+            out[name] = text == "true"
+        else:
+            out[name] = json.loads(text)
+    if any(isinstance(v, list) for v in out.values()):
+        out.update({name: None for name in kind.texts if out[name] == ""})
+    return out
+
+
 class TornTail:
     """Set by :func:`iter_scores` to the location of an incomplete last record (a CSV row cut short)."""
 
@@ -466,6 +489,7 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
     """The complete records of an output file, read lazily; an incomplete last record is not yielded, its location
     goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``UserError``."""
     pending: str | None = None  # where a record cut short was: an error unless it is the last
+    csv_file = output_format(path) == "csv"
     for where, record in iter_records(path, output_format(path), strict=False):
         if pending is not None:
             raise UserError(f"{path}, {pending}: incomplete record")
@@ -481,8 +505,10 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
         try:
             row = int(record["row"])
             record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
+            if csv_file:
+                record.update(_typed_extras(record, kind))
         except (TypeError, ValueError):
-            raise UserError(f"{path}, {where}: corrupt record (bad row or score)") from None
+            raise UserError(f"{path}, {where}: corrupt record (bad row, score or field)") from None
         yield record
     torn.where = pending
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from styleeval.errors import UserError
-from styleeval.files.records import STDIN, Position
+from styleeval.files.records import STDIN, InputRow, Position
 
 
 def real_path(output: Path) -> Path:
@@ -76,6 +76,18 @@ def drop_torn_tail(path: Path) -> None:
                 return
             position = start
         f.truncate(0)  # not one complete record
+
+
+def same_input(out: Path, record: dict[str, Any], row: InputRow,
+               advice: str = "use another --out, or --overwrite") -> None:
+    """A record of ``out`` was written for input row ``row``: the same source, rewrite and style (an error naming
+    the first that differs, and ``advice``, otherwise)."""
+    for name in ("source", "rewrite", "style"):
+        if record[name] != getattr(row, name):
+            raise UserError(
+                f"{out} was written for a different input: row {row.row} has {name} {record[name]!r:.60} in "
+                f"{out.name} but {getattr(row, name)!r:.60} in the input ({advice})"
+            )
 
 
 def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | None) -> None:

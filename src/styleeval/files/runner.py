@@ -51,6 +51,7 @@ from styleeval.files.resume import (
     drop_torn_tail,
     read_index,
     real_path,
+    same_input,
     write_index,
 )
 from styleeval.files.shards import RowSet, Shard
@@ -315,12 +316,12 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
             if current is None:
                 raise _other_input(out, r, read)
             read += 1
-        _same_input(out, record, current)
+        same_input(out, record, current)
     if late:
         for row in input_rows():
             record = late.pop(row.row, None)
             if record is not None:
-                _same_input(out, record, row)
+                same_input(out, record, row)
             if not late:
                 break
     return _Done(finished, by_signature, torn.where)
@@ -329,15 +330,6 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
 def _other_input(out: Path, row: int, size: int) -> UserError:
     return UserError(f"{out} was written for a different input: it has row {row} but the input has {size} rows "
                      "(use another --out, or --overwrite)")
-
-
-def _same_input(out: Path, record: dict[str, Any], row: InputRow) -> None:
-    for name in ("source", "rewrite", "style"):
-        if record[name] != getattr(row, name):
-            raise UserError(
-                f"{out} was written for a different input: row {row.row} has {name} {record[name]!r:.60} in "
-                f"{out.name} but {getattr(row, name)!r:.60} in the input (use another --out, or --overwrite)"
-            )
 
 
 def _rewrite_complete_records(out: Path, kind: RecordKind, fmt: Format, extra_columns: Sequence[str]) -> None:

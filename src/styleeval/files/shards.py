@@ -3,8 +3,11 @@
 ``--shard K/N`` takes the input rows whose number is ``K`` modulo ``N`` (``0 <= K < N``): N jobs (a SLURM array, N
 GPUs, N servers) each score a deterministic 1/N of the rows into their own file, with no coordinator. Round-robin
 rows need no row count up front and give every shard the same mix of short and long rows. :func:`merge_shards`
-checks that the shard files carry one signature, that no row is in two files and none is missing, and writes the
-records in input order: the file one unsharded run writes (tested byte for byte).
+checks that the shard files carry one signature, that no row is in two files and none is missing, and (given the
+input) that every record is its input row's, and writes the records in input order: the records one unsharded run
+writes, with the same text in the same order, and scores equal to that run's within float rounding (a model's
+float32 sums depend on which rows share a batch; tested). A scorer whose numbers do not depend on the batch (the
+tests' length job) gives the unsharded file byte for byte.
 """
 
 from __future__ import annotations
@@ -20,13 +23,17 @@ from styleeval.errors import UserError
 from styleeval.files.records import (
     AUTORATER_RECORDS,
     LOGPROB_RECORDS,
+    InputRow,
     RecordKind,
+    RecordReader,
     TornTail,
     format_in_batches,
     iter_records,
+    iter_rows,
     iter_scores,
     output_format,
 )
+from styleeval.files.resume import same_input
 
 
 @dataclass(frozen=True)
@@ -126,26 +133,42 @@ class MergeResult:
 
 
 def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *,
-                 kind: RecordKind | None = None, total: int | None = None) -> MergeResult:
+                 kind: RecordKind | None = None, total: int | None = None, input: str | os.PathLike[str] | None = None,
+                 style: str | None = None, encoding: str = "utf-8") -> MergeResult:
     """Merge the output files of sharded ``score`` / ``autorate`` runs into ``output`` (JSONL, or CSV when it ends in
     ``.csv``), in input order, in bounded memory.
 
-    Checked before anything is written: every record of every file carries one signature (the first that differs is
-    named); no row is in two files (both named); no row is missing between 0 and the largest row (or ``total``, the
-    input's row count, when given): the missing rows are named, with the shard they belong to when the files are
-    the shards ``K/N`` of one ``N``; and the files carry the same columns. ``kind``: the records' kind (default:
-    ``score`` records, or ``autorate`` ones when the first file has ratings).
+    Checked before anything is written: ``output`` is none of the files, nor ``input`` (under any name: links
+    too); every record of every file carries one signature (the first that differs is named); no row is in two files
+    (both named); no row is missing between 0 and the largest row (or ``total``, or ``input``'s row count): the
+    missing rows are named, with the shard they belong to when the files are the shards ``K/N`` of one ``N``; and
+    the files carry the same columns. With ``input`` (the file the shards were scored from, read in ``encoding``),
+    every record's source, rewrite and style must be its input row's (the style: ``style``, the shards' ``--style``,
+    when given; else the input's style column; an input without one was scored with one ``--style``, which every
+    shard must share): shards of another input of the same length, or of runs with another ``--style``, are refused
+    naming the row. ``kind``: the records' kind (default: ``score`` records, or ``autorate`` ones when the first file
+    has ratings).
+
+    The merged records equal, field for field and in order, those one unsharded run writes, except that scores may
+    differ within float rounding (a model's float32 arithmetic depends on which rows share a batch); records read
+    from CSV files get their JSONL types back (booleans, lists, nulls) when written as JSONL.
     """
-    from styleeval.files.atomic import atomic_write
+    from styleeval.files.atomic import atomic_write, check_output_path
 
     paths = [Path(f) for f in files]
     if not paths:
         raise UserError("no shard files to merge")
+    out = Path(output)
+    check_output_path(out, paths, what="the merged file", of="one of the shard files")
+    reader = None if input is None else RecordReader(input, encoding=encoding)  # standard input: copied once
+    if reader is not None:
+        check_output_path(out, [reader.path], what="the merged file", of="the input file")
+        rows = sum(1 for where, _ in reader if where != "header")
+        if total is not None and total != rows:
+            raise UserError(f"total={total} but {input} has {rows} rows")
+        total = rows
     if kind is None:
         kind = AUTORATER_RECORDS if "meaning" in _keys(paths[0]) else LOGPROB_RECORDS
-    out = Path(output)
-    if any(out.resolve() == p.resolve() for p in paths if p.exists()):
-        raise UserError(f"{out}: the merged file must not be one of the shard files")
     seen = RowSet()
     signature: str | None = None
     residues: dict[Path, set[int]] = {}
@@ -166,6 +189,9 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
             elif record["signature"] != signature:
                 raise UserError(f"{path}, row {r}: signature {record['signature']!r} differs from "
                                 f"{signature!r} in the files before; shards must come from one model and settings")
+            if style is not None and record["style"] != style:
+                raise UserError(f"{path}, row {r}: style {record['style']!r}, not {style!r} (--style): scored in "
+                                "another run")
             if r in seen:
                 first = next(p for p in paths if any(x["row"] == r for x in _records(p, kind)))  # found again
                 raise UserError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
@@ -187,9 +213,35 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     fmt = output_format(out)
     assert extra is not None
 
-    merged = heapq.merge(*(_records(p, kind) for p in paths), key=lambda record: record["row"])
-    atomic_write(out, lambda f: f.writelines(format_in_batches(merged, fmt, kind, extra, fmt == "csv")))
+    merged = heapq.merge(*(_tagged(p, kind) for p in paths))  # (row, file, record), in row order
+    records = (record for _, _, record in merged) if reader is None else _same_input_rows(merged, reader, style)
+    atomic_write(out, lambda f: f.writelines(format_in_batches(records, fmt, kind, extra, fmt == "csv")))
     return MergeResult(out, tuple(paths), n, signature)
+
+
+def _tagged(path: Path, kind: RecordKind) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    for record in _records(path, kind):
+        yield record["row"], str(path), record
+
+
+def _same_input_rows(merged: Iterator[tuple[int, str, dict[str, Any]]], input: RecordReader,
+                     style: str | None) -> Iterator[dict[str, Any]]:
+    """The merged records (every row of ``input``, in order), each checked against its input row."""
+    first = next(iter(input), ("", {}))[1]
+    implied: tuple[str, str, int] | None = None  # an input without styles: the style of the run, where it was read
+    rows: Iterator[InputRow] | None = None
+    for r, path, record in merged:
+        if rows is None:
+            if style is None and "style" not in first:
+                implied = (record["style"], path, r)
+            rows = iter_rows(input, style=style if implied is None else implied[0])
+        if implied is not None and record["style"] != implied[0]:
+            raise UserError(f"{path}, row {r}: style {record['style']!r}, but {implied[1]}, row {implied[2]}: "
+                            f"{implied[0]!r}: the shards were scored with different --style (merge the shards of "
+                            "one run)")
+        same_input(Path(path), record, next(rows), advice="merge the shards scored from this input, or give "
+                   "--style when the shards were scored with one")
+        yield record
 
 
 def _missing_shards(missing: list[int], residues: dict[Path, set[int]], files: int) -> str:
