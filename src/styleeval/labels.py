@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 from styleeval.corpora import SPECS
+from styleeval.escaping import md_cell
+
+__all__ = ["dataset_label", "md_cell", "metric_label"]
 
 
 def dataset_label(name: str) -> str:
@@ -21,9 +24,3 @@ def metric_label(name: str) -> str:
     if name.startswith("logprob_"):
         return f"LogProb {name[8:]}"
     return name
-
-
-def md_cell(text: object) -> str:
-    """``text`` safe in one Markdown table cell (or list item): a ``|`` escaped, line breaks as spaces, so a name
-    such as ``A | 99 |`` or one with a newline cannot add a column or a row."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")

@@ -117,7 +117,9 @@ def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow
     that could not be computed and why, unless ``allow_missing`` (then 0, the notes already said it)."""
     if not failed or allow_missing:
         return 0
-    named = "; ".join(f"{label} ({why})" for label, why in failed.items())
+    from styleeval.escaping import terminal_text
+
+    named = terminal_text("; ".join(f"{label} ({why})" for label, why in failed.items()), lines=True)
     count = f"{len(failed)} requested metric{'' if len(failed) == 1 else 's'}"
     it = "it" if len(failed) == 1 else "them"
     print(f"styleeval {command}: error: {count} could not be computed: {named}. The report in {out} lacks {it}; fix "

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from styleeval.errors import UserError
+from styleeval.escaping import terminal_text
 
 EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
@@ -123,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=not args.no_progress,
                               data_dir=args.data_dir,
-                              log=lambda message: print(f"note: {message}", file=sys.stderr))
+                              log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
+                                                        file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots)
     if args.format == "json":
         print(paths["json"].read_text(encoding="utf-8"))

@@ -15,6 +15,7 @@ import sys
 import time
 
 from styleeval.errors import UserError
+from styleeval.escaping import terminal_text
 
 
 def _csv_list(value: str) -> list[str]:
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_metaeval(
         datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
         cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
-        log=lambda msg: print(f"note: {msg}", file=sys.stderr), style_words=args.style_words,
+        log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
     )
     paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids)
@@ -179,11 +180,14 @@ def _check_out_dir(out) -> None:
             return
 
 
-def _score_file_metrics(file: str) -> list[str]:
-    """``precomputed:file=FILE:column=C`` for every column of FILE except ``id``."""
+def _score_file_metrics(file: str) -> list:
+    """A precomputed metric for every column of FILE except ``id``, named after the column. Built from the file and
+    the column's name (:func:`styleeval.metrics.precomputed.from_file`), never from a spec written with it: a column
+    named ``m:column=rand2`` is the column ``m:column=rand2``, not an option."""
     from pathlib import Path
 
     from styleeval.files.records import iter_records
+    from styleeval.metrics.precomputed import from_file
 
     if not Path(file).is_file():
         raise UserError(f"--scores {file}: no such file")
@@ -192,5 +196,5 @@ def _score_file_metrics(file: str) -> list[str]:
         if where == "header" or columns:
             if "id" not in record:
                 raise UserError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
-            return [f"precomputed:file={file}:column={c}:as={c}" for c in columns]
+            return [from_file(file, column) for column in columns]
     raise UserError(f"{file}: no scores")

@@ -8,7 +8,10 @@ per input row::
 
 ``row`` is the 0-based index of the row in the input file (blank lines are not counted). Numeric scores are written
 empty (CSV) / null (JSONL) when NaN; so is a non-finite number in a carried-through column. CSV fields may be of any
-length (the csv module's 131,072-character limit is lifted for reading).
+length (the csv module's 131,072-character limit is lifted for reading). In CSV output a text that a spreadsheet
+would run as a formula (``=HYPERLINK(...)``, ``@SUM(...)``) is written with a leading ``'``
+(:func:`styleeval.escaping.csv_text`), which :func:`iter_scores` / :func:`read_scores` remove: every text reads back
+as given.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from styleeval.errors import UserError
+from styleeval.escaping import csv_text, csv_untext
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -505,7 +509,8 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
         try:
             row = int(record["row"])
             record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
-            if csv_file:
+            if csv_file:  # texts as given (not as escaped for spreadsheets), extras with their types
+                record = {k: csv_untext(v) if isinstance(v, str) else v for k, v in record.items()}
                 record.update(_typed_extras(record, kind))
         except (TypeError, ValueError):
             raise UserError(f"{path}, {where}: corrupt record (bad row, score or field)") from None
@@ -559,7 +564,7 @@ def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool
         writer.writeheader()
     for r in records:
         writer.writerow({f: ("" if math.isnan(r[f]) else repr(r[f])) if f in kind.scores
-                         else _csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f]
+                         else csv_text(_csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f])
                          for f in fields})
     return buf.getvalue()
 

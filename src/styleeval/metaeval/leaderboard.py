@@ -209,7 +209,9 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
-    board.to_csv(paths["csv"], index=False)
+    from styleeval.escaping import spreadsheet_safe
+
+    spreadsheet_safe(board).to_csv(paths["csv"], index=False)
     paths["md"].write_text(leaderboard_markdown(board), encoding="utf-8")
     if plots and (board["statistic"] == "acc_eq").any():
         import matplotlib.pyplot as plt

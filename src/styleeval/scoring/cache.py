@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from styleeval.errors import UserError
+
 DEFAULT_CACHE_DIR = Path("~/.cache/styleeval/scores")
 
 
@@ -96,14 +98,14 @@ class ScoresCache:
             return {}, [], 0
         counts = sorted({count for _, count, _ in found})
         if len(counts) > 1:
-            raise ValueError(f"{base.parent}: shard files of {' and '.join(map(str, counts))} shards; a run is sharded "
-                             "one way: remove the files of the other")
+            raise UserError(f"{base.parent}: shard files of {' and '.join(map(str, counts))} shards; a run is sharded "
+                            "one way: remove the files of the other")
         merged: dict[int, float] = {}
         owner: dict[int, Path] = {}
         for _, _, path in found:
             for row, score in _read_rows(path, n).items():
                 if row in owner:
-                    raise ValueError(f"row {row} is in {owner[row]} and in {path}: the shards overlap")
+                    raise UserError(f"row {row} is in {owner[row]} and in {path}: the shards overlap")
                 owner[row] = path
                 merged[row] = score
         return merged, [f"{k}/{count}" for k, count, _ in found], counts[0]

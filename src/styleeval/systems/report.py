@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.labels import md_cell, metric_label
+from styleeval.escaping import md_cell, md_code, spreadsheet_safe, terminal_text
+from styleeval.labels import metric_label
 
 HUMAN_PREFIX = "human_"
 """Input columns ``human_<dimension>`` are human ratings, compared with the metrics."""
@@ -115,9 +116,10 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
 
 
 def to_text(report: SystemsReport) -> str:
-    """The systems table aligned in columns, as sacrebleu prints its table (names as given, one line each)."""
+    """The systems table aligned in columns, as sacrebleu prints its table (names as given, one line each; control
+    characters shown as escapes, :func:`~styleeval.escaping.terminal_text`)."""
     header, rows = _cells(report)
-    rows = [[" ".join(str(c).split()) for c in r] for r in rows]
+    header, *rows = [[terminal_text(" ".join(str(c).split())) for c in r] for r in [header, *rows]]
     widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
@@ -131,15 +133,15 @@ def to_markdown(report: SystemsReport) -> str:
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
     corpus = [metric_label(m) for m, a in report.aggregates.items() if a == "corpus"]
-    aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score of the system's rewrites (its paired tests are "
-                 f"sacrebleu's); the others: the mean of the row scores" if corpus else "the mean of the row scores")
+    aggregate = (f"{md_cell(', '.join(corpus))}: sacrebleu's corpus score of the system's rewrites (its paired tests "
+                 f"are sacrebleu's); the others: the mean of the row scores" if corpus else "the mean of the row scores")
     out = [
         "# System evaluation", "",
         f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: score [95% bootstrap CI] "
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
-        f"neighbouring clusters need not differ significantly. Sorted by {metric_label(report.sort_by)}.", "",
+        f"neighbouring clusters need not differ significantly. Sorted by {md_cell(metric_label(report.sort_by))}.", "",
         _table(header, rows + [n_row]), "",
     ]
     significant = report.pairs[report.pairs["significant"]]
@@ -156,8 +158,9 @@ def to_markdown(report: SystemsReport) -> str:
                 _table(["human", "metric", "Pearson r", "pairwise accuracy", "systems"], [
                     [r.human, metric_label(r.metric), fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3),
                      str(r.n_systems)] for r in report.agreement.itertuples()]), ""]
-    out += ["## Signatures", ""] + [f"- {metric_label(m)}: `{s}`" for m, s in report.signatures.items()]
-    out += [f"- {metric_label(m)} paired test (sacrebleu): `{s}`" for m, s in report.test_signatures.items()] + [""]
+    out += ["## Signatures", ""] + [f"- {md_cell(metric_label(m))}: {md_code(s)}" for m, s in report.signatures.items()]
+    out += [f"- {md_cell(metric_label(m))} paired test (sacrebleu): {md_code(s)}"
+            for m, s in report.test_signatures.items()] + [""]
     if report.notes:
         out += ["## Notes", ""] + [f"- {md_cell(n)}" for n in report.notes] + [""]
     return "\n".join(out)
@@ -299,22 +302,6 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
 """Every file ``styleeval evaluate`` may write in OUT (a rerun removes those it does not write)."""
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text cells that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a
-    carriage return: OWASP's CSV-injection list) prefixed with a single quote, as OWASP recommends; numbers stay
-    numbers. Used for ``systems.csv`` and ``pairs.csv`` (``rows.jsonl`` and ``report.json`` keep the names as
-    given)."""
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = [("'" + v) if isinstance(v, str) and v.startswith(FORMULA_START) else v
-                           for v in out[column]]
-    return out
-
-
 def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
     """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths. Each file is written under a
     temporary name and renamed into place (a full disk or a read-only OUT is one error naming the path, and the
