@@ -442,7 +442,12 @@ def buggy_metrics(tmp_path_factory):
     import buggy_plugin
 
     yield folder, buggy_plugin
+    from styleeval.metrics.registry import REGISTRY
+
     sys.path.remove(str(folder))
+    sys.modules.pop("buggy_plugin", None)
+    for name in ("buggy", "refusing"):
+        REGISTRY.pop(name, None)
 
 
 def test_an_internal_value_error_in_a_metric_keeps_its_traceback(tmp_path, buggy_metrics):

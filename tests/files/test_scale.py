@@ -164,6 +164,19 @@ def test_the_resume_index_sees_every_byte(big_input, tmp_path, full_checks, wher
     assert full_checks == [out]
 
 
+def test_the_resume_index_sees_a_continued_last_line(tmp_path, full_checks):
+    """An input whose last line has no newline, then continued: its hashed part is unchanged, but its last row is
+    not; the index is not trusted (the full check names the row)."""
+    inp, out = tmp_path / "in.csv", tmp_path / "out.jsonl"
+    inp.write_text("source,rewrite,style\n" + "\n".join(f"s{i},r{i},formal" for i in range(5)), encoding="utf-8")
+    run_file(_job(), inp, out, progress=False)  # complete: its index points at the input's end
+    with open(inp, "a", encoding="utf-8") as f:
+        f.write("ly")
+    with pytest.raises(ValueError, match="row 4 has style 'formal' in out.jsonl but 'formally' in the input"):
+        run_file(_job(), inp, out, progress=False)
+    assert full_checks == [out]
+
+
 def test_a_finished_row_from_another_input_is_named_past_the_window(big_input, uninterrupted, tmp_path):
     out = tmp_path / "out.jsonl"
     lines = uninterrupted["jsonl"].read_text(encoding="utf-8").splitlines(keepends=True)[:READ_AHEAD + 100]
@@ -316,17 +329,22 @@ def test_standard_input_is_read_twice_for_a_resume(tmp_path, tiny_model_dir, mon
 
 
 TORN_CHILD = r"""
-import json, resource, sys
+import json, sys
 from styleeval.files import LOGPROB_RECORDS, FileJob, run_file
+
+
+def peak_kb():  # this process's own peak RSS (VmHWM; ru_maxrss would count the parent's before exec)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
 
 class Lengths:
     signature = "lengths|v:1"
 
 job = FileJob(LOGPROB_RECORDS, Lengths, lambda _s, chunk: [
     {"content": -len(r.rewrite) / 7, "style_strength": (len(r.source) % 5) / 3 - 0.5} for r in chunk])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_kb()
 result = run_file(job, sys.argv[1], sys.argv[2], progress=False)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = peak_kb()
 print(json.dumps({"peak_kb": after - before, "skipped": result.skipped, "scored": result.scored}))
 """
 
