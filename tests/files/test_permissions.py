@@ -85,6 +85,11 @@ def test_every_writer_follows_the_umask(tmp_path, umask):
     run_file(_job(), inp, torn, max_rows=2, progress=False)
     torn.write_bytes(torn.read_bytes() + b'2,s2,"r\n')
     written.append(run_file(_job(), inp, torn, progress=False).output)
+    replaced = tmp_path / "replaced.jsonl"  # --overwrite keeps the mode of the file it replaces, as open("w") does
+    run_file(_job(), inp, replaced, progress=False)
+    replaced.chmod(0o640)
+    run_file(_job(), inp, replaced, overwrite=True, progress=False)
+    assert _mode(replaced) == 0o640
     scores = pd.DataFrame({"row": range(6), "system": ["a", "b"] * 3, "source_id": [0, 0, 1, 1, 2, 2],
                            "m": [0.1, 0.2, 0.3, 0.5, 0.2, 0.9]})
     report = compare_systems(scores, {"m": "m|v:1"}, n_boot=10, trials=10)

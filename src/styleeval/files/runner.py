@@ -127,6 +127,7 @@ class _Sink:
             if replace:
                 self.target = output.with_name(output.name + ".partial")
                 self.file = open(self.target, "w", encoding="utf-8", newline="")
+                os.fchmod(self.file.fileno(), os.stat(output).st_mode & 0o7777)  # OUT keeps its mode, as open() would
             else:
                 self.file = open(output, "a", encoding="utf-8", newline="")
 
