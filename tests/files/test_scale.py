@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -38,14 +37,6 @@ def _job(scored: list[int] | None = None) -> FileJob:
     return FileJob(LOGPROB_RECORDS, _Lengths, score_chunk)
 
 
-def _written_an_hour_ago(path: Path) -> Path:
-    """An input written well before the run (as real inputs are): its resume index is trusted (an input modified
-    within 2 s of the index could change again without its modification time changing)."""
-    old = time.time() - 3600
-    os.utime(path, (old, old))
-    return path
-
-
 @pytest.fixture(scope="module")
 def big_input(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("big") / "in.jsonl"
@@ -53,7 +44,7 @@ def big_input(tmp_path_factory) -> Path:
         for i in range(ROWS):
             f.write(json.dumps({"source": f"source {i} " + "x" * (i % 13), "rewrite": f"rewrite, {i}\n" * (1 + i % 3),
                                 "style": "formal", "source_id": f"s{i // 3}"}) + "\n")
-    return _written_an_hour_ago(path)
+    return path
 
 
 @pytest.fixture
@@ -151,7 +142,6 @@ def test_the_resume_index_sees_every_byte(big_input, tmp_path, full_checks, wher
     modification times, was trusted and the stale row kept)."""
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     shutil.copy(big_input, inp)
-    _written_an_hour_ago(inp)
     run_file(_job(), inp, out, max_rows=11_000, chunk_size=1000, progress=False)
     if where.startswith("input"):
         _edit_in_place(inp, b'"rewrite, 100\\n', b'"REWRITE, 100\\n')  # row 100: ~1.3 MB before the resume point
