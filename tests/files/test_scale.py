@@ -154,6 +154,28 @@ def test_the_resume_index_sees_every_byte(big_input, tmp_path, full_checks, wher
     assert full_checks == [out]
 
 
+def test_an_input_edited_while_its_rows_are_scored_is_seen(tmp_path, full_checks):
+    """The input's hash in the index is of the bytes the finished rows were parsed from, not of the file read again
+    when the index is written: an input edited in place during the run (a row already read, same size) is seen by
+    the next resume."""
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text("".join(json.dumps({"source": f"s {i}", "rewrite": f"rewrite {i}", "style": "formal"}) + "\n"
+                           for i in range(20)), encoding="utf-8")
+    job = _job()
+    score = job.score_chunk
+
+    def edit_then_score(scorer, chunk):
+        if chunk[0].row == 0:  # row 1 is read already (the read-ahead): the file changes under the run
+            _edit_in_place(inp, b'"rewrite 1"', b'"REWRITE 1"')
+        return score(scorer, chunk)
+
+    run_file(FileJob(LOGPROB_RECORDS, _Lengths, edit_then_score), inp, out, max_rows=10, chunk_size=4,
+             progress=False)
+    with pytest.raises(ValueError, match="row 1 has rewrite 'rewrite 1' in out.jsonl but 'REWRITE 1' in the input"):
+        run_file(_job(), inp, out, progress=False)
+    assert full_checks == [out]
+
+
 def test_the_resume_index_sees_a_continued_last_line(tmp_path, full_checks):
     """An input whose last line has no newline, then continued: its hashed part is unchanged, but its last row is
     not; the index is not trusted (the full check names the row)."""

@@ -94,6 +94,7 @@ class InputRow:
     where: str
     extra: dict[str, Any] = field(default_factory=dict)  # the input's other columns, carried through to the output
     end: Position | None = None  # where the next row starts in the file (None: unknown, e.g. a UTF-16 file)
+    end_digest: Any = field(default=None, compare=False, repr=False)  # the hash of the file's bytes before ``end``
 
 
 
@@ -188,12 +189,13 @@ def _splits_on_bytes(encoding: str) -> bool:
 
 
 class _Cursor:
-    """How far a byte-line reader has come: bytes and lines handed out."""
+    """How far a byte-line reader has come: bytes and lines handed out, and (``digest``, a hashlib object, when
+    given) the hash of those bytes."""
 
-    __slots__ = ("offset", "lines")
+    __slots__ = ("offset", "lines", "digest")
 
-    def __init__(self, offset: int) -> None:
-        self.offset, self.lines = offset, 0
+    def __init__(self, offset: int, digest: Any = None) -> None:
+        self.offset, self.lines, self.digest = offset, 0, digest
 
 
 _BARE_CR = re.compile(rb"(?<=\r)(?!\n)")
@@ -219,6 +221,8 @@ def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _
             for line in (part for part in _BARE_CR.split(chunk) if part) if split else (chunk,):
                 cursor.offset += len(line)
                 cursor.lines += 1
+                if cursor.digest is not None:
+                    cursor.digest.update(line)
                 if first:
                     first = False
                     yield decode(line).removeprefix("\ufeff")
@@ -278,12 +282,17 @@ class RecordReader:
 
     :attr:`position` is where the record after the last one yielded starts (``None`` for an encoding whose lines do
     not end at single bytes, e.g. UTF-16); ``start=`` such a :class:`Position` reads on from there (a CSV file's
-    header is read from its first line) with the same line numbers and record count."""
+    header is read from its first line) with the same line numbers and record count. ``digest=`` a hashlib object
+    holding the hash of the file's bytes before ``start`` (a fresh one without ``start``): each iteration hashes on
+    from a copy of it every byte it reads, and :attr:`position_digest` is the hash of the bytes before
+    :attr:`position`, exactly the bytes the records up to there were parsed from (``None`` without ``digest``)."""
 
     def __init__(self, path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8",
-                 strict: bool = True, start: Position | None = None) -> None:
+                 strict: bool = True, start: Position | None = None, digest: Any = None) -> None:
         self.path, self.fmt, self.encoding, self.strict, self.start = path, fmt, encoding, strict, start
+        self.digest = digest
         self.position: Position | None = None
+        self.position_digest: Any = None
         self._raw: Any = None
         self._size = 0
         self._stdin: Path | None = None
@@ -318,7 +327,7 @@ class RecordReader:
             if start.offset and (fmt or "csv") == "csv":  # the header is the file's first record
                 header = next(csv.reader(_byte_lines(raw, where, self.encoding, True, _Cursor(0), True)), [])
             raw.seek(start.offset)
-            cursor = _Cursor(start.offset)
+            cursor = _Cursor(start.offset, None if self.digest is None else self.digest.copy())
             lines = _byte_lines(raw, where, self.encoding, not jsonl, cursor, start.offset == 0)
             if fmt is None:
                 fmt, lines = _sniff(lines)
@@ -330,6 +339,8 @@ class RecordReader:
                 if location != "header":
                     records += 1
                     self.position = make(Position, (cursor.offset, line + cursor.lines, records))
+                    if cursor.digest is not None:
+                        self.position_digest = cursor.digest.copy()
                 yield location, record
 
     @property
@@ -419,6 +430,7 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
             where=loc,
             extra=extra,
             end=reader.position,
+            end_digest=reader.position_digest,
         )
         index += 1
     if index == first == 0:

@@ -4,13 +4,15 @@ whole signature, and the resume index that lets a run start without reading them
 
 The **resume index** (``.<OUT name>.resume.json`` beside OUT, rewritten after every chunk) records where in the input
 the first row not yet in OUT starts (byte offset, line, row), how many rows OUT holds (every row of the run before
-that one), OUT's signature and carried columns, the SHA-256 of OUT's bytes and the SHA-256 of the input's bytes
-before that row. A run that finds both files with exactly those bytes (and the same kind of records, encoding,
-``--style`` and ``--shard``) starts reading the input at that offset, having read each file once at disk speed
-instead of parsing and comparing every record (0.9 s instead of 78 s for 10^6 rows, docs/benchmarks.md). Anything
-else (no index, any byte of OUT or of the input's finished part changed, a run killed between a chunk and its
-index) falls back to the full check, which reads every record once. The index is exact: it trusts the files' bytes,
-never their sizes or modification times."""
+that one), OUT's signature and carried columns, the SHA-256 of OUT's bytes (hashed as they are written) and the
+SHA-256 of the input's bytes before that row (hashed by the reader as it parses them: the bytes the finished rows
+came from, even if the file changed since). A run that finds both files with exactly those bytes (and the same kind
+of records, encoding, ``--style`` and ``--shard``) starts reading the input at that offset, having read each file
+once at disk speed instead of parsing and comparing every record (0.9 s instead of 78 s for 10^6 rows,
+docs/benchmarks.md). Anything else (no index, any byte of OUT or of the input's finished part changed, a run killed
+between a chunk and its index, a last input row without its newline continued since) falls back to the full check,
+which reads every record once. The index is exact: it trusts the files' bytes, never their sizes or modification
+times."""
 
 from __future__ import annotations
 
@@ -143,50 +145,31 @@ HASH_BLOCK = 1 << 20
 """Bytes read at a time when hashing a file."""
 
 
-def _hash_file(digest: Any, path: Path | str, start: int = 0, end: int | None = None) -> int:
-    """``digest`` updated with the bytes of ``path`` from ``start`` to ``end`` (default: its end), read in blocks;
-    returns where it stopped (short of ``end`` when the file is shorter)."""
+def hash_file(path: Path | str, end: int | None = None) -> Any:
+    """A SHA-256 object holding the hash of ``path``'s bytes up to ``end`` (default: all), read in blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        f.seek(start)
-        position = start
-        while end is None or position < end:
-            block = f.read(HASH_BLOCK if end is None else min(HASH_BLOCK, end - position))
+        left = end
+        while left is None or left > 0:
+            block = f.read(HASH_BLOCK if left is None else min(HASH_BLOCK, left))
             if not block:
                 break
             digest.update(block)
-            position += len(block)
-    return position
+            if left is not None:
+                left -= len(block)
+    return digest
 
 
-class Digests:
-    """SHA-256 of OUT's bytes and of the input's bytes up to a point, kept as a run writes and reads on: what the
-    resume index records (each file hashed once, then only what is appended or read past)."""
+def input_digest(input: Path | str, encoding: str) -> Any:
+    """A fresh SHA-256 object for the input's reader to hash its bytes with (``None`` where the index cannot
+    serve: standard input, an encoding whose lines do not end at single bytes)."""
+    import hashlib
 
-    def __init__(self, input: Path | str, out: Any = None, input_digest: Any = None, input_offset: int = 0) -> None:
-        import hashlib
+    from styleeval.files.records import _splits_on_bytes
 
-        self.input = input
-        self.out = out if out is not None else hashlib.sha256()
-        self.input_digest = input_digest if input_digest is not None else hashlib.sha256()
-        self.input_offset = input_offset
-
-    @classmethod
-    def of(cls, output: Path, input: Path | str) -> Digests:
-        """OUT as it is now hashed whole; the input not yet."""
-        digests = cls(input)
-        _hash_file(digests.out, output)
-        return digests
-
-    def wrote(self, text: str) -> None:
-        """``text`` was appended to OUT (written as UTF-8)."""
-        self.out.update(text.encode("utf-8"))
-
-    def input_to(self, offset: int) -> str:
-        """The input's SHA-256 from its start to ``offset``."""
-        if offset < self.input_offset:
-            raise AssertionError(f"the input was hashed to {self.input_offset}, past {offset}")
-        self.input_offset = _hash_file(self.input_digest, self.input, self.input_offset, offset)
-        return self.input_digest.hexdigest()
+    return None if str(input) == STDIN or not _splits_on_bytes(encoding) else hashlib.sha256()
 
 
 def _ends_a_line(path: Path | str, offset: int) -> bool:
@@ -204,13 +187,14 @@ def _settings(kind: str, encoding: str, style: str | None, shard: Any) -> dict[s
             "shard": None if shard is None else str(shard)}
 
 
-def write_index(output: Path, digests: Digests, index: ResumeIndex, *, kind: str, encoding: str,
+def write_index(output: Path, out_digest: Any, input_digest: Any, index: ResumeIndex, *, kind: str, encoding: str,
                 style: str | None, shard: Any) -> None:
-    """Record ``index`` for OUT as it is now (after a chunk was written and flushed), with the SHA-256 of OUT's
-    bytes and of the input's bytes before ``index.next``. Written to a temporary file and renamed, so a reader sees
-    the old index or the new one; a failure to write it costs only speed."""
+    """Record ``index`` for OUT as it is now (after a chunk was written and flushed), with the SHA-256 of OUT's bytes
+    (``out_digest``, kept as the run writes) and of the input's bytes before ``index.next`` (``input_digest``: of
+    the bytes the rows written were parsed from, not read again). Written to a temporary file and renamed, so a
+    reader sees the old index or the new one; a failure to write it costs only speed."""
     data = {**_settings(kind, encoding, style, shard),
-            "out_sha256": digests.out.hexdigest(), "input_sha256": digests.input_to(index.next.offset),
+            "out_sha256": out_digest.hexdigest(), "input_sha256": input_digest.hexdigest(),
             "next": list(index.next), "finished": index.finished,
             "signature": index.signature, "first_row": index.first_row, "columns": index.columns}
     path = index_path(output)
@@ -223,14 +207,13 @@ def write_index(output: Path, digests: Digests, index: ResumeIndex, *, kind: str
 
 
 def read_index(output: Path, input: Path | str, *, kind: str, encoding: str, style: str | None,
-               shard: Any) -> tuple[ResumeIndex, Digests] | None:
+               shard: Any) -> tuple[ResumeIndex, Any, Any] | None:
     """OUT's resume index when it describes OUT and the input exactly as they are now: OUT's bytes and the input's
-    bytes before the row to read next have the SHA-256 it recorded (each file read once, at disk speed), and the
-    record kind, encoding, style and shard are this run's. Then also the digests, for the run to keep up to date.
-    ``None`` otherwise (then the full check runs). Read and written under OUT's lock only."""
-    import hashlib
-
-    if str(input) == STDIN:
+    bytes before the row to read next have the SHA-256 it recorded (each file read once, at disk speed), that row
+    starts a line for good, and the record kind, encoding, style and shard are this run's. Then also the SHA-256
+    objects of OUT and of the input's bytes before that row, for the run to hash on from. ``None`` otherwise (then
+    the full check runs). Read and written under OUT's lock only."""
+    if input_digest(input, encoding) is None:
         return None
     try:
         data = json.loads(index_path(output).read_text(encoding="utf-8"))
@@ -239,15 +222,12 @@ def read_index(output: Path, input: Path | str, *, kind: str, encoding: str, sty
             return None
         index = ResumeIndex(Position(*data["next"]), int(data["finished"]), str(data["signature"]),
                             int(data["first_row"]), list(data["columns"]))
-        out = hashlib.sha256()
-        _hash_file(out, output)
-        if out.hexdigest() != data["out_sha256"]:
+        out = hash_file(output)
+        if out.hexdigest() != data["out_sha256"] or os.path.getsize(input) < index.next.offset:
             return None
-        digests = Digests(input, out)
-        if digests.input_to(index.next.offset) != data["input_sha256"] or digests.input_offset != index.next.offset:
-            return None
-        if not _ends_a_line(input, index.next.offset):  # the last row, unterminated, was continued since
-            return None
-        return index, digests
+        before = hash_file(input, index.next.offset)
+        if before.hexdigest() != data["input_sha256"] or not _ends_a_line(input, index.next.offset):
+            return None  # (a last row without its newline, continued since, has its hashed bytes unchanged)
+        return index, out, before
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import itertools
 import os
 import time
@@ -43,12 +44,13 @@ from styleeval.files.records import (
     output_format,
 )
 from styleeval.files.resume import (
-    Digests,
     ResumeIndex,
     _check_signature,
     _existing_header,
     _lock,
     drop_torn_tail,
+    hash_file,
+    input_digest,
     read_index,
     real_path,
     same_input,
@@ -252,8 +254,11 @@ def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: P
     settings = {"kind": job.kind.name, "encoding": encoding, "style": style, "shard": part}
     resumable = out_path is not None and out_path.exists() and not overwrite and out_path.stat().st_size > 0
     found = read_index(out_path, input, **settings) if resumable else None
-    index, digests = found if found is not None else (None, None)
-    reader = RecordReader(input, encoding=encoding, start=index.next if index is not None else None)
+    index, out_digest, start_digest = found if found is not None else (None, None, None)
+    if index is None:  # the reader hashes every byte it reads: what the rows written were parsed from
+        start_digest = None if out_path is None else input_digest(input, encoding)
+    reader = RecordReader(input, encoding=encoding, start=index.next if index is not None else None,
+                          digest=start_digest)
     ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD, index.next.record if index is not None else 0)
     extra_columns = index.columns if index is not None else ahead.columns()
     fields = _fields(job.kind, extra_columns)
@@ -275,13 +280,13 @@ def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: P
     signature = job.get_scorer().signature if (len(done.rows) or max_rows != 0) else None
     _check_signature(where, list(done.by_signature.values()), signature)  # also when nothing is left to do
     keep_index = None
-    if out_path is not None and str(input) != STDIN:
-        if digests is None:  # OUT as the run starts (checked, its torn tail cut), or nothing when it starts afresh
-            digests = Digests.of(out_path, input) if resumable else Digests(input)
-        keep_index = functools.partial(write_index, out_path, digests, **settings)
+    if out_path is not None and start_digest is not None:
+        if out_digest is None:  # OUT as the run starts (checked, its torn tail cut), or nothing when it starts afresh
+            out_digest = hash_file(out_path) if resumable else hashlib.sha256()
+        keep_index = functools.partial(write_index, out_path, out_digest, **settings)
     return _score_rows(job, input, output, reader, ahead, done, part, signature, out_path, out_fmt,
                        extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk,
-                       keep_index, digests)
+                       keep_index, out_digest)
 
 
 def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator[InputRow]],
@@ -360,12 +365,12 @@ def _shard_size(rows: int, shard: Shard | None) -> int:
 
 def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_path, out_fmt, extra_columns,
                 overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk, keep_index,
-                digests) -> ScoreFileResult:
+                out_digest) -> ScoreFileResult:
     """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size``
     rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``, with OUT's
-    ``digests`` kept up to date) when OUT holds exactly the run's rows up to the chunk's last; and once more at the
-    end when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input is
-    read as the work goes (``ahead``); OUT is opened with the first chunk."""
+    hash ``out_digest`` kept up to date) when OUT holds exactly the run's rows up to the chunk's last; and once more
+    at the end when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input
+    is read as the work goes (``ahead``); OUT is opened with the first chunk."""
     from tqdm.auto import tqdm
 
     finished = done.rows
@@ -429,15 +434,16 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
                 sink.write(text)
             except OSError as err:
                 raise _write_error(out_path, err, len(finished) + scored) from None
-            if digests is not None:
-                digests.wrote(text)
+            if out_digest is not None:
+                out_digest.update(text.encode("utf-8"))
             scored += len(records)
             if first_row is None:
                 first_row = chunk[0].row
             last = chunk[-1]  # every row up to it is in OUT now; the index is kept when none after it is
             if keep_index is not None and last.end is not None and (
                     len(finished) + scored == _shard_size(last.row + 1, shard)):
-                keep_index(ResumeIndex(last.end, len(finished) + scored, signature, first_row, extra_columns))
+                keep_index(last.end_digest, ResumeIndex(last.end, len(finished) + scored, signature, first_row,
+                                                        extra_columns))
             if checked.first_row is None:
                 checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
             bar.total = estimated_total()
@@ -450,7 +456,8 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
             checked = _verify(scorer, signature, sink, checked, out_path)  # and once more at the end
         if (keep_index is not None and signature is not None and first_row is not None and last_read is not None
                 and last_read.end is not None and ahead.exhausted and len(finished) + scored == total):
-            keep_index(ResumeIndex(last_read.end, total, str(signature), first_row, extra_columns))
+            keep_index(last_read.end_digest, ResumeIndex(last_read.end, total, str(signature), first_row,
+                                                         extra_columns))
     finally:
         if bar is not None:
             bar.close()
