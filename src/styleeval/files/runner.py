@@ -272,8 +272,9 @@ def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: P
     if index is not None:  # OUT and the input are as the index says: read on from its row
         done = _Done(RowSet(index.next.record, index.finished),
                      {index.signature: {"row": index.first_row, "signature": index.signature}})
-    elif resumable:
-        done = _check_resume(out_path, job.kind, lambda: iter_rows(reader, style=style), part)
+    elif resumable:  # (a reader of its own, that hashes nothing; standard input is copied once, by ``reader``)
+        check = reader if reader.digest is None else RecordReader(input, encoding=encoding)
+        done = _check_resume(out_path, job.kind, lambda: iter_rows(check, style=style), part)
         if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
             _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
     where = out_path if out_path is not None else Path("<stdout>")
