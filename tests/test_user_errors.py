@@ -439,3 +439,105 @@ def test_the_parser_declares_every_command_for_help_and_only_the_one_it_runs(cap
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "score" in capsys.readouterr().out
+
+
+# -- issue 38, item 9: a bug is not a user error -------------------------------------------------------------------
+BUGGY_METRIC = r'''
+import numpy as np
+from styleeval.errors import UserError
+from styleeval.metrics.base import Metric
+from styleeval.metrics.registry import register
+from styleeval.signature import Signature
+
+
+@register("buggy")
+class Buggy(Metric):
+    """A metric with a bug: numpy raises ValueError (shapes that do not broadcast)."""
+
+    name = "buggy"
+    inputs = "source"
+
+    @property
+    def signature(self):
+        return Signature.build("buggy", {"v": "1"})
+
+    def _score(self, sources, rewrites, references, styles):
+        return list(np.ones(len(sources)) + np.ones(len(sources) + 1))
+
+
+@register("refusing")
+class Refusing(Buggy):
+    """A metric that refuses its input (a user error)."""
+
+    name = "refusing"
+
+    def _score(self, sources, rewrites, references, styles):
+        raise UserError("refusing: these rows are not mine to score")
+'''
+
+
+@pytest.fixture(scope="module")
+def buggy_metrics(tmp_path_factory):
+    """The module registering ``buggy`` and ``refusing`` (imported here once; run by the subprocess too)."""
+    folder = tmp_path_factory.mktemp("plugin")
+    (folder / "buggy_plugin.py").write_text(BUGGY_METRIC, encoding="utf-8")
+    sys.path.insert(0, str(folder))
+    import buggy_plugin
+
+    yield folder, buggy_plugin
+    from styleeval.metrics.registry import REGISTRY
+
+    sys.path.remove(str(folder))
+    sys.modules.pop("buggy_plugin", None)
+    for name in ("buggy", "refusing"):
+        REGISTRY.pop(name, None)
+
+
+def test_an_internal_value_error_in_a_metric_keeps_its_traceback(tmp_path, buggy_metrics):
+    """numpy's ValueError inside a metric is a bug: evaluate shows its traceback (before: noted as "not computed",
+    the run went on and the bug vanished), metaeval too; a metric refusing its input (UserError) is still noted as
+    not computed, in one line."""
+    from styleeval.systems.evaluation import evaluate_systems
+
+    folder, plugin = buggy_metrics
+    rows = [{"system": s, "source": f"source {i}", "rewrite": f"{s} rewrite {i}", "style": "formal"}
+            for s in ("A", "B") for i in range(4)]
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        evaluate_systems(rows, [plugin.Buggy(), "s_bleu"])
+    report = evaluate_systems(rows, [plugin.Refusing(), "s_bleu"])
+    assert report.not_computed == {"refusing": "refusing: these rows are not mine to score"}
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        run_metaeval(["a"], [plugin.Buggy()], loader={"a": _rows("a")}.__getitem__, n_boot=0)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    command = ("import sys, buggy_plugin; from styleeval.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", command, "evaluate", str(inp), "--metrics", "s_bleu,buggy", "--out",
+                           str(tmp_path / "report"), "--no-plots", "--no-progress"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1 and "Traceback (most recent call last)" in proc.stderr, proc.stderr
+    assert "ValueError: operands could not be broadcast" in proc.stderr and "not computed" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-c", command, "evaluate", str(inp), "--metrics", "s_bleu,refusing",
+                           "--out", str(tmp_path / "report"), "--no-plots", "--no-progress"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "note: refusing: not computed (refusing: these rows are not mine to score)" in proc.stderr
+
+
+def test_user_errors_are_one_class_and_still_value_errors():
+    """Every error styleeval raises for input it refuses derives from UserError (a ValueError, for callers that
+    catch ValueError); the command line catches UserError, never ValueError."""
+    import ast
+
+    from styleeval.corpora import CorpusError
+    from styleeval.errors import RowError, UserError
+    from styleeval.extras import MissingExtraError
+    from styleeval.hub import ModelLoadError
+    from styleeval.scoring.score import ShardError
+
+    for cls in (RowError, CorpusError, MissingExtraError, ModelLoadError, ShardError):
+        assert issubclass(cls, UserError) and issubclass(cls, ValueError)
+    for path in (ROOT / "src" / "styleeval" / "cli.py", ROOT / "src" / "styleeval" / "systems" / "evaluation.py"):
+        caught = {ast.unparse(node.type) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.ExceptHandler) and node.type is not None}
+        assert not any("ValueError" in c.replace("(TypeError, ValueError)", "") for c in caught), (path, caught)

@@ -10,7 +10,6 @@ is also the API endpoint ``/score`` (source, rewrite, style) -> dict.
 
 from __future__ import annotations
 
-import csv
 import functools
 import os
 import tempfile
@@ -36,6 +35,7 @@ from styleeval.demo import (  # noqa: E402
     metaeval_leaderboard,
     metaeval_summary,
     metaeval_unavailable,
+    write_scored_csv,
 )
 from styleeval.labels import RANDOM_WEIGHTS  # noqa: E402
 
@@ -148,10 +148,7 @@ def batch_ui(file):
     _remove_old_batches()
     folder = tempfile.mkdtemp(prefix="styleeval-batch-")
     scored = os.path.join(folder, f"{Path(path).stem}-scored.csv")  # named after the upload
-    with open(scored, "w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_scored_csv(rows, scored)
     table = [[r["row"], r["system"], r["rewrite"], fmt(r["content"]), fmt(r["style_strength"])] for r in rows]
     cells = {(r.system, r.metric): r for r in report.systems.itertuples()}
     summary = []

@@ -21,6 +21,8 @@ import hashlib
 import re
 from collections.abc import Sequence
 
+from styleeval.errors import UserError
+
 SYSTEM_PROMPT = (
     "You can repeat sentences, paraphrase sentences or rewrite sentences to change the style or certain "
     "attribute of the text while preserving non-related content and context. Your answers contain just the "
@@ -187,17 +189,17 @@ class ChatFormat:
             template = template.get("default")
         if not template:
             name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-            raise ValueError(
+            raise UserError(
                 f"model: the tokenizer of {name!r} has no chat template; LogProb needs a chat model. "
                 "Pass chat_template=... (a Jinja string) to use one anyway."
             )
         self.template: str = template
         if system_prompt not in SYSTEM_PROMPT_MODES:
-            raise ValueError(f"system_prompt must be one of {', '.join(SYSTEM_PROMPT_MODES)}, got {system_prompt!r}")
+            raise UserError(f"system_prompt must be one of {', '.join(SYSTEM_PROMPT_MODES)}, got {system_prompt!r}")
         accepts = system_prompt == "fold" or self._accepts_system()
         if system_prompt == "system" and not accepts:
-            raise ValueError("system_prompt='system': this chat template rejects a system turn (System role not "
-                             "supported); use system_prompt='auto' or 'fold' to fold it into the user turn")
+            raise UserError("system_prompt='system': this chat template rejects a system turn (System role not "
+                            "supported); use system_prompt='auto' or 'fold' to fold it into the user turn")
         self.folds = system_prompt == "fold" or not accepts
         self.encoder = TextEncoder(tokenizer)
         self._frames: dict[str, tuple[str, str, bool] | None] = {}
@@ -257,11 +259,11 @@ class ChatFormat:
         messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": _MARKER}]
         rendered = self.render(messages, add_generation_prompt=False)
         if _MARKER not in rendered:
-            raise ValueError("chat_template: the template does not render the assistant message")
+            raise UserError("chat_template: the template does not render the assistant message")
         tail = rendered.split(_MARKER, 1)[1].lstrip()
         ids = self.encoder.encode([tail], [None])[0] if tail else []
         if not ids:
-            raise ValueError(
+            raise UserError(
                 "chat_template: the template adds no end-of-turn token after an assistant message; "
                 "pass end_of_turn=False"
             )
@@ -280,7 +282,7 @@ class ChatFormat:
         for message in messages:
             content = message["content"]
             if _OPEN in content or _CLOSE in content:
-                raise ValueError("text contains the private-use characters U+F0000/U+F0001, which styleeval reserves")
+                raise UserError("text contains the private-use characters U+F0000/U+F0001, which styleeval reserves")
             core = content.strip()
             lead = content[: len(content) - len(content.lstrip())]
             trail = content[len(content.rstrip()) :] if core else ""
@@ -297,8 +299,8 @@ class ChatFormat:
                 pos += len(part)
         plain = "".join(out)
         if plain != self.render(messages, add_generation_prompt) or len(spans) != len(messages):
-            raise ValueError("the chat template transforms message contents; text with control-token strings "
-                             "cannot be kept as plain text with it")
+            raise UserError("the chat template transforms message contents; text with control-token strings "
+                            "cannot be kept as plain text with it")
         return plain, [(a, b) for a, b in spans]
 
     def conversation_ids(self, conversations: Sequence[list[dict[str, str]]]) -> list[list[int]]:
@@ -414,8 +416,8 @@ class AuthorsFormat:
         missing = [t for t in re.findall(r"<\|[a-z_]+\|>", AUTHORS_TEMPLATE) if t not in added]
         if missing:
             name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-            raise ValueError(f"variant='authors' writes the Llama 3 prompt by hand and needs a Llama 3 tokenizer; "
-                             f"{name!r} has no token {missing[0]}")
+            raise UserError(f"variant='authors' writes the Llama 3 prompt by hand and needs a Llama 3 tokenizer; "
+                            f"{name!r} has no token {missing[0]}")
         self.template = AUTHORS_TEMPLATE
         self.end_of_turn_id: int = added[AUTHORS_END_OF_TURN]
 

@@ -36,15 +36,18 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
     from styleeval.backends import BackendError
+    from styleeval.errors import UserError
+    from styleeval.escaping import terminal_text
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[:1] if argv and argv[0] in COMMANDS else ())
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, BackendError, FileNotFoundError, IsADirectoryError, PermissionError) as err:
-        # bad input, a file that is not there or cannot be read, a failing backend: one clear line, no traceback
-        print(f"styleeval {args.command}: error: {err}", file=sys.stderr)
+    except (UserError, BackendError, FileNotFoundError, IsADirectoryError, PermissionError) as err:
+        # input refused, a file that is not there or cannot be read, a failing backend: one clear line, no traceback;
+        # anything else is a bug (a ValueError from numpy or pandas too) and keeps its traceback
+        print(f"styleeval {args.command}: error: {terminal_text(err, lines=True)}", file=sys.stderr)
         return 2
 
 

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from styleeval.errors import UserError
 from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure
 
 MAX_CHARS = 1000
@@ -42,11 +43,11 @@ EXAMPLES = [  # the paper's Figure 1 pair and test-set-like pairs: one faithful 
 def check_text(name: str, value: Any, allow_empty: bool = False) -> str:
     """``value`` as text, or ``ValueError`` saying what is wrong with the field ``name``."""
     if value is None or (isinstance(value, str) and not value.strip() and not allow_empty):
-        raise ValueError(f"Please fill in the {name}.")
+        raise UserError(f"Please fill in the {name}.")
     if not isinstance(value, str):
-        raise ValueError(f"The {name} must be text.")
+        raise UserError(f"The {name} must be text.")
     if len(value) > MAX_CHARS:
-        raise ValueError(f"The {name} is {len(value)} characters long; the demo takes at most {MAX_CHARS}.")
+        raise UserError(f"The {name} is {len(value)} characters long; the demo takes at most {MAX_CHARS}.")
     return value
 
 
@@ -185,19 +186,19 @@ class Demo:
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
-            raise ValueError(f"{name} is {size / 1e6:.1f} MB; the demo takes files up to {MAX_UPLOAD_BYTES / 1e6:g} MB "
-                             f"({MAX_BATCH_ROWS} rows). Use `styleeval score` for larger files.")
+            raise UserError(f"{name} is {size / 1e6:.1f} MB; the demo takes files up to {MAX_UPLOAD_BYTES / 1e6:g} MB "
+                            f"({MAX_BATCH_ROWS} rows). Use `styleeval score` for larger files.")
         try:
             rows = read_rows(path)
-        except (ValueError, FileNotFoundError) as err:
-            raise ValueError(for_upload(str(err), path)) from None
+        except (UserError, FileNotFoundError) as err:
+            raise UserError(for_upload(str(err), path)) from None
         if len(rows) > MAX_BATCH_ROWS:
-            raise ValueError(f"The file has {len(rows)} rows; the demo scores at most {MAX_BATCH_ROWS}. "
-                             "Use `styleeval score` for larger files.")
+            raise UserError(f"The file has {len(rows)} rows; the demo scores at most {MAX_BATCH_ROWS}. "
+                            "Use `styleeval score` for larger files.")
         for r in rows:
             for name, value in (("source", r.source), ("rewrite", r.rewrite), ("style", r.style)):
                 if len(value) > MAX_CHARS:
-                    raise ValueError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
+                    raise UserError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
         scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
         warning = {"warning": RANDOM_WEIGHTS} if self.warning else {}  # a column of the scored file
         out = []
@@ -215,6 +216,21 @@ class Demo:
         report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")})
         # the CLI's defaults (1000 bootstrap resamples, 10,000 shufflings): the same file gives the same intervals
         return out, report
+
+
+def write_scored_csv(rows: Sequence[dict[str, Any]], path: str) -> str:
+    """The scored rows of :meth:`Demo.batch` as the CSV the Space offers for download, every cell through the CSV rule
+    (:func:`styleeval.escaping.csv_text`: a text such as ``=HYPERLINK(...)`` does not run when the file is opened in a
+    spreadsheet); returns ``path``."""
+    import csv
+
+    from styleeval.escaping import csv_text
+
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({k: csv_text(v) for k, v in r.items()} for r in rows)
+    return path
 
 
 MAX_UPLOAD_BYTES = 2_000_000

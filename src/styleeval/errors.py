@@ -1,4 +1,10 @@
-"""Errors and warnings that carry the caller's row numbers as data.
+"""The errors a user can act on, and errors and warnings that carry the caller's row numbers as data.
+
+:class:`UserError` is input (or an environment) refused with a message naming the problem and the fix: the command
+line prints it as one line, ``evaluate`` notes a metric it stops as "not computed". Every error styleeval raises for
+bad input derives from it (:class:`RowError`, the corpora's ``CorpusError``, ``MissingExtraError``,
+``ModelLoadError``...); any other exception, a ``ValueError`` from numpy or pandas included, is a bug and keeps its
+traceback. It is a ``ValueError``, so that ``except ValueError`` around styleeval calls keeps working.
 
 A scorer raises :class:`RowError` with the index of the row in *its caller's* list; whoever called it with a
 slice of a bigger input (the file runner, a piece of rows) maps ``row`` to its own numbering with
@@ -11,7 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 
-class RowError(ValueError):
+class UserError(ValueError):
+    """Input or settings refused, with a message that names the problem (the file, the row, the option) and what to
+    do; raised where input is checked, caught only where it is shown to the user."""
+
+
+class RowError(UserError):
     """Bad input in one row: ``row`` (0-based, the caller's numbering) and ``reason`` (what is wrong, what to do).
 
     ``str(err)`` is ``"row {row}: {reason}"``; ``where`` replaces ``"row {row}"`` when a caller knows more

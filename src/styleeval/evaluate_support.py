@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from styleeval.errors import UserError
+
 
 def broadcast_styles(predictions: Sequence[str] | None, kwargs: dict[str, Any]) -> None:
     """A single string ``styles`` applies to every prediction (in place)."""
@@ -21,8 +23,8 @@ def broadcast_styles(predictions: Sequence[str] | None, kwargs: dict[str, Any]) 
 def reject_references(module: str, references: Any) -> None:
     """These metrics compare a rewrite with its source: ``references=`` is a mistake, not ignored."""
     if references is not None:
-        raise ValueError(f"{module} compares each prediction with its source and target style and takes no "
-                         "references; pass sources=... and styles=...")
+        raise UserError(f"{module} compares each prediction with its source and target style and takes no "
+                        "references; pass sources=... and styles=...")
 
 
 def nan_mean(values: Sequence[float]) -> float:

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from styleeval.chat import CONTEXTS
+from styleeval.errors import UserError
 
 
 def token_table(row: dict[str, Any]) -> list[dict[str, Any]]:
@@ -16,7 +17,7 @@ def token_table(row: dict[str, Any]) -> list[dict[str, Any]]:
     (``p_style - max(p_paraphrase, p_repeat)``). The means of the last two columns are the row's scores.
     """
     if "tokens" not in row:
-        raise ValueError("row has no 'tokens': score with return_tokens=True")
+        raise UserError("row has no 'tokens': score with return_tokens=True")
     table = []
     for tok in row["tokens"]:
         logps = {ctx: tok[ctx] for ctx in CONTEXTS}

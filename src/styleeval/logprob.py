@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from styleeval._version import __version__
 from styleeval.backends import Backend, BackendError, given_or_open, shared_backend, split_options
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
-from styleeval.errors import RowError, RowsWarning
+from styleeval.errors import RowError, RowsWarning, UserError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
@@ -133,17 +133,17 @@ class LogProb:
         **backend_options: Any,
     ) -> None:
         if on_overflow not in ("error", "skip"):
-            raise ValueError(f"on_overflow must be 'error' or 'skip', got {on_overflow!r}")
+            raise UserError(f"on_overflow must be 'error' or 'skip', got {on_overflow!r}")
         if pipeline_rows < 1:
-            raise ValueError(f"pipeline_rows must be positive, got {pipeline_rows}")
+            raise UserError(f"pipeline_rows must be positive, got {pipeline_rows}")
         if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
+            raise UserError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
         if variant == "authors":
             given = [name for name, value in (("end_of_turn", not end_of_turn), ("chat_template", chat_template),
                                               ("system_prompt", system_prompt)) if value]
             if given:
-                raise ValueError(f"{', '.join(given)}: the authors' variant uses their hand-written Llama 3 prompt "
-                                 "(system turn, end-of-turn token scored); leave it out or use variant='default'")
+                raise UserError(f"{', '.join(given)}: the authors' variant uses their hand-written Llama 3 prompt "
+                                "(system turn, end-of-turn token scored); leave it out or use variant='default'")
         self.pipeline_rows = int(pipeline_rows)
         self.variant = variant
         self.on_overflow = on_overflow

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from styleeval.errors import UserError
 from styleeval.hub import (  # noqa: F401  re-exported: the torch-free part of model loading lives in hub.py
     DEFAULT_MODEL,
     PRESETS,
@@ -68,15 +69,15 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as err:
-        raise ValueError(f"device: unknown device {device!r} (use 'cpu', 'cuda', 'cuda:N' or 'mps')") from err
+        raise UserError(f"device: unknown device {device!r} (use 'cpu', 'cuda', 'cuda:N' or 'mps')") from err
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device: {device!r} requested but CUDA is not available on this machine")
+        raise UserError(f"device: {device!r} requested but CUDA is not available on this machine")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ValueError(f"device: {device!r} requested but only {torch.cuda.device_count()} CUDA devices exist")
+        raise UserError(f"device: {device!r} requested but only {torch.cuda.device_count()} CUDA devices exist")
     if dev.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device: {device!r} requested but MPS is not available on this machine")
+        raise UserError(f"device: {device!r} requested but MPS is not available on this machine")
     if dev.type not in {"cpu", "cuda", "mps"}:
-        raise ValueError(f"device: unsupported device type {dev.type!r} (use 'cpu', 'cuda' or 'mps')")
+        raise UserError(f"device: unsupported device type {dev.type!r} (use 'cpu', 'cuda' or 'mps')")
     return dev
 
 
@@ -84,11 +85,11 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     """A floating ``torch.dtype`` from a name such as ``"float32"`` or ``"bfloat16"``."""
     if isinstance(dtype, torch.dtype):
         if not dtype.is_floating_point:
-            raise ValueError(f"dtype: {dtype} is not a floating-point dtype")
+            raise UserError(f"dtype: {dtype} is not a floating-point dtype")
         return dtype
     if isinstance(dtype, str) and dtype.lower() in DTYPES:
         return DTYPES[dtype.lower()]
-    raise ValueError(f"dtype: unknown dtype {dtype!r}; use one of {sorted(set(DTYPES))}")
+    raise UserError(f"dtype: unknown dtype {dtype!r}; use one of {sorted(set(DTYPES))}")
 
 
 FINGERPRINT_SKIP = (".md", ".txt", ".lock", ".metadata")
@@ -264,12 +265,12 @@ def load_model(
         name = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or "<model object>"
         if tokenizer is None:
             if not name or name == "<model object>":
-                raise ValueError("tokenizer: a model object was given without a tokenizer; pass tokenizer=...")
+                raise UserError("tokenizer: a model object was given without a tokenizer; pass tokenizer=...")
             tokenizer = AutoTokenizer.from_pretrained(name, trust_remote_code=trust_remote_code)
         model = model.to(dtype)
     else:
-        raise ValueError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
+        raise UserError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
     if not hasattr(model, "get_decoder") or model.get_output_embeddings() is None:
-        raise ValueError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
+        raise UserError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
     commit = fingerprint or revision or getattr(model.config, "_commit_hash", None) or "local"
     return model.to(device).eval(), tokenizer, str(name), str(commit)

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from styleeval.errors import UserError
+
 _TRUE, _FALSE = ("1", "yes", "true", "on"), ("0", "no", "false", "off")
 
 
@@ -42,7 +44,7 @@ class Option:
             return None
         if self.type is dict:
             if not isinstance(value, Mapping):
-                raise ValueError(f"{self.name} must be a dict, got {type(value).__name__}")
+                raise UserError(f"{self.name} must be a dict, got {type(value).__name__}")
             return dict(value)
         try:
             if self.type is bool and isinstance(value, str):
@@ -59,9 +61,9 @@ class Option:
                 out = self.type(value)
         except (TypeError, ValueError):
             kind = "yes or no" if self.type is bool else f"a {self.type.__name__}"
-            raise ValueError(f"{self.name} must be {kind}, got {value!r}") from None
+            raise UserError(f"{self.name} must be {kind}, got {value!r}") from None
         if self.choices is not None and out not in self.choices:
-            raise ValueError(f"{self.name} must be one of {', '.join(self.choices)}, got {out!r}")
+            raise UserError(f"{self.name} must be one of {', '.join(self.choices)}, got {out!r}")
         return out
 
 
@@ -130,7 +132,7 @@ class Options:
             if name not in options:
                 close = difflib.get_close_matches(key, valid, 1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"{module}: unknown argument {key!r}{hint}; valid arguments: {', '.join(valid)}")
+                raise UserError(f"{module}: unknown argument {key!r}{hint}; valid arguments: {', '.join(valid)}")
             if value is None:
                 continue
             option = options[name]
@@ -140,10 +142,10 @@ class Options:
                 ok = not isinstance(value, bool) and (isinstance(value, option.type) or option.type is float
                                                       and isinstance(value, int))
             if not ok:
-                raise ValueError(f"{module}: {key} must be {option.type.__name__} or None, got {type(value).__name__} "
-                                 f"{value!r:.40}")
+                raise UserError(f"{module}: {key} must be {option.type.__name__} or None, got {type(value).__name__} "
+                                f"{value!r:.40}")
             if name in out:
-                raise ValueError(f"{module}: {key} is another name for {name}; give one of them")
+                raise UserError(f"{module}: {key} is another name for {name}; give one of them")
             out[name] = option.convert(value)
         return out
 
@@ -155,7 +157,7 @@ class Options:
         known = [k for k, o in options.items() if o.type is not dict] if allowed is None else list(allowed)
         unknown = sorted(set(given) - set(known))
         if unknown:
-            raise ValueError(f"unknown options {unknown} (known: {sorted(known)})")
+            raise UserError(f"unknown options {unknown} (known: {sorted(known)})")
         return {k: options[k].convert(v) for k, v in given.items()}
 
 

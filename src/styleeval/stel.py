@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from styleeval.errors import UserError
+
 Similarity = Callable[[str, str], float]
 """A style similarity of two texts: higher = more similar (1 = same)."""
 BatchSimilarity = Callable[[Sequence[str], Sequence[str]], list[float]]
@@ -200,10 +202,10 @@ def check_method(method: str) -> None:
 
         require_encoder("STEL's embedding method", arg or "minilm-offline")
     elif name == "encoder" and not arg:
-        raise ValueError("method 'encoder' needs a model: encoder:<Hugging Face id or path>")
+        raise UserError("method 'encoder' needs a model: encoder:<Hugging Face id or path>")
     elif name not in METHODS and name != "encoder":
-        raise ValueError(f"unknown STEL method {method!r}; choose from "
-                         f"{', '.join([*METHODS, 'embedding', 'encoder:<id>'])}")
+        raise UserError(f"unknown STEL method {method!r}; choose from "
+                        f"{', '.join([*METHODS, 'embedding', 'encoder:<id>'])}")
 
 
 def get_method(method: str | Similarity | BatchSimilarity, **options: Any) -> BatchSimilarity:
@@ -278,7 +280,7 @@ def load_tasks(component: str | Sequence[str] | None = None, data_dir: str | Non
     known = set(ds["component"])
     if wanted is not None and wanted - known:
         hint = "" if include_dimensions else " (formality/simplicity need include_dimensions=True: local use only)"
-        raise ValueError(f"unknown STEL component(s) {sorted(wanted - known)}; available: {sorted(known)}{hint}")
+        raise UserError(f"unknown STEL component(s) {sorted(wanted - known)}; available: {sorted(known)}{hint}")
     return [Task(r["id"].rsplit("/", 1)[-1], r["component"], r["anchor_1"], r["anchor_2"], r["sentence_1"],
                  r["sentence_2"], int(r["correct_alternative"]))
             for r in ds if wanted is None or r["component"] in wanted]
@@ -298,7 +300,7 @@ def evaluate(method: str | Similarity | BatchSimilarity, component: str | Sequen
         tasks: tasks to use instead of loading them.
     """
     if task not in ("quadruple", "triple"):
-        raise ValueError(f"task must be 'quadruple' or 'triple', got {task!r}")
+        raise UserError(f"task must be 'quadruple' or 'triple', got {task!r}")
     items = list(tasks) if tasks is not None else load_tasks(component, data_dir, include_dimensions)
     if task == "triple":
         items = [t.as_triple() for t in items]

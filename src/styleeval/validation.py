@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from styleeval.errors import UserError
+
 
 def check_texts(name: str, values: Any, n: int | None = None, allow_empty: bool = True) -> list[str]:
     """Return ``values`` as a list of strings, or raise a ``ValueError`` naming ``name`` and the bad row.
@@ -13,17 +15,17 @@ def check_texts(name: str, values: Any, n: int | None = None, allow_empty: bool 
     ``n`` is the expected length (``None``: any). Empty strings are accepted unless ``allow_empty`` is false.
     """
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
-        raise ValueError(f"{name} must be a list of strings, got {type(values).__name__}")
+        raise UserError(f"{name} must be a list of strings, got {type(values).__name__}")
     values = list(values)
     if n is not None and len(values) != n:
-        raise ValueError(f"{name} has {len(values)} rows but {n} were expected (lengths must match)")
+        raise UserError(f"{name} has {len(values)} rows but {n} were expected (lengths must match)")
     for i, v in enumerate(values):
         if v is None:
-            raise ValueError(f"{name}[{i}] is None; every row needs a string")
+            raise UserError(f"{name}[{i}] is None; every row needs a string")
         if not isinstance(v, str):
-            raise ValueError(f"{name}[{i}] is {type(v).__name__}, not str: {v!r:.60}")
+            raise UserError(f"{name}[{i}] is {type(v).__name__}, not str: {v!r:.60}")
         if not allow_empty and not v.strip():
-            raise ValueError(f"{name}[{i}] is empty")
+            raise UserError(f"{name}[{i}] is empty")
     return values
 
 

@@ -193,3 +193,21 @@ def test_style_words_authors_rewords_asset_and_caches_apart(tmp_path):
     assert len(metric.seen) == 4  # served from the cache of its own wording
     with pytest.raises(ValueError, match="style_words must be one of corpus, authors"):
         run_metaeval(["asset"], [metric], loader=corpora.__getitem__, style_words="paper")
+
+
+def test_a_score_column_named_like_a_spec_is_read_as_that_column(tmp_path):
+    """``metaeval --scores``: a column is a name, never a metric spec (issue 38, item 7: a column named
+    ``m:column=rand2`` was read as the column ``rand2``)."""
+    from styleeval.commands.metaeval import _score_file_metrics
+    from styleeval.metrics import get_metric
+
+    path = tmp_path / "scores.csv"
+    path.write_text("id,m:column=rand2,rand2,x:as=y\n" + "".join(f"c/{i},{i},{-i},{i * 10}\n" for i in range(3)),
+                    encoding="utf-8")
+    metrics = [get_metric(m) if isinstance(m, str) else m for m in _score_file_metrics(str(path))]
+    assert [m.label for m in metrics] == ["m:column=rand2", "rand2", "x:as=y"]
+    assert [m.score_ids(["c/0", "c/1", "c/2"]) for m in metrics] == [[0, 1, 2], [0, -1, -2], [0, 10, 20]]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,a|b\nc/0,1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"the column 'a\|b' holds '\|', '\[' or '\]'"):
+        _score_file_metrics(str(bad))

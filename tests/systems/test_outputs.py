@@ -56,7 +56,7 @@ def test_a_read_only_out_is_one_line_for_evaluate_and_score(tmp_path, monkeypatc
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(atomic.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(atomic, "_create_beside", denied)  # the temporary file cannot be made
     assert _evaluate(table, tmp_path / "report") == 2
     assert "cannot write" in capsys.readouterr().err
     from filelock import FileLock

@@ -27,6 +27,8 @@ import math
 import re
 from collections.abc import Callable
 
+from styleeval.errors import UserError
+
 Ratings = tuple[float | None, float | None]
 
 _OBJECT = re.compile(r"\{[^{}]*\}|\{[^{}]*$")
@@ -95,5 +97,5 @@ PARSERS: dict[str, Callable[[str], Ratings]] = {"robust": parse_robust, "authors
 def get_parser(name: str) -> Callable[[str], Ratings]:
     """The parser called ``name`` (``robust`` or ``authors``)."""
     if name not in PARSERS:
-        raise ValueError(f"parser: unknown parser {name!r}; choose one of {', '.join(PARSERS)}")
+        raise UserError(f"parser: unknown parser {name!r}; choose one of {', '.join(PARSERS)}")
     return PARSERS[name]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from styleeval.backends.base import Decoding
+from styleeval.errors import UserError
 
 _PREAMBLE = (
     "Evaluate the following completion of a task where a 'source sentence' has been rewritten to be more {style} "
@@ -63,5 +64,5 @@ PROMPTS: dict[str, JudgePrompt] = {
 def get_prompt(name: str) -> JudgePrompt:
     """The :class:`JudgePrompt` called ``name``; a ``ValueError`` lists the known names otherwise."""
     if name not in PROMPTS:
-        raise ValueError(f"prompt: unknown judge prompt {name!r}; choose one of {', '.join(PROMPTS)}")
+        raise UserError(f"prompt: unknown judge prompt {name!r}; choose one of {', '.join(PROMPTS)}")
     return PROMPTS[name]

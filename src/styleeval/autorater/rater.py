@@ -46,7 +46,7 @@ from styleeval.backends import (
     split_options,
 )
 from styleeval.backends.base import common_prefix_length
-from styleeval.errors import RowError
+from styleeval.errors import RowError, UserError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
@@ -161,13 +161,13 @@ class Autorater:
         **backend_options: Any,
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"mode: unknown mode {mode!r}; choose 'expected' or 'paper'")
+            raise UserError(f"mode: unknown mode {mode!r}; choose 'expected' or 'paper'")
         self.mode = mode
         self.prompt: JudgePrompt = get_prompt(prompt)
         self.parser_name = parser
         self.parse = get_parser(parser)
         if max_new_tokens is not None and max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
+            raise UserError(f"max_new_tokens must be positive, got {max_new_tokens}")
         self.decoding = self.prompt.decoding
         if max_new_tokens is not None:
             from dataclasses import replace
@@ -184,7 +184,7 @@ class Autorater:
         if backend.tokenizer is not None:
             self._set_tokenizer(backend.tokenizer, chat_template)
         elif not backend.supports(SERVER_CHAT):
-            raise ValueError("tokenizer: this backend needs a tokenizer to render the judge's prompts")
+            raise UserError("tokenizer: this backend needs a tokenizer to render the judge's prompts")
 
     def _set_tokenizer(self, tokenizer: Any, chat_template: str | None) -> None:
         from styleeval.chat import ChatFormat
@@ -245,7 +245,7 @@ class Autorater:
             :class:`AutoraterResults`, one dict per row in input order (see its docstring).
         """
         if fallback not in ("mean", None):
-            raise ValueError(f"fallback must be 'mean' or None, got {fallback!r}")
+            raise UserError(f"fallback must be 'mean' or None, got {fallback!r}")
         sources = check_texts("sources", sources)
         n = len(sources)
         rewrites = check_texts("rewrites", rewrites, n)
@@ -294,7 +294,7 @@ class Autorater:
         shared = common_prefix_length(encoded)
         tails = [list(e[shared:]) for e in encoded]
         if any(not t for t in tails):
-            raise ValueError(f"expected mode: the tokenizer cannot tell the ratings 1-5 apart after {text!r}")
+            raise UserError(f"expected mode: the tokenizer cannot tell the ratings 1-5 apart after {text!r}")
         return list(encoded[0][:shared]), tails
 
     def _scaffold_tree(self) -> tuple[list[int], list, list, list[list], list[list[list]]] | None:

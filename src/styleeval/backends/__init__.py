@@ -26,6 +26,7 @@ from styleeval.backends.base import (
     Identity,
     TokenTree,
 )
+from styleeval.errors import UserError
 from styleeval.optiontypes import Option, merge_options
 
 __all__ = ["Backend", "BackendError", "Decoding", "Identity", "TokenTree", "backend_class", "backend_names",
@@ -85,7 +86,7 @@ def backend_class(backend: str | None = None, base_url: str | None = None) -> ty
     name = backend or (URL_BACKEND if base_url is not None else DEFAULT_BACKEND)
     registry = _registry()
     if name not in registry:
-        raise ValueError(f"backend must be one of {', '.join(registry)}, got {name!r}")
+        raise UserError(f"backend must be one of {', '.join(registry)}, got {name!r}")
     return registry[name]
 
 
@@ -143,7 +144,7 @@ def given_or_open(given: Backend | str | None, model: Any = None, base_url: str 
     named = [k for k, v in {"model": model, "base_url": base_url, **options}.items()
              if v is not None and k not in ignored]
     if named:
-        raise ValueError(f"{', '.join(named)}: a backend is given, and these belong to it; leave them out")
+        raise UserError(f"{', '.join(named)}: a backend is given, and these belong to it; leave them out")
     return given
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from styleeval.errors import UserError
 from styleeval.optiontypes import Option
 
 if TYPE_CHECKING:  # torch is imported where a tensor is made: the CLI builds its parser without it
@@ -250,5 +251,5 @@ def reject_options(name: str, given: dict[str, Any], applicable: Sequence[str]) 
     """Options given for a backend they do not apply to are an error naming each, never silently ignored."""
     wrong = sorted(k for k, v in given.items() if v is not None and k not in applicable)
     if wrong:
-        raise ValueError(f"{', '.join(wrong)}: not an option of the {name} backend (it takes "
-                         f"{', '.join(sorted(set(applicable) - {'progress'}))}); leave {'it' if len(wrong) == 1 else 'them'} out")
+        raise UserError(f"{', '.join(wrong)}: not an option of the {name} backend (it takes "
+                        f"{', '.join(sorted(set(applicable) - {'progress'}))}); leave {'it' if len(wrong) == 1 else 'them'} out")

@@ -47,6 +47,7 @@ from styleeval.backends.base import (
     reject_options,
 )
 from styleeval.backends.transport import Transport, TransportError
+from styleeval.errors import UserError
 from styleeval.optiontypes import Option
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
@@ -109,11 +110,11 @@ class ServerClient:
         progress: bool = False,
     ) -> None:
         if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be positive, got {max_concurrency}")
+            raise UserError(f"max_concurrency must be positive, got {max_concurrency}")
         if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
+            raise UserError(f"timeout must be positive, got {timeout}")
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+            raise UserError(f"max_retries must be >= 0, got {max_retries}")
         self.transport = Transport(base_url, api_key or api_key_from_env(), timeout, max_retries)
         self.base_url = self.transport.base_url
         self.max_concurrency = int(max_concurrency)
@@ -141,7 +142,7 @@ class ServerClient:
             models = self.list_models()
             if len(models) != 1:
                 names = ", ".join(repr(m["id"]) for m in models) or "none"
-                raise ValueError(f"{self.base_url} serves {len(models)} models ({names}); pass the model name")
+                raise UserError(f"{self.base_url} serves {len(models)} models ({names}); pass the model name")
             self._model = str(models[0]["id"])
         return self._model
 
@@ -520,8 +521,8 @@ class ServerBackend(Backend):
         entry = next((m for m in served_models if m.get("id") == self.model_name), None)
         if entry is None:
             names = ", ".join(repr(m.get("id")) for m in served_models) or "none"
-            raise ValueError(f"model: {self.base_url} does not serve {self.model_name!r} (it serves {names}); pass "
-                             "the served model name")
+            raise UserError(f"model: {self.base_url} does not serve {self.model_name!r} (it serves {names}); pass "
+                            "the served model name")
         self.extra_body = dict(extra_body or {})
         if tokenizer is None and need_tokenizer:
             tokenizer = self.model_name
@@ -538,8 +539,8 @@ class ServerBackend(Backend):
         reject_options(cls.name, options, cls.option_names())
         given = {k: v for k, v in options.items() if v is not None}
         if "base_url" not in given:
-            raise ValueError("base_url: the openai backend needs the server's URL (e.g. --base-url "
-                             "http://127.0.0.1:8000/v1)")
+            raise UserError("base_url: the openai backend needs the server's URL (e.g. --base-url "
+                            "http://127.0.0.1:8000/v1)")
         return cls(model, given.pop("base_url"), need_tokenizer=need_tokenizer, **given)
 
     @property

@@ -30,6 +30,7 @@ import urllib.request
 from typing import Any
 
 from styleeval._version import __version__
+from styleeval.errors import UserError
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
@@ -64,7 +65,7 @@ class Transport:
     def __init__(self, base_url: str, api_key: str, timeout: float, max_retries: int) -> None:
         url = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
         if url is None or url.scheme not in ("http", "https") or not url.hostname:
-            raise ValueError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
+            raise UserError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self._https = url.scheme == "https"
         self._host = url.hostname

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from styleeval.errors import UserError
+
 
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
@@ -55,7 +57,7 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     try:
         result = run()
     except FileNotFoundError as err:
-        raise ValueError(str(err)) from err
+        raise UserError(str(err)) from err
     except KeyboardInterrupt:
         print(f"\ninterrupted: the finished chunks are in {args.out}; run the same command again to resume",
               file=sys.stderr)
@@ -135,6 +137,8 @@ def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow
     it)."""
     if not failed or allow_missing:
         return 0
+    from styleeval.escaping import terminal_text
+
     causes: dict[str, list[str]] = {}
     for label, why in failed.items():
         causes.setdefault(why, []).append(label)
@@ -144,6 +148,7 @@ def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow
         named = f"{', '.join(failed)}: {next(iter(causes))}"
     else:
         named = "; ".join(f"{', '.join(labels)}: {why}" for why, labels in causes.items())
+    named = terminal_text(named, lines=True)
     it = "it" if len(failed) == 1 else "them"
     leave = "choose the metrics with --metrics" if defaults else f"leave {it} out of --metrics"
     print(f"styleeval {command}: error: {count} could not be computed ({named}). The report in {out} lacks {it}; fix "

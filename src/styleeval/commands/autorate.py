@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``styleeval autorate``; returns the exit status (bad input raises ``ValueError``)."""
+    """Run ``styleeval autorate``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.files import AUTORATER_RECORDS, autorate_file
     from styleeval.files.records import TornTail, iter_scores
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 
     def summary(result) -> str:
         means = column_means(iter_scores(result.output, AUTORATER_RECORDS, TornTail()), ("meaning", "style_rating"),
-                             count=lambda r: str(r["parsed"]).lower() == "true")
+                             count=lambda r: r["parsed"] is True)
         return (f"mean meaning {means['meaning']:.4f}  mean style {means['style_rating']:.4f}  compliance "
                 f"{means['counted'] / means['rows']:.3f} ({means['rows']} rows)")
 

@@ -13,6 +13,9 @@ import sys
 import time
 from pathlib import Path
 
+from styleeval.errors import UserError
+from styleeval.escaping import terminal_text
+
 EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
 optionally source_id (pairs rows across systems; default: the source text), reference or references (for r_*
@@ -79,19 +82,19 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
     rows = []
     names = [Path(p).stem for p in paths]
     if system_from_filename and len(set(names)) != len(names):
-        raise ValueError(f"--system-from-filename: two inputs have the same name ({', '.join(names)})")
+        raise UserError(f"--system-from-filename: two inputs have the same name ({', '.join(names)})")
     for path, name in zip(paths, names):
         for where, record in iter_records(path, encoding=encoding):
             if where == "header":
                 continue
             if system_from_filename:
                 if record.get("system") not in (None, "", name):
-                    raise ValueError(f"{path}, {where}: has system {record['system']!r} but "
-                                     f"--system-from-filename names it {name!r}")
+                    raise UserError(f"{path}, {where}: has system {record['system']!r} but "
+                                    f"--system-from-filename names it {name!r}")
                 record = {**record, "system": name}
             rows.append({**record, "_where": f"{path}, {where}"})
     if not rows:
-        raise ValueError(f"no rows in {', '.join(paths)}")
+        raise UserError(f"no rows in {', '.join(paths)}")
     return rows
 
 
@@ -100,7 +103,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``styleeval evaluate``; returns the exit status (bad input raises ``ValueError``)."""
+    """Run ``styleeval evaluate``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.commands._options import metric_specs, missing_metrics_status
     from styleeval.commands.metaeval import _check_out_dir
     from styleeval.metrics import get_metric
@@ -126,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=not args.no_progress,
                               data_dir=args.data_dir,
-                              log=lambda message: print(f"note: {message}", file=sys.stderr))
+                              log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
+                                                        file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots)
     if args.format == "json":
         print(paths["json"].read_text(encoding="utf-8"))

@@ -10,10 +10,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from styleeval.errors import UserError
+
 EPILOG = """\
 The shard files must carry one signature, no row twice and, together, every row (up to the largest row, or every
-row of --input): otherwise nothing is written and the error names the rows, the files and the missing shard. The
-merged file has the records in input order: what one unsharded run would have written.
+row of --input): otherwise nothing is written and the error names the rows, the files and the missing shard. With
+--input, every record's source, rewrite and style must be those of its input row (shards of another input, or of
+runs with another --style, are refused naming the row). OUT may be neither a shard nor the input, under any name.
+The merged file has the records in input order, with the text one unsharded run would have written; scores may
+differ from that run's within float rounding (float32 arithmetic depends on which rows share a batch).
 """
 
 
@@ -32,24 +37,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", "-o", required=True, metavar="OUT",
                    help="the merged file: JSONL, or CSV when it ends in .csv")
     p.add_argument("--input", metavar="IN", default=None,
-                   help="the input the shards were scored from: its row count is checked too (a missing last shard "
-                   "is found even when its rows are the last ones)")
+                   help="the input the shards were scored from: every record is checked against its row (source, "
+                   "rewrite, style), and the row count too (a missing last shard is found even when its rows are the "
+                   "last ones)")
+    p.add_argument("--style", default=None,
+                   help="the --style the shards were scored with, if any (checked against every record; without "
+                   "it, the input's style column, or one style shared by every shard)")
     p.add_argument("--encoding", default="utf-8", help="encoding of --input (default: utf-8)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval merge``; returns the exit status."""
-    from styleeval.files.records import RecordReader
     from styleeval.files.shards import merge_shards
 
-    total = None
-    if args.input is not None:
-        total = sum(1 for where, _ in RecordReader(args.input, encoding=args.encoding) if where != "header")
     try:
-        result = merge_shards(args.shards, args.out, total=total)
+        result = merge_shards(args.shards, args.out, input=args.input, style=args.style, encoding=args.encoding)
     except FileNotFoundError as err:
-        raise ValueError(str(err)) from err
+        raise UserError(str(err)) from err
     print(f"{result.output}: {result.rows} rows from {len(result.files)} files", file=sys.stderr)
     print(f"signature: {result.signature}", file=sys.stderr)
     return 0

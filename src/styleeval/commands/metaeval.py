@@ -14,6 +14,9 @@ import argparse
 import sys
 import time
 
+from styleeval.errors import UserError
+from styleeval.escaping import terminal_text
+
 
 def _csv_list(value: str) -> list[str]:
     items = [v.strip() for v in value.split(",") if v.strip()]
@@ -105,14 +108,14 @@ def run(args: argparse.Namespace) -> int:
         metrics += _score_file_metrics(file)
     args.metrics = metric_specs(metrics, args.model)
     if args.bootstrap < 0:
-        raise ValueError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+        raise UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()
     cache = ScoresCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     if args.analysis == "lai":
         from styleeval.metaeval.lai import run_lai
 
         if args.datasets and args.datasets != ["lai_formality"]:
-            raise ValueError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
+            raise UserError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
         result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=not args.no_progress,
                          plots=not args.no_plots)
         print(f"{len(result)} figures -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'} "
@@ -121,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_metaeval(
         datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
         cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
-        log=lambda msg: print(f"note: {msg}", file=sys.stderr), style_words=args.style_words,
+        log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
     )
     paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids)
@@ -150,7 +153,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
                 data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
                 progress=not args.no_progress, style_words=args.style_words, allow_missing=True,
                 log=lambda msg: None))
-        except ValueError as err:  # no corpus of the run rates this dimension
+        except UserError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
                               n_boot=args.leaderboard_bootstrap, progress=not args.no_progress,
@@ -168,8 +171,8 @@ def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:
     chosen = [d.strip() for d in text.split(",") if d.strip()]
     unknown = [d for d in chosen if d not in DIMENSIONS]
     if unknown or not chosen:
-        raise ValueError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
-                         f"from {', '.join(DIMENSIONS)} or all")
+        raise UserError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
+                        f"from {', '.join(DIMENSIONS)} or all")
     return sorted(chosen, key=lambda d: d != default)
 
 
@@ -178,22 +181,25 @@ def _check_out_dir(out) -> None:
     for path in (out, *out.parents):
         if path.exists():
             if not path.is_dir():
-                raise ValueError(f"--out {out}: {path} is a file, not a folder; choose another --out")
+                raise UserError(f"--out {out}: {path} is a file, not a folder; choose another --out")
             return
 
 
-def _score_file_metrics(file: str) -> list[str]:
-    """``precomputed:file=FILE:column=C`` for every column of FILE except ``id``."""
+def _score_file_metrics(file: str) -> list:
+    """A precomputed metric for every column of FILE except ``id``, named after the column. Built from the file and
+    the column's name (:func:`styleeval.metrics.precomputed.from_file`), never from a spec written with it: a column
+    named ``m:column=rand2`` is the column ``m:column=rand2``, not an option."""
     from pathlib import Path
 
     from styleeval.files.records import iter_records
+    from styleeval.metrics.precomputed import from_file
 
     if not Path(file).is_file():
-        raise ValueError(f"--scores {file}: no such file")
+        raise UserError(f"--scores {file}: no such file")
     for where, record in iter_records(file):
         columns = [c for c in record if c != "id"]
         if where == "header" or columns:
             if "id" not in record:
-                raise ValueError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
-            return [f"precomputed:file={file}:column={c}:as={c}" for c in columns]
-    raise ValueError(f"{file}: no scores")
+                raise UserError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
+            return [from_file(file, column) for column in columns]
+    raise UserError(f"{file}: no scores")

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``styleeval score``; returns the exit status (bad input raises ``ValueError``)."""
+    """Run ``styleeval score``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.files import score_file
     from styleeval.files.records import LOGPROB_RECORDS, TornTail, iter_scores
 

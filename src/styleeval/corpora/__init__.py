@@ -21,6 +21,7 @@ from datasets import Dataset, concatenate_datasets
 from styleeval.corpora._files import ChecksumError, CorpusError, MissingFileError
 from styleeval.corpora.schema import RATING_FEATURES, STEL_FEATURES
 from styleeval.corpora.spec import Config, CorpusSpec
+from styleeval.errors import UserError
 
 
 def _discover() -> dict[str, CorpusSpec]:
@@ -109,7 +110,7 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
         CorpusError: a source file is missing, fails its checksum, or has a malformed row.
     """
     if name not in SPECS:
-        raise ValueError(f"unknown corpus {name!r}; choose from {', '.join(SPECS)}")
+        raise UserError(f"unknown corpus {name!r}; choose from {', '.join(SPECS)}")
     return SPECS[name].loader(data_dir, **options)
 
 
@@ -124,5 +125,5 @@ def load_rating_corpora(
         names = [n for n in ratings if SPECS[n].public_ratings]
     unknown = [n for n in names if n not in ratings]
     if unknown:
-        raise ValueError(f"not rating corpora: {unknown}; choose from {', '.join(ratings)}")
+        raise UserError(f"not rating corpora: {unknown}; choose from {', '.join(ratings)}")
     return concatenate_datasets([load_corpus(n, data_dir) for n in names])

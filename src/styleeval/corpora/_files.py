@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
+from styleeval.errors import UserError
 
 ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
 
 
-class CorpusError(ValueError):
+class CorpusError(UserError):
     """A source file is missing, corrupted or malformed.
 
     The message names the file, the line (when the problem is in one row) and the URL the file comes from.

@@ -13,6 +13,7 @@ from datasets import Dataset
 
 from styleeval.corpora import SPECS, load_corpus
 from styleeval.corpora.spec import Config
+from styleeval.errors import UserError
 
 SPLIT = "test"
 RESTRICTED_DIR = "data/restricted"
@@ -20,7 +21,7 @@ RESTRICTED_DIR = "data/restricted"
 def corpus_configs(name: str) -> tuple[Config, ...]:
     """The configs of corpus ``name``, as its module declares them (``ValueError`` for an unknown name)."""
     if name not in SPECS:
-        raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(SPECS)}")
+        raise UserError(f"unknown dataset {name!r}; choose from {', '.join(SPECS)}")
     return SPECS[name].configs
 
 

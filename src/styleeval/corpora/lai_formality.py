@@ -21,6 +21,7 @@ from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import RowContext
 from styleeval.corpora.schema import rating_dataset, rating_row
 from styleeval.corpora.spec import CorpusSpec
+from styleeval.errors import UserError
 
 NAME = "lai_formality"
 SOURCE = Source(NAME, "laihuiyuan/eval-formality-transfer", "ac47a0882926902fa79a59bbe3ba0eb4c97176f5")
@@ -79,7 +80,7 @@ def load(data_dir: str | os.PathLike[str] | None = None, references: int = 1) ->
     The rated reference rows (``system == "reference"``) have no reference either way.
     """
     if references not in (1, 4):
-        raise ValueError(f"references must be 1 or 4, got {references!r}")
+        raise UserError(f"references must be 1 or 4, got {references!r}")
     extra_refs = load_references(data_dir) if references == 4 else None
     rows = []
     sources: list[tuple[str, str]] | None = None

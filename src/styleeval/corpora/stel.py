@@ -20,6 +20,7 @@ from styleeval.corpora._files import CorpusError, Source, resolve
 from styleeval.corpora._parsing import read_csv
 from styleeval.corpora.schema import STEL_FEATURES
 from styleeval.corpora.spec import Config, CorpusSpec
+from styleeval.errors import UserError
 
 NAME = "stel"
 SOURCE = Source(NAME, "nlpsoc/STEL", "e52f0521df53bd57c9ecafda16e7f2d6966a9993")
@@ -96,7 +97,7 @@ def load(
         blocked = [c for c in components if c in DIMENSIONS and not include_dimensions]
         unknown = [c for c in components if c not in CHARACTERISTICS and c not in DIMENSIONS]
         if blocked or unknown:
-            raise ValueError(
+            raise UserError(
                 f"unknown STEL components {unknown}" if unknown
                 else f"{blocked} are licence-restricted: pass include_dimensions=True (local use only)"
             )

@@ -8,7 +8,10 @@ per input row::
 
 ``row`` is the 0-based index of the row in the input file (blank lines are not counted). Numeric scores are written
 empty (CSV) / null (JSONL) when NaN; so is a non-finite number in a carried-through column. CSV fields may be of any
-length (the csv module's 131,072-character limit is lifted for reading).
+length (the csv module's 131,072-character limit is lifted for reading). In CSV output a text that a spreadsheet
+would run as a formula (``=HYPERLINK(...)``, ``@SUM(...)``) is written with a leading ``'``
+(:func:`styleeval.escaping.csv_text`), which :func:`iter_scores` / :func:`read_scores` remove: every text reads back
+as given.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
+
+from styleeval.errors import UserError
+from styleeval.escaping import csv_text, csv_untext
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -44,6 +50,8 @@ class RecordKind:
     name: str
     scores: tuple[str, ...]
     extras: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    """The extras that hold text (the others: booleans or lists)."""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -55,7 +63,7 @@ LOGPROB_RECORDS = RecordKind("score", ("content", "style_strength"))
 """``styleeval score`` records (:data:`OUTPUT_FIELDS`)."""
 
 AUTORATER_RECORDS = RecordKind("autorate", ("meaning", "style_rating"),
-                               ("parsed", "reply", "meaning_probs", "style_probs"))
+                               ("parsed", "reply", "meaning_probs", "style_probs"), texts=("reply",))
 """``styleeval autorate`` records: the two ratings (null where paper mode could not read one), ``parsed``, the
 judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
 
@@ -86,6 +94,7 @@ class InputRow:
     where: str
     extra: dict[str, Any] = field(default_factory=dict)  # the input's other columns, carried through to the output
     end: Position | None = None  # where the next row starts in the file (None: unknown, e.g. a UTF-16 file)
+    end_digest: Any = field(default=None, compare=False, repr=False)  # the hash of the file's bytes before ``end``
 
 
 
@@ -96,7 +105,7 @@ def file_format(path: str | os.PathLike[str]) -> Format:
         return "csv"
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
-    raise ValueError(f"{path}: unknown file type {suffix or '(none)'!r}; use .csv or .jsonl")
+    raise UserError(f"{path}: unknown file type {suffix or '(none)'!r}; use .csv or .jsonl")
 
 
 # ----------------------------------------------------------------------------------------------- reading
@@ -105,17 +114,20 @@ STDIN = "-"
 """The input path that reads standard input (CSV or JSONL, told apart by the first character)."""
 
 
-def _decode_error(path: Path, data: bytes, encoding: str, err: UnicodeDecodeError) -> ValueError:
-    """Name the line of ``path`` that is not valid ``encoding``, and what to do."""
+def _decode_error(path: Path, raw: Any, encoding: str, err: UnicodeDecodeError) -> UserError:
+    """Name the line of ``path`` that is not valid ``encoding``, and what to do. ``raw``: the file open for reading
+    bytes, read again from its start line by line (memory independent of the file's size)."""
+    raw.seek(0)
     line = 1
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+    lines = (part for chunk in raw for part in chunk.splitlines(keepends=True))  # as bytes.splitlines numbers them
+    for number, data in enumerate(lines, start=1):
         try:
-            raw.decode(encoding)
+            data.decode(encoding)
         except UnicodeDecodeError:
             line = number
             break
-    return ValueError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
-                      f"the file's encoding (--encoding latin-1, encoding='latin-1')")
+    return UserError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
+                     f"the file's encoding (--encoding latin-1, encoding='latin-1')")
 
 
 def _stdin_copy() -> Path:
@@ -140,7 +152,7 @@ def _open_raw(path: Path | str, encoding: str) -> tuple[Any, Path]:
     else:
         where = Path(path)
         if where.is_dir():
-            raise ValueError(f"{where}: is a directory, not an input file")
+            raise UserError(f"{where}: is a directory, not an input file")
         if not where.is_file():
             raise FileNotFoundError(f"{where}: no such file")
         raw = open(where, "rb")
@@ -150,21 +162,20 @@ def _open_raw(path: Path | str, encoding: str) -> tuple[Any, Path]:
         codecs.lookup(encoding)
     except LookupError:
         raw.close()
-        raise ValueError(f"unknown encoding {encoding!r}") from None
+        raise UserError(f"unknown encoding {encoding!r}") from None
     return raw, where
 
 
 def _lines(text: Any, where: Path, encoding: str) -> Iterator[str]:
     """The lines of an open text file, a UTF-8 byte order mark dropped; bytes that are not valid ``encoding`` raise
-    ``ValueError`` naming the line."""
+    ``UserError`` naming the line."""
     try:
         first = True
         for line in text:
             yield line.removeprefix("\ufeff") if first else line
             first = False
     except UnicodeDecodeError as err:
-        text.buffer.seek(0)
-        raise _decode_error(where, text.buffer.read(), encoding, err) from None
+        raise _decode_error(where, text.buffer, encoding, err) from None
 
 
 def _splits_on_bytes(encoding: str) -> bool:
@@ -178,12 +189,13 @@ def _splits_on_bytes(encoding: str) -> bool:
 
 
 class _Cursor:
-    """How far a byte-line reader has come: bytes and lines handed out."""
+    """How far a byte-line reader has come: bytes and lines handed out, and (``digest``, a hashlib object, when
+    given) the hash of those bytes."""
 
-    __slots__ = ("offset", "lines")
+    __slots__ = ("offset", "lines", "digest")
 
-    def __init__(self, offset: int) -> None:
-        self.offset, self.lines = offset, 0
+    def __init__(self, offset: int, digest: Any = None) -> None:
+        self.offset, self.lines, self.digest = offset, 0, digest
 
 
 _BARE_CR = re.compile(rb"(?<=\r)(?!\n)")
@@ -209,14 +221,15 @@ def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _
             for line in (part for part in _BARE_CR.split(chunk) if part) if split else (chunk,):
                 cursor.offset += len(line)
                 cursor.lines += 1
+                if cursor.digest is not None:
+                    cursor.digest.update(line)
                 if first:
                     first = False
                     yield decode(line).removeprefix("\ufeff")
                 else:
                     yield decode(line)
     except UnicodeDecodeError as err:
-        raw.seek(0)
-        raise _decode_error(where, raw.read(), encoding, err) from None
+        raise _decode_error(where, raw, encoding, err) from None
 
 
 def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line: int = 1,
@@ -231,21 +244,21 @@ def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line:
                 header = fields
                 dupes = sorted({c for c in header if header.count(c) > 1})
                 if dupes:
-                    raise ValueError(f"{path}, line {line}: the header names column(s) "
-                                     f"{', '.join(map(repr, dupes))} more than once")
+                    raise UserError(f"{path}, line {line}: the header names column(s) "
+                                    f"{', '.join(map(repr, dupes))} more than once")
                 yield "header", {name: name for name in header}
             elif fields:  # blank lines are skipped
                 if not strict and len(fields) < len(header):  # an output row cut short: missing fields are None
                     fields = fields + [None] * (len(header) - len(fields))  # type: ignore[list-item]
                 if len(fields) != len(header):
-                    raise ValueError(
+                    raise UserError(
                         f"{path}, line {line}: {len(fields)} fields but the header has {len(header)} columns "
                         "(quote fields that contain commas: \"Hello, world\")"
                     )
                 yield f"line {line}", dict(zip(header, fields))
             line = first_line + reader.line_num
     except csv.Error as err:
-        raise ValueError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
+        raise UserError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
 
 
 def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True,
@@ -256,9 +269,9 @@ def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True,
         try:
             record = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ValueError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+            raise UserError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
         if not isinstance(record, dict):
-            raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+            raise UserError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
         yield f"line {number}", record
 
 
@@ -269,18 +282,23 @@ class RecordReader:
 
     :attr:`position` is where the record after the last one yielded starts (``None`` for an encoding whose lines do
     not end at single bytes, e.g. UTF-16); ``start=`` such a :class:`Position` reads on from there (a CSV file's
-    header is read from its first line) with the same line numbers and record count."""
+    header is read from its first line) with the same line numbers and record count. ``digest=`` a hashlib object
+    holding the hash of the file's bytes before ``start`` (a fresh one without ``start``): each iteration hashes on
+    from a copy of it every byte it reads, and :attr:`position_digest` is the hash of the bytes before
+    :attr:`position`, exactly the bytes the records up to there were parsed from (``None`` without ``digest``)."""
 
     def __init__(self, path: str | os.PathLike[str], fmt: Format | None = None, encoding: str = "utf-8",
-                 strict: bool = True, start: Position | None = None) -> None:
+                 strict: bool = True, start: Position | None = None, digest: Any = None) -> None:
         self.path, self.fmt, self.encoding, self.strict, self.start = path, fmt, encoding, strict, start
+        self.digest = digest
         self.position: Position | None = None
+        self.position_digest: Any = None
         self._raw: Any = None
         self._size = 0
         self._stdin: Path | None = None
         if start is not None and (str(path) == STDIN or not _splits_on_bytes(encoding)):
-            raise ValueError(f"{path}: reading from a byte offset needs a file in an encoding whose lines end at single "
-                             f"bytes (not standard input, not {encoding})")
+            raise UserError(f"{path}: reading from a byte offset needs a file in an encoding whose lines end at single "
+                            f"bytes (not standard input, not {encoding})")
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
         # JSONL lines end at "\n" only (a CR is whitespace to JSON); CSV reads every line end (RFC 4180 quoting)
@@ -309,7 +327,7 @@ class RecordReader:
             if start.offset and (fmt or "csv") == "csv":  # the header is the file's first record
                 header = next(csv.reader(_byte_lines(raw, where, self.encoding, True, _Cursor(0), True)), [])
             raw.seek(start.offset)
-            cursor = _Cursor(start.offset)
+            cursor = _Cursor(start.offset, None if self.digest is None else self.digest.copy())
             lines = _byte_lines(raw, where, self.encoding, not jsonl, cursor, start.offset == 0)
             if fmt is None:
                 fmt, lines = _sniff(lines)
@@ -321,6 +339,8 @@ class RecordReader:
                 if location != "header":
                     records += 1
                     self.position = make(Position, (cursor.offset, line + cursor.lines, records))
+                    if cursor.digest is not None:
+                        self.position_digest = cursor.digest.copy()
                 yield location, record
 
     @property
@@ -345,7 +365,7 @@ def iter_records(
 
     ``fmt`` defaults to :func:`file_format` of ``path`` (standard input, ``-``: JSONL when its first character is
     ``{``, else CSV). A CSV file first yields ``("header", {column: column})``; a CSV row with more or fewer fields
-    than the header, a duplicated column name, or text that is not valid ``encoding`` raises ``ValueError`` naming
+    than the header, a duplicated column name, or text that is not valid ``encoding`` raises ``UserError`` naming
     the line (``strict=False``: a CSV row with too few fields gets ``None`` for the rest, as in an output file cut
     short); a missing file raises ``FileNotFoundError``.
     """
@@ -360,16 +380,16 @@ def output_format(path: str | os.PathLike[str]) -> Format:
 def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = True) -> str:
     value = record.get(column)
     if value is None:
-        raise ValueError(f"{where}: missing value for {column!r}")
+        raise UserError(f"{where}: missing value for {column!r}")
     if not isinstance(value, str):
-        raise ValueError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
+        raise UserError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
     if not allow_empty and not value.strip():
-        raise ValueError(f"{where}: {column!r} is empty")
+        raise UserError(f"{where}: {column!r} is empty")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as err:
-        raise ValueError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
-                         f"{err.start}), which is not text and cannot be written as UTF-8") from None
+        raise UserError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
+                        f"{err.start}), which is not text and cannot be written as UTF-8") from None
     return value
 
 
@@ -379,7 +399,7 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
     reached). ``path`` may be a :class:`RecordReader` (to follow :attr:`~RecordReader.fraction_read`, or to start at
     a :class:`Position`: rows are numbered on from there)."""
     if style is not None and not (isinstance(style, str) and style.strip()):
-        raise ValueError(f"style must be a non-empty string, got {style!r}")
+        raise UserError(f"style must be a non-empty string, got {style!r}")
     reader = path if isinstance(path, RecordReader) else RecordReader(path, encoding=encoding)
     needed = [c for c in INPUT_COLUMNS if not (c == "style" and style is not None)]
     name = "<stdin>" if str(reader.path) == STDIN else str(reader.path)
@@ -389,19 +409,19 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
             missing = [c for c in needed if c not in record]
             if missing:
                 found = ", ".join(repr(c) for c in record) or "none"
-                raise ValueError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
-                                 + ("; give the style with --style" if missing == ["style"] else ""))
+                raise UserError(f"{name}: missing column(s) {', '.join(map(repr, missing))} (found: {found})"
+                                + ("; give the style with --style" if missing == ["style"] else ""))
             continue
         loc = f"{name}, row {index} ({where})"
         missing = [c for c in needed if c not in record]
         if missing:
-            raise ValueError(f"{loc}: missing column(s) {', '.join(map(repr, missing))}"
-                             + ("; give the style with --style" if missing == ["style"] else ""))
+            raise UserError(f"{loc}: missing column(s) {', '.join(map(repr, missing))}"
+                            + ("; give the style with --style" if missing == ["style"] else ""))
         extra = {k: v for k, v in record.items() if k not in INPUT_COLUMNS}
         clash = sorted(set(extra) & RESERVED_FIELDS)
         if clash:
-            raise ValueError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
-                             "rename or drop them")
+            raise UserError(f"{loc}: input column(s) {', '.join(map(repr, clash))} would clash with output fields; "
+                            "rename or drop them")
         yield InputRow(
             row=index,
             source=_text(record, "source", loc),
@@ -410,17 +430,18 @@ def iter_rows(path: str | os.PathLike[str] | RecordReader, style: str | None = N
             where=loc,
             extra=extra,
             end=reader.position,
+            end_digest=reader.position_digest,
         )
         index += 1
     if index == first == 0:
-        raise ValueError(f"{name}: no rows to score (the file is empty or has only a header)")
+        raise UserError(f"{name}: no rows to score (the file is empty or has only a header)")
 
 
 def read_rows(path: str | os.PathLike[str], style: str | None = None, encoding: str = "utf-8") -> list[InputRow]:
     """Read and validate an input file (CSV or JSONL; ``-``: standard input) with the columns ``source``,
     ``rewrite``, ``style``; other columns are kept in :attr:`InputRow.extra` (carried through to the output).
 
-    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``ValueError``
+    ``style`` gives one target style for every row; it overrides a ``style`` column. Raises ``UserError``
     naming the file, the row and the problem (missing column, missing / non-string value, empty style, malformed
     CSV, wrong encoding, no rows at all). :func:`iter_rows` reads the rows lazily.
     """
@@ -442,7 +463,7 @@ def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS
     """
     records, torn = _read_scores(Path(path), kind)
     if torn:
-        raise ValueError(f"{path}, {torn}: the last record is incomplete (an interrupted write)")
+        raise UserError(f"{path}, {torn}: the last record is incomplete (an interrupted write)")
     return records
 
 
@@ -453,6 +474,27 @@ def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], st
     return records, torn.where
 
 
+def _typed_extras(record: dict[str, Any], kind: RecordKind) -> dict[str, Any]:
+    """A CSV record's extras as the JSONL record has them (the inverse of :func:`_csv_extra`): ``true`` / ``false``
+    as booleans, JSON text as lists, an empty cell as null; a text extra (``kind.texts``) as it is, except that an
+    empty one is null where the record has lists (the autorater's expected mode has rating distributions and no
+    reply; paper mode's reply may be empty). ``ValueError`` for anything else (a corrupt record)."""
+    out: dict[str, Any] = {}
+    for name in kind.extras:
+        text = record.get(name)
+        if name in kind.texts or text is None:
+            out[name] = text
+        elif text == "":
+            out[name] = None
+        elif text in ("true", "false"):
+            out[name] = text == "true"
+        else:
+            out[name] = json.loads(text)
+    if any(isinstance(v, list) for v in out.values()):
+        out.update({name: None for name in kind.texts if out[name] == ""})
+    return out
+
+
 class TornTail:
     """Set by :func:`iter_scores` to the location of an incomplete last record (a CSV row cut short)."""
 
@@ -461,15 +503,16 @@ class TornTail:
 
 def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[str, Any]]:
     """The complete records of an output file, read lazily; an incomplete last record is not yielded, its location
-    goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``ValueError``."""
+    goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``UserError``."""
     pending: str | None = None  # where a record cut short was: an error unless it is the last
+    csv_file = output_format(path) == "csv"
     for where, record in iter_records(path, output_format(path), strict=False):
         if pending is not None:
-            raise ValueError(f"{path}, {pending}: incomplete record")
+            raise UserError(f"{path}, {pending}: incomplete record")
         missing = [f for f in kind.fields if f not in record]
         if missing:
             what = "file" if where == "header" else f"record ({where})"
-            raise ValueError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
+            raise UserError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
         if where == "header":
             continue
         if any(record[f] is None for f in ("row", "source", "rewrite", "style", "signature")):
@@ -478,8 +521,11 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
         try:
             row = int(record["row"])
             record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
+            if csv_file:  # texts as given (not as escaped for spreadsheets), extras with their types
+                record = {k: csv_untext(v) if isinstance(v, str) else v for k, v in record.items()}
+                record.update(_typed_extras(record, kind))
         except (TypeError, ValueError):
-            raise ValueError(f"{path}, {where}: corrupt record (bad row or score)") from None
+            raise UserError(f"{path}, {where}: corrupt record (bad row, score or field)") from None
         yield record
     torn.where = pending
 
@@ -530,7 +576,7 @@ def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool
         writer.writeheader()
     for r in records:
         writer.writerow({f: ("" if math.isnan(r[f]) else repr(r[f])) if f in kind.scores
-                         else _csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f]
+                         else csv_text(_csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f])
                          for f in fields})
     return buf.getvalue()
 

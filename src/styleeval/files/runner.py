@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import hashlib
 import itertools
 import os
 import time
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from styleeval.backends import BackendError
-from styleeval.errors import RowError, RowsWarning
+from styleeval.errors import RowError, RowsWarning, UserError
+from styleeval.files.atomic import check_output_path
 from styleeval.files.records import (
     AUTORATER_RECORDS,
     LOGPROB_RECORDS,
@@ -44,10 +46,14 @@ from styleeval.files.records import (
 from styleeval.files.resume import (
     ResumeIndex,
     _check_signature,
-    _drop_torn_tail,
     _existing_header,
     _lock,
+    drop_torn_tail,
+    hash_file,
+    input_digest,
     read_index,
+    real_path,
+    same_input,
     write_index,
 )
 from styleeval.files.shards import RowSet, Shard
@@ -123,6 +129,7 @@ class _Sink:
             if replace:
                 self.target = output.with_name(output.name + ".partial")
                 self.file = open(self.target, "w", encoding="utf-8", newline="")
+                os.fchmod(self.file.fileno(), os.stat(output).st_mode & 0o7777)  # OUT keeps its mode, as open() would
             else:
                 self.file = open(output, "a", encoding="utf-8", newline="")
 
@@ -155,19 +162,6 @@ class _Sink:
                 pass
             if self.target != self.output:  # nothing was written: OUT stays as it was
                 self.target.unlink(missing_ok=True)
-
-
-def check_output_path(output: Path, input: Path | str | None = None) -> None:
-    """Before any work: OUT must be creatable (no parent is a file), not a folder, and not the input."""
-    if output.is_dir():
-        raise ValueError(f"{output}: is a directory; --out must name a file (e.g. {output}/scores.jsonl)")
-    for parent in output.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{output}: cannot be created, {parent} is a file, not a folder")
-            break
-    if input is not None and str(input) != STDIN and output.resolve() == Path(input).resolve():
-        raise ValueError(f"{output}: the output file must not be the input file")
 
 
 READ_AHEAD = 10_000
@@ -229,50 +223,71 @@ def run_file(
     """Run ``job`` over every row of ``input`` (of ``shard``, ``"K/N"``, when given) into ``output``, resumably (see
     the module docstring)."""
     if chunk_size < 1:
-        raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+        raise UserError(f"chunk_size must be positive, got {chunk_size}")
     if max_rows is not None and max_rows < 0:
-        raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+        raise UserError(f"max_rows must be >= 0, got {max_rows}")
     if flush_seconds <= 0:
-        raise ValueError(f"flush_seconds must be positive, got {flush_seconds}")
+        raise UserError(f"flush_seconds must be positive, got {flush_seconds}")
     part = Shard.parse(shard)
     out_path = None if str(output) == STDIN else Path(output)
+    lock = None
     if out_path is not None:
-        check_output_path(out_path, input)
-    out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
-    settings = {"kind": job.kind.name, "encoding": encoding, "style": style, "shard": part}
-    resumable = out_path is not None and out_path.exists() and not overwrite and out_path.stat().st_size > 0
-    index = read_index(out_path, input, **settings) if resumable else None
-    reader = RecordReader(input, encoding=encoding, start=index.next if index is not None else None)
-    ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD, index.next.record if index is not None else 0)
-    extra_columns = index.columns if index is not None else ahead.columns()
-    fields = _fields(job.kind, extra_columns)
-    lock = _lock(out_path) if out_path is not None else None
+        check_output_path(out_path, [input])
+        out_path = real_path(out_path)  # one file, one lock and one index, whatever name it is written through
+        lock = _lock(out_path)  # before anything of OUT or the input is read
     try:
-        done = _Done(RowSet(), {})
-        if resumable and index is None:
-            _drop_torn_tail(out_path)
-            resumable = out_path.stat().st_size > 0
-        if resumable and out_fmt == "csv" and _existing_header(out_path) != fields:
-            raise ValueError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
-                             f"{fields} (use another --out, or --overwrite)")
-        if index is not None:  # OUT and the input are as the index says: read on from its row
-            done = _Done(RowSet(index.next.record, index.finished),
-                         {index.signature: {"row": index.first_row, "signature": index.signature}})
-        elif resumable:
-            done = _check_resume(out_path, job.kind, lambda: iter_rows(reader, style=style), part)
-            if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
-                _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
-        where = out_path if out_path is not None else Path("<stdout>")
-        signature = job.get_scorer().signature if (len(done.rows) or max_rows != 0) else None
-        _check_signature(where, list(done.by_signature.values()), signature)  # also when nothing is left to do
-        keep_index = None if out_path is None else functools.partial(write_index, out_path, input, **settings)
-        return _score_rows(job, input, output, reader, ahead, done, part, signature, out_path, out_fmt,
-                           extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk,
-                           keep_index)
+        return _run_locked(job, input, output, out_path, style, part, chunk_size, max_rows, overwrite, progress,
+                           on_chunk, encoding, flush_seconds)
     finally:
         if lock is not None:  # the lock file goes with the run (removed while still held: no one else took it)
             Path(lock.lock_file).unlink(missing_ok=True)
             lock.release()
+
+
+def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: Path | None, style: str | None,
+                part: Shard | None, chunk_size: int, max_rows: int | None, overwrite: bool, progress: bool,
+                on_chunk: Callable[[list[dict[str, Any]]], None] | None, encoding: str,
+                flush_seconds: float) -> ScoreFileResult:
+    """:func:`run_file` once OUT's lock is held: what OUT holds (from its resume index, else the full check), then
+    the rows left."""
+    out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
+    settings = {"kind": job.kind.name, "encoding": encoding, "style": style, "shard": part}
+    resumable = out_path is not None and out_path.exists() and not overwrite and out_path.stat().st_size > 0
+    found = read_index(out_path, input, **settings) if resumable else None
+    index, out_digest, start_digest = found if found is not None else (None, None, None)
+    if index is None:  # the reader hashes every byte it reads: what the rows written were parsed from
+        start_digest = None if out_path is None else input_digest(input, encoding)
+    reader = RecordReader(input, encoding=encoding, start=index.next if index is not None else None,
+                          digest=start_digest)
+    ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD, index.next.record if index is not None else 0)
+    extra_columns = index.columns if index is not None else ahead.columns()
+    fields = _fields(job.kind, extra_columns)
+    done = _Done(RowSet(), {})
+    if resumable and index is None:
+        drop_torn_tail(out_path)
+        resumable = out_path.stat().st_size > 0
+    if resumable and out_fmt == "csv" and _existing_header(out_path) != fields:
+        raise UserError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
+                        f"{fields} (use another --out, or --overwrite)")
+    if index is not None:  # OUT and the input are as the index says: read on from its row
+        done = _Done(RowSet(index.next.record, index.finished),
+                     {index.signature: {"row": index.first_row, "signature": index.signature}})
+    elif resumable:  # (a reader of its own, that hashes nothing; standard input is copied once, by ``reader``)
+        check = reader if reader.digest is None else RecordReader(input, encoding=encoding)
+        done = _check_resume(out_path, job.kind, lambda: iter_rows(check, style=style), part)
+        if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
+            _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
+    where = out_path if out_path is not None else Path("<stdout>")
+    signature = job.get_scorer().signature if (len(done.rows) or max_rows != 0) else None
+    _check_signature(where, list(done.by_signature.values()), signature)  # also when nothing is left to do
+    keep_index = None
+    if out_path is not None and start_digest is not None:
+        if out_digest is None:  # OUT as the run starts (checked, its torn tail cut), or nothing when it starts afresh
+            out_digest = hash_file(out_path) if resumable else hashlib.sha256()
+        keep_index = functools.partial(write_index, out_path, out_digest, **settings)
+    return _score_rows(job, input, output, reader, ahead, done, part, signature, out_path, out_fmt,
+                       extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk,
+                       keep_index, out_digest)
 
 
 def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator[InputRow]],
@@ -290,14 +305,14 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
     for record in iter_scores(out, kind, torn):
         r = record["row"]
         if r in finished:
-            raise ValueError(f"{out}: row {r} appears twice; the file is corrupt (use --overwrite to start again)")
+            raise UserError(f"{out}: row {r} appears twice; the file is corrupt (use --overwrite to start again)")
         if r < 0:
             read += sum(1 for _ in rows)
             raise _other_input(out, r, read)
         if shard is not None and r not in shard:
-            raise ValueError(f"{out} has row {r}, which is not in shard {shard} (row number modulo {shard.count} is "
-                             f"{r % shard.count}): it was written by another shard or without --shard (use the "
-                             "shard's own --out, or --overwrite)")
+            raise UserError(f"{out} has row {r}, which is not in shard {shard} (row number modulo {shard.count} is "
+                            f"{r % shard.count}): it was written by another shard or without --shard (use the "
+                            "shard's own --out, or --overwrite)")
         finished.add(r)
         by_signature.setdefault(record["signature"], record)
         if current is not None and r < current.row:
@@ -308,37 +323,28 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
             if current is None:
                 raise _other_input(out, r, read)
             read += 1
-        _same_input(out, record, current)
+        same_input(out, record, current)
     if late:
         for row in input_rows():
             record = late.pop(row.row, None)
             if record is not None:
-                _same_input(out, record, row)
+                same_input(out, record, row)
             if not late:
                 break
     return _Done(finished, by_signature, torn.where)
 
 
-def _other_input(out: Path, row: int, size: int) -> ValueError:
-    return ValueError(f"{out} was written for a different input: it has row {row} but the input has {size} rows "
-                      "(use another --out, or --overwrite)")
-
-
-def _same_input(out: Path, record: dict[str, Any], row: InputRow) -> None:
-    for name in ("source", "rewrite", "style"):
-        if record[name] != getattr(row, name):
-            raise ValueError(
-                f"{out} was written for a different input: row {row.row} has {name} {record[name]!r:.60} in "
-                f"{out.name} but {getattr(row, name)!r:.60} in the input (use another --out, or --overwrite)"
-            )
+def _other_input(out: Path, row: int, size: int) -> UserError:
+    return UserError(f"{out} was written for a different input: it has row {row} but the input has {size} rows "
+                     "(use another --out, or --overwrite)")
 
 
 def _rewrite_complete_records(out: Path, kind: RecordKind, fmt: Format, extra_columns: Sequence[str]) -> None:
-    """OUT written again with its complete records only (streamed, in batches)."""
-    tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.writelines(format_in_batches(iter_scores(out, kind, TornTail()), fmt, kind, extra_columns, fmt == "csv"))
-    os.replace(tmp, out)
+    """OUT written again with its complete records only (streamed, in batches; renamed into place)."""
+    from styleeval.files.atomic import atomic_write
+
+    atomic_write(out, lambda f: f.writelines(format_in_batches(iter_scores(out, kind, TornTail()), fmt, kind,
+                                                               extra_columns, fmt == "csv")))
 
 
 def _input_row_error(input: Path | str, err: RowError | BackendError, chunk: Sequence[InputRow]) -> Exception:
@@ -359,11 +365,13 @@ def _shard_size(rows: int, shard: Shard | None) -> int:
 
 
 def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_path, out_fmt, extra_columns,
-                overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk, keep_index) -> ScoreFileResult:
+                overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk, keep_index,
+                out_digest) -> ScoreFileResult:
     """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size``
-    rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``) when OUT
-    holds exactly the run's rows up to the chunk's last. The input is read as the work goes (``ahead``); OUT is
-    opened with the first chunk."""
+    rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``, with OUT's
+    hash ``out_digest`` kept up to date) when OUT holds exactly the run's rows up to the chunk's last; and once more
+    at the end when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input
+    is read as the work goes (``ahead``); OUT is opened with the first chunk."""
     from tqdm.auto import tqdm
 
     finished = done.rows
@@ -371,17 +379,19 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
     total = _shard_size(reader.start.record, shard) if reader.start is not None else 0  # rows before the start
     taken = 0
     first_row = next(iter(done.by_signature.values()))["row"] if done.by_signature else None
+    last_read: InputRow | None = None
 
     def todo() -> Iterator[InputRow]:
-        nonlocal total, taken
+        nonlocal total, taken, last_read
         for row in ahead:
+            last_read = row
             if shard is not None and row.row not in shard:
                 continue
             total += 1
             if not known.issuperset(row.extra):
                 new = ", ".join(repr(c) for c in row.extra if c not in known)
-                raise ValueError(f"{row.where}: column(s) {new} first appear after the first {READ_AHEAD} rows, which "
-                                 "fixed the output's columns; give every row the same fields (null where empty)")
+                raise UserError(f"{row.where}: column(s) {new} first appear after the first {READ_AHEAD} rows, which "
+                                "fixed the output's columns; give every row the same fields (null where empty)")
             if row.row in finished or (max_rows is not None and taken >= max_rows):
                 continue  # read on: every row is validated, and the total counted
             taken += 1
@@ -420,17 +430,21 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
                 warnings.warn_explicit(message, w.category, w.filename, w.lineno)
             records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
                         **v, "signature": signature} for r, v in zip(chunk, values)]
+            text = _format_records(records, out_fmt, sink.header, job.kind, extra_columns)
             try:
-                sink.write(_format_records(records, out_fmt, sink.header, job.kind, extra_columns))
+                sink.write(text)
             except OSError as err:
                 raise _write_error(out_path, err, len(finished) + scored) from None
+            if out_digest is not None:
+                out_digest.update(text.encode("utf-8"))
             scored += len(records)
             if first_row is None:
                 first_row = chunk[0].row
             last = chunk[-1]  # every row up to it is in OUT now; the index is kept when none after it is
             if keep_index is not None and last.end is not None and (
                     len(finished) + scored == _shard_size(last.row + 1, shard)):
-                keep_index(ResumeIndex(last.end, len(finished) + scored, signature, first_row, extra_columns))
+                keep_index(last.end_digest, ResumeIndex(last.end, len(finished) + scored, signature, first_row,
+                                                        extra_columns))
             if checked.first_row is None:
                 checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
             bar.total = estimated_total()
@@ -441,6 +455,10 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
                 on_chunk(records)
         if sink is not None:
             checked = _verify(scorer, signature, sink, checked, out_path)  # and once more at the end
+        if (keep_index is not None and signature is not None and first_row is not None and last_read is not None
+                and last_read.end is not None and ahead.exhausted and len(finished) + scored == total):
+            keep_index(last_read.end_digest, ResumeIndex(last_read.end, total, str(signature), first_row,
+                                                         extra_columns))
     finally:
         if bar is not None:
             bar.close()
@@ -477,14 +495,14 @@ def _verify(scorer: Any, signature: Any, sink: _Sink, checked: _Checkpoint, out:
         kept = f"the rows written{where} were removed from {out} (they may come from either model), those before kept"
     else:
         kept = f"the rows{where} may come from either model"
-    raise ValueError(f"the model behind the backend changed during this run (signature {signature} is now {now}): "
-                     f"{kept}; check which model you want, then run again (a new --out for the new model)")
+    raise UserError(f"the model behind the backend changed during this run (signature {signature} is now {now}): "
+                    f"{kept}; check which model you want, then run again (a new --out for the new model)")
 
 
-def _write_error(out: Path | None, err: OSError, kept: int) -> ValueError:
+def _write_error(out: Path | None, err: OSError, kept: int) -> UserError:
     what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else (err.strerror or str(err))
-    return ValueError(f"{out or '<stdout>'}: cannot write ({what}); the {kept} rows written before are safe there, "
-                      "nothing finished is lost: make room and run the same command again to continue")
+    return UserError(f"{out or '<stdout>'}: cannot write ({what}); the {kept} rows written before are safe there, "
+                     "nothing finished is lost: make room and run the same command again to continue")
 
 
 def score_file(
@@ -556,7 +574,7 @@ def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]
         return
     named = [k for k, v in {"model": model, **options}.items() if v is not None]
     if named:
-        raise ValueError(f"{', '.join(named)}: a {what} is given, and these belong to it; leave them out")
+        raise UserError(f"{', '.join(named)}: a {what} is given, and these belong to it; leave them out")
 
 
 def autorate_file(

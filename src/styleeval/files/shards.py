@@ -3,8 +3,11 @@
 ``--shard K/N`` takes the input rows whose number is ``K`` modulo ``N`` (``0 <= K < N``): N jobs (a SLURM array, N
 GPUs, N servers) each score a deterministic 1/N of the rows into their own file, with no coordinator. Round-robin
 rows need no row count up front and give every shard the same mix of short and long rows. :func:`merge_shards`
-checks that the shard files carry one signature, that no row is in two files and none is missing, and writes the
-records in input order: the file one unsharded run writes (tested byte for byte).
+checks that the shard files carry one signature, that no row is in two files and none is missing, and (given the
+input) that every record is its input row's, and writes the records in input order: the records one unsharded run
+writes, with the same text in the same order, and scores equal to that run's within float rounding (a model's
+float32 sums depend on which rows share a batch; tested). A scorer whose numbers do not depend on the batch (the
+tests' length job) gives the unsharded file byte for byte.
 """
 
 from __future__ import annotations
@@ -16,16 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from styleeval.errors import UserError
 from styleeval.files.records import (
     AUTORATER_RECORDS,
     LOGPROB_RECORDS,
+    InputRow,
     RecordKind,
+    RecordReader,
     TornTail,
     format_in_batches,
     iter_records,
+    iter_rows,
     iter_scores,
     output_format,
 )
+from styleeval.files.resume import same_input
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,8 @@ class Shard:
 
     def __post_init__(self) -> None:
         if self.count < 1 or not 0 <= self.index < self.count:
-            raise ValueError(f"shard {self.index}/{self.count}: K/N needs N >= 1 and 0 <= K < N (shards are "
-                             f"numbered from 0, e.g. --shard $SLURM_ARRAY_TASK_ID/{max(self.count, 1)})")
+            raise UserError(f"shard {self.index}/{self.count}: K/N needs N >= 1 and 0 <= K < N (shards are "
+                            f"numbered from 0, e.g. --shard $SLURM_ARRAY_TASK_ID/{max(self.count, 1)})")
 
     @classmethod
     def parse(cls, text: str | Shard | None) -> Shard | None:
@@ -48,7 +56,7 @@ class Shard:
         try:
             index, count = (int(part) for part in str(text).split("/"))
         except ValueError:
-            raise ValueError(f"shard {text!r}: expected K/N, e.g. 0/4 for the first of four shards") from None
+            raise UserError(f"shard {text!r}: expected K/N, e.g. 0/4 for the first of four shards") from None
         return cls(index, count)
 
     def __contains__(self, row: int) -> bool:
@@ -125,26 +133,42 @@ class MergeResult:
 
 
 def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathLike[str], *,
-                 kind: RecordKind | None = None, total: int | None = None) -> MergeResult:
+                 kind: RecordKind | None = None, total: int | None = None, input: str | os.PathLike[str] | None = None,
+                 style: str | None = None, encoding: str = "utf-8") -> MergeResult:
     """Merge the output files of sharded ``score`` / ``autorate`` runs into ``output`` (JSONL, or CSV when it ends in
     ``.csv``), in input order, in bounded memory.
 
-    Checked before anything is written: every record of every file carries one signature (the first that differs is
-    named); no row is in two files (both named); no row is missing between 0 and the largest row (or ``total``, the
-    input's row count, when given): the missing rows are named, with the shard they belong to when the files are
-    the shards ``K/N`` of one ``N``; and the files carry the same columns. ``kind``: the records' kind (default:
-    ``score`` records, or ``autorate`` ones when the first file has ratings).
+    Checked before anything is written: ``output`` is none of the files, nor ``input`` (under any name: links
+    too); every record of every file carries one signature (the first that differs is named); no row is in two files
+    (both named); no row is missing between 0 and the largest row (or ``total``, or ``input``'s row count): the
+    missing rows are named, with the shard they belong to when the files are the shards ``K/N`` of one ``N``; and
+    the files carry the same columns. With ``input`` (the file the shards were scored from, read in ``encoding``),
+    every record's source, rewrite and style must be its input row's (the style: ``style``, the shards' ``--style``,
+    when given; else the input's style column; an input without one was scored with one ``--style``, which every
+    shard must share): shards of another input of the same length, or of runs with another ``--style``, are refused
+    naming the row. ``kind``: the records' kind (default: ``score`` records, or ``autorate`` ones when the first file
+    has ratings).
+
+    The merged records equal, field for field and in order, those one unsharded run writes, except that scores may
+    differ within float rounding (a model's float32 arithmetic depends on which rows share a batch); records read
+    from CSV files get their JSONL types back (booleans, lists, nulls) when written as JSONL.
     """
-    from styleeval.files.atomic import atomic_write
+    from styleeval.files.atomic import atomic_write, check_output_path
 
     paths = [Path(f) for f in files]
     if not paths:
-        raise ValueError("no shard files to merge")
+        raise UserError("no shard files to merge")
+    out = Path(output)
+    check_output_path(out, paths, what="the merged file", of="one of the shard files")
+    reader = None if input is None else RecordReader(input, encoding=encoding)  # standard input: copied once
+    if reader is not None:
+        check_output_path(out, [reader.path], what="the merged file", of="the input file")
+        rows = sum(1 for where, _ in reader if where != "header")
+        if total is not None and total != rows:
+            raise UserError(f"total={total} but {input} has {rows} rows")
+        total = rows
     if kind is None:
         kind = AUTORATER_RECORDS if "meaning" in _keys(paths[0]) else LOGPROB_RECORDS
-    out = Path(output)
-    if any(out.resolve() == p.resolve() for p in paths if p.exists()):
-        raise ValueError(f"{out}: the merged file must not be one of the shard files")
     seen = RowSet()
     signature: str | None = None
     residues: dict[Path, set[int]] = {}
@@ -155,40 +179,69 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
         if extra is None:
             extra = columns
         elif columns != extra:
-            raise ValueError(f"{path}: has the columns {columns} but {paths[0]} has {extra}; shards of one input "
-                             "carry the same columns")
+            raise UserError(f"{path}: has the columns {columns} but {paths[0]} has {extra}; shards of one input "
+                            "carry the same columns")
         sample: list[int] = []  # a few rows of the file: which shard it is
         for record in _records(path, kind):
             r = record["row"]
             if signature is None:
                 signature = record["signature"]
             elif record["signature"] != signature:
-                raise ValueError(f"{path}, row {r}: signature {record['signature']!r} differs from "
-                                 f"{signature!r} in the files before; shards must come from one model and settings")
+                raise UserError(f"{path}, row {r}: signature {record['signature']!r} differs from "
+                                f"{signature!r} in the files before; shards must come from one model and settings")
+            if style is not None and record["style"] != style:
+                raise UserError(f"{path}, row {r}: style {record['style']!r}, not {style!r} (--style): scored in "
+                                "another run")
             if r in seen:
                 first = next(p for p in paths if any(x["row"] == r for x in _records(p, kind)))  # found again
-                raise ValueError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
-                                 "under two names, or an unsharded file given with its shards?)")
+                raise UserError(f"row {r} is in {first} and in {path}: the shards overlap (was one shard run twice "
+                                "under two names, or an unsharded file given with its shards?)")
             seen.add(r)
             if len(sample) < 64:
                 sample.append(r)
             largest = max(largest, r)
         residues[path] = set(sample)
     if signature is None:
-        raise ValueError("the shard files hold no records")
+        raise UserError("the shard files hold no records")
     n = total if total is not None else largest + 1
     if total is not None and largest >= total:
-        raise ValueError(f"a shard file has row {largest} but the input has {total} rows")
+        raise UserError(f"a shard file has row {largest} but the input has {total} rows")
     missing = list(seen.missing(n))
     if missing:
-        raise ValueError(f"rows {_ranges(missing)} ({len(missing)} of {n}) are in none of the files"
-                         + _missing_shards(missing, residues, len(paths)))
+        raise UserError(f"rows {_ranges(missing)} ({len(missing)} of {n}) are in none of the files"
+                        + _missing_shards(missing, residues, len(paths)))
     fmt = output_format(out)
     assert extra is not None
 
-    merged = heapq.merge(*(_records(p, kind) for p in paths), key=lambda record: record["row"])
-    atomic_write(out, lambda f: f.writelines(format_in_batches(merged, fmt, kind, extra, fmt == "csv")))
+    merged = heapq.merge(*(_tagged(p, kind) for p in paths))  # (row, file, record), in row order
+    records = (record for _, _, record in merged) if reader is None else _same_input_rows(merged, reader, style)
+    atomic_write(out, lambda f: f.writelines(format_in_batches(records, fmt, kind, extra, fmt == "csv")))
     return MergeResult(out, tuple(paths), n, signature)
+
+
+def _tagged(path: Path, kind: RecordKind) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    for record in _records(path, kind):
+        yield record["row"], str(path), record
+
+
+def _same_input_rows(merged: Iterator[tuple[int, str, dict[str, Any]]], input: RecordReader,
+                     style: str | None) -> Iterator[dict[str, Any]]:
+    """The merged records (every row of ``input``, in order), each checked against its input row."""
+    first = next(iter(input), ("", {}))[1]
+    implied: tuple[str, str, int] | None = None  # an input without styles: the style of the run, where it was read
+    rows: Iterator[InputRow] | None = None
+    for r, path, record in merged:
+        if rows is None:
+            if style is None and "style" not in first:
+                implied = (record["style"], path, r)
+            rows = iter_rows(input, style=style if implied is None else implied[0])
+        if implied is not None and record["style"] != implied[0]:
+            raise UserError(f"{path}, row {r}: style {record['style']!r}, but {implied[1]}, row {implied[2]}: "
+                            f"{implied[0]!r}: the shards were scored with different --style (merge the shards of "
+                            "one run)")
+        same_input(Path(path), record, next(rows), advice="merge the shards scored from this input, or give "
+                   "--style when the shards were scored with one")
+        yield record
 
 
 def _missing_shards(missing: list[int], residues: dict[Path, set[int]], files: int) -> str:
@@ -217,8 +270,8 @@ def _records(path: Path, kind: RecordKind) -> Iterator[dict[str, Any]]:
     torn = TornTail()
     yield from iter_scores(path, kind, torn)
     if torn.where:
-        raise ValueError(f"{path}, {torn.where}: the last record is incomplete (an interrupted write); run its shard "
-                         "again to finish it")
+        raise UserError(f"{path}, {torn.where}: the last record is incomplete (an interrupted write); run its shard "
+                        "again to finish it")
 
 
 def _keys(path: Path) -> list[str]:
@@ -227,12 +280,12 @@ def _keys(path: Path) -> list[str]:
         raise FileNotFoundError(f"{path}: no such file")
     for _, record in iter_records(path, output_format(path), strict=False):
         return list(record)
-    raise ValueError(f"{path}: empty file")
+    raise UserError(f"{path}: empty file")
 
 
 def _columns(path: Path, kind: RecordKind) -> list[str]:
     """The extra input columns a record file carries (between ``row`` and ``source``)."""
     keys = _keys(path)
     if "row" not in keys or "source" not in keys:
-        raise ValueError(f"{path}: not a styleeval {kind.name} file (no row / source fields)")
+        raise UserError(f"{path}: not a styleeval {kind.name} file (no row / source fields)")
     return keys[keys.index("row") + 1 : keys.index("source")]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from styleeval.corpora import SPECS
+from styleeval.errors import UserError
 from styleeval.scoring.inputs import ScoringInputs
 
 DIMENSIONS = ("content", "style", "fluency")
@@ -36,7 +37,7 @@ def with_style_words(data: RatedData, style_words: str) -> tuple[RatedData, int]
     :func:`authors_style_words`), and the number of rows changed. The fingerprint follows the words, so cached
     scores of one wording are never served for the other."""
     if style_words not in STYLE_WORDS:
-        raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
+        raise UserError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
     if style_words == "corpus":
         return data, 0
     mapping = authors_style_words(data.name)
@@ -70,15 +71,15 @@ class RatedData(ScoringInputs):
         else:
             records = list(rows)
         if not records:
-            raise ValueError(f"dataset {name or '?'} has no rows")
+            raise UserError(f"dataset {name or '?'} has no rows")
         name = name or str(records[0].get("dataset") or "dataset")
         for i, r in enumerate(records):
             for key in REQUIRED:
                 if key not in r:
-                    raise ValueError(f"{name} row {i}: field {key!r} is missing")
+                    raise UserError(f"{name} row {i}: field {key!r} is missing")
             for key in ("source", "rewrite", "target_style"):
                 if not isinstance(r[key], str):
-                    raise ValueError(f"{name} row {i} ({r.get('id', i)}): {key} is {type(r[key]).__name__}, not str")
+                    raise UserError(f"{name} row {i} ({r.get('id', i)}): {key} is {type(r[key]).__name__}, not str")
         refs: list[list[str] | None] = []
         for i, r in enumerate(records):
             ref = r.get("reference")
@@ -89,7 +90,7 @@ class RatedData(ScoringInputs):
             else:
                 ref = [x for x in list(ref) if x is not None]
                 if not all(isinstance(x, str) for x in ref):
-                    raise ValueError(f"{name} row {i} ({r.get('id', i)}): reference must be a list of strings")
+                    raise UserError(f"{name} row {i} ({r.get('id', i)}): reference must be a list of strings")
                 refs.append(ref or None)
         human = {}
         for dim in DIMENSIONS:
@@ -127,7 +128,7 @@ class RatedData(ScoringInputs):
         references; one subset per task when it has several tasks (the test set).
         """
         if dimension not in DIMENSIONS:
-            raise ValueError(f"dimension must be one of {DIMENSIONS}, got {dimension!r}")
+            raise UserError(f"dimension must be one of {DIMENSIONS}, got {dimension!r}")
         rated = np.isfinite(self.human[dimension])
         out = {"all": np.flatnonzero(rated)}
         if self.kind == "mixed":

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from styleeval.errors import UserError
 from styleeval.stats.correlation import pearson as _pearson
 
 EPS = 1e-6
@@ -95,7 +96,7 @@ def hybrid(kind: str, scores: Mapping[str, Sequence[float]], human: Sequence[flo
     ``groups`` (e.g. source ids) keep every group in one fold; without them each row is its own group.
     """
     if kind not in ("simulation", "learned"):
-        raise ValueError(f"kind must be 'simulation' or 'learned', got {kind!r}")
+        raise UserError(f"kind must be 'simulation' or 'learned', got {kind!r}")
     cols = {m: np.asarray(v, float) for m, v in scores.items()}
     h = np.asarray(human, float)
     keep = np.isfinite(h) & np.all([np.isfinite(c) for c in cols.values()], axis=0)

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from styleeval.errors import UserError
 from styleeval.stats.correlation import kendall_tau_like
 
 LAI_COLUMNS = ["table", "metric", "dimension", "subset", "level", "statistic", "n", "value", "p"]
@@ -152,7 +153,7 @@ def lai_analysis(frame: pd.DataFrame, metrics: Mapping[str, tuple[str, Mapping[s
     for name, (dimension, scores, lower) in metrics.items():
         missing = [i for i in frame["id"] if i not in scores]
         if missing:
-            raise ValueError(f"{name}: no score for {len(missing)} rows, e.g. {missing[0]!r}")
+            raise UserError(f"{name}: no score for {len(missing)} rows, e.g. {missing[0]!r}")
         values = np.array([scores[i] for i in frame["id"]], float)
         table = {"style": 2, "content": "figure 4", "fluency": 5}[dimension]
         if dimension != "fluency":
@@ -209,9 +210,9 @@ def published() -> list[dict[str, Any]]:
     return out
 
 
-def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | None = None, cache: Any = None,
+def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | None = None, cache: Any = None,
             out_dir: str | None = None, progress: bool = False, plots: bool = True) -> pd.DataFrame:
-    """Score ``metrics`` on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
+    """Score ``metrics`` (specs or metric objects) on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
     ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png``.
     ``lai:<score>`` metrics take their own dimension (Lai's files say which aspect each score is for); the others take
     ``dimension``. Reference-based metrics also get Table 4 and the
@@ -221,7 +222,7 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
     from styleeval.corpora import load_corpus
     from styleeval.corpora.lai_scores import DIMENSION
     from styleeval.metaeval.data import RatedData
-    from styleeval.metrics import get_metric
+    from styleeval.metrics import Metric, get_metric
     from styleeval.scoring import score_dataset
 
     ds = load_corpus("lai_formality", data_dir)
@@ -230,7 +231,7 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
     wanted: dict[str, tuple[str, dict[str, float], bool]] = {}
     referenced = []
     for spec in metrics:
-        metric = get_metric(spec, data_dir=data_dir)
+        metric = spec if isinstance(spec, Metric) else get_metric(spec, data_dir=data_dir)
         if metric.needs_references and not metric.name.startswith(("lai:", "precomputed")):
             referenced.append(metric)
         values = score_dataset(metric, data, cache, progress=progress)
@@ -254,7 +255,9 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        result.to_csv(out / "lai.csv", index=False, float_format="%.6g")
+        from styleeval.escaping import spreadsheet_safe
+
+        spreadsheet_safe(result).to_csv(out / "lai.csv", index=False, float_format="%.6g")
         (out / "lai.md").write_text(comparison_markdown(result), encoding="utf-8")
         if plots:
             from styleeval.metaeval.plots import plot_lai_figures
@@ -265,6 +268,8 @@ def run_lai(metrics: Sequence[str], dimension: str = "style", data_dir: str | No
 
 def comparison_markdown(result: pd.DataFrame) -> str:
     """Every published figure of Tables 1, 2, 4 and 5 beside ours (rounded to 2 decimals), then all our rows."""
+    from styleeval.escaping import md_cell
+
     keys = ["table", "metric", "dimension", "subset", "level", "statistic"]
     pub = pd.DataFrame(published())
     merged = pub.merge(result, on=keys, how="left")
@@ -274,9 +279,9 @@ def comparison_markdown(result: pd.DataFrame) -> str:
         ours = "–" if not np.isfinite(r.value) else f"{r.value:.2f}"
         diff = "–" if not np.isfinite(r.value) else f"{r.value - r.published:+.2f}"
         n = "–" if not np.isfinite(r.n) else str(int(r.n))
-        lines.append(f"| {r.table} | {r.metric} | {r.dimension} | {r.subset} | {r.level} | {r.statistic} | {n} | "
+        lines.append(f"| {r.table} | {md_cell(r.metric)} | {r.dimension} | {r.subset} | {r.level} | {r.statistic} | {n} | "
                      f"{r.published:.2f} | {ours} | {diff} |")
     lines += ["", "## All figures", "", "| " + " | ".join(LAI_COLUMNS) + " |", "|" + "---|" * len(LAI_COLUMNS)]
     for r in result.itertuples(index=False):
-        lines.append("| " + " | ".join(f"{v:.4f}" if isinstance(v, float) else str(v) for v in r) + " |")
+        lines.append("| " + " | ".join(f"{v:.4f}" if isinstance(v, float) else md_cell(v) for v in r) + " |")
     return "\n".join(lines) + "\n"

@@ -245,9 +245,10 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
+    from styleeval.escaping import spreadsheet_safe
     from styleeval.labels import with_warning
 
-    with_warning(board, board_random_weights(board)).to_csv(paths["csv"], index=False)
+    spreadsheet_safe(with_warning(board, board_random_weights(board))).to_csv(paths["csv"], index=False)
     paths["md"].write_text(leaderboard_markdown(board), encoding="utf-8")
     if plots and (board["statistic"] == "acc_eq").any():
         import matplotlib.pyplot as plt

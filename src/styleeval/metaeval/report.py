@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.labels import RANDOM_WEIGHTS, dataset_label, random_weights_warning, with_warning
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
 from styleeval.metaeval.runner import MetaevalResult
@@ -40,8 +41,10 @@ def _fmt(value: float, p: float | None = None) -> str:
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    """A Markdown table, every cell through :func:`~styleeval.escaping.md_cell` (names are untrusted text; the
+    numbers' ``*`` and ``**bold**`` markers are left as they are)."""
+    lines = ["| " + " | ".join(map(md_cell, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
     return "\n".join(lines)
 
 
@@ -189,8 +192,8 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "correlations.csv", "wmt": out / "wmt_kendall.csv", "report": out / "report.md"}
     random = result.random_weights
-    with_warning(result.correlations, random).to_csv(paths["csv"], index=False, float_format="%.6g")
-    with_warning(result.wmt, random).to_csv(paths["wmt"], index=False, float_format="%.6g")
+    spreadsheet_safe(with_warning(result.correlations, random)).to_csv(paths["csv"], index=False, float_format="%.6g")
+    spreadsheet_safe(with_warning(result.wmt, random)).to_csv(paths["wmt"], index=False, float_format="%.6g")
     groups = paper_groups(result.dataset_kinds, result.task_subsets)
     warning = random_weights_warning(random)
     lines = [f"# Meta-evaluation: {result.dimension}", "",
@@ -208,7 +211,7 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if result.negated:
         lines += ["", "Metrics where lower means closer to the source (error rates, novelty) are negated before "
                   "correlating and ranking (higher = better), in every table and plot, and labelled `(negated)`: "
-                  f"{', '.join(result.negated)}."]
+                  f"{md_cell(', '.join(result.negated))}."]
     for g in groups:
         lines += ["", f"## {g.title}", "", group_table(result, g)]
     if result.dataset_kinds:
@@ -229,7 +232,7 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
                   "`styleeval.stats.compare.paired_bootstrap_correlation` gives a bootstrap CI of the difference."]
         for d, t in sig_tables:
             if t:
-                lines += ["", f"### {dataset_label(d)}", "", t]
+                lines += ["", f"### {md_cell(dataset_label(d))}", "", t]
     hyb = hybrid_table(result) if hybrids else None
     if hyb:
         lines += ["", "## Hybrids (Mukherjee et al. 2025)", "", "Pearson with the human ratings of a weighted geometric "
@@ -239,13 +242,14 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if result.missing:
         lines += ["", "## Missing cells", "", "These (dataset, metric) cells are empty, so averages and ranks above "
                   "are over fewer columns for the metrics concerned:", ""]
-        lines += [f"- {dataset_label(d)} / {result.label(m, numbers=False)}: {why}" for d, m, why in result.missing]
+        lines += [f"- {md_cell(dataset_label(d))} / {md_cell(result.label(m, numbers=False))}: {md_cell(why)}"
+                  for d, m, why in result.missing]
     if result.signatures:
         lines += ["", "## Metric signatures", "", "Everything that determines each metric's scores (quote these with "
                   "the numbers):", ""]
-        lines += [f"- {result.label(m, numbers=False)}: `{sig}`" for m, sig in result.signatures.items()]
+        lines += [f"- {md_cell(result.label(m, numbers=False))}: {md_code(sig)}" for m, sig in result.signatures.items()]
     if result.notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in result.notes]
+        lines += ["", "## Notes", ""] + [f"- {md_cell(n)}" for n in result.notes]
     lines += ["", "Plots: `groups.png` (average correlation per group, Figure 2 style), `tasks.png` "
               "(per-task correlations on the test set), `datasets.png` (per dataset), `metrics_heatmap.png` (metric vs "
               "metric Spearman correlations).", ""]

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval.corpora import rating_corpora
+from styleeval.errors import UserError
 from styleeval.labels import random_weight_metrics, shown_label
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
@@ -125,13 +126,13 @@ def run_metaeval(
     ``higher_is_better = False`` (TER, PINC) are negated before correlating.
     """
     if dimension not in DIMENSIONS:
-        raise ValueError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
+        raise UserError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
     metric_objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=data_dir) for m in metrics]
     names = [m.label for m in metric_objs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ValueError(f"metric names must be unique in one run, got duplicates: {', '.join(dupes)}; give each "
-                         "configuration its own name with as=NAME (e.g. logprob_content:model=3b:as=LP-3B)")
+        raise UserError(f"metric names must be unique in one run, got duplicates: {', '.join(dupes)}; give each "
+                        "configuration its own name with as=NAME (e.g. logprob_content:model=3b:as=LP-3B)")
     result = MetaevalResult(dimension, names, pd.DataFrame(columns=CSV_COLUMNS), pd.DataFrame(columns=WMT_COLUMNS))
     result.negated = [m.label for m in metric_objs if not m.higher_is_better]
 
@@ -154,7 +155,7 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
     """Step 1: the corpora with ``dimension`` ratings, worded as ``style_words`` says (see :func:`run_metaeval`);
     skipped ones are noted and listed in ``result.missing``."""
     if style_words not in STYLE_WORDS:
-        raise ValueError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
+        raise UserError(f"style_words must be one of {', '.join(STYLE_WORDS)}, got {style_words!r}")
     present_only = datasets is None
     datasets = list(dict.fromkeys(rating_corpora() if datasets is None else datasets))
     if loader is None:
@@ -165,7 +166,7 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
 
             hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, known, 1))
                                  else "") for d in unknown]
-            raise ValueError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(known)}")
+            raise UserError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(known)}")
     from styleeval.corpora import MissingFileError
 
     loaded: list[RatedData] = []
@@ -173,15 +174,15 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
         try:
             rows = _load(name, loader, data_dir)
             data = rows if isinstance(rows, RatedData) else RatedData.from_rows(rows, name)
-        except (OSError, ValueError, KeyError) as err:
+        except (OSError, UserError) as err:
             if present_only and isinstance(err, MissingFileError):  # the default set: the corpora that are present
                 note(f"skipped dataset {name}: its data is not present ({err}); name it in --datasets to make "
                      "its absence an error")
                 result.missing += [(name, m.label, "dataset not present") for m in metrics]
                 continue
             if not allow_missing:
-                raise ValueError(f"dataset {name} cannot be used: {err}. Fix the data (see STYLEEVAL_DATA_DIR), "
-                                 "leave it out of --datasets, or pass --allow-missing to report without it") from err
+                raise UserError(f"dataset {name} cannot be used: {err}. Fix the data (see STYLEEVAL_DATA_DIR), "
+                                "leave it out of --datasets, or pass --allow-missing to report without it") from err
             note(f"skipped dataset {name}: {err}")
             result.missing += [(name, m.label, "dataset unavailable") for m in metrics]
             continue
@@ -194,7 +195,7 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
                  f"({', '.join(sorted(set(data.styles)))})")
         loaded.append(data)
     if not loaded:
-        raise ValueError("no dataset could be used: " + "; ".join(result.notes))
+        raise UserError("no dataset could be used: " + "; ".join(result.notes))
     return loaded
 
 
@@ -203,6 +204,8 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
                    progress: bool = False) -> dict[tuple[str, str], np.ndarray]:
     """Step 2: every metric's scores of every corpus (``(dataset, metric label) -> scores``, as computed); a metric
     that cannot be set up is noted once and skipped everywhere, one that fails on a corpus is skipped there."""
+    from styleeval.backends import BackendError
+
     scores: dict[tuple[str, str], np.ndarray] = {}
     failed: dict[str, str] = {}
     pairs = [(d, m) for d in loaded for m in metrics]
@@ -215,7 +218,7 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
         try:
             result.signatures.setdefault(metric.label, metric.signature)
             scores[data.name, metric.label] = score_dataset(metric, data, cache, progress=progress)
-        except ValueError as err:
+        except (UserError, BackendError) as err:  # a metric that cannot be computed; a bug keeps its traceback
             if metric.label not in result.signatures:  # it could not even be set up: skip it everywhere
                 failed[metric.label] = str(err)
                 result.failed_metrics[metric.label] = str(err)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Inputs, Metric, targets
 from styleeval.signature import Signature
 
@@ -69,9 +70,9 @@ class SacreBleuMetric(Metric):
 
     def __init__(self, kind: str, inputs: Inputs = "source", agg: str = "corpus") -> None:
         if inputs not in ("source", "reference"):
-            raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+            raise UserError(f"inputs must be 'source' or 'reference', got {inputs!r}")
         if agg not in AGGREGATES:
-            raise ValueError(f"agg must be one of {', '.join(AGGREGATES)}, got {agg!r}")
+            raise UserError(f"agg must be one of {', '.join(AGGREGATES)}, got {agg!r}")
         self.aggregate = agg
         _scorer(kind)  # validates kind
         self.kind = kind

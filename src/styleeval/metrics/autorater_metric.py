@@ -12,6 +12,7 @@ chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One
 
 from __future__ import annotations
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric, RowMemo
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
@@ -33,9 +34,9 @@ class AutoraterMetric(Metric):
         from styleeval.options import AUTORATER_OPTIONS
 
         if dimension not in ("meaning", "style"):
-            raise ValueError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
+            raise UserError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
         if fill not in ("mean", "none"):
-            raise ValueError(f"fill must be 'mean' or 'none', got {fill!r}")
+            raise UserError(f"fill must be 'mean' or 'none', got {fill!r}")
         self.dimension = dimension
         self.name = f"autorater_{dimension}"
         self.fill = fill
@@ -52,7 +53,7 @@ class AutoraterMetric(Metric):
         try:
             return shared_autorater(**self.options)
         except (OSError, ImportError, RuntimeError, BackendError) as err:
-            raise ValueError(f"cannot load the autorater {self.options.get('model')!r}: {err}") from err
+            raise UserError(f"cannot load the autorater {self.options.get('model')!r}: {err}") from err
 
     @property
     def signature(self) -> Signature:
@@ -81,7 +82,7 @@ class AutoraterMetric(Metric):
             try:
                 return list(judge.rate(src, rw, st))
             except BackendError as err:
-                raise ValueError(str(err)) from err
+                raise UserError(str(err)) from err
 
         rows = _ROWS.rows(self._key, judge.signature, sources, rewrites, styles, compute)
         return [row[self.dimension] for row in rows]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from styleeval.errors import UserError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
@@ -22,23 +23,23 @@ def check_references(references: Any, n: int) -> list[list[str]]:
     A row may hold one string or a list of strings (several references).
     """
     if references is None:
-        raise ValueError("references are required by a reference-based metric but none were given")
+        raise UserError("references are required by a reference-based metric but none were given")
     if isinstance(references, str) or not isinstance(references, Sequence):
-        raise ValueError(f"references must be a list (one entry per row), got {type(references).__name__}")
+        raise UserError(f"references must be a list (one entry per row), got {type(references).__name__}")
     if len(references) != n:
-        raise ValueError(f"references has {len(references)} rows but {n} were expected (lengths must match)")
+        raise UserError(f"references has {len(references)} rows but {n} were expected (lengths must match)")
     out: list[list[str]] = []
     for i, refs in enumerate(references):
         if refs is None:
-            raise ValueError(f"references[{i}] is None: this row has no reference")
+            raise UserError(f"references[{i}] is None: this row has no reference")
         if isinstance(refs, str):
             refs = [refs]
         refs = list(refs)
         if not refs:
-            raise ValueError(f"references[{i}] is an empty list: this row has no reference")
+            raise UserError(f"references[{i}] is an empty list: this row has no reference")
         for j, r in enumerate(refs):
             if not isinstance(r, str):
-                raise ValueError(f"references[{i}][{j}] is {type(r).__name__}, not str: {r!r:.60}")
+                raise UserError(f"references[{i}][{j}] is {type(r).__name__}, not str: {r!r:.60}")
         out.append(refs)
     return out
 

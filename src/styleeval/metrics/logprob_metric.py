@@ -11,6 +11,7 @@ style of each row. :class:`styleeval.LogProb` is imported lazily; one scoring pa
 
 from __future__ import annotations
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric, RowMemo
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
@@ -32,7 +33,7 @@ class LogProbMetric(Metric):
         from styleeval.options import LOGPROB_OPTIONS
 
         if dimension not in ("content", "style"):
-            raise ValueError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
+            raise UserError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
         self.dimension = dimension
         self.name = f"logprob_{dimension}"
         self.options = {k: v for k, v in LOGPROB_OPTIONS.from_spec(options).items() if v is not None}
@@ -48,7 +49,7 @@ class LogProbMetric(Metric):
         try:
             return shared_logprob(**self.options)
         except (OSError, ImportError, RuntimeError, BackendError) as err:
-            raise ValueError(f"cannot load LogProb model {self.options.get('model')!r}: {err}") from err
+            raise UserError(f"cannot load LogProb model {self.options.get('model')!r}: {err}") from err
 
     @property
     def signature(self) -> Signature:
@@ -68,7 +69,7 @@ class LogProbMetric(Metric):
             try:
                 return list(engine.score(src, rw, st))
             except BackendError as err:
-                raise ValueError(str(err)) from err
+                raise UserError(str(err)) from err
 
         rows = _ROWS.rows(self._key, engine.signature, sources, rewrites, styles, compute)  # new weights: new pass
         return [row[self.dimension] for row in rows]

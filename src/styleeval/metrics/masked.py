@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
@@ -36,7 +37,7 @@ def vader_lexicon() -> dict[str, float]:
 
         text = (files("vaderSentiment") / "vader_lexicon.txt").read_text(encoding="utf-8")
     except (ImportError, FileNotFoundError) as err:
-        raise ValueError("masked metrics need the vaderSentiment package (pip install vaderSentiment)") from err
+        raise UserError("masked metrics need the vaderSentiment package (pip install vaderSentiment)") from err
     out = {}
     for line in text.splitlines():
         parts = line.strip("\r").split("\t")
@@ -74,7 +75,7 @@ def mask_style_words(text: str, mask: str = "placeholder", min_valence: float = 
     Punctuation attached to a masked word is kept; whitespace is normalised to single spaces.
     """
     if mask not in MASKS:
-        raise ValueError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
+        raise UserError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
     out: list[str] = []
     for token in text.split():
         part = _style_part(token, min_valence)
@@ -101,7 +102,7 @@ class MaskedMetric(Metric):
 
     def __init__(self, inner: Metric, mask: str = "placeholder", min_valence: float | str = 0.0) -> None:
         if mask not in MASKS:
-            raise ValueError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
+            raise UserError(f"mask must be one of {', '.join(MASKS)}, got {mask!r}")
         self.inner = inner
         self.mask = mask
         self.min_valence = float(min_valence)

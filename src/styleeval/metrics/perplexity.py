@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
 from styleeval.signature import Signature
@@ -50,7 +51,7 @@ class Perplexity(Metric):
         tok = lp.tokenizer
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         if start is None:
-            raise ValueError(f"ppl: the tokenizer of {lp.backend.identity.model!r} has neither a BOS nor an EOS token")
+            raise UserError(f"ppl: the tokenizer of {lp.backend.identity.model!r} has neither a BOS nor an EOS token")
         ids = lp.chat.encoder.plain(list(rewrites))
         out = lp.backend.token_logprobs([[start]] * len(ids), ids)
         return [math.exp(-float(x.double().mean())) if len(x) else math.nan for x in out]

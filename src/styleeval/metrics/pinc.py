@@ -10,6 +10,7 @@ goes with higher human ratings.
 
 from __future__ import annotations
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
@@ -22,7 +23,7 @@ def _ngrams(tokens: list[str], n: int) -> set[tuple[str, ...]]:
 def pinc(source: str, rewrite: str, max_n: int = 4, lowercase: bool = False) -> float:
     """PINC of one (source, rewrite) pair, in [0, 1]."""
     if max_n < 1:
-        raise ValueError(f"max_n must be >= 1, got {max_n}")
+        raise UserError(f"max_n must be >= 1, got {max_n}")
     if lowercase:
         source, rewrite = source.lower(), rewrite.lower()
     src, cand = source.split(), rewrite.split()
@@ -55,7 +56,7 @@ class SourcePINC(Metric):
         self.max_n = int(max_n)
         self.lowercase = bool(lowercase)
         if self.max_n < 1:
-            raise ValueError(f"s_pinc: max_n must be >= 1, got {max_n}")
+            raise UserError(f"s_pinc: max_n must be >= 1, got {max_n}")
 
     @classmethod
     def from_spec(cls, **opts: str) -> SourcePINC:
@@ -63,7 +64,7 @@ class SourcePINC(Metric):
         lowercase = opts.pop("lowercase", "no").lower() in ("1", "yes", "true")
         max_n = int(opts.pop("n", "4"))
         if opts:
-            raise ValueError(f"unknown options {sorted(opts)} (known: n, lowercase)")
+            raise UserError(f"unknown options {sorted(opts)} (known: n, lowercase)")
         return cls(max_n=max_n, lowercase=lowercase)
 
     @property

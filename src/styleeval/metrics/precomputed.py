@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register, register_namespace
 from styleeval.signature import Signature
@@ -43,20 +44,20 @@ class PrecomputedMetric(Metric):
         """The score of each row id (``ValueError`` naming the first id the file lacks)."""
         missing = [i for i in ids if i not in self.scores]
         if missing:
-            raise ValueError(f"{self.name}: {len(missing)} rows have no precomputed score in {self.origin}, "
-                             f"e.g. {missing[0]!r}")
+            raise UserError(f"{self.name}: {len(missing)} rows have no precomputed score in {self.origin}, "
+                            f"e.g. {missing[0]!r}")
         if ids:  # ids of this dataset that the dataset does not have: a typo or another version of the corpus
             prefix = str(ids[0]).split("/", 1)[0] + "/"
             known = set(ids)
             unknown = [k for k in self.scores if k.startswith(prefix) and k not in known]
             if unknown:
-                raise ValueError(f"{self.name}: {self.origin} has scores for {len(unknown)} ids that "
-                                 f"{prefix.rstrip('/')} does not have, e.g. {unknown[0]!r}")
+                raise UserError(f"{self.name}: {self.origin} has scores for {len(unknown)} ids that "
+                                f"{prefix.rstrip('/')} does not have, e.g. {unknown[0]!r}")
         return [self.scores[i] for i in ids]
 
     def _score(self, sources, rewrites, references, styles):
-        raise ValueError(f"{self.name} scores rows by their corpus id; use it in the meta-evaluation "
-                         "(or call score_ids(ids))")
+        raise UserError(f"{self.name} scores rows by their corpus id; use it in the meta-evaluation "
+                        "(or call score_ids(ids))")
 
 
 def _digest(scores: Mapping[str, float]) -> str:
@@ -71,7 +72,7 @@ def from_spec(**opts: str) -> PrecomputedMetric:
     """``precomputed:file=FILE:column=COLUMN[:lower_is_better=yes][:name=NAME]``."""
     known = {"file", "column", "lower_is_better", "name"}
     if set(opts) - known or not {"file", "column"} <= set(opts):
-        raise ValueError(f"precomputed needs file= and column= (options: {sorted(known)}), got {sorted(opts)}")
+        raise UserError(f"precomputed needs file= and column= (options: {sorted(known)}), got {sorted(opts)}")
     return from_file(**opts)
 
 
@@ -80,28 +81,32 @@ def from_file(file: str, column: str, lower_is_better: bool | str = False, name:
     from styleeval.files.records import iter_records
 
     path = Path(file)
+    for what, text in (("column", name or column), ("file name", path.name)):
+        if any(c in text for c in "|[]"):
+            raise UserError(f"{path}: the {what} {text!r} holds '|', '[' or ']', which a metric's signature cannot "
+                            "hold; rename it")
     scores: dict[str, float] = {}
     seen_header = False
     for where, record in iter_records(path):
         if where == "header":
             seen_header = True
             if "id" not in record or column not in record:
-                raise ValueError(f"{path}: needs the columns 'id' and {column!r} (found: {', '.join(record)})")
+                raise UserError(f"{path}: needs the columns 'id' and {column!r} (found: {', '.join(record)})")
             continue
         if "id" not in record or column not in record:
-            raise ValueError(f"{path}, {where}: missing 'id' or {column!r}")
+            raise UserError(f"{path}, {where}: missing 'id' or {column!r}")
         key, raw = str(record["id"]), record[column]
         try:
             value = float(raw) if raw not in (None, "") else math.nan
         except (TypeError, ValueError):
-            raise ValueError(f"{path}, {where}: {column!r} of row {key!r} is not a number: {raw!r:.40}") from None
+            raise UserError(f"{path}, {where}: {column!r} of row {key!r} is not a number: {raw!r:.40}") from None
         if isinstance(raw, bool):
-            raise ValueError(f"{path}, {where}: {column!r} of row {key!r} is not a number: {raw!r}")
+            raise UserError(f"{path}, {where}: {column!r} of row {key!r} is not a number: {raw!r}")
         if key in scores:
-            raise ValueError(f"{path}, {where}: row id {key!r} appears twice")
+            raise UserError(f"{path}, {where}: row id {key!r} appears twice")
         scores[key] = value
     if not scores:
-        raise ValueError(f"{path}: no scores" + ("" if seen_header else " (empty file)"))
+        raise UserError(f"{path}: no scores" + ("" if seen_header else " (empty file)"))
     flag = lower_is_better if isinstance(lower_is_better, bool) else str(lower_is_better).lower() in ("1", "true", "yes")
     return PrecomputedMetric(name or column, scores, f"{path.name}:{column}", _digest(scores),
                              higher_is_better=not flag)
@@ -113,7 +118,7 @@ def lai_metric(score: str, data_dir: str | None = None) -> PrecomputedMetric:
     from styleeval.corpora.lai_scores import LOWER_IS_BETTER, SCORES
 
     if score not in SCORES:
-        raise ValueError(f"unknown Lai score {score!r}; choose from {', '.join(SCORES)}")
+        raise UserError(f"unknown Lai score {score!r}; choose from {', '.join(SCORES)}")
     values = _lai_scores(data_dir)[score]
     return PrecomputedMetric(f"lai:{score}", values, f"lai_formality:{score}", _digest(values),
                              higher_is_better=score not in LOWER_IS_BETTER)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 
 Factory = Callable[..., Metric]
@@ -39,10 +40,10 @@ def register(name: str, **fixed: object) -> Callable:
 
         def factory(**opts: str) -> Metric:
             if opts and not takes:
-                raise ValueError(f"takes no options, got {sorted(opts)}")
+                raise UserError(f"takes no options, got {sorted(opts)}")
             unknown = sorted(set(opts) - set(named) - set(fixed))
             if unknown and not free:
-                raise ValueError(f"unknown options {unknown} (known: {named})")
+                raise UserError(f"unknown options {unknown} (known: {named})")
             return build(**{**fixed, **opts})  # a spec may override a fixed option (module=PATH)
 
         REGISTRY[name] = factory
@@ -64,7 +65,7 @@ def register_namespace(namespace: str, options: tuple[str, ...] = (), member: st
 
     def decorate(factory):
         if namespace in NAMESPACES:
-            raise ValueError(f"metric namespace {namespace!r} is registered twice")
+            raise UserError(f"metric namespace {namespace!r} is registered twice")
         NAMESPACES[namespace] = (factory, tuple(options), member)
         return factory
 
@@ -75,7 +76,7 @@ def check_options(given: dict[str, object], known: set[str] | tuple[str, ...]) -
     """A spec's option that the metric does not take is an error listing the ones it takes."""
     unknown = sorted(set(given) - set(known))
     if unknown:
-        raise ValueError(f"unknown options {unknown} (known: {sorted(known)})")
+        raise UserError(f"unknown options {unknown} (known: {sorted(known)})")
 
 
 _DISCOVERED = False
@@ -115,16 +116,16 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     A colon splits only where a ``key=`` follows, so values may hold colons (``base_url=http://host:8000/v1``).
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"a metric spec must be a non-empty string, got {spec!r}")
+        raise UserError(f"a metric spec must be a non-empty string, got {spec!r}")
     name, *parts = _OPTION_SPLIT.split(spec.strip())
     if ":" in name:
         _discover()  # namespaces are registered by the metric modules
     if ":" in name and name.split(":", 1)[0] not in NAMESPACES:  # a colon not followed by key=value (lai:comet is ok)
-        raise ValueError(f"metric spec {spec!r}: option {name.split(':', 1)[1]!r} is not key=value")
+        raise UserError(f"metric spec {spec!r}: option {name.split(':', 1)[1]!r} is not key=value")
     opts: dict[str, str] = {}
     for part in parts:
         if "=" not in part:
-            raise ValueError(f"metric spec {spec!r}: option {part!r} is not key=value")
+            raise UserError(f"metric spec {spec!r}: option {part!r} is not key=value")
         key, value = part.split("=", 1)
         opts[key.strip()] = value.strip()
     return name.strip(), opts
@@ -166,14 +167,14 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
     name, opts = parse_spec(spec)
     alias = opts.pop("as", None)
     if alias is not None and not alias.strip():
-        raise ValueError(f"metric {spec!r}: as= needs a name")
+        raise UserError(f"metric {spec!r}: as= needs a name")
     _discover()
     namespace, _, member = name.partition(":")
     if member and namespace in NAMESPACES:
         factory, known, _ = NAMESPACES[namespace]
         if set(opts) - set(known):
-            raise ValueError(f"metric {spec!r}: unknown options {sorted(set(opts) - set(known))} (known: "
-                             f"{', '.join(known) or 'none'})")
+            raise UserError(f"metric {spec!r}: unknown options {sorted(set(opts) - set(known))} (known: "
+                            f"{', '.join(known) or 'none'})")
         if "data_dir" in known:
             opts["data_dir"] = opts.get("data_dir") or data_dir
         build: Callable[[], Metric] = lambda: factory(member, **opts)  # noqa: E731
@@ -185,14 +186,14 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
         close = difflib.get_close_matches(name, list(REGISTRY), 1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         spaces = "".join(f", {ns}:<{m}>" for ns, (_, _, m) in NAMESPACES.items())
-        raise ValueError(f"unknown metric {name!r}{hint}; available: {', '.join(available_metrics())}{spaces}, "
-                         "precomputed:file=...:column=...")
+        raise UserError(f"unknown metric {name!r}{hint}; available: {', '.join(available_metrics())}{spaces}, "
+                        "precomputed:file=...:column=...")
     try:
         metric = build()
-    except ValueError as err:
+    except UserError as err:
         if str(err).startswith(("cannot", "unknown metric")):
             raise
-        raise ValueError(f"metric {spec!r}: {err}") from err
+        raise UserError(f"metric {spec!r}: {err}") from err
     metric.spec = spec.strip()  # type: ignore[attr-defined]
     if alias is not None:
         metric.alias = alias.strip()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
 from styleeval.signature import Signature
@@ -17,7 +18,7 @@ def _scorer(kind: str, stem: bool):
     try:
         from rouge_score import rouge_scorer
     except ImportError as err:  # pragma: no cover - a dependency
-        raise ValueError("ROUGE needs the rouge-score package (pip install rouge-score)") from err
+        raise UserError("ROUGE needs the rouge-score package (pip install rouge-score)") from err
     return rouge_scorer.RougeScorer([kind], use_stemmer=stem)
 
 
@@ -37,7 +38,7 @@ class ROUGE(Metric):
 
     def __init__(self, kind: str, inputs: str, stem: bool | str = False) -> None:
         if kind not in KINDS:
-            raise ValueError(f"ROUGE kind must be one of {', '.join(KINDS)}, got {kind!r}")
+            raise UserError(f"ROUGE kind must be one of {', '.join(KINDS)}, got {kind!r}")
         self.kind = kind
         self.inputs = inputs  # type: ignore[assignment]
         self.stem = stem if isinstance(stem, bool) else str(stem).lower() in ("1", "true", "yes")

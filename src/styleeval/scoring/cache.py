@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from styleeval.errors import UserError
+
 
 def default_cache_dir() -> Path:
     """``scores/`` in styleeval's cache (:mod:`styleeval.paths`: ``$STYLEEVAL_CACHE``, ``~/.cache/styleeval``)."""
@@ -96,14 +98,14 @@ class ScoresCache:
             return {}, [], 0
         counts = sorted({count for _, count, _ in found})
         if len(counts) > 1:
-            raise ValueError(f"{base.parent}: shard files of {' and '.join(map(str, counts))} shards; a run is sharded "
-                             "one way: remove the files of the other")
+            raise UserError(f"{base.parent}: shard files of {' and '.join(map(str, counts))} shards; a run is sharded "
+                            "one way: remove the files of the other")
         merged: dict[int, float] = {}
         owner: dict[int, Path] = {}
         for _, _, path in found:
             for row, score in _read_rows(path, n).items():
                 if row in owner:
-                    raise ValueError(f"row {row} is in {owner[row]} and in {path}: the shards overlap")
+                    raise UserError(f"row {row} is in {owner[row]} and in {path}: the shards overlap")
                 owner[row] = path
                 merged[row] = score
         return merged, [f"{k}/{count}" for k, count, _ in found], counts[0]
@@ -114,6 +116,7 @@ class ScoresCache:
         if self.root is None:
             return
         from styleeval.files.atomic import write_error
+        from styleeval.files.resume import drop_torn_tail
 
         path = self.partial_path(signature, fingerprint) if shard is None else \
             self.shard_path(signature, fingerprint, shard)
@@ -122,9 +125,7 @@ class ScoresCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if path.exists():  # a line torn by a kill is cut off first, so the new line stays readable
-                data = path.read_bytes()
-                if data and not data.endswith(b"\n"):
-                    path.write_bytes(data[: data.rfind(b"\n") + 1])
+                drop_torn_tail(path)
             with open(path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
                 f.flush()

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from styleeval.errors import UserError
 from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
 from styleeval.scoring.cache import ScoresCache
@@ -32,7 +33,7 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
 
     signature, fingerprint = metric.signature, data.fingerprint
     if shard is not None and (cache is None or cache.root is None or not getattr(metric, "incremental", False)):
-        raise ValueError(f"{metric.label}: only the LLM metrics are sharded, into a cache folder")
+        raise UserError(f"{metric.label}: only the LLM metrics are sharded, into a cache folder")
     if cache is not None:
         cached = cache.load(signature, fingerprint, len(data))
         if cached is not None:
@@ -88,7 +89,7 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     return scores
 
 
-class ShardError(ValueError):
+class ShardError(UserError):
     """Shard files of a sharded run miss rows (a shard not run, or not finished)."""
 
 

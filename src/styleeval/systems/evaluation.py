@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval import stats
+from styleeval.errors import UserError
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 
 if TYPE_CHECKING:
@@ -80,17 +81,17 @@ def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
             try:
                 parsed = json.loads(text)
             except json.JSONDecodeError:
-                raise ValueError(f"{where}: reference {text!r:.60} looks like a Python list, not text; write a JSON "
-                                 'list (["first", "second"]) or one column per reference (reference, reference_2, '
-                                 "...)") from None
+                raise UserError(f"{where}: reference {text!r:.60} looks like a Python list, not text; write a JSON "
+                                'list (["first", "second"]) or one column per reference (reference, reference_2, '
+                                "...)") from None
             if not isinstance(parsed, list) or not all(isinstance(r, str) for r in parsed):
-                raise ValueError(f"{where}: reference must be a JSON list of strings, got {text!r:.60}")
+                raise UserError(f"{where}: reference must be a JSON list of strings, got {text!r:.60}")
             refs += [r for r in parsed if r.strip()]
         elif text:
             refs.append(value)
     elif value is not None and not (isinstance(value, float) and math.isnan(value)):
         if isinstance(value, (int, float, bool)) or not hasattr(value, "__iter__"):
-            raise ValueError(f"{where}: reference must be text or a list of texts, got {value!r:.40}")
+            raise UserError(f"{where}: reference must be text or a list of texts, got {value!r:.40}")
         refs += [str(r) for r in value if r is not None and str(r).strip()]
     extra = sorted((int(m.group(1)), k) for k in record if isinstance(k, str)
                    and (m := re.fullmatch(r"reference_(\d+)", k)))
@@ -99,8 +100,17 @@ def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
         if isinstance(cell, str) and cell.strip():
             refs.append(cell)
         elif cell is not None and not (isinstance(cell, float) and math.isnan(cell)) and not isinstance(cell, str):
-            raise ValueError(f"{where}: {column} must be text, got {cell!r:.40}")
+            raise UserError(f"{where}: {column} must be text, got {cell!r:.40}")
     return refs or None
+
+
+def magnitude_limit(rows: int) -> float:
+    """The largest magnitude a score or rating may have among ``rows`` rows: then every sum, mean, difference,
+    square and variance of them that a report computes (over rows, resamples, systems) stays finite
+    (``sqrt(max float / (4 rows))``: 6.7e150 for 10^6 rows). A larger value would make a mean or a test infinite."""
+    import sys
+
+    return math.sqrt(sys.float_info.max / (4 * max(rows, 1)))
 
 
 def _source_id(value: Any) -> str | None:
@@ -120,19 +130,20 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     """Input rows (dicts or a DataFrame) validated: ``source``, ``rewrite``, ``style`` (or ``style=``), ``system``;
     optional ``source_id`` (default: the source text; given for some rows, it must be given for all), references
     (``reference`` / ``references``: text, a list, or a JSON list in a CSV cell; ``reference_2``, ``reference_3``...
-    columns) and ``human_<dimension>`` ratings. A ``ValueError`` names the row: a missing or empty value, a
+    columns) and ``human_<dimension>`` ratings. A ``UserError`` names the row: a missing or empty value, a
     duplicate (system, source_id), one source_id with two source texts, a Python list repr as a reference, a
-    non-finite rating."""
+    non-finite rating, a rating too large to average (:func:`magnitude_limit`)."""
     records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
     out: list[SystemRow] = []
     seen: dict[tuple[str, str], str] = {}
     texts: dict[str, tuple[str, str]] = {}
     ids = [_source_id(r.get("source_id")) for r in records]
+    limit = magnitude_limit(len(records))
     if any(i is not None for i in ids) and any(i is None for i in ids):
         gaps = [str(r.get("_where") or f"row {k}") for k, (r, i) in enumerate(zip(records, ids)) if i is None]
-        raise ValueError(f"source_id is missing in {len(gaps)} rows ({', '.join(gaps[:5])}"
-                         f"{', ...' if len(gaps) > 5 else ''}) but given in others; give every row its source_id, or "
-                         "none (then the source text pairs the rows)")
+        raise UserError(f"source_id is missing in {len(gaps)} rows ({', '.join(gaps[:5])}"
+                        f"{', ...' if len(gaps) > 5 else ''}) but given in others; give every row its source_id, or "
+                        "none (then the source text pairs the rows)")
     for i, record in enumerate(records):
         where = str(record.get("_where") or f"row {i}")
         values = {}
@@ -144,34 +155,37 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
             if not isinstance(value, str) or (column != "rewrite" and not value.strip()):
                 hint = {"style": " (or give one style for all rows: --style / style=)",
                         "system": " (or one file per system: --system-from-filename)"}.get(column, "")
-                raise ValueError(f"{where}: {column!r} is missing or empty{hint}")
+                raise UserError(f"{where}: {column!r} is missing or empty{hint}")
             values[column] = value
         source_id = ids[i] if ids[i] is not None else values["source"]
         key = (values["system"], source_id)
         if key in seen:
-            raise ValueError(f"{where}: system {key[0]!r} has a second row for source {source_id!r:.60} (first at "
-                             f"{seen[key]}); give each input one row per system, or distinct source_id values")
+            raise UserError(f"{where}: system {key[0]!r} has a second row for source {source_id!r:.60} (first at "
+                            f"{seen[key]}); give each input one row per system, or distinct source_id values")
         seen[key] = where
         first = texts.setdefault(source_id, (values["source"], where))
         if first[0] != values["source"]:
-            raise ValueError(f"{where}: source_id {source_id!r:.40} has the source {values['source']!r:.40} but "
-                             f"{first[0]!r:.40} at {first[1]}; one source_id must name one source")
+            raise UserError(f"{where}: source_id {source_id!r:.40} has the source {values['source']!r:.40} but "
+                            f"{first[0]!r:.40} at {first[1]}; one source_id must name one source")
         human = {}
         for column, value in record.items():
             if isinstance(column, str) and column.startswith(HUMAN_PREFIX) and value not in (None, ""):
                 try:
                     number = float(value)
                 except (TypeError, ValueError):
-                    raise ValueError(f"{where}: {column} must be a number, got {value!r:.40}") from None
+                    raise UserError(f"{where}: {column} must be a number, got {value!r:.40}") from None
                 if math.isinf(number):
-                    raise ValueError(f"{where}: {column} is {value!r}; ratings must be finite (leave the cell empty "
-                                     "for a missing rating)")
+                    raise UserError(f"{where}: {column} is {value!r}; ratings must be finite (leave the cell empty "
+                                    "for a missing rating)")
+                if abs(number) > limit:
+                    raise UserError(f"{where}: {column} is {value!r}, too large: a mean or a test over {len(records)} "
+                                    f"rows would overflow (ratings must be within +-{limit:.3g})")
                 if not math.isnan(number):
                     human[column] = number
         out.append(SystemRow(i, where, values["system"], source_id, values["source"], values["rewrite"],
                              values["style"], _reference_list(record, where), human))
     if not out:
-        raise ValueError("no rows to evaluate")
+        raise UserError("no rows to evaluate")
     return out
 
 
@@ -210,13 +224,14 @@ def evaluate_systems(
         data_dir: the local corpus mirror of metrics that read corpus files (``lai:<score>``), as in the
             meta-evaluation.
     """
+    from styleeval.backends import BackendError
     from styleeval.scoring import ScoresCache, score_dataset
     from styleeval.scoring.score import ShardError
 
     if test not in TESTS:
-        raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+        raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise UserError(f"alpha must be in (0, 1), got {alpha}")
     checked, objs, order, data = _prepare(rows, metrics, style, data_dir)
     notes: list[str] = []
     note = _noter(notes, log)
@@ -235,7 +250,7 @@ def evaluate_systems(
             values = score_dataset(metric, data, cache, progress=progress)
         except ShardError:
             raise
-        except ValueError as err:
+        except (UserError, BackendError) as err:  # weights, extras, a server, bad options; a bug keeps its traceback
             signatures.pop(metric.label, None)
             system_signatures.pop(metric.label, None)
             same = next((label for label, why in not_computed.items() if why == str(err)), None)
@@ -259,7 +274,7 @@ def evaluate_systems(
         scores[column] = [r.human.get(column, np.nan) for r in checked]
         better[column] = True
     if len(scores.columns) == 3:
-        raise ValueError("no metric could be computed: " + "; ".join(notes))
+        raise UserError("no metric could be computed: " + "; ".join(notes))
     report = compare_systems(scores, system_signatures, better, test=test, alpha=alpha, n_boot=n_boot,
                              trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
     report.not_computed = not_computed
@@ -277,14 +292,14 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
     if isinstance(metrics, str):  # "s_chrf,s_bleu", as on the command line
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if not metrics:
-        raise ValueError("give at least one metric")
+        raise UserError("give at least one metric")
     objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=None if data_dir is None else str(data_dir))
             for m in metrics]
     checked = check_rows(rows, style)
     labels = [m.label for m in objs]
     dupes = sorted({label for label in labels if labels.count(label) > 1})
     if dupes:
-        raise ValueError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
+        raise UserError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
     check_labels(labels)
     order = sorted(range(len(checked)), key=lambda i: (checked[i].source_id, checked[i].source, checked[i].style))
     data = ScoringInputs(
@@ -338,9 +353,9 @@ def _check_unchanged(metrics: Sequence[Any], signatures: Mapping[str, str], cach
             cache.path(old, fingerprint).unlink(missing_ok=True)
             cache.partial_path(old, fingerprint).unlink(missing_ok=True)
     if changed:
-        raise ValueError("the model behind " + "; ".join(f"{label} changed during this run ({old} is now {new})"
+        raise UserError("the model behind " + "; ".join(f"{label} changed during this run ({old} is now {new})"
                                                         for label, old, new in changed)
-                         + "; its cached scores of this run were removed: run again for the model you want")
+                        + "; its cached scores of this run were removed: run again for the model you want")
 
 
 @dataclass(frozen=True)
@@ -358,33 +373,40 @@ def check_labels(labels: Iterable[str]) -> None:
     replace or hide that column."""
     for label in labels:
         if label in INPUT_COLUMNS or label.startswith(HUMAN_PREFIX) or re.fullmatch(r"reference_\d+", label):
-            raise ValueError(f"metric label {label!r} names an input column; give the metric another name "
-                             f"(as=NAME)")
+            raise UserError(f"metric label {label!r} names an input column; give the metric another name "
+                            f"(as=NAME)")
 
 
 def _check_scores(scores: pd.DataFrame, labels: list[str]) -> None:
     """The rows :func:`compare_systems` compares: one per (system, source_id), finite or missing (NaN) scores."""
     if scores.empty or not labels:
-        raise ValueError("no rows to compare: give a frame with the columns row, system, source_id and at least one "
-                         "metric column")
+        raise UserError("no rows to compare: give a frame with the columns row, system, source_id and at least one "
+                        "metric column")
     missing = [c for c in ("system", "source_id") if c not in scores.columns]
     if missing:
-        raise ValueError(f"scores needs the columns {', '.join(missing)}")
+        raise UserError(f"scores needs the columns {', '.join(missing)}")
     rows = scores["row"] if "row" in scores.columns else pd.Series(range(len(scores)), index=scores.index)
     doubled = scores.duplicated(["system", "source_id"], keep=False)
     if doubled.any():
         first = scores[doubled].iloc[0]
         same = rows[doubled & (scores["system"] == first["system"]) & (scores["source_id"] == first["source_id"])]
-        raise ValueError(f"system {first['system']!r} has {len(same)} rows for source {first['source_id']!r:.60} "
-                         f"(rows {', '.join(map(str, same.tolist()[:5]))}); each system needs one row per source_id, "
-                         "or every row would be paired with every other")
+        raise UserError(f"system {first['system']!r} has {len(same)} rows for source {first['source_id']!r:.60} "
+                        f"(rows {', '.join(map(str, same.tolist()[:5]))}); each system needs one row per source_id, "
+                        "or every row would be paired with every other")
+    limit = magnitude_limit(len(scores))
     for label in labels:
         values = pd.to_numeric(scores[label], errors="coerce").to_numpy(float)
         bad = np.flatnonzero(np.isinf(values))
         if len(bad):
-            raise ValueError(f"{label}: {len(bad)} infinite scores (rows {', '.join(map(str, rows.iloc[bad][:5]))})"
-                             "; a mean or a test over them is meaningless: fix the scores, or make them missing "
-                             "(NaN) to leave the rows out")
+            raise UserError(f"{label}: {len(bad)} infinite scores (rows {', '.join(map(str, rows.iloc[bad][:5]))})"
+                            "; a mean or a test over them is meaningless: fix the scores, or make them missing "
+                            "(NaN) to leave the rows out")
+        big = np.flatnonzero(np.abs(values) > limit)
+        if len(big):
+            raise UserError(f"{label}: {len(big)} scores too large to average (rows "
+                            f"{', '.join(map(str, rows.iloc[big][:5]))}: {values[big[0]]:.3g}): a mean or a test over "
+                            f"{len(values)} rows would overflow (scores must be within +-{limit:.3g}); fix or rescale "
+                            "the scores, or make them missing (NaN)")
 
 
 def compare_systems(
@@ -404,7 +426,7 @@ def compare_systems(
 ) -> SystemsReport:
     """The comparison part of :func:`evaluate_systems`, on per-row scores already computed: ``scores`` has the
     columns ``row``, ``system``, ``source_id`` and one column per metric (or ``human_*`` rating), one row per
-    (system, source_id) and no infinite score (``ValueError`` naming the rows otherwise).
+    (system, source_id) and no infinite or overflowing score (``UserError`` naming the rows otherwise).
 
     Per metric, systems are compared on the sources every scored system has (a note names what is left out). A
     system's ``score`` is the mean of its row scores, or for metrics in ``corpus`` sacrebleu's corpus score of its
@@ -413,7 +435,7 @@ def compare_systems(
     can be significant (the smallest p its test can give, times Holm's factor for the number of pairs, exceeds
     ``alpha``), a note says so."""
     if test not in TESTS:
-        raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+        raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     notes = [] if notes is None else notes
     corpus = dict(corpus or {})
     labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
@@ -424,7 +446,7 @@ def compare_systems(
     note = _noter(notes, log)
     sort_by = sort_by or labels[0]
     if sort_by not in labels:
-        raise ValueError(f"sort_by (--sort-by) {sort_by!r} is not among the metrics ({', '.join(labels)})")
+        raise UserError(f"sort_by (--sort-by) {sort_by!r} is not among the metrics ({', '.join(labels)})")
 
     systems = sorted(scores["system"].unique())
     if len(systems) == 1:

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from styleeval.escaping import md_cell, md_code, spreadsheet_safe, terminal_text
 from styleeval.labels import (
     RANDOM_WEIGHTS,
     mark_figure,
-    md_cell,
     metric_label,
     random_weight_metrics,
     random_weights_warning,
@@ -135,8 +135,9 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
 
 
 def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A table in aligned columns, as sacrebleu prints its table (cells on one line each)."""
-    rows = [[" ".join(str(c).split()) for c in r] for r in rows]
+    """A table in aligned columns, as sacrebleu prints its table (cells on one line each; control characters shown as
+    escapes, :func:`~styleeval.escaping.terminal_text`)."""
+    header, *rows = [[terminal_text(" ".join(str(c).split())) for c in r] for r in [header, *rows]]
     widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
@@ -149,7 +150,7 @@ def to_text(report: SystemsReport) -> str:
     out = [warning, ""] if warning else []
     out += _aligned(*_cells(report))
     for title, header, rows in _agreement_tables(report):
-        out += ["", title, *_aligned(header, rows)]
+        out += ["", terminal_text(title), *_aligned(header, rows)]
     return "\n".join(out)
 
 
@@ -194,7 +195,7 @@ def to_markdown(report: SystemsReport) -> str:
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
     corpus = [report.label(m) for m, a in report.aggregates.items() if a == "corpus"]
-    aggregate = (f"{', '.join(corpus)}: sacrebleu's corpus score of the system's rewrites (paired tests on "
+    aggregate = (f"{md_cell(', '.join(corpus))}: sacrebleu's corpus score of the system's rewrites (paired tests on "
                  f"sacrebleu's draws, ties counted); the others: the mean of the row scores" if corpus
                  else "the mean of the row scores")
     warning = random_weights_warning(report.random_weights)
@@ -206,7 +207,7 @@ def to_markdown(report: SystemsReport) -> str:
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
-        f"neighbouring clusters need not differ significantly. Sorted by {report.label(report.sort_by)}.", "",
+        f"neighbouring clusters need not differ significantly. Sorted by {md_cell(report.label(report.sort_by))}.", "",
         _table(header, rows + [n_row]), "",
     ]
     significant = report.pairs[report.pairs["significant"]]
@@ -222,10 +223,10 @@ def to_markdown(report: SystemsReport) -> str:
     if tables:
         negated = [metric_label(m) for m in dict.fromkeys(report.agreement.loc[report.agreement["negated"], "metric"])]
         out += ["## Agreement with the human ratings (system level)", "", AGREEMENT_TEXT.format(aggregate=(
-            f"{', '.join(corpus)}: sacrebleu's corpus score; the others: the mean of the row scores" if corpus
+            f"{md_cell(', '.join(corpus))}: sacrebleu's corpus score; the others: the mean of the row scores" if corpus
             else "the mean of the row scores"))]
         if negated:
-            out[-1] += (f" Lower is better for {', '.join(negated)}: negated here (its r and accuracy are those of "
+            out[-1] += (f" Lower is better for {md_cell(', '.join(negated))}: negated here (its r and accuracy are those of "
                         f"minus the score), so that higher agrees with the humans for every metric.")
         if any("own systems" in header for _, header, _ in tables):
             out[-1] += (" \"Own systems\": a metric on every system it scores (its rows in the systems table), not "
@@ -233,8 +234,9 @@ def to_markdown(report: SystemsReport) -> str:
         out.append("")
         for title, header, rows in tables:
             out += [f"### {md_cell(title)}", "", _table(header, rows), ""]
-    out += ["## Signatures", ""] + [f"- {report.label(m)}: `{s}`" for m, s in report.signatures.items()]
-    out += [f"- {report.label(m)} paired test: `{s}`" for m, s in report.test_signatures.items()] + [""]
+    out += ["## Signatures", ""] + [f"- {md_cell(report.label(m))}: {md_code(s)}"
+                                     for m, s in report.signatures.items()]
+    out += [f"- {md_cell(report.label(m))} paired test: {md_code(s)}" for m, s in report.test_signatures.items()] + [""]
     if report.notes:
         out += ["## Notes", ""] + [f"- {md_cell(n)}" for n in report.notes] + [""]
     return "\n".join(out)
@@ -377,22 +379,6 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
 """Every file ``styleeval evaluate`` may write in OUT (a rerun removes those it does not write)."""
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text cells that a spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a
-    carriage return: OWASP's CSV-injection list) prefixed with a single quote, as OWASP recommends; numbers stay
-    numbers. Used for ``systems.csv`` and ``pairs.csv`` (``rows.jsonl`` and ``report.json`` keep the names as
-    given)."""
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = [("'" + v) if isinstance(v, str) and v.startswith(FORMULA_START) else v
-                           for v in out[column]]
-    return out
-
-
 def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
     """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths. Each file is written under a
     temporary name and renamed into place (a full disk or a read-only OUT is one error naming the path, and the

@@ -21,6 +21,7 @@ from styleeval.backends.base import (
     Identity,
     TokenTree,
 )
+from styleeval.errors import UserError
 from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, available_here, check_downloadable, hub_id
 from styleeval.optiontypes import Option
 
@@ -106,9 +107,9 @@ class LocalBackend(Backend):
 
         head_name = str(head_dtype or "float32").removeprefix("torch.")
         if head_name not in HEAD_DTYPES:
-            raise ValueError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {head_dtype!r}")
+            raise UserError(f"head_dtype must be one of {', '.join(HEAD_DTYPES)}, got {head_dtype!r}")
         if generate_batch_size is not None and generate_batch_size < 1:
-            raise ValueError(f"generate_batch_size must be positive, got {generate_batch_size}")
+            raise UserError(f"generate_batch_size must be positive, got {generate_batch_size}")
         self.device = resolve_device(device)
         self.dtype = resolve_dtype(dtype or "float32")
         self.model, self.tokenizer, self.model_name, self.revision = loaded or load_model(

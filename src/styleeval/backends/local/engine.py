@@ -45,6 +45,7 @@ import torch
 from tqdm.auto import tqdm
 
 from styleeval.backends.base import TokenTree, common_prefix_length
+from styleeval.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -152,22 +153,22 @@ class ScoringEngine:
         progress: bool = False,
     ) -> None:
         if batch_tokens < 1:
-            raise ValueError(f"batch_tokens must be positive, got {batch_tokens}")
+            raise UserError(f"batch_tokens must be positive, got {batch_tokens}")
         guard_threads()
         if max_batch_rows is not None and max_batch_rows < 1:
-            raise ValueError(f"max_batch_rows must be positive, got {max_batch_rows}")
+            raise UserError(f"max_batch_rows must be positive, got {max_batch_rows}")
         self.model = model
         self.decoder = model.get_decoder()
         self.batch_tokens = int(batch_tokens)
         self.max_batch_rows = max_batch_rows
         if head_rows is not None and head_rows < 1:
-            raise ValueError(f"head_rows must be positive, got {head_rows}")
+            raise UserError(f"head_rows must be positive, got {head_rows}")
         self.head_rows = int(head_rows) if head_rows is not None else max(self.batch_tokens, MIN_HEAD_ROWS)
         self.reuse_prefix = reuse_prefix
         self.share_prompts = share_prompts and reuse_prefix
         self.min_shared = int(min_shared)
         if head_dtype not in (None, torch.float32, torch.bfloat16, torch.float16):
-            raise ValueError(f"head_dtype must be None, float32, bfloat16 or float16, got {head_dtype}")
+            raise UserError(f"head_dtype must be None, float32, bfloat16 or float16, got {head_dtype}")
         self.head_dtype = None if head_dtype == torch.float32 else head_dtype
         self.pack_prompts = pack_prompts
         self.progress = progress
