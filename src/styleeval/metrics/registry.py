@@ -131,7 +131,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), opts
 
 
-def with_model(specs: list[str], model: str) -> list[str]:
+def with_model(specs: list[str | Metric], model: str) -> list[str | Metric]:
     """``--model`` of ``evaluate`` and ``metaeval``: ``:model=MODEL`` added to every spec of an LLM metric
     (:attr:`Metric.takes_model`: ``logprob_*``, ``autorater_*``, ``ppl``) that names no model; a ``ValueError`` when
     none of ``specs`` is an LLM metric (the option would do nothing).
@@ -140,17 +140,20 @@ def with_model(specs: list[str], model: str) -> list[str]:
     ['s_bleu', 'logprob_content:model=tiny-random', 'autorater_style:model=3b']
     """
     if not model or not model.strip():
-        raise ValueError("--model needs a model: a preset (1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id or a path")
+        raise UserError("--model needs a model: a preset (1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id or a path")
     _discover()
     llm = sorted(n for n, c in _CLASSES.items() if getattr(c, "takes_model", False))
     out, applied = [], False
     for spec in specs:
+        if not isinstance(spec, str):  # a metric object is built already: its model is its own
+            out.append(spec)
+            continue
         name, opts = parse_spec(spec)
         takes = getattr(_CLASSES.get(name), "takes_model", False)
         applied |= takes
         out.append(f"{spec.strip()}:model={model.strip()}" if takes and "model" not in opts else spec)
     if not applied:
-        raise ValueError(f"--model {model} names the model of the LLM metrics ({', '.join(llm)}), but none of the "
+        raise UserError(f"--model {model} names the model of the LLM metrics ({', '.join(llm)}), but none of the "
                          "metrics is one: add one to --metrics, or leave --model out")
     return out
 
