@@ -213,7 +213,8 @@ class Demo:
                                             for r in rows],
                               "logprob_content": [o["content"] for o in out],
                               "logprob_style": [o["style_strength"] for o in out]})
-        report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")})
+        report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")},
+                                 progress=False)
         # the CLI's defaults (1000 bootstrap resamples, 10,000 shufflings): the same file gives the same intervals
         return out, report
 

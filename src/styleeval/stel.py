@@ -132,30 +132,38 @@ def _pairwise(fn: Similarity) -> BatchSimilarity:
 
 
 # -- model-based measures ------------------------------------------------------------------------------------------
-def embedding_similarity(model: str = "minilm-offline", device: str | None = None) -> BatchSimilarity:
-    """Cosine of sentence-transformers embeddings (``minilm-offline``: the bundled all-MiniLM-L6-v2)."""
+def embedding_similarity(model: str = "minilm-offline", device: str | None = None,
+                         progress: bool | None = None) -> BatchSimilarity:
+    """Cosine of sentence-transformers embeddings (``minilm-offline``: the bundled all-MiniLM-L6-v2); ``progress``:
+    a line while the model loads and a bar over the texts embedded (``None``: where stderr is a terminal)."""
     from styleeval.metrics.cosine import cosine_similarities, load_encoder
+    from styleeval.progress import enabled, stage
 
-    encoder = load_encoder(model, device)
-    return lambda texts_a, texts_b: cosine_similarities(encoder, texts_a, texts_b)
+    with stage(f"loading sentence-transformers model {model}", progress):
+        encoder = load_encoder(model, device)
+    return lambda texts_a, texts_b: cosine_similarities(encoder, texts_a, texts_b, progress=enabled(progress))
 
 
-def encoder_similarity(model: str, device: str | None = None, batch_size: int = 32) -> BatchSimilarity:
+def encoder_similarity(model: str, device: str | None = None, batch_size: int = 32,
+                       progress: bool | None = None) -> BatchSimilarity:
     """Cosine of a Hugging Face encoder's last hidden layer, mean-pooled over the tokens (the paper's BERT/RoBERTa
-    rows: ``bert-base-cased``, ``roberta-base``...)."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    rows: ``bert-base-cased``, ``roberta-base``...); ``progress`` as in :func:`embedding_similarity`."""
+    from styleeval.progress import bar, stage
 
-    from styleeval.metrics.cosine import resolve_model
+    with stage(f"loading encoder {model}", progress):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
 
-    name = resolve_model(model)
-    tokenizer = AutoTokenizer.from_pretrained(name)
-    net = AutoModel.from_pretrained(name).to(device or "cpu").eval()
+        from styleeval.metrics.cosine import resolve_model
+
+        name = resolve_model(model)
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        net = AutoModel.from_pretrained(name).to(device or "cpu").eval()
 
     @torch.inference_mode()
     def embed(texts: list[str]) -> torch.Tensor:
         out = []
-        for start in range(0, len(texts), batch_size):
+        for start in bar(range(0, len(texts), batch_size), desc="embedding", unit="batch", progress=progress):
             enc = tokenizer(texts[start : start + batch_size], padding=True, truncation=True, return_tensors="pt")
             enc = {k: v.to(net.device) for k, v in enc.items()}
             hidden = net(**enc).last_hidden_state
@@ -219,8 +227,8 @@ def get_method(method: str | Similarity | BatchSimilarity, **options: Any) -> Ba
     if name in METHODS:
         return _pairwise(METHODS[name])
     if name == "embedding":
-        return embedding_similarity(arg or "minilm-offline", options.get("device"))
-    return encoder_similarity(arg, options.get("device"))
+        return embedding_similarity(arg or "minilm-offline", options.get("device"), options.get("progress"))
+    return encoder_similarity(arg, options.get("device"), progress=options.get("progress"))
 
 
 # -- the decision rule ---------------------------------------------------------------------------------------------
@@ -288,7 +296,7 @@ def load_tasks(component: str | Sequence[str] | None = None, data_dir: str | Non
 
 def evaluate(method: str | Similarity | BatchSimilarity, component: str | Sequence[str] | None = None,
              task: str = "quadruple", tasks: Iterable[Task] | None = None, data_dir: str | None = None,
-             include_dimensions: bool = False, **options: Any) -> dict[str, int]:
+             include_dimensions: bool = False, progress: bool | None = None, **options: Any) -> dict[str, int]:
     """Run ``method`` on STEL tasks; returns {task id: 1, 2, or 0 for undecided}, in task order.
 
     Args:
@@ -298,13 +306,15 @@ def evaluate(method: str | Similarity | BatchSimilarity, component: str | Sequen
             ``em-subj-pronoun``; ``formality``, ``simplicity`` with ``include_dimensions``); ``None``: all loaded.
         task: ``quadruple`` (equation 1) or ``triple`` (STEL-or-content).
         tasks: tasks to use instead of loading them.
+        progress: a line while a model-based method loads its model and a bar over the texts it embeds (``None``:
+            where stderr is a terminal).
     """
     if task not in ("quadruple", "triple"):
         raise UserError(f"task must be 'quadruple' or 'triple', got {task!r}")
     items = list(tasks) if tasks is not None else load_tasks(component, data_dir, include_dimensions)
     if task == "triple":
         items = [t.as_triple() for t in items]
-    sim = get_method(method, **options)
+    sim = get_method(method, progress=progress, **options)
     left, right = [], []
     for t in items:
         left += [t.anchor_1, t.anchor_1] + ([t.anchor_2, t.anchor_2] if task == "quadruple" else [])

@@ -34,8 +34,8 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
     from styleeval.commands._options import add_allow_missing, add_model_argument
+    from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # not systems/: pandas, scipy
     from styleeval.stats.resampling import SEED
-    from styleeval.systems.evaluation import DEFAULT_METRICS
 
     p = subparsers.add_parser(
         "evaluate", help=SUMMARY,
@@ -120,14 +120,14 @@ def run(args: argparse.Namespace) -> int:
     if args.shard is not None:
         from styleeval.systems.evaluation import score_shard
 
-        done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=not args.no_progress,
+        done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=False if args.no_progress else None,
                            data_dir=args.data_dir)
         scored = ", ".join(f"{label} {n}" for label, n in done.items()) or "no LLM metric: nothing to shard"
         print(f"shard {args.shard}: rows scored: {scored} ({time.perf_counter() - start:.1f}s) -> {out / 'cache'}; "
               "when every shard is done, run the same command without --shard", file=sys.stderr)
         return 0
     report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
-                              sort_by=args.sort_by, cache_dir=out / "cache", progress=not args.no_progress,
+                              sort_by=args.sort_by, cache_dir=out / "cache", progress=False if args.no_progress else None,
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
                                                         file=sys.stderr))

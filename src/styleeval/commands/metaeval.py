@@ -116,14 +116,14 @@ def run(args: argparse.Namespace) -> int:
 
         if args.datasets and args.datasets != ["lai_formality"]:
             raise UserError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
-        result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=not args.no_progress,
+        result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=False if args.no_progress else None,
                          plots=not args.no_plots)
         print(f"{len(result)} figures -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'} "
               f"({time.perf_counter() - start:.1f}s)")
         return 0
     result = run_metaeval(
         datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
-        cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=not args.no_progress,
+        cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=False if args.no_progress else None,
         log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
     )
@@ -151,12 +151,12 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
             results.append(run_metaeval(
                 datasets=args.datasets or None, metrics=args.metrics, dimension=dimension,
                 data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
-                progress=not args.no_progress, style_words=args.style_words, allow_missing=True,
+                progress=False if args.no_progress else None, style_words=args.style_words, allow_missing=True,
                 log=lambda msg: None))
         except UserError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
-                              n_boot=args.leaderboard_bootstrap, progress=not args.no_progress,
+                              n_boot=args.leaderboard_bootstrap, progress=False if args.no_progress else None,
                               cache_dir=None if cache.root is None else cache.root / "leaderboard")
     paths = write_leaderboard(board, args.out, plots=not args.no_plots)
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")

@@ -36,21 +36,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, help="device of model-based methods")
     p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--no-progress", action="store_true",
+                   help="hide the progress lines and bars (a model loading, texts embedded)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval stel``; returns the exit status."""
     from styleeval import stel
+    from styleeval.progress import stage
 
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
     for method in methods:  # unknown names and missing extras: before any work
         stel.check_method(method)
     components = [c.strip() for c in args.component.split(",")] if args.component else None
-    tasks = stel.load_tasks(components, args.data_dir, args.include_dimensions)
+    with stage("loading the STEL tasks", False if args.no_progress else None):
+        tasks = stel.load_tasks(components, args.data_dir, args.include_dimensions)
     results = {}
     for method in methods:
-        results[method] = stel.evaluate(method, tasks=tasks, task=args.task, device=args.device)
+        results[method] = stel.evaluate(method, tasks=tasks, task=args.task, device=args.device,
+                                        progress=False if args.no_progress else None)
         print(f"{method}: {len(results[method])} tasks", file=sys.stderr)
     rows = stel.summarize(results, tasks)
     out = Path(args.out)

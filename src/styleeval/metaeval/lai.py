@@ -211,7 +211,7 @@ def published() -> list[dict[str, Any]]:
 
 
 def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | None = None, cache: Any = None,
-            out_dir: str | None = None, progress: bool = False, plots: bool = True) -> pd.DataFrame:
+            out_dir: str | None = None, progress: bool | None = None, plots: bool = True) -> pd.DataFrame:
     """Score ``metrics`` (specs or metric objects) on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
     ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png``.
     ``lai:<score>`` metrics take their own dimension (Lai's files say which aspect each score is for); the others take
@@ -219,6 +219,7 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
     multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
     from pathlib import Path
 
+    from styleeval import progress as shown
     from styleeval.corpora import load_corpus
     from styleeval.corpora.lai_scores import DIMENSION
     from styleeval.metaeval.data import RatedData
@@ -234,7 +235,7 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
         metric = spec if isinstance(spec, Metric) else get_metric(spec, data_dir=data_dir)
         if metric.needs_references and not metric.name.startswith(("lai:", "precomputed")):
             referenced.append(metric)
-        values = score_dataset(metric, data, cache, progress=progress)
+        values = score_dataset(metric, data, cache, progress=shown.enabled(progress))
         dim = DIMENSION.get(metric.name.removeprefix("lai:"), dimension) if metric.name.startswith("lai:") else dimension
         wanted[metric.label] = (dim, dict(zip(data.ids, values.tolist())), not metric.higher_is_better)
     result = lai_analysis(frame, wanted)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from styleeval import progress as shown
 from styleeval.corpora import rating_corpora
 from styleeval.errors import UserError
 from styleeval.labels import random_weight_metrics, shown_label
@@ -70,14 +71,6 @@ class MetaevalResult:
         return shown_label(metric, numbers and metric in self.negated, metric in self.random_weights)
 
 
-def _progress(iterable, total: int, desc: str, enabled: bool):
-    if not enabled:
-        return iterable
-    from tqdm.auto import tqdm
-
-    return tqdm(iterable, total=total, desc=desc, leave=False)
-
-
 def _load(name: str, loader: Loader | None, data_dir: str | os.PathLike[str] | None) -> Any:
     if loader is not None:
         return loader(name)
@@ -94,7 +87,7 @@ def run_metaeval(
     cache: ScoresCache | None = None,
     n_boot: int = 1000,
     seed: int = 0,
-    progress: bool = False,
+    progress: bool | None = None,
     loader: Loader | None = None,
     log: Callable[[str], None] | None = None,
     style_words: str = "corpus",
@@ -111,7 +104,7 @@ def run_metaeval(
         data_dir: local mirror of the corpora (default ``$STYLEEVAL_DATA_DIR`` or download).
         cache: scores cache (``None``: no caching).
         n_boot, seed: bootstrap resamples and seed of the Spearman confidence interval.
-        progress: show progress bars.
+        progress: progress bars on stderr (``None``: where stderr is a terminal).
         loader: ``name -> rows`` replacing ``load_corpus`` (hand-made data in tests); may return a
             :class:`RatedData` directly (reused across runs).
         log: called with each note (skipped dataset, metric or subset) as it happens.
@@ -143,6 +136,7 @@ def run_metaeval(
 
     loaded = load_datasets(datasets, dimension, metric_objs, result, note, data_dir=data_dir, loader=loader,
                            style_words=style_words, allow_missing=allow_missing)
+    progress = shown.enabled(progress)
     scores = score_datasets(loaded, metric_objs, result, note, cache=cache, progress=progress)
     correlate_datasets(loaded, metric_objs, scores, result, note, n_boot=n_boot, seed=seed, progress=progress)
     return result
@@ -201,7 +195,7 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
 
 def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], result: MetaevalResult,
                    note: Callable[[str], None], *, cache: ScoresCache | None = None,
-                   progress: bool = False) -> dict[tuple[str, str], np.ndarray]:
+                   progress: bool | None = None) -> dict[tuple[str, str], np.ndarray]:
     """Step 2: every metric's scores of every corpus (``(dataset, metric label) -> scores``, as computed); a metric
     that cannot be set up is noted once and skipped everywhere, one that fails on a corpus is skipped there."""
     from styleeval.backends import BackendError
@@ -209,7 +203,7 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
     scores: dict[tuple[str, str], np.ndarray] = {}
     failed: dict[str, str] = {}
     pairs = [(d, m) for d in loaded for m in metrics]
-    for data, metric in _progress(pairs, len(pairs), "scoring", progress):
+    for data, metric in shown.bar(pairs, desc="scoring", unit="metric", progress=progress):
         if metric.needs_references and not data.has_references.any():
             continue  # no references in this corpus: the paper's "–"
         if metric.label in failed:
@@ -234,12 +228,12 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
 def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
                        scores: dict[tuple[str, str], np.ndarray], result: MetaevalResult,
                        note: Callable[[str], None], *, n_boot: int = 1000, seed: int = 0,
-                       progress: bool = False) -> None:
+                       progress: bool | None = None) -> None:
     """Step 3: the correlation table (per subset) and the WMT-style rows into ``result``, and the oriented scores
     (lower-is-better metrics negated), human ratings, source ids and systems the leaderboard reads."""
     dimension = result.dimension
     records, wmt_records, shared_records = [], [], []
-    for data in _progress(loaded, len(loaded), "correlating", progress):
+    for data in shown.bar(loaded, desc="correlating", unit="dataset", progress=progress):
         subsets = data.subsets(dimension)
         result.dataset_kinds[data.name] = data.kind
         result.task_subsets[data.name] = [s for s in subsets if s in set(data.tasks) and s != "all"]

@@ -51,9 +51,10 @@ def load_encoder(model: str, device: str | None = None):
 
 
 def cosine_similarities(
-    encoder, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 64
+    encoder, texts_a: Sequence[str], texts_b: Sequence[str], batch_size: int = 64, progress: bool = False
 ) -> list[float]:
-    """Cosine similarity of each pair (texts_a[i], texts_b[i]) under ``encoder``."""
+    """Cosine similarity of each pair (texts_a[i], texts_b[i]) under ``encoder`` (``progress``: its bar over the
+    batches embedded)."""
     import numpy as np
 
     if len(texts_a) != len(texts_b):
@@ -61,7 +62,8 @@ def cosine_similarities(
     if not texts_a:
         return []
     unique = list(dict.fromkeys([*texts_a, *texts_b]))
-    emb = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
+    emb = encoder.encode(unique, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                         show_progress_bar=progress)
     index = {t: i for i, t in enumerate(unique)}
     a = emb[[index[t] for t in texts_a]]
     b = emb[[index[t] for t in texts_b]]

@@ -97,8 +97,11 @@ def _discover() -> None:
     _DISCOVERED = True
 
 
-#: Cheap metrics that need no model weights (the CLI default).
+#: Cheap metrics that need no model weights (the meta-evaluation's default).
 DEFAULT_METRICS = ("s_bleu", "r_bleu", "s_chrf", "r_chrf", "s_ter", "r_ter", "s_pinc", "s_paper_bleu")
+#: The system evaluation's default (``styleeval evaluate``): LogProb content and style with the default model, the
+#: autorater's expected mode, S-BLEU and S-chrF.
+SYSTEM_METRICS = ("logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_bleu", "s_chrf")
 
 
 def available_metrics() -> list[str]:

@@ -37,12 +37,13 @@ import pandas as pd
 
 from styleeval import stats
 from styleeval.errors import UserError
+from styleeval.metrics.registry import SYSTEM_METRICS
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 
 if TYPE_CHECKING:
     from styleeval.metrics import Metric
 
-DEFAULT_METRICS = ("logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_bleu", "s_chrf")
+DEFAULT_METRICS = SYSTEM_METRICS
 """LogProb content and style with the default model, the autorater's expected mode, S-BLEU and S-chrF."""
 TESTS = ("ar", "bootstrap")
 SYSTEM_COLUMNS = ["system", "metric", "aggregate", "n", "n_missing", "score", "mean", "ci_low", "ci_high", "cluster"]
@@ -201,7 +202,7 @@ def evaluate_systems(
     seed: int = stats.SEED,
     sort_by: str | None = None,
     cache_dir: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     log: Callable[[str], None] | None = None,
     data_dir: str | Path | None = None,
 ) -> SystemsReport:
@@ -220,10 +221,13 @@ def evaluate_systems(
         sort_by: the metric systems are ranked by in the report (default: the first metric).
         cache_dir: where per-row scores are kept (a killed run resumes; a rerun with more metrics computes only the
             new ones); ``None``: not kept.
-        progress, log: progress bars, and a callback for notes as they happen.
+        progress: progress bars on stderr (the metric being computed, its rows, the comparison); ``None``: where
+            stderr is a terminal.
+        log: a callback for notes as they happen.
         data_dir: the local corpus mirror of metrics that read corpus files (``lai:<score>``), as in the
             meta-evaluation.
     """
+    from styleeval import progress as shown
     from styleeval.backends import BackendError
     from styleeval.scoring import ScoresCache, score_dataset
     from styleeval.scoring.score import ShardError
@@ -243,7 +247,10 @@ def evaluate_systems(
     better: dict[str, bool] = {}
     corpus: dict[str, CorpusInputs] = {}
     not_computed: dict[str, str] = {}
-    for metric in objs:
+    progress = shown.enabled(progress)
+    metrics_bar = shown.bar(objs, desc="metrics", unit="metric", progress=progress)
+    for metric in metrics_bar:
+        metrics_bar.set_postfix_str(metric.label)  # shown while its model loads, before its rows' bar
         try:
             signatures[metric.label] = str(metric.signature)
             system_signatures[metric.label] = str(metric.system_signature)
@@ -276,7 +283,8 @@ def evaluate_systems(
     if len(scores.columns) == 3:
         raise UserError("no metric could be computed: " + "; ".join(notes))
     report = compare_systems(scores, system_signatures, better, test=test, alpha=alpha, n_boot=n_boot,
-                             trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus)
+                             trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus,
+                             progress=progress)
     report.not_computed = not_computed
     return report
 
@@ -317,16 +325,18 @@ def score_shard(
     cache_dir: str | Path,
     *,
     style: str | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     data_dir: str | Path | None = None,
 ) -> dict[str, int]:
     """Shard ``K/N`` of :func:`evaluate_systems`'s scoring, for job arrays: the LLM metrics' rows of every source
     ``j`` with ``j mod N == K`` are scored into the shard's own files in ``cache_dir`` (resumable); the other
     metrics are fast and left to the run that puts the shards together (``evaluate_systems`` with the same
     ``cache_dir``, which names any shard not run or not finished). Returns metric label -> rows in this shard."""
+    from styleeval import progress as shown
     from styleeval.files.shards import Shard
     from styleeval.scoring import ScoresCache, score_dataset
 
+    progress = shown.enabled(progress)
     part = Shard.parse(shard)
     assert part is not None
     _, objs, _, data = _prepare(rows, metrics, style, data_dir)
@@ -423,6 +433,7 @@ def compare_systems(
     notes: list[str] | None = None,
     log: Callable[[str], None] | None = None,
     corpus: Mapping[str, CorpusInputs] | None = None,
+    progress: bool | None = None,
 ) -> SystemsReport:
     """The comparison part of :func:`evaluate_systems`, on per-row scores already computed: ``scores`` has the
     columns ``row``, ``system``, ``source_id`` and one column per metric (or ``human_*`` rating), one row per
@@ -433,7 +444,10 @@ def compare_systems(
     rewrites (CI: bootstrap over rows recomputing it; paired tests on sacrebleu's draws, :func:`stats.compare_corpus`).
     Systems are ranked by score and clustered by WMT's rule on the Holm-adjusted p-values. When no pair of a metric
     can be significant (the smallest p its test can give, times Holm's factor for the number of pairs, exceeds
-    ``alpha``), a note says so."""
+    ``alpha``), a note says so. ``progress``: a bar over the metrics compared (``None``: where stderr is a
+    terminal)."""
+    from styleeval import progress as shown
+
     if test not in TESTS:
         raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     notes = [] if notes is None else notes
@@ -454,7 +468,7 @@ def compare_systems(
     settings = _Settings(test, alpha, n_boot, trials, seed)
     system_rows, pair_rows, aggregates = [], [], {}
     test_signatures: dict[str, str] = {}
-    for label in labels:
+    for label in shown.bar(labels, desc="comparing systems", unit="metric", progress=progress):
         inputs = corpus.get(label)
         aggregates[label] = "corpus" if inputs is not None else "mean"
         per_system = {s: part.sort_values("source_id", kind="stable")  # every system's rows in one source order

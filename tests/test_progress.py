@@ -1,0 +1,53 @@
+"""Progress on long work: on where a person watches (a terminal), off when asked, the same in Python and the CLI."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from styleeval import progress
+
+ROWS = [{"system": s, "source": f"give me report {i}", "rewrite": f"{s} report {i}", "style": "formal"}
+        for s in ("A", "B") for i in range(4)]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_in_a_terminal_off_elsewhere_and_when_asked(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert progress.enabled(None) and not progress.enabled(False)
+    with progress.stage("loading a model"):
+        pass
+    assert sys.stderr.getvalue().startswith("loading a model ...\nloading a model: ")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a log file, a pipe: no bars unless asked
+    assert not progress.enabled(None) and progress.enabled(True)
+
+
+def test_evaluate_systems_shows_each_stage_where_a_person_watches(monkeypatch):
+    from styleeval.systems import evaluate_systems
+
+    for stream, expected in ((_Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        evaluate_systems(ROWS, ["s_chrf", "s_bleu"])  # progress=None: a terminal decides
+        text = stream.getvalue()
+        assert ("metrics" in text and "comparing systems" in text) is expected, text
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    evaluate_systems(ROWS, ["s_chrf"], progress=False)
+    assert sys.stderr.getvalue() == ""
+
+
+def test_stel_says_what_it_loads_and_the_cli_can_be_quiet(monkeypatch, tmp_path, capsys):
+    from styleeval import stel
+    from styleeval.cli import main
+
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    stel.evaluate("embedding:minilm-offline", component="contraction")
+    text = sys.stderr.getvalue()
+    assert "loading sentence-transformers model minilm-offline ..." in text and "Batches" in text
+    monkeypatch.undo()
+    assert main(["stel", "--method", "char3gram", "--component", "contraction", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    assert "loading" not in capsys.readouterr().err
