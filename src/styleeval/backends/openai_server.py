@@ -1,6 +1,6 @@
 """The server backend: every call styleeval makes to an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, a
 hosted API) goes through :class:`ServerClient`, whose requests go through
-:class:`~styleeval.backends.transport.Transport`: keep-alive connections, a total deadline per request (a server that
+:class:`~styleeval.backends.transport.Transport` (urllib3): pooled keep-alive connections, a total deadline per request (a server that
 drips its answer byte by byte is cut off and retried), and the official ``openai`` client's retries (408/409/429/5xx
 answers, timeouts and connection errors, 0.5 s doubling up to 8 s, ``max_retries`` times, ``Retry-After`` honoured).
 On top of it this module adds:
@@ -114,7 +114,8 @@ class ServerClient:
             raise ValueError(f"timeout must be positive, got {timeout}")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.transport = Transport(base_url, api_key or api_key_from_env(), timeout, max_retries)
+        self.transport = Transport(base_url, api_key or api_key_from_env(), timeout, max_retries,
+                                   pool_size=max_concurrency)
         self.base_url = self.transport.base_url
         self.max_concurrency = int(max_concurrency)
         self.timeout = float(timeout)
@@ -389,6 +390,21 @@ class ServerClient:
                               f"{str(err)[:200]})", 200, row, what) from None
 
 
+    def close(self) -> None:
+        """Stop the request threads and close the connections (the client opens new ones if used again)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        self.transport.close()
+
+    def __enter__(self) -> ServerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class _RowFailure(Exception):
     """A row of a batched request failed on its own (carried out of the worker thread with its row)."""
 
@@ -555,6 +571,10 @@ class ServerBackend(Backend):
         self._identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
         self._probed = time.monotonic()
         return self._identity
+
+    def close(self) -> None:
+        """Close the client's connections and threads (:meth:`ServerClient.close`)."""
+        self.client.close()
 
     @property
     def max_length(self) -> int | None:
