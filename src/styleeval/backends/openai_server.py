@@ -14,7 +14,7 @@ On top of it this module adds:
 - :class:`ServerBackend`, the :class:`~styleeval.backends.base.Backend` on top of it, whose identity is what the server
   reports (``/v1/models``: id, root, max_model_len) plus the top tokens at every position of a fixed probe text, so
   that two servers with different weights under one served name sign differently and a restarted server signs the
-  same.
+  same (a probe that tells no weights apart marks it ``-unverified``).
 
 The API key comes from ``api_key=``, else ``STYLEEVAL_API_KEY``, else ``OPENAI_API_KEY`` (local servers accept
 any key).
@@ -69,6 +69,9 @@ IDENTITY_SECONDS = 300.0
 """A server's identity is probed again when it is older than this (long-lived processes)."""
 PROBE_TEXT = "Style transfer rewrites a text in another style and keeps its meaning: nothing dropped or invented."
 """The fixed text whose prompt log-probabilities fingerprint the weights behind a URL."""
+PROBE_TOP = 2
+"""The top tokens asked for at every position of the probe: a server that honours the count lists at least two (one
+that lists one names only the probe's own token, whatever its weights: the identity is then ``-unverified``)."""
 
 
 class ServerError(BackendError):
@@ -164,11 +167,13 @@ class ServerClient:
     def fingerprint(self) -> str:
         """``server-<12 hex>``: a hash of what ``/models`` reports of the model (id, root, max_model_len) and of the
         weights' answers to :data:`PROBE_TEXT` that batch noise does not move: at every prompt position the most
-        likely next token (``prompt_logprobs`` with the top token; a margin of more than the noise, about 1e-3 in
-        bf16, keeps it in place), so other weights under the same name sign differently and the same weights sign
-        the same across calls, batches and restarts. A server without prompt log-probabilities: its greedy 16-token
-        reply and the generated tokens' log-probabilities' top tokens; one that gives no log-probabilities at all
-        is marked ``-unverified`` (its reply text alone cannot tell two models apart)."""
+        likely next token (``prompt_logprobs`` with the top :data:`PROBE_TOP` tokens; a margin of more than the noise,
+        about 1e-3 in bf16, keeps the first in place), so other weights under the same name sign differently and the
+        same weights sign the same across calls, batches and restarts. A server without prompt log-probabilities: its
+        greedy 16-token reply and the generated tokens' top tokens. The hash is marked ``-unverified`` when the probe
+        carries no information on the weights: no log-probabilities at all (a reply text alone cannot tell two models
+        apart), or fewer than the :data:`PROBE_TOP` tokens asked for at a position (a server that ignores the count
+        and lists only the token at hand names the probe's own tokens as "top": any weights would sign alike)."""
         entry = self.model_entry()
         reported = [entry.get("id"), entry.get("root"), entry.get("max_model_len")]
         probe, informative = self._call(self._probe, "fingerprinting the model")
@@ -180,21 +185,21 @@ class ServerClient:
         apart."""
         try:
             choice = self._post("/completions", {"model": self.model, "prompt": PROBE_TEXT, "max_tokens": 1,
-                                                 "temperature": 0.0, "prompt_logprobs": 1})[0]
+                                                 "temperature": 0.0, "prompt_logprobs": PROBE_TOP})[0]
             positions = [p for p in (choice.prompt_logprobs or [])[1:] if p]
             if positions:
-                return [answers.top_token(p) for p in positions], True
+                return [answers.top_token(p) for p in positions], _lists_top(positions)
         except TransportError as err:
             if err.status is None or err.status >= 500:
                 raise
         except AnswerError:
             pass
         choice = self._post("/completions", {"model": self.model, "prompt": PROBE_TEXT, "max_tokens": 16,
-                                             "temperature": 0.0, "logprobs": 1})[0]
+                                             "temperature": 0.0, "logprobs": PROBE_TOP})[0]
         positions = (choice.logprobs.top_logprobs if choice.logprobs else None) or []
         if not positions:
             return choice.text, False
-        return [choice.text, [answers.top_token(t) if t else None for t in positions]], True
+        return [choice.text, [answers.top_token(t) if t else None for t in positions]], _lists_top(positions)
 
     # -- requests -----------------------------------------------------------------------------------------
     def chat(self, conversations: Sequence[list[dict[str, str]]], per_row: Sequence[dict[str, Any]] | None = None,
@@ -401,6 +406,12 @@ class _RowFailure(Exception):
     def __init__(self, row: int, error: ServerError) -> None:
         super().__init__(error.reason)
         self.row, self.error = row, error
+
+
+def _lists_top(positions: Sequence[Any]) -> bool:
+    """Whether every probe position lists the :data:`PROBE_TOP` tokens asked for (else the probe tells no weights
+    apart: see :meth:`ServerClient.fingerprint`)."""
+    return all(isinstance(p, dict) and len(p) >= PROBE_TOP for p in positions)
 
 
 class ServerBackend(Backend):
