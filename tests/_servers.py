@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -28,6 +29,22 @@ def vllm_python() -> str | None:
         if c and Path(c).is_file():
             return c
     return None
+
+
+def serve_http(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> ThreadingHTTPServer:
+    """``handler`` served on 127.0.0.1 (a free port; over TLS with ``tls``) by a daemon thread; end it with
+    :func:`stop_http`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def stop_http(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
 
 
 def free_port() -> int:
@@ -257,10 +274,8 @@ class FakeOpenAI:
             do_GET = _handle
             do_POST = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = serve_http(Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def rows(self, prompt: list[int]) -> list:
         """The fake model's next-token log-probabilities after each prefix of ``prompt`` (its first token on)."""
@@ -303,5 +318,4 @@ class FakeOpenAI:
                                               "total_tokens": sum(map(len, prompts)) + 1}}
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_http(self.server)

@@ -5,11 +5,11 @@ are said in one line, each within the probe's 1.5-s bound and decided once per p
 
 from __future__ import annotations
 
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from _servers import serve_http, stop_http
 
 from styleeval import hub
 from styleeval.hub import ModelLoadError, check_downloadable
@@ -52,14 +52,11 @@ class FakeHub:
                 self.send_header("Content-Length", "0") if repo != "someone/public" else None
                 self.end_headers()
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = serve_http(Handler)
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_http(self.server)
 
 
 @pytest.fixture(scope="module")

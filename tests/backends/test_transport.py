@@ -13,10 +13,11 @@ import socket
 import ssl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from _servers import serve_http, stop_http
 
 from styleeval.backends.transport import Transport, TransportError
 
@@ -72,19 +73,15 @@ class Scripted:
             do_GET = _handle
             do_POST = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        context = None
         if tls is not None:  # every connection speaks TLS first
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*tls)
-            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        scheme = "https" if tls else "http"
-        self.base_url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server = serve_http(Handler, context)
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_http(self.server)
 
 
 @pytest.fixture(scope="module")

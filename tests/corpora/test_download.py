@@ -5,10 +5,10 @@ file behind (resolve() turns it into a MissingFileError naming the URL; the pinn
 from __future__ import annotations
 
 import gzip
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from _servers import serve_http, stop_http
 
 from styleeval.corpora import _files
 
@@ -48,12 +48,9 @@ def files():
             else:
                 self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_http(Handler)
     yield f"http://127.0.0.1:{server.server_address[1]}", served
-    server.shutdown()
-    server.server_close()
+    stop_http(server)
 
 
 def test_a_file_is_downloaded_whole(files, tmp_path):
