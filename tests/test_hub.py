@@ -118,7 +118,8 @@ def test_a_public_model_passes_and_each_id_is_asked_once_per_process(online):
 @pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
 def test_offline_mode_is_said_without_a_request(online, monkeypatch, variable):
     monkeypatch.setenv(variable, "1")
-    assert "the Hub cannot be reached (HF_HUB_OFFLINE is set)" in _decided("someone/public")
+    assert f"the Hub cannot be reached ({variable} is set): download it once with network access (unset " \
+           f"{variable})" in _decided("someone/public")
     assert online.requests == []
 
 

@@ -54,13 +54,13 @@ def available_here(name: str, files: tuple[str, ...] = ("config.json", "tokenize
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
-def _offline() -> bool:
-    """Offline mode: ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` set now, or huggingface_hub's own flag (read
-    when it was imported)."""
+def _offline() -> str | None:
+    """The variable that sets offline mode: ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` set now, or
+    huggingface_hub's own flag (read from them when it was imported); ``None`` when online."""
     from huggingface_hub import constants
 
-    now = any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in OFFLINE_VARIABLES)
-    return now or constants.HF_HUB_OFFLINE
+    told = [v for v in OFFLINE_VARIABLES if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")]
+    return told[0] if told else "HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else None
 
 
 def _probe(name: str, what: str) -> Exception | None:
@@ -80,11 +80,9 @@ def _probe(name: str, what: str) -> Exception | None:
     start = f"cannot load {what} {name!r}: not in the local cache and"
     unreachable = (f"download it once with network access, or pass a local path (or --model {TINY_RANDOM} to try the "
                    "pipeline without weights)")
-    offline = ModelLoadError(f"{start} the Hub cannot be reached (HF_HUB_OFFLINE is set): download it once with "
-                             "network access (unset HF_HUB_OFFLINE), or pass a local path (or --model "
-                             f"{TINY_RANDOM} to try the pipeline without weights)")
-    if _offline():
-        return offline
+    variable = _offline()
+    if variable is not None:
+        return _offline_error(start, variable)
     endpoint = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
     network_errors = (OSError, *(m.TransportError for m in map(sys.modules.get, ("httpx", "httpx2"))
                                  if m is not None and hasattr(m, "TransportError")))
@@ -105,11 +103,17 @@ def _probe(name: str, what: str) -> Exception | None:
         status = err.response.status_code if err.response is not None else None
         return _not_found(name, what, endpoint) if status in (401, 403, 404) else None
     except OfflineModeIsEnabled:
-        return offline
+        return _offline_error(start, "HF_HUB_OFFLINE")
     except network_errors as err:
         return ModelLoadError(f"{start} the Hub cannot be reached ({endpoint}: no answer within {PROBE_SECONDS:g} s, "
                               f"{type(err).__name__}): {unreachable}")
     return None
+
+
+def _offline_error(start: str, variable: str) -> ModelLoadError:
+    return ModelLoadError(f"{start} the Hub cannot be reached ({variable} is set): download it once with network "
+                          f"access (unset {variable}), or pass a local path (or --model {TINY_RANDOM} to try the "
+                          "pipeline without weights)")
 
 
 def _not_found(name: str, what: str, endpoint: str) -> ModelLoadError:

@@ -1,8 +1,9 @@
 """The server backend: every call styleeval makes to an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, a
 hosted API) goes through :class:`ServerClient`, whose requests go through
-:class:`~styleeval.backends.transport.Transport` (urllib3): pooled keep-alive connections, a total deadline per request (a server that
-drips its answer byte by byte is cut off and retried), and the official ``openai`` client's retries (408/409/429/5xx
-answers, timeouts and connection errors, 0.5 s doubling up to 8 s, ``max_retries`` times, ``Retry-After`` honoured).
+:class:`~styleeval.backends.transport.Transport` (urllib3): pooled keep-alive connections, a total deadline per
+request (a server that drips its answer byte by byte is cut off and retried), and the official ``openai`` client's
+retries (408/409/429/5xx answers, timeouts and connection errors, 0.5 s doubling up to 8 s, ``max_retries`` times,
+``Retry-After`` honoured).
 On top of it this module adds:
 
 - bounded concurrency: at most ``max_concurrency`` requests in flight, results in input order;
@@ -64,7 +65,6 @@ MAX_ROWS_PER_REQUEST = 16
 """Rows whose prompts share one request when a call has more rows than ``max_concurrency`` (at most this many a
 request, and never fewer requests than ``max_concurrency``): per-request costs (HTTP, JSON, the SDK) are paid once
 per group. A row's numbers do not depend on the rows it is sent with (the server scores every prompt alone)."""
-POSITIVE_TOLERANCE = answers.POSITIVE_TOLERANCE
 IDENTITY_SECONDS = 300.0
 """A server's identity is probed again when it is older than this (long-lived processes)."""
 PROBE_TEXT = "Style transfer rewrites a text in another style and keeps its meaning: nothing dropped or invented."
