@@ -65,7 +65,7 @@ class Choice(msgspec.Struct, gc=False):
 
 
 class Answer(msgspec.Struct, gc=False):
-    model: Any = None
+    model: str | None = None
     choices: list[Choice] | None = None
 
 
