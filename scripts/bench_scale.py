@@ -9,7 +9,8 @@ Sections (each row of the output is one subprocess, so peak RSS is that run's ow
   row, total time; and a resume with every row already finished, with its resume index (starts where the index
   says) and without it (every finished record checked against the input).
 - throughput: ``styleeval score``'s client against an instant stub OpenAI-compatible server (answers in vLLM's format,
-  no model): rows/s of one process, and of two ``--shard`` processes side by side.
+  no model): rows/s of one process, and of two ``--shard`` processes side by side, with the client's CPU time a row
+  (user + system, every thread).
 - compare: ``compare_systems`` on 3 systems x 10^4..10^6 rows (one mean metric): time and peak RSS.
 - torn (only when asked: ``--only torn --torn-mb 640``): a resume after a torn write (OUT of about that many MB, its
   last record cut by a crash): peak RSS and time of the resume, in a process of its own.
@@ -201,11 +202,18 @@ def measure_client(rows: int, tmp: Path, port: int, shard: str | None = None) ->
     out = tmp / f"out{'' if shard is None else shard.replace('/', '-')}.jsonl"
     import transformers  # noqa: F401  imported before the clock starts: a long job pays Python's imports once
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu_seconds()
     result = score_file(inp, out, "stub", base_url=f"http://127.0.0.1:{port}/v1", tokenizer=str(tok), progress=False,
                         shard=shard, max_concurrency=8)
-    seconds = time.perf_counter() - start
-    return {"rows": result.scored, "seconds": seconds, "rows_per_s": result.scored / seconds, "peak_mb": _peak_mb()}
+    seconds, cpu = time.perf_counter() - start, _cpu_seconds() - cpu
+    return {"rows": result.scored, "seconds": seconds, "rows_per_s": result.scored / seconds,
+            "client_cpu_ms_per_row": 1000 * cpu / max(1, result.scored), "peak_mb": _peak_mb()}
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU time of this process, every thread included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure_compare(rows: int, systems: int = 3) -> dict:
@@ -296,7 +304,9 @@ def main() -> None:
             slowest = max(o["seconds"] for o in outs)  # each process's own scoring time, start-up left out as above
             results["throughput"] = {"one_process": one, "two_shards": {
                 "rows": sum(o["rows"] for o in outs), "seconds": slowest, "wall_with_startup_s": seconds,
-                "rows_per_s": sum(o["rows"] for o in outs) / slowest}}
+                "rows_per_s": sum(o["rows"] for o in outs) / slowest,
+                "client_cpu_ms_per_row": sum(o["client_cpu_ms_per_row"] * o["rows"] for o in outs)
+                / max(1, sum(o["rows"] for o in outs))}}
             print("throughput", results["throughput"], flush=True)
         finally:
             stub.kill()

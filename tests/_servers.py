@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -28,6 +29,22 @@ def vllm_python() -> str | None:
         if c and Path(c).is_file():
             return c
     return None
+
+
+def serve_http(handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None) -> ThreadingHTTPServer:
+    """``handler`` served on 127.0.0.1 (a free port; over TLS with ``tls``) by a daemon thread; end it with
+    :func:`stop_http`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def stop_http(server: ThreadingHTTPServer) -> None:
+    server.shutdown()
+    server.server_close()
 
 
 def free_port() -> int:
@@ -171,3 +188,134 @@ class FaultProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible server on 127.0.0.1 answering ``/v1/models`` and ``/v1/completions`` in vLLM's format from
+    a fixed random "model" (log-probabilities of the next token given a hash of every token before it, drawn from
+    ``seed``), with the faults a test sets:
+
+    - ``edit(answer) -> answer``: rewrites the answer's JSON (choices out of order, another model's name...);
+      ``reject(request) -> message | None``: answers 400 with that message;
+    - ``framing``: ``"length"`` (``Content-Length``), ``"close"`` (no length: the body ends where the connection
+      closes) or ``"chunked"``; ``cut``: only the body's first ``cut`` bytes are sent, then the connection closes
+      (a chunked body's chunks are each complete; the last, empty one never comes);
+    - ``ignore_k``: every prompt position lists only the prompt token's own entry, whatever ``prompt_logprobs`` asks
+      (a server that reports the sampled token alone);
+    - ``aliases``: more names served for the same weights (``/models`` lists them with the same ``root``).
+
+    String prompts are read as their UTF-8 bytes (one token a byte).
+    """
+
+    VOCAB = 512
+
+    def __init__(self, name: str = "fake", seed: int = 0) -> None:
+        import numpy as np
+
+        self.name, self.aliases = name, []
+        self.edit: Callable[[dict], dict] | None = None
+        self.reject: Callable[[dict], str | None] | None = None
+        self.framing, self.cut, self.ignore_k = "length", None, False
+        self.bodies: list[dict] = []
+        logits = np.random.default_rng(seed).normal(size=(self.VOCAB, self.VOCAB)) * 3.0
+        self.table = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length)) if length else {}
+                if self.path.endswith("/models"):
+                    body = json.dumps(fake.models()).encode()
+                else:
+                    fake.bodies.append(request)
+                    refusal = fake.reject(request) if fake.reject else None
+                    if refusal is not None:
+                        body = json.dumps({"object": "error", "message": refusal, "code": 400}).encode()
+                        self.send_response(400)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body)
+                        return
+                    answer = fake.completion(request)
+                    body = json.dumps(fake.edit(answer) if fake.edit else answer).encode()
+                self._send(body)
+
+            def _send(self, body: bytes) -> None:
+                sent = body if fake.cut is None else body[: fake.cut]
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if fake.framing == "length":
+                    self.send_header("Content-Length", str(len(body)))
+                elif fake.framing == "chunked":
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                if fake.framing == "chunked":
+                    for k in range(0, len(sent), 1000):
+                        part = sent[k : k + 1000]
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                    if fake.cut is None:
+                        self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.wfile.write(sent)
+                self.wfile.flush()
+                if fake.cut is not None:
+                    self.close_connection = True
+
+            do_GET = _handle
+            do_POST = _handle
+
+        self.server = serve_http(Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def rows(self, prompt: list[int]) -> list:
+        """The fake model's next-token log-probabilities after each prefix of ``prompt`` (its first token on)."""
+        state, out = 0, []
+        for token in prompt:
+            state = (state * 31 + token + 1) % self.VOCAB
+            out.append(self.table[state])
+        return out
+
+    def logprobs(self, prompt: list[int]) -> list[float | None]:
+        """What the fake answers for ``prompt``'s tokens: ``None`` for the first, then each token's log-probability."""
+        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(self.rows(prompt), prompt[1:])]
+
+    def models(self) -> dict:
+        return {"object": "list", "data": [{"id": n, "object": "model", "root": f"/weights/{self.name}",
+                                            "max_model_len": 4096} for n in [self.name, *self.aliases]]}
+
+    def completion(self, request: dict) -> dict:
+        prompts = request["prompt"]
+        if isinstance(prompts, str):
+            prompts = [list(prompts.encode())]
+        elif prompts and isinstance(prompts[0], int):
+            prompts = [prompts]
+        k = request.get("prompt_logprobs")
+        choices = []
+        for index, prompt in enumerate(prompts):
+            entries: list = [None]
+            for row, token in zip(self.rows(prompt), prompt[1:]):
+                entry = {}
+                if k and not self.ignore_k:
+                    for rank, top in enumerate(row.argsort()[::-1][:k], start=1):
+                        entry[str(int(top))] = {"logprob": float(row[top]), "rank": rank, "decoded_token": "t"}
+                entry.setdefault(str(token), {"logprob": float(row[token % self.VOCAB]), "rank": 1 + int(
+                    (row > row[token % self.VOCAB]).sum()), "decoded_token": "t"})
+                entries.append(entry)
+            choices.append({"index": index, "text": "a", "logprobs": None, "finish_reason": "length",
+                            "stop_reason": None, "prompt_logprobs": entries if k is not None else None})
+        return {"id": "cmpl-fake", "object": "text_completion", "created": 0, "model": self.name,
+                "choices": choices, "usage": {"prompt_tokens": sum(map(len, prompts)), "completion_tokens": 1,
+                                              "total_tokens": sum(map(len, prompts)) + 1}}
+
+    def close(self) -> None:
+        stop_http(self.server)

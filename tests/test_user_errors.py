@@ -375,9 +375,12 @@ def test_weights_that_cannot_be_had_fail_in_seconds_with_one_line(monkeypatch, t
         models.load_model("someone/some-model")
     assert time.monotonic() - start < 2
 
-    class Gated(BaseHTTPRequestHandler):
+    class Gated(BaseHTTPRequestHandler):  # as the Hub answers a client not logged in (tests/test_hub.py: more)
         def do_HEAD(self):
             self.send_response(401 if "meta-llama" in self.path else 404)
+            if "meta-llama" in self.path:
+                self.send_header("X-Error-Code", "GatedRepo")
+            self.send_header("Content-Length", "0")
             self.end_headers()
 
         def log_message(self, *args):
@@ -386,6 +389,10 @@ def test_weights_that_cannot_be_had_fail_in_seconds_with_one_line(monkeypatch, t
     server = ThreadingHTTPServer(("127.0.0.1", 0), Gated)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # read when it was imported
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     try:
         start = time.monotonic()

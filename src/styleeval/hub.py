@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 from styleeval.errors import UserError
 
@@ -30,9 +31,10 @@ _REACHABLE: dict[str, Exception | None] = {}
 
 def check_downloadable(name: str, what: str = "model") -> None:
     """Before loading a Hub id that is not in the local cache: decide once per process, in at most
-    :data:`PROBE_SECONDS`, whether it can be had (``HF_HUB_OFFLINE``, one request for its config), instead of the
-    Hub client's retries (about a minute); a :class:`ModelLoadError` in one line otherwise: offline, unreachable,
-    not found, or gated (where to accept the licence, and an ungated preset that works now)."""
+    :data:`PROBE_SECONDS`, whether it can be had (offline mode, then one ``HEAD`` of its config through
+    huggingface_hub), instead of the Hub client's retries (about a minute); a :class:`ModelLoadError` in one line
+    otherwise: offline, unreachable, not found (a mistyped id: the Hub answers 401 to a client not logged in), or
+    gated (where to accept the licence, and an ungated preset that works now)."""
     if not looks_like_hub_id(name) or available_here(name):
         return
     if name not in _REACHABLE:
@@ -51,40 +53,74 @@ def available_here(name: str, files: tuple[str, ...] = ("config.json", "tokenize
     return any(isinstance(try_to_load_from_cache(name, f), str) for f in files)
 
 
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def _offline() -> str | None:
+    """The variable that sets offline mode: ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` set now, or
+    huggingface_hub's own flag (read from them when it was imported); ``None`` when online."""
+    from huggingface_hub import constants
+
+    told = [v for v in OFFLINE_VARIABLES if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")]
+    return told[0] if told else "HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else None
+
+
 def _probe(name: str, what: str) -> Exception | None:
-    import httpx
+    """One ``HEAD`` of ``name``'s ``config.json`` (huggingface_hub's ``get_hf_file_metadata``, no retries, the
+    stored token if any), its outcome told by huggingface_hub's own errors; ``None``: it can be downloaded (or the
+    Hub failed in another way, which the loader reports)."""
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        GatedRepoError,
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     start = f"cannot load {what} {name!r}: not in the local cache and"
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return ModelLoadError(f"{start} the Hub cannot be reached (HF_HUB_OFFLINE is set): download it once with "
-                              "network access (unset HF_HUB_OFFLINE), or pass a local path (or --model "
-                              f"{TINY_RANDOM} to try the pipeline without weights)")
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-    headers = {}
+    unreachable = (f"download it once with network access, or pass a local path (or --model {TINY_RANDOM} to try the "
+                   "pipeline without weights)")
+    variable = _offline()
+    if variable is not None:
+        return _offline_error(start, variable)
+    endpoint = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    network_errors = (OSError, *(m.TransportError for m in map(sys.modules.get, ("httpx", "httpx2"))
+                                 if m is not None and hasattr(m, "TransportError")))
+    # the transport errors of the HTTP library huggingface_hub loaded (httpx for 1.x, httpx2 for 2.x; requests'
+    # are OSErrors), never imported here
     try:
-        from huggingface_hub import get_token
-
-        token = get_token()
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-    except ImportError:  # pragma: no cover
-        pass
-    try:
-        response = httpx.head(f"{endpoint}/{name}/resolve/main/config.json", headers=headers,
-                              timeout=PROBE_SECONDS, follow_redirects=False)
-    except httpx.HTTPError as err:
-        return ModelLoadError(f"{start} the Hub cannot be reached ({endpoint}: no answer within {PROBE_SECONDS:g} s, "
-                              f"{type(err).__name__}): download it once with network access, or pass a local path "
-                              f"(or --model {TINY_RANDOM} to try the pipeline without weights)")
-    if response.status_code in (401, 403):
+        get_hf_file_metadata(hf_hub_url(name, "config.json", endpoint=endpoint), timeout=PROBE_SECONDS)
+    except GatedRepoError:
         ungated = PRESETS[UNGATED_PRESET]
         return ModelLoadError(f"cannot load {what} {name!r}: it is gated: accept its licence at {endpoint}/{name}, "
                               f"then log in (`hf auth login` or HF_TOKEN); an ungated model that works now: --model "
                               f"{UNGATED_PRESET} ({ungated})")
-    if response.status_code == 404:
-        return ModelLoadError(f"cannot load {what} {name!r}: not found on the Hub ({endpoint}): check the id, or pass "
-                              "a local path")
+    except RepositoryNotFoundError:
+        return _not_found(name, what, endpoint)
+    except (EntryNotFoundError, RevisionNotFoundError):
+        return None  # the repository is there: the loader says what it lacks
+    except HfHubHTTPError as err:
+        status = err.response.status_code if err.response is not None else None
+        return _not_found(name, what, endpoint) if status in (401, 403, 404) else None
+    except OfflineModeIsEnabled:
+        return _offline_error(start, "HF_HUB_OFFLINE")
+    except network_errors as err:
+        return ModelLoadError(f"{start} the Hub cannot be reached ({endpoint}: no answer within {PROBE_SECONDS:g} s, "
+                              f"{type(err).__name__}): {unreachable}")
     return None
+
+
+def _offline_error(start: str, variable: str) -> ModelLoadError:
+    return ModelLoadError(f"{start} the Hub cannot be reached ({variable} is set): download it once with network "
+                          f"access (unset {variable}), or pass a local path (or --model {TINY_RANDOM} to try the "
+                          "pipeline without weights)")
+
+
+def _not_found(name: str, what: str, endpoint: str) -> ModelLoadError:
+    return ModelLoadError(f"cannot load {what} {name!r}: not found on the Hub ({endpoint}): check the id (a private "
+                          "repository also needs `hf auth login` or HF_TOKEN), or pass a local path")
 
 
 TINY_RANDOM = "tiny-random"

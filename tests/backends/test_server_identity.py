@@ -62,3 +62,24 @@ def test_a_server_without_log_probabilities_is_unverified(vllm_server):
         assert fingerprint.startswith("server-") and not fingerprint.endswith("-unverified")
     finally:
         proxy.close()
+
+
+def test_a_server_that_ignores_the_top_k_asked_for_is_unverified():
+    """Issue 37, item 5: a server that lists only the prompt token's own entry at every probe position names the
+    probe's own tokens as the "top" ones whatever its weights, so two of them with other weights would sign alike.
+    Servers that list the top tokens asked for sign their weights apart."""
+    from _servers import FakeOpenAI
+
+    servers = [FakeOpenAI(seed=0), FakeOpenAI(seed=1)]
+    try:
+        honest = [ServerClient(s.base_url, model="fake", max_retries=0).fingerprint() for s in servers]
+        assert honest[0] != honest[1] and not any(f.endswith("-unverified") for f in honest)
+        assert [ServerClient(s.base_url, model="fake").fingerprint() for s in servers] == honest  # stable
+        for s in servers:
+            s.ignore_k = True
+        quiet = [ServerClient(s.base_url, model="fake", max_retries=0).fingerprint() for s in servers]
+        assert quiet[0] == quiet[1]  # what the probe saw cannot tell these weights apart: hence the mark
+        assert all(f.endswith("-unverified") for f in quiet) and set(quiet).isdisjoint(honest)
+    finally:
+        for s in servers:
+            s.close()

@@ -1,16 +1,23 @@
-"""The server backend's HTTP transport against a small real HTTP server (answers scripted per request): keep-alive
-connections closed by the server, Retry-After, x-should-retry, the server's error message. Retries on 503, stalls,
-a dripping answer and unreachable servers are tested against vLLM behind the fault proxy (test_server_faults.py,
-test_autorater_server.py)."""
+"""The server backend's HTTP transport (urllib3) against a small real HTTP server (answers scripted per request):
+keep-alive connections closed by the server, Retry-After, x-should-retry, the server's error message, proxies from
+the environment (an https:// one over TLS), credentials in the URL (sent, never printed), redirects, a gzip body,
+close(). Retries on 503, stalls, a dripping answer and unreachable servers are tested against vLLM behind the fault
+proxy (test_server_faults.py, test_autorater_server.py), cut bodies against a fake server
+(test_server_answers.py)."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import socket
+import ssl
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import pytest
+from _servers import serve_http, stop_http
 
 from styleeval.backends.transport import Transport, TransportError
 
@@ -20,8 +27,9 @@ class Scripted:
     answer with ``close`` it drops the connection without saying so (no ``Connection: close``), as a server does to an
     idle keep-alive connection."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
         self.plan: list[tuple[int, dict[str, str], bytes, bool]] = []
+        self.headers: list[dict[str, str]] = []  # every request's headers
         self.times: list[float] = []
         self.seen: list[tuple[str, str, str | None]] = []  # (method, request target, Proxy-Authorization)
         self.connections = 0
@@ -43,6 +51,7 @@ class Scripted:
                     self.rfile.read(length)
                 scripted.times.append(time.monotonic())
                 scripted.seen.append((self.command, self.path, self.headers.get("Proxy-Authorization")))
+                scripted.headers.append(dict(self.headers.items()))
                 status, headers, body, close = scripted.plan.pop(0) if scripted.plan else (200, {}, b"{}", False)
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers}.items():
@@ -64,14 +73,15 @@ class Scripted:
             do_GET = _handle
             do_POST = _handle
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        context = None
+        if tls is not None:  # every connection speaks TLS first
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+        self.server = serve_http(Handler, context)
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        stop_http(self.server)
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +93,15 @@ def server():
 
 @pytest.fixture
 def scripted(server):
-    server.plan, server.times, server.seen, server.connections = [], [], [], 0
+    server.plan, server.times, server.seen, server.headers, server.connections = [], [], [], [], 0
     yield server
+
+
+@pytest.fixture
+def no_proxy_env(monkeypatch):
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                 "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_a_keep_alive_connection_closed_by_the_server_is_reopened_without_a_retry(scripted):
@@ -128,11 +145,9 @@ def test_a_url_without_a_host_is_refused():
         Transport("http:///v1", "k", timeout=1.0, max_retries=0)
 
 
-def test_the_environments_proxy_is_used_and_no_proxy_exempts(scripted, monkeypatch):
+def test_the_environments_proxy_is_used_and_no_proxy_exempts(scripted, monkeypatch, no_proxy_env):
     from _servers import free_port
 
-    for name in ("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
     proxy = scripted.base_url.removesuffix("/v1").replace("http://", "http://user:p%40ss@")
     monkeypatch.setenv("HTTP_PROXY", proxy)
     monkeypatch.setenv("HTTPS_PROXY", proxy)
@@ -149,3 +164,100 @@ def test_the_environments_proxy_is_used_and_no_proxy_exempts(scripted, monkeypat
     with pytest.raises(TransportError, match="cannot reach"):  # tried directly: the name does not resolve
         direct.request("GET", "/models")
     assert len(scripted.seen) == 2
+
+
+TLS = Path(__file__).parent / "tls"
+CERTIFICATE = (TLS / "cert.pem", TLS / "key.pem")
+"""A self-signed certificate for 127.0.0.1 (an ECDSA key made for these tests alone), valid 2020-2120."""
+
+
+def test_an_https_proxy_is_spoken_to_over_tls(monkeypatch, no_proxy_env):
+    """HTTPS_PROXY=https://...: the proxy gets TLS (an http URL's request forwarded inside it, an https URL's CONNECT
+    inside it), never a plaintext CONNECT to a TLS port."""
+    proxy = Scripted(tls=CERTIFICATE)
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", str(CERTIFICATE[0]))  # trust the test proxy's certificate
+        url = proxy.base_url.removesuffix("/v1").replace("https://", "https://user:pw@")
+        monkeypatch.setenv("HTTP_PROXY", url)
+        monkeypatch.setenv("HTTPS_PROXY", url)
+        through = Transport("http://vllm.invalid:8000/v1", "k", timeout=5.0, max_retries=0)
+        assert through.request("GET", "/models") == b"{}"  # answered by the proxy, over TLS
+        assert proxy.seen == [("GET", "http://vllm.invalid:8000/v1/models", "Basic dXNlcjpwdw==")]
+        tunnelled = Transport("https://api.invalid/v1", "k", timeout=5.0, max_retries=0)
+        with pytest.raises(TransportError, match="cannot reach https://api.invalid/v1 .*502"):
+            tunnelled.request("GET", "/models")
+        assert proxy.seen[1] == ("CONNECT", "api.invalid:443", "Basic dXNlcjpwdw==")  # read by a TLS server
+        monkeypatch.delenv("SSL_CERT_FILE")
+        untrusted = Transport("http://vllm.invalid:8000/v1", "k", timeout=5.0, max_retries=0)
+        with pytest.raises(TransportError, match="SSLError.*CERTIFICATE_VERIFY_FAILED"):
+            untrusted.request("GET", "/models")  # the proxy's certificate is verified
+    finally:
+        proxy.close()
+
+
+def test_credentials_in_the_url_are_sent_and_never_printed(scripted, no_proxy_env):
+    from _servers import free_port
+
+    url = scripted.base_url.replace("http://", "http://ann:s3cr%40t@")
+    transport = Transport(url, "the-api-key", timeout=5.0, max_retries=0)
+    assert transport.request("GET", "/models") == b"{}"
+    assert scripted.headers[0]["Authorization"] == "Basic " + base64.b64encode(b"ann:s3cr@t").decode()
+    assert transport.base_url == scripted.base_url.replace("http://", "http://ann:***@")
+    scripted.plan = [(401, {}, b'{"error": {"message": "bad credentials"}}', False)]
+    messages = []
+    with pytest.raises(TransportError) as caught:
+        transport.request("GET", "/models")
+    messages.append(str(caught.value))
+    closed = Transport(f"http://ann:s3cr%40t@127.0.0.1:{free_port()}/v1", "k", timeout=5.0, max_retries=0)
+    with pytest.raises(TransportError) as caught:
+        closed.request("GET", "/models")
+    messages.append(str(caught.value))
+    with pytest.raises(ValueError) as caught:
+        Transport("ftp://ann:s3cr%40t@host/v1", "k", timeout=5.0, max_retries=0)
+    messages.append(str(caught.value))
+    assert "answered 401: bad credentials" in messages[0] and "cannot reach http://ann:***@127.0.0.1" in messages[1]
+    assert all("s3cr" not in m and "ann:***@" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("status, location, root", [
+    (301, "https://127.0.0.1:{port}/v1/completions", "https://127.0.0.1:{port}/v1"),
+    (307, "/v2/completions", "http://127.0.0.1:{port}/v2"),
+    (308, "http://other.invalid/v1/completions", "http://other.invalid/v1"),
+])
+def test_a_redirect_is_an_error_naming_where_it_points(scripted, no_proxy_env, status, location, root):
+    port = scripted.base_url.split(":")[2].split("/")[0]
+    transport = Transport(scripted.base_url, "k", timeout=5.0, max_retries=3)
+    scripted.plan = [(status, {"Location": location.format(port=port)}, b"", False)]
+    with pytest.raises(TransportError, match=rf"answered {status}, a redirect to .*/completions: requests are not "
+                                             rf"redirected .* pass base_url='{root.format(port=port)}'") as caught:
+        transport.request("POST", "/completions", b"{}")
+    assert caught.value.status == status and len(scripted.times) == 1  # not retried, not followed
+
+
+def test_a_gzip_body_is_decoded(scripted, no_proxy_env):
+    transport = Transport(scripted.base_url, "k", timeout=5.0, max_retries=0)
+    answer = '{"text": "caf\u00e9 \u2014 ok"}'.encode()
+    scripted.plan = [(200, {"Content-Encoding": "gzip"}, gzip.compress(answer), False),
+                     (500, {"Content-Encoding": "gzip"}, gzip.compress(rb'{"detail": "r\u00e9sum\u00e9 failed"}'),
+                      False)]
+    assert transport.request("GET", "/models") == answer
+    assert "gzip" in scripted.headers[0]["Accept-Encoding"]
+    with pytest.raises(TransportError, match="answered 500: résumé failed"):
+        transport.request("GET", "/models")
+
+
+def test_close_drops_the_kept_connections(scripted, no_proxy_env):
+    from styleeval.backends.openai_server import ServerClient
+
+    transport = Transport(scripted.base_url, "k", timeout=5.0, max_retries=0)
+    transport.request("GET", "/models")
+    transport.request("GET", "/models")
+    assert scripted.connections == 1  # kept alive
+    transport.close()
+    transport.request("GET", "/models")  # a closed transport opens a new connection when used again
+    assert scripted.connections == 2
+    before = set(threading.enumerate())
+    with ServerClient(scripted.base_url, model="m", max_concurrency=3) as client:
+        assert client.map_rows(lambda r: r * 2, [1, 2, 3]) == [2, 4, 6]
+        started = [t for t in set(threading.enumerate()) - before if t.name.startswith("styleeval-http")]
+    assert started and not any(t.is_alive() for t in started)  # the client's request threads ended

@@ -1,18 +1,21 @@
 """The server backend: every call styleeval makes to an OpenAI-compatible server (vLLM, SGLang, llama.cpp, TGI, a
 hosted API) goes through :class:`ServerClient`, whose requests go through
-:class:`~styleeval.backends.transport.Transport`: keep-alive connections, a total deadline per request (a server that
-drips its answer byte by byte is cut off and retried), and the official ``openai`` client's retries (408/409/429/5xx
-answers, timeouts and connection errors, 0.5 s doubling up to 8 s, ``max_retries`` times, ``Retry-After`` honoured).
+:class:`~styleeval.backends.transport.Transport` (urllib3): pooled keep-alive connections, a total deadline per
+request (a server that drips its answer byte by byte is cut off and retried), and the official ``openai`` client's
+retries (408/409/429/5xx answers, timeouts and connection errors, 0.5 s doubling up to 8 s, ``max_retries`` times,
+``Retry-After`` honoured).
 On top of it this module adds:
 
 - bounded concurrency: at most ``max_concurrency`` requests in flight, results in input order;
 - one request per *row* (a row may hold several prompts, e.g. LogProb's three contexts), so that a failure raises a
   :class:`ServerError` whose ``row`` is the caller's row;
-- answers checked before use: a reply without choices, with too few log-probabilities, or with a log-probability that
-  is not finite or is positive is a :class:`ServerError` naming the row, never a NaN score;
+- answers parsed whole and checked before use (:mod:`styleeval.backends.answers`): a reply cut anywhere, from
+  another model, with choices missing or out of their ``index`` order, for other tokens than those sent, or with a
+  log-probability that is not finite or is positive is a :class:`ServerError` naming the row, never a score;
 - :class:`ServerBackend`, the :class:`~styleeval.backends.base.Backend` on top of it, whose identity is what the server
-  reports (``/v1/models``: id, root, max_model_len) plus the rounded log-probabilities of a fixed probe text, so that
-  two servers with different weights under one served name sign differently and a restarted server signs the same.
+  reports (``/v1/models``: id, root, max_model_len) plus the top tokens at every position of a fixed probe text, so
+  that two servers with different weights under one served name sign differently and a restarted server signs the
+  same (a probe that tells no weights apart marks it ``-unverified``).
 
 The API key comes from ``api_key=``, else ``STYLEEVAL_API_KEY``, else ``OPENAI_API_KEY`` (local servers accept
 any key).
@@ -22,9 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from tqdm.auto import tqdm
 
+from styleeval.backends import answers
+from styleeval.backends.answers import AnswerError
 from styleeval.backends.base import (
     CANDIDATE_LOGPROBS,
     REVISION,
@@ -63,12 +66,13 @@ MAX_ROWS_PER_REQUEST = 16
 """Rows whose prompts share one request when a call has more rows than ``max_concurrency`` (at most this many a
 request, and never fewer requests than ``max_concurrency``): per-request costs (HTTP, JSON, the SDK) are paid once
 per group. A row's numbers do not depend on the rows it is sent with (the server scores every prompt alone)."""
-POSITIVE_TOLERANCE = 1e-4
-"""A returned log-probability above this is an error (a probability > 1), not a score."""
 IDENTITY_SECONDS = 300.0
 """A server's identity is probed again when it is older than this (long-lived processes)."""
 PROBE_TEXT = "Style transfer rewrites a text in another style and keeps its meaning: nothing dropped or invented."
 """The fixed text whose prompt log-probabilities fingerprint the weights behind a URL."""
+PROBE_TOP = 2
+"""The top tokens asked for at every position of the probe: a server that honours the count lists at least two (one
+that lists one names only the probe's own token, whatever its weights: the identity is then ``-unverified``)."""
 
 
 class ServerError(BackendError):
@@ -115,20 +119,23 @@ class ServerClient:
             raise UserError(f"timeout must be positive, got {timeout}")
         if max_retries < 0:
             raise UserError(f"max_retries must be >= 0, got {max_retries}")
-        self.transport = Transport(base_url, api_key or api_key_from_env(), timeout, max_retries)
+        self.transport = Transport(base_url, api_key or api_key_from_env(), timeout, max_retries,
+                                   pool_size=max_concurrency)
         self.base_url = self.transport.base_url
         self.max_concurrency = int(max_concurrency)
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.progress = progress
         self._model = model
+        self._served: frozenset[str] | None = None
+        self._served_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
 
     # -- models -------------------------------------------------------------------------------------------
     def list_models(self) -> list[dict[str, Any]]:
         """The models the server serves (``GET /models``), as dicts (``id``, and for vLLM ``root``...)."""
-        page = self._call(lambda: _loads(self.transport.request("GET", "/models")), "listing the served models")
+        page = self._call(lambda: answers.loads(self.transport.request("GET", "/models")), "listing the served models")
         return [dict(m) for m in page["data"]]
 
     def model_entry(self) -> dict[str, Any]:
@@ -146,39 +153,54 @@ class ServerClient:
             self._model = str(models[0]["id"])
         return self._model
 
+    def served_names(self) -> frozenset[str]:
+        """The names an answer for :attr:`model` may carry in its ``model`` field: the name itself and the other names
+        ``/models`` lists for the same weights (``root``; vLLM answers with the first of its ``--served-model-name``).
+        Listed once, when an answer first names another model."""
+        with self._served_lock:
+            if self._served is None:
+                models = self.list_models()
+                root = next((m.get("root") for m in models if m.get("id") == self.model), None)
+                self._served = frozenset({self.model} | {str(m.get("id")) for m in models
+                                                         if root is not None and m.get("root") == root})
+            return self._served
+
     def fingerprint(self) -> str:
         """``server-<12 hex>``: a hash of what ``/models`` reports of the model (id, root, max_model_len) and of the
         weights' answers to :data:`PROBE_TEXT` that batch noise does not move: at every prompt position the most
-        likely next token (``prompt_logprobs`` with the top token; a margin of more than the noise, about 1e-3 in
-        bf16, keeps it in place), so other weights under the same name sign differently and the same weights sign
-        the same across calls, batches and restarts. A server without prompt log-probabilities: its greedy 16-token
-        reply and the generated tokens' log-probabilities' top tokens; one that gives no log-probabilities at all
-        is marked ``-unverified`` (its reply text alone cannot tell two models apart)."""
+        likely next token (``prompt_logprobs`` with the top :data:`PROBE_TOP` tokens; a margin of more than the noise,
+        about 1e-3 in bf16, keeps the first in place), so other weights under the same name sign differently and the
+        same weights sign the same across calls, batches and restarts. A server without prompt log-probabilities: its
+        greedy 16-token reply and the generated tokens' top tokens. The hash is marked ``-unverified`` when the probe
+        carries no information on the weights: no log-probabilities at all (a reply text alone cannot tell two models
+        apart), or fewer than the :data:`PROBE_TOP` tokens asked for at a position (a server that ignores the count
+        and lists only the token at hand names the probe's own tokens as "top": any weights would sign alike)."""
         entry = self.model_entry()
         reported = [entry.get("id"), entry.get("root"), entry.get("max_model_len")]
-        suffix = ""
+        probe, informative = self._call(self._probe, "fingerprinting the model")
+        digest = hashlib.sha256(json.dumps([reported, probe]).encode()).hexdigest()[:12]
+        return f"server-{digest}{'' if informative else '-unverified'}"
+
+    def _probe(self) -> tuple[Any, bool]:
+        """What the weights answer to :data:`PROBE_TEXT` (see :meth:`fingerprint`), and whether it tells weights
+        apart."""
         try:
-            response = self._call(lambda: self._post("/completions", {
-                "model": self.model, "prompt": PROBE_TEXT, "max_tokens": 1, "temperature": 0.0,
-                "prompt_logprobs": 1}), "fingerprinting the model")
-            entries = _first_choice(response, self.base_url).get("prompt_logprobs")
-            if not entries:
-                raise ServerError("no prompt_logprobs", 200)
-            probe: Any = [_top_token(position) for position in entries[1:] if position]
-        except ServerError as err:
+            choice = self._post("/completions", {"model": self.model, "prompt": PROBE_TEXT, "max_tokens": 1,
+                                                 "temperature": 0.0, "prompt_logprobs": PROBE_TOP})[0]
+            positions = [p for p in (choice.prompt_logprobs or [])[1:] if p]
+            if positions:
+                return [answers.top_token(p) for p in positions], _lists_top(positions)
+        except TransportError as err:
             if err.status is None or err.status >= 500:
                 raise
-            response = self._call(lambda: self._post("/completions", {
-                "model": self.model, "prompt": PROBE_TEXT, "max_tokens": 16, "temperature": 0.0, "logprobs": 1}),
-                "fingerprinting the model")
-            choice = _first_choice(response, self.base_url)
-            top = (choice.get("logprobs") or {}).get("top_logprobs")
-            if top:
-                probe = [choice.get("text"), [max(t, key=t.get) if t else None for t in top]]
-            else:
-                probe, suffix = choice.get("text"), "-unverified"
-        digest = hashlib.sha256(json.dumps([reported, probe]).encode()).hexdigest()[:12]
-        return f"server-{digest}{suffix}"
+        except AnswerError:
+            pass
+        choice = self._post("/completions", {"model": self.model, "prompt": PROBE_TEXT, "max_tokens": 16,
+                                             "temperature": 0.0, "logprobs": PROBE_TOP})[0]
+        positions = (choice.logprobs.top_logprobs if choice.logprobs else None) or []
+        if not positions:
+            return choice.text, False
+        return [choice.text, [answers.top_token(t) if t else None for t in positions]], _lists_top(positions)
 
     # -- requests -----------------------------------------------------------------------------------------
     def chat(self, conversations: Sequence[list[dict[str, str]]], per_row: Sequence[dict[str, Any]] | None = None,
@@ -194,8 +216,8 @@ class ServerClient:
 
         def one(item: tuple[list[dict[str, str]], dict[str, Any]]) -> str:
             messages, extra = item
-            response = self._post("/chat/completions", {"model": model, "messages": messages}, decoding, extra)
-            return (_first_choice(response, self.base_url).get("message") or {}).get("content") or ""
+            choice = self._post("/chat/completions", {"model": model, "messages": messages}, decoding, extra)[0]
+            return (choice.message.content if choice.message else None) or ""
 
         return self.map_rows(one, list(zip(conversations, extras)), "chat")
 
@@ -215,9 +237,9 @@ class ServerClient:
 
         def one(item: tuple[Sequence[int], dict[str, Any]]) -> str:
             prompt, extra = item
-            response = self._post("/completions", {"model": model, "prompt": [list(map(int, prompt))], **extra_body},
-                                  decoding, extra)
-            return _first_choice(response, self.base_url).get("text") or ""
+            choice = self._post("/completions", {"model": model, "prompt": [list(map(int, prompt))], **extra_body},
+                                decoding, extra)[0]
+            return choice.text or ""
 
         return self.map_rows(one, list(zip(prompts, extras)), "completion")
 
@@ -251,17 +273,17 @@ class ServerClient:
         def one(item: tuple[int, Sequence[Sequence[tuple[Sequence[int], int]]]]) -> list[list[list[float]]]:
             index, batch = item
             try:
-                return send(batch)
+                return self._call(lambda: send(batch), what)
             except ServerError as err:
                 if err.status is None:  # unreachable after every retry: no row to blame
                     raise
-            answers = []
+            alone = []
             for k, row in enumerate(batch):  # which row? each alone
                 try:
-                    answers.append(self._call(lambda row=row: send([row])[0], what))
+                    alone.append(self._call(lambda row=row: send([row])[0], what))
                 except ServerError as err:
                     raise _RowFailure(index * per + k, err) from None
-            return answers
+            return alone
 
         try:
             answered = self.map_rows(one, batches, what)
@@ -273,64 +295,29 @@ class ServerClient:
 
     def _prompt_logprobs_one(self, prompts: Sequence[Sequence[int]],
                              tails: Sequence[int] | None = None) -> list[list[float]]:
-        """One request: each prompt's token log-probabilities after the first token, or its last ``tails[i]`` only
-        (the rest of the answer is not read). The answer is read as plain JSON (orjson when installed), not as the
-        SDK's objects: a prompt's log-probabilities are hundreds of small dicts, and this is the client's hot path."""
+        """One request: each prompt's token log-probabilities after the first token, or its last ``tails[i]`` only.
+        The whole answer is read and checked (:func:`answers.prompt_logprobs`: one choice per prompt, by ``index``,
+        every token sent named at its position) before a value is taken."""
         body = {"model": self.model, "prompt": [[int(t) for t in p] for p in prompts], "max_tokens": 1,
                 "temperature": 0.0, "prompt_logprobs": 0}
-        content = self.transport.request("POST", "/completions", _dumps(body))
-        if tails is not None:
-            fast = _tail_logprobs(content, prompts, tails)
-            if fast is not None:
-                for p, row in zip(prompts, fast):
-                    if not all(-math.inf < v <= POSITIVE_TOLERANCE for v in row):  # then name the first bad one
-                        for i, v in enumerate(row):
-                            self._checked(v, p[len(p) - len(row) + i])
-                return fast
-        payload = _loads(content)
-        choices = sorted(payload.get("choices") or [], key=lambda c: c.get("index", 0))
-        if len(choices) != len(prompts):
-            raise ServerError(f"{self.base_url} answered {len(choices)} of {len(prompts)} prompts", 200)
-        out = []
-        for k, (prompt, choice) in enumerate(zip(prompts, choices)):
-            entries = choice.get("prompt_logprobs")
-            if entries is None:
-                raise ServerError(
-                    f"{self.base_url} returned no prompt_logprobs: this needs a server that scores prompt "
-                    "tokens (vLLM's OpenAI server does; hosted APIs usually do not)", 200
-                )
-            if len(entries) != len(prompt):
-                raise ServerError(f"{self.base_url} returned {len(entries)} prompt log-probabilities for a "
-                                  f"prompt of {len(prompt)} tokens", 200)
-            start = 1 if tails is None else max(1, len(prompt) - tails[k])
-            values = []
-            for token, entry in zip(prompt[start:], entries[start:]):
-                item = entry.get(str(int(token))) if isinstance(entry, dict) else None
-                if item is None:
-                    raise ServerError(f"{self.base_url} returned no log-probability for prompt token {token}", 200)
-                values.append(self._checked(_logprob_value(item), token))
-            out.append(values)
-        return out
-
-    def _checked(self, value: float, token: Any) -> float:
-        if not math.isfinite(value) or value > POSITIVE_TOLERANCE:
-            raise ServerError(f"{self.base_url} returned the log-probability {value!r} for token {token}: not a "
-                              "log-probability (it must be finite and <= 0); the server is faulty", 200)
-        return value
+        choices = self._post("/completions", body, count=len(prompts))
+        wanted = tails if tails is not None else [None] * len(prompts)
+        return self._read(lambda: [answers.prompt_logprobs(c, p, t) for c, p, t in zip(choices, prompts, wanted)])
 
     def top_logprobs(self, prompts: Sequence[Sequence[int]], k: int) -> list[dict[int, float]]:
         """The ``k`` most likely next tokens after each token-id prompt with their log-probabilities (``logprobs=k``)."""
         model = self.model
 
         def one(prompt: Sequence[int]) -> dict[int, float]:
-            response = self._post("/completions", {
+            choice = self._post("/completions", {
                 "model": model, "prompt": [list(map(int, prompt))], "max_tokens": 1, "temperature": 0.0,
-                "logprobs": k, "return_tokens_as_token_ids": True})
-            top_logprobs = (_first_choice(response, self.base_url).get("logprobs") or {}).get("top_logprobs")
+                "logprobs": k, "return_tokens_as_token_ids": True})[0]
+            top_logprobs = choice.logprobs.top_logprobs if choice.logprobs else None
             if not top_logprobs:
                 raise ServerError(f"{self.base_url} returned no top log-probabilities", 200)
             top = top_logprobs[0] or {}
-            return {int(str(tok).removeprefix("token_id:")): self._checked(float(lp), tok) for tok, lp in top.items()}
+            return self._read(lambda: {int(str(tok).removeprefix("token_id:")): answers.checked(lp, tok)
+                                       for tok, lp in top.items()})
 
         return self.map_rows(one, prompts, "top log-probabilities")
 
@@ -369,13 +356,21 @@ class ServerClient:
             return self._pool
 
     def _post(self, path: str, body: dict[str, Any], decoding: dict[str, Any] | None = None,
-              extra: dict[str, Any] | None = None) -> Any:
+              extra: dict[str, Any] | None = None, count: int = 1) -> list[answers.Choice]:
         """``body`` with the request parameters ``decoding`` and ``extra`` (``extra_body``'s fields merged in, unset
-        ones left out, as the ``openai`` client sends them) posted to ``path``; the answer as JSON values."""
+        ones left out, as the ``openai`` client sends them) posted to ``path``; the answer's ``count`` choices in
+        ``index`` order, checked (:func:`answers.read`: complete JSON of the expected shape, from the served model)."""
         fields = {**body, **(decoding or {}), **(extra or {})}
         fields.update(fields.pop("extra_body", None) or {})
-        data = self.transport.request("POST", path, _dumps({k: v for k, v in fields.items() if v is not None}))
-        return _loads(data)
+        data = self.transport.request("POST", path, answers.dumps({k: v for k, v in fields.items() if v is not None}))
+        return self._read(lambda: answers.read(data, count, self.model, self.served_names))
+
+    def _read(self, fn: Callable[[], R]) -> R:
+        """``fn()``, an :class:`AnswerError` made a :class:`ServerError` (status 200) naming the server."""
+        try:
+            return fn()
+        except AnswerError as err:
+            raise ServerError(f"{self.base_url} {err}", 200) from None
 
     def _call(self, fn: Callable[[], R], what: str, row: int | None = None) -> R:
         try:
@@ -384,10 +379,26 @@ class ServerClient:
             raise ServerError(err.reason, err.status, row, what) from None
         except TransportError as err:
             raise ServerError(str(err), err.status, row, what) from None
+        except AnswerError as err:
+            raise ServerError(f"{self.base_url} {err}", 200, row, what) from None
         except (ValueError, KeyError, AttributeError, TypeError, IndexError) as err:
-            # an answer that is not the JSON asked for (truncated, wrong shape): the server's fault, not the input's
+            # an answer that is not the JSON asked for (wrong shape): the server's fault, not the input's
             raise ServerError(f"{self.base_url} sent an answer that could not be read ({type(err).__name__}: "
                               f"{str(err)[:200]})", 200, row, what) from None
+
+    def close(self) -> None:
+        """Stop the request threads and close the connections (the client opens new ones if used again)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        self.transport.close()
+
+    def __enter__(self) -> ServerClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class _RowFailure(Exception):
@@ -398,76 +409,10 @@ class _RowFailure(Exception):
         self.row, self.error = row, error
 
 
-def _first_choice(response: Any, base_url: str) -> dict[str, Any]:
-    choices = response.get("choices") if isinstance(response, dict) else None
-    if not choices or not isinstance(choices[0], dict):
-        raise ServerError(f"{base_url} answered without any choice", 200)
-    return choices[0]
-
-
-_PROMPT_LOGPROBS = re.compile(rb'"prompt_logprobs"\s*:')
-_ENTRY = re.compile(rb'\{\s*"(\d+)"\s*:\s*\{\s*"logprob"\s*:\s*(-?[0-9.eE+-]+|NaN|-?Infinity)')
-"""A prompt position's entry as vLLM writes it: ``{"<token id>":{"logprob":<value>,...``; a JSON string cannot hold
-it (its quotes would be escaped), so a match is structure, not text."""
-
-
-def _tail_logprobs(content: bytes, prompts: Sequence[Sequence[int]], tails: Sequence[int]
-                   ) -> list[list[float]] | None:
-    """The log-probabilities of each prompt's last ``tails[i]`` tokens, read from the end of each choice's
-    ``prompt_logprobs`` without decoding the rest of the answer (hundreds of entries a prompt, of which a few are
-    wanted); ``None`` unless the answer has one choice per prompt, in order, whose last entries name exactly those
-    tokens (then the caller decodes the whole answer, with its checks and messages)."""
-    starts = [m.end() for m in _PROMPT_LOGPROBS.finditer(content)]  # positions, not copies of the answer
-    if len(starts) != len(prompts):
-        return None
-    ends = [*starts[1:], len(content)]
-    out = []
-    for start, end, prompt, tail in zip(starts, ends, prompts, tails):
-        want = [int(t) for t in prompt[len(prompt) - tail :]] if tail else []
-        window = (end - start) * (tail + 2) // max(1, len(prompt)) + 256  # the choice's mean entry size
-        while True:
-            found = _ENTRY.findall(content, max(start, end - window), end)
-            if len(found) >= tail or window >= end - start:
-                break
-            window *= 4
-        found = found[len(found) - tail :] if tail else []
-        if len(found) != tail or [int(t) for t, _ in found] != want:
-            return None
-        out.append([float(v) for _, v in found])
-    return out
-
-
-def _loads(data: bytes) -> Any:
-    """JSON text as Python values (orjson when installed: about 4x faster on log-probability answers)."""
-    try:
-        import orjson
-
-        return orjson.loads(data)
-    except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib reads the same values
-        pass
-    except ValueError:  # NaN or Infinity (not JSON, but Python's json writes them): the stdlib reads them
-        pass
-    return json.loads(data)
-
-
-def _dumps(value: Any) -> bytes:
-    """``value`` as JSON bytes (orjson when installed: the request body of hundreds of token ids a prompt)."""
-    try:
-        import orjson
-
-        return orjson.dumps(value)
-    except ImportError:  # pragma: no cover - orjson is a dependency
-        return json.dumps(value).encode()
-
-
-def _logprob_value(item: Any) -> float:
-    return float(item["logprob"] if isinstance(item, dict) else item)
-
-
-def _top_token(position: dict[str, Any]) -> str:
-    """The most likely token at one prompt position (the key whose log-probability is the highest): what batch
-    noise does not move, unlike the log-probability itself."""
-    return max(position, key=lambda token: _logprob_value(position[token]))
+def _lists_top(positions: Sequence[Any]) -> bool:
+    """Whether every probe position lists the :data:`PROBE_TOP` tokens asked for (else the probe tells no weights
+    apart: see :meth:`ServerClient.fingerprint`)."""
+    return all(isinstance(p, dict) and len(p) >= PROBE_TOP for p in positions)
 
 
 class ServerBackend(Backend):
@@ -556,6 +501,10 @@ class ServerBackend(Backend):
         self._identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
         self._probed = time.monotonic()
         return self._identity
+
+    def close(self) -> None:
+        """Close the client's connections and threads (:meth:`ServerClient.close`)."""
+        self.client.close()
 
     @property
     def max_length(self) -> int | None:

@@ -1,42 +1,54 @@
-"""JSON over HTTP/1.1 for the server backend: every request :class:`~styleeval.backends.openai_server.ServerClient`
-sends goes through :meth:`Transport.request`.
+"""JSON over HTTP for the server backend, on urllib3: every request
+:class:`~styleeval.backends.openai_server.ServerClient` sends goes through :meth:`Transport.request`.
 
-- Keep-alive connections, one per thread (``http.client``: the standard library's C-buffered reader, no per-chunk
-  Python parsing; a client that scores thousands of rows a second spends its time on the answers, not on HTTP).
-- A total deadline per attempt (``timeout``): headers and body must arrive within it, so a server that drips its
-  answer a byte at a time is cut off, not waited on forever.
-- Retries as the official ``openai`` client makes them: 408, 409, 429 and 5xx answers, timeouts and connection
-  errors, at most ``max_retries`` times, after ``Retry-After``/``retry-after-ms`` when the server gives one of at
-  most 60 s, else 0.5 s doubling up to 8 s with up to 25% jitter; ``x-should-retry: true|false`` decides where
-  present. A keep-alive connection the server closed while idle is reopened once without counting as a retry.
-- ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` from the environment, as the ``openai`` client (httpx) reads them:
-  an http URL is requested through the proxy, an https URL tunnelled (``CONNECT``); credentials in the proxy URL are
-  sent as ``Proxy-Authorization``.
-- Failures are :class:`TransportError` with the HTTP status (``None``: unreachable or timed out) and a message that
-  says what to do; the caller adds the row.
+- Connections, TLS and proxies are urllib3's: a pool of keep-alive connections (as many as requests in flight), a
+  connection the server closed while idle noticed before it is reused, certificates verified, the environment's
+  ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (:mod:`styleeval.http_pools`; an ``https://`` proxy is spoken to
+  over TLS).
+- A total deadline per attempt (``timeout``): the headers and the whole body must arrive within it, so a server that
+  drips its answer a byte at a time is cut off, not waited on forever. A body cut short (fewer bytes than its
+  ``Content-Length``, a chunked body without its last chunk) is an error, retried like a dropped connection.
+- Retries as the official ``openai`` client makes them, counted and slept by urllib3's ``Retry``: 408, 409, 429 and
+  5xx answers, timeouts and connection errors, at most ``max_retries`` times, after ``Retry-After`` /
+  ``retry-after-ms`` when the server gives one of at most 60 s, else 0.5 s doubling up to 8 s with up to 25% jitter;
+  ``x-should-retry: true|false`` decides where present.
+- Credentials in ``base_url`` (``http://user:password@host/v1``) are sent as ``Authorization: Basic`` (instead of
+  the API key's ``Bearer``, as httpx does) and never printed: messages show ``user:***@``. A redirect is not followed
+  (the API key would go to another URL): it is an error naming where the server points.
+- A gzip or deflate body is decoded. Failures are :class:`TransportError` with the HTTP status (``None``:
+  unreachable or timed out) and a message that says what to do; the caller adds the row.
 """
 
 from __future__ import annotations
 
-import base64
-import email.utils
-import http.client
-import json
 import random
-import threading
+import re
 import time
 import urllib.parse
-import urllib.request
 from typing import Any
+
+import orjson
+import urllib3
+from urllib3.exceptions import (
+    HTTPError,
+    InvalidHeader,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+from urllib3.exceptions import TimeoutError as UrllibTimeout
+from urllib3.util import Retry
 
 from styleeval._version import __version__
 from styleeval.errors import UserError
+from styleeval.http_pools import pool_manager, proxy_for, redacted, split_credentials
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 READ_SIZE = 1 << 16
-RETRY_STATUSES = frozenset({408, 409, 429})
+RETRY_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
 
 
 class TransportError(Exception):
@@ -48,194 +60,170 @@ class TransportError(Exception):
         self.status, self.timed_out = status, timed_out
 
 
-class _Timeout(Exception):
+class _Timeout(ReadTimeoutError):
     """No complete answer within the attempt's deadline."""
+
+
+class _CutShort(ProtocolError):
+    """The connection broke in the middle of an answer's body (fewer bytes than announced, a chunk missing)."""
+
+
+class OpenAIRetry(Retry):
+    """urllib3's ``Retry`` with the numbers of the ``openai`` client: ``Retry-After`` in seconds (a float too), as
+    an HTTP date or ``retry-after-ms``, honoured on any retried status when it is at most 60 s; otherwise 0.5 s
+    doubling up to 8 s, less up to 25% jitter."""
+
+    def get_retry_after(self, response: Any) -> float | None:
+        headers = response.headers
+        try:
+            if headers.get("retry-after-ms"):
+                seconds = float(headers["retry-after-ms"]) / 1000
+            else:
+                value = (headers.get("retry-after") or "").strip()
+                if not value:
+                    return None
+                try:
+                    seconds = float(value)
+                except ValueError:
+                    seconds = self.parse_retry_after(value)  # an HTTP date
+        except (ValueError, InvalidHeader, OverflowError):
+            return None
+        return seconds if 0 < seconds <= MAX_RETRY_AFTER else None
+
+    def get_backoff_time(self) -> float:
+        failed = len(self.history)
+        if failed == 0:
+            return 0.0
+        return min(INITIAL_RETRY_DELAY * 2.0 ** (failed - 1), MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
 
 
 class Transport:
     """Requests to one server (``base_url``: scheme, host, port and path prefix such as ``/v1``).
 
     Args:
-        base_url: the API root.
-        api_key: sent as ``Authorization: Bearer <api_key>``.
+        base_url: the API root; ``user:password@`` in it is sent as Basic authentication.
+        api_key: sent as ``Authorization: Bearer <api_key>`` (unless the URL holds credentials).
         timeout: seconds an attempt may take in all (connecting, sending, headers and body).
         max_retries: retries of a failed attempt (see the module docstring).
+        pool_size: connections kept open (the requests in flight at once).
     """
 
-    def __init__(self, base_url: str, api_key: str, timeout: float, max_retries: int) -> None:
+    def __init__(self, base_url: str, api_key: str, timeout: float, max_retries: int, pool_size: int = 8) -> None:
         url = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
         if url is None or url.scheme not in ("http", "https") or not url.hostname:
-            raise UserError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
-        self._https = url.scheme == "https"
-        self._host = url.hostname
-        self._port = url.port
-        self._prefix = url.path.rstrip("/")
+            shown = redacted(base_url) if isinstance(base_url, str) else base_url
+            raise UserError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {shown!r}")
+        bare, basic = split_credentials(base_url.rstrip("/"))
+        self.base_url = redacted(base_url.rstrip("/"))
+        """The API root as it may be printed (a password in it shown as ``***``)."""
+        self._root = bare
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self._headers = {"Authorization": f"Bearer {api_key}", "Accept": "application/json",
-                         "User-Agent": f"styleeval/{__version__}"}
-        self._local = threading.local()
-        self.proxy = _proxy_for(url)
+        self._headers = {"Authorization": basic or f"Bearer {api_key}", "Accept": "application/json",
+                         "Accept-Encoding": "gzip, deflate", "User-Agent": f"styleeval/{__version__}"}
+        self._json_headers = {**self._headers, "Content-Type": "application/json"}
+        self._retry = OpenAIRetry(total=self.max_retries, connect=None, read=None, status=None, other=None,
+                                  redirect=False, allowed_methods=None, status_forcelist=RETRY_STATUSES,
+                                  raise_on_status=False)
+        self._timeouts = urllib3.Timeout(connect=self.timeout, read=self.timeout)
+        self._pool = pool_manager(bare, maxsize=max(1, int(pool_size)), retries=False)
+        self.proxy = proxy_for(bare)
         """The proxy URL requests go through (from the environment), or ``None``."""
-        self._tunnel_headers: dict[str, str] = {}
-        if self.proxy is not None:
-            proxy = urllib.parse.urlsplit(self.proxy)
-            auth = {}
-            if proxy.username:
-                pair = f"{urllib.parse.unquote(proxy.username)}:{urllib.parse.unquote(proxy.password or '')}"
-                auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-            if self._https:
-                self._tunnel_headers = auth
-            else:  # the proxy gets the absolute URL
-                self._headers.update(auth)
-                self._prefix = f"http://{url.netloc.rpartition('@')[2]}{self._prefix}"
 
     def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
         """The body of a 2xx answer to ``method path`` (``body``: JSON bytes), after the retries the module docstring
         describes; anything else raises :class:`TransportError`."""
-        headers = dict(self._headers)
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
+        url = self._root + path
+        headers = self._headers if body is None else self._json_headers
+        retry = self._retry
+        while True:
             try:
-                status, answer_headers, data = self._attempt(method, self._prefix + path, body, headers)
-            except _Timeout:
-                if last:
-                    raise TransportError(f"{self.base_url} did not answer within {self.timeout:g} s, "
-                                         f"{self.max_retries} retries included (raise timeout=...)", None,
-                                         timed_out=True) from None
-                time.sleep(self._backoff(attempt, None))
+                response, data = self._attempt(method, url, body, headers)
+            except HTTPError as err:  # not answered: unreachable, timed out, dropped, cut short
+                try:
+                    retry = retry.increment(method, url, error=err)
+                except (MaxRetryError, HTTPError):
+                    raise self._unanswered(err) from None
+                retry.sleep()
                 continue
-            except (OSError, http.client.HTTPException) as err:
-                if last:
-                    raise TransportError(f"cannot reach {self.base_url} after {self.max_retries} retries "
-                                         f"({type(err).__name__}: {err}); is the server running?", None) from None
-                time.sleep(self._backoff(attempt, None))
-                continue
+            status = response.status
             if 200 <= status < 300:
                 return data
-            if last or not _should_retry(status, answer_headers):
-                raise TransportError(f"{self.base_url} answered {status}: {_error_message(data)}", status)
-            time.sleep(self._backoff(attempt, answer_headers))
-        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+            if response.get_redirect_location():
+                raise TransportError(self._redirect_message(status, response.headers["Location"], path), status)
+            told = (response.headers.get("x-should-retry") or "").strip().lower()
+            again = told == "true" if told in ("true", "false") else retry.is_retry(method, status)
+            try:
+                if not again:
+                    raise MaxRetryError(None, url)
+                retry = retry.increment(method, url, response=response)
+            except MaxRetryError:
+                raise TransportError(f"{self.base_url} answered {status}: {_error_message(data)}", status) from None
+            retry.sleep(response)
 
     def _attempt(self, method: str, url: str, body: bytes | None, headers: dict[str, str]
-                 ) -> tuple[int, http.client.HTTPMessage, bytes]:
+                 ) -> tuple[Any, bytes]:
+        """One exchange within the deadline: the answer and its whole (decoded) body."""
         deadline = time.monotonic() + self.timeout
-        conn = getattr(self._local, "conn", None)
-        reused = conn is not None
-        while True:
-            if conn is None:
-                conn = self._connect()
-            try:
-                return self._exchange(conn, method, url, body, headers, deadline)
-            except _Timeout:
-                self._drop(conn)
-                raise
-            except (OSError, http.client.HTTPException) as err:
-                self._drop(conn)
-                stale = reused and isinstance(err, (http.client.RemoteDisconnected, BrokenPipeError,
-                                                    ConnectionResetError))
-                if not stale or time.monotonic() >= deadline:
-                    raise
-                conn, reused = None, False  # closed by the server while idle: once more on a new connection
-
-    def _exchange(self, conn: http.client.HTTPConnection, method: str, url: str, body: bytes | None,
-                  headers: dict[str, str], deadline: float) -> tuple[int, http.client.HTTPMessage, bytes]:
-        def remaining() -> float:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _Timeout
-            return left
-
+        response = self._pool.urlopen(method, url, body=body, headers=headers, redirect=False, retries=False,
+                                      timeout=self._timeouts, preload_content=False, assert_same_host=False)
+        parts = []
         try:
-            conn.timeout = remaining()
-            if conn.sock is None:
-                conn.connect()
-            sock = conn.sock  # an answer with "Connection: close" takes it over from conn
-            sock.settimeout(remaining())
-            conn.request(method, url, body=body, headers=headers)
-            response = conn.getresponse()
-            parts = []
             while True:
-                sock.settimeout(remaining())
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _Timeout(None, url, f"no complete answer within {self.timeout:g} s")
+                sock = getattr(response.connection, "sock", None)
+                if sock is not None:
+                    sock.settimeout(left)  # each read waits at most until the deadline
                 part = response.read1(READ_SIZE)
                 if not part:
                     break
                 parts.append(part)
-            response.read()  # b"": marks the answer complete, so that the connection takes the next request
-            remaining()
-        except TimeoutError:
-            raise _Timeout from None
-        if response.will_close:
-            self._drop(conn)
-        return response.status, response.headers, b"".join(parts)
+        except BaseException as err:
+            response.close()  # the connection is dropped, not handed to the next request
+            response.release_conn()
+            if isinstance(err, HTTPError) and not isinstance(err, UrllibTimeout):
+                raise _CutShort(_describe(err)) from err
+            raise
+        response.release_conn()
+        return response, b"".join(parts)
 
-    def _connect(self) -> http.client.HTTPConnection:
-        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        if self.proxy is None:
-            conn = cls(self._host, self._port, timeout=self.timeout)
-        else:
-            proxy = urllib.parse.urlsplit(self.proxy)
-            conn = cls(proxy.hostname, proxy.port or (443 if proxy.scheme == "https" else 80), timeout=self.timeout)
-            if self._https:
-                conn.set_tunnel(self._host, self._port or 443, headers=self._tunnel_headers)
-        self._local.conn = conn
-        return conn
+    def _unanswered(self, err: HTTPError) -> TransportError:
+        if isinstance(err, UrllibTimeout) and not isinstance(err, NewConnectionError):
+            return TransportError(f"{self.base_url} did not answer within {self.timeout:g} s, {self.max_retries} "
+                                  "retries included (raise timeout=...)", None, timed_out=True)
+        if isinstance(err, _CutShort):
+            return TransportError(f"{self.base_url} broke off its answer before the end, {self.max_retries} retries "
+                                  f"included ({err})", None)
+        return TransportError(f"cannot reach {self.base_url} after {self.max_retries} retries "
+                              f"({type(err).__name__}: {_describe(err)}); is the server running?", None)
 
-    def _drop(self, conn: http.client.HTTPConnection) -> None:
-        conn.close()
-        if getattr(self._local, "conn", None) is conn:
-            self._local.conn = None
+    def _redirect_message(self, status: int, location: str, path: str) -> str:
+        target = urllib.parse.urljoin(self._root + path, location)
+        root = target[: -len(path)] if path and target.endswith(path) else target
+        return (f"{self.base_url} answered {status}, a redirect to {redacted(target)}: requests are not redirected "
+                f"(the API key would follow them); pass base_url={redacted(root)!r}")
 
-    def _backoff(self, attempt: int, headers: http.client.HTTPMessage | None) -> float:
-        after = _retry_after(headers) if headers is not None else None
-        if after is not None and 0 < after <= MAX_RETRY_AFTER:
-            return after
-        return min(INITIAL_RETRY_DELAY * 2.0**attempt, MAX_RETRY_DELAY) * (1 - 0.25 * random.random())
+    def close(self) -> None:
+        """Close the kept connections (a later request opens new ones)."""
+        self._pool.clear()
 
 
-def _proxy_for(url: urllib.parse.SplitResult) -> str | None:
-    """The proxy of ``url`` named by ``HTTP(S)_PROXY`` unless ``NO_PROXY`` exempts its host, else ``None``."""
-    proxies = urllib.request.getproxies_environment()
-    proxy = proxies.get(url.scheme)
-    if not proxy or urllib.request.proxy_bypass_environment(url.netloc.rpartition("@")[2], proxies):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
+_OBJECT = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>: ")
 
 
-def _should_retry(status: int, headers: http.client.HTTPMessage) -> bool:
-    told = (headers.get("x-should-retry") or "").strip().lower()
-    if told in ("true", "false"):
-        return told == "true"
-    return status in RETRY_STATUSES or status >= 500
-
-
-def _retry_after(headers: http.client.HTTPMessage) -> float | None:
-    """Seconds the server asks to wait (``retry-after-ms``, ``retry-after`` in seconds or as an HTTP date)."""
-    try:
-        if headers.get("retry-after-ms"):
-            return float(headers["retry-after-ms"]) / 1000
-        value = headers.get("retry-after")
-        if not value:
-            return None
-        try:
-            return float(value)
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return when.timestamp() - time.time()
-    except (TypeError, ValueError, OverflowError):
-        return None
+def _describe(err: BaseException) -> str:
+    """urllib3's message without its objects' addresses."""
+    return _OBJECT.sub("", str(err))
 
 
 def _error_message(data: bytes) -> str:
     """The server's own message: ``{"error": {"message": ...}}`` (OpenAI, vLLM), ``{"message": ...}`` or
     ``{"detail": ...}``, else the start of the body."""
     try:
-        body: Any = json.loads(data)
-    except ValueError:
+        body: Any = orjson.loads(data)
+    except orjson.JSONDecodeError:
         body = None
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -248,4 +236,3 @@ def _error_message(data: bytes) -> str:
             return inner
     text = data.decode("utf-8", "replace").strip()
     return text[:300] or "(no message)"
-

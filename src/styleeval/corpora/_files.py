@@ -5,7 +5,9 @@ repository. With a local mirror (``data_dir=`` or ``$STYLEEVAL_DATA_DIR``) the f
 ``<mirror>/<source.folder>/<path>`` and nothing is downloaded; otherwise it is downloaded once from
 ``https://raw.githubusercontent.com/<repo>/<commit>/<path>`` into
 ``<cache>/corpora/<source.folder>/<commit>/<path>`` (the cache root: :mod:`styleeval.paths`).
-Either way the file is checked against its pinned checksum before it is parsed.
+Either way the file is checked against its pinned checksum before it is parsed. Downloads go through urllib3
+(:mod:`styleeval.http_pools`: proxies from the environment, certificates verified), retried on connection errors,
+429 and 5xx; a body shorter than its ``Content-Length`` is an error, never a file.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import hashlib
 import os
 import shutil
 import tempfile
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,9 @@ from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
 from styleeval.errors import UserError
 
 ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
+DOWNLOAD_TIMEOUT = 60.0
+"""Seconds to connect, and between two reads of a download."""
+DOWNLOAD_RETRIES = 3
 
 
 class CorpusError(UserError):
@@ -132,23 +136,42 @@ def verify(path: Path, key: str, url: str) -> None:
 
 
 def download(url: str, dest: Path) -> None:
-    """Download ``url`` to ``dest`` (atomically) with a tqdm progress bar."""
+    """Download ``url`` to ``dest`` (atomically) with a tqdm progress bar; :data:`DOWNLOAD_RETRIES` retries with
+    backoff on connection errors, 429 and 5xx. Raises ``OSError`` naming the cause (an HTTP status, a connection
+    error, a body cut short); nothing is left at ``dest`` then."""
+    import urllib3
     from tqdm.auto import tqdm
 
+    from styleeval.http_pools import pool_manager
+
+    retries = urllib3.Retry(total=DOWNLOAD_RETRIES, backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
+                            raise_on_status=False)
+    pool = pool_manager(url, retries=retries, timeout=urllib3.Timeout(connect=DOWNLOAD_TIMEOUT, read=DOWNLOAD_TIMEOUT))
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False, suffix=".part") as tmp:
         tmp_path = Path(tmp.name)
         try:
-            with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 (pinned https URL)
+            response = pool.request("GET", url, preload_content=False)
+            try:
+                if response.status != 200:
+                    raise OSError(f"HTTP {response.status} {response.reason or ''}".strip())
                 total = int(response.headers.get("Content-Length") or 0) or None
                 with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, leave=False) as bar:
-                    for block in iter(lambda: response.read(1 << 16), b""):
+                    for block in response.stream(1 << 16):
                         tmp.write(block)
                         bar.update(len(block))
+            finally:
+                response.release_conn()
+        except urllib3.exceptions.HTTPError as err:
+            tmp.close()
+            tmp_path.unlink(missing_ok=True)
+            raise OSError(f"{type(err).__name__}: {err}") from err
         except BaseException:
             tmp.close()
             tmp_path.unlink(missing_ok=True)
             raise
+        finally:
+            pool.clear()
     shutil.move(str(tmp_path), dest)
 
 

@@ -1,0 +1,149 @@
+"""Reading a server's answers (styleeval.backends.answers): parsed whole and checked, or refused. Property tests feed
+the reader thousands of answers in vLLM's format: listed in any order they give the in-order values; cut anywhere
+(6,000 cuts of 300 answers, and every cut of one), with a choice missing or twice, or from another model, they are
+refused."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from styleeval.backends import answers
+from styleeval.backends.answers import AnswerError
+
+
+def _answer(prompts, values, order=None, model="m", compact=True) -> bytes:
+    """vLLM's answer to a prompt_logprobs=0 request: ``values[k][i]`` is prompt k's token i's log-probability."""
+    choices = []
+    for k, (prompt, logprobs) in enumerate(zip(prompts, values)):
+        entries = [None] + [{str(t): {"logprob": v, "rank": 1, "decoded_token": '}} {"7":{"logprob":-1}'}}
+                            for t, v in zip(prompt[1:], logprobs[1:])]
+        choices.append({"index": k, "text": "a", "logprobs": None, "finish_reason": "length",
+                        "prompt_logprobs": entries})
+    if order is not None:
+        choices = [choices[i] for i in order]
+    answer = {"id": "x", "object": "text_completion", "model": model, "choices": choices}
+    return json.dumps(answer, separators=(",", ":") if compact else None).encode()
+
+
+def _read(body: bytes, prompts, tails, model="m"):
+    chosen = answers.read(body, len(prompts), model)
+    return [answers.prompt_logprobs(c, p, t) for c, p, t in zip(chosen, prompts, tails)]
+
+
+@st.composite
+def batches(draw):
+    """A batched request (LogProb's three contexts per row share their rewrite: the same last tokens) and the
+    server's values, with digits enough that a cut inside a number leaves a valid shorter one (drawn from a seed:
+    hypothesis draws the shape)."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    prompts, values = [], []
+    for _ in range(draw(st.integers(1, 3))):
+        rewrite = [rng.randrange(5000) for _ in range(draw(st.integers(1, 6)))]
+        for _ in range(3):
+            prompt = [rng.randrange(5000) for _ in range(rng.randint(1, 8))] + rewrite
+            prompts.append(prompt)
+            values.append([None] + [round(-60 * rng.random() ** 3, 6) for _ in prompt[1:]])
+    tails = [rng.randrange(len(p)) for p in prompts]
+    return prompts, values, tails
+
+
+def _expected(prompts, values, tails):
+    return [v[len(p) - t if t else len(p):] for p, v, t in zip(prompts, values, tails)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches(), st.data())
+def test_choices_in_any_order_give_the_values_in_prompt_order(batch, data):
+    prompts, values, tails = batch
+    order = data.draw(st.permutations(range(len(prompts))))
+    body = _answer(prompts, values, order, compact=data.draw(st.booleans()))
+    assert _read(body, prompts, tails) == _expected(prompts, values, tails)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batches(), st.randoms(use_true_random=False))
+def test_an_answer_cut_anywhere_is_refused(batch, rng):
+    """20 cuts of each of 300 answers (6,000 bodies), half of them in the last 40 bytes (inside the last
+    log-probability's digits, where a reader by position accepted -60.509 as -6.0)."""
+    prompts, values, tails = batch
+    body = _answer(prompts, values)
+    for k in range(20):
+        cut = rng.randrange(len(body)) if k % 2 else rng.randrange(max(0, len(body) - 40), len(body))
+        with pytest.raises(AnswerError, match="could not be read"):
+            _read(body[:cut], prompts, tails)
+
+
+def test_every_cut_of_one_answer_is_refused():
+    prompts = [[5, 11, 12, 13, 14], [6, 11, 12, 13, 14], [7, 11, 12, 13, 14]]
+    values = [[None, -0.5, -60.509, -1e-05, -3.25]] * 3
+    body = _answer(prompts, values, compact=False)
+    assert _read(body, prompts, [4, 4, 4]) == [[-0.5, -60.509, -1e-05, -3.25]] * 3
+    for cut in range(len(body)):
+        with pytest.raises(AnswerError):
+            _read(body[:cut], prompts, [4, 4, 4])
+
+
+@settings(max_examples=200, deadline=None)
+@given(batches(), st.data())
+def test_a_choice_missing_or_twice_is_refused(batch, data):
+    prompts, values, _ = batch
+    listed = json.loads(_answer(prompts, values))
+    k = data.draw(st.integers(0, len(prompts) - 1))
+    if data.draw(st.booleans()):
+        del listed["choices"][k]
+        message = f"answered {len(prompts) - 1} of {len(prompts)} prompts"
+    else:
+        listed["choices"][k]["index"] = (k + 1) % len(prompts) if len(prompts) > 1 else 1
+        message = "answered choices indexed"
+    with pytest.raises(AnswerError, match=message):
+        answers.read(json.dumps(listed).encode(), len(prompts), "m")
+
+
+def test_another_models_answer_is_refused_and_an_alias_is_asked_for_once():
+    prompts, values = [[1, 2, 3]], [[None, -1.0, -2.0]]
+    asked = []
+
+    def aliases():
+        asked.append(1)
+        return {"m-alias"}
+
+    assert len(answers.read(_answer(prompts, values), 1, "m", aliases)) == 1
+    assert asked == []  # the served name itself: /models is not asked
+    answers.read(_answer(prompts, values, model="m-alias"), 1, "m", aliases)
+    for other in ("fallback", None):
+        with pytest.raises(AnswerError, match=f"answered as model {other!r}, not 'm': another model's answer"):
+            answers.read(_answer(prompts, values, model=other), 1, "m", aliases)
+
+
+def test_entries_for_other_tokens_than_those_sent_are_refused():
+    prompt = [5, 11, 12, 13]
+    body = json.loads(_answer([prompt], [[None, -1.0, -2.0, -3.0]]))
+
+    def choice(**changes):
+        return answers.read(json.dumps({**body, "choices": [{**body["choices"][0], **changes}]}).encode(), 1, "m")[0]
+
+    assert answers.prompt_logprobs(choice(), prompt, 2) == [-2.0, -3.0]
+    with pytest.raises(AnswerError, match=r"no log-probability for prompt token 99 \(position 1\)"):
+        answers.prompt_logprobs(choice(), [5, 99, 12, 13], 2)  # a token the tail does not read, still checked
+    with pytest.raises(AnswerError, match="returned 4 prompt log-probabilities for a prompt of 5 tokens"):
+        answers.prompt_logprobs(choice(), [*prompt, 14], 2)
+    with pytest.raises(AnswerError, match="echoed other prompt tokens"):
+        answers.prompt_logprobs(choice(prompt_token_ids=[5, 11, 12, 14]), prompt, 2)
+    entries = body["choices"][0]["prompt_logprobs"]
+    with pytest.raises(AnswerError, match=r"no log-probability for prompt token 13 \(position 3\)"):
+        answers.prompt_logprobs(choice(prompt_logprobs=[*entries[:3], None]), prompt, 2)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("-1.5", r"another shape .*Expected `float`, got `str` - at `\$.choices\[0\].prompt_logprobs\[1\]\[...\].logprob`"),
+    (True, "another shape"), (None, "another shape"), (float("nan"), r"log-probability nan .* not a log-probability"),
+    (float("-inf"), "not a log-probability"), (0.5, "not a log-probability")])
+def test_values_that_are_not_log_probabilities_are_refused(value, message):
+    body = json.dumps({"model": "m", "choices": [{"index": 0, "prompt_logprobs": [None, {"7": {"logprob": value}}]}]})
+    with pytest.raises(AnswerError, match=message):
+        answers.prompt_logprobs(answers.read(body.encode(), 1, "m")[0], [3, 7])
