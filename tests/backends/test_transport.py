@@ -25,7 +25,7 @@ from styleeval.backends.transport import Transport, TransportError
 class Scripted:
     """An HTTP/1.1 server on 127.0.0.1 whose answers are taken from ``plan`` (status, headers, body, close): after an
     answer with ``close`` it drops the connection without saying so (no ``Connection: close``), as a server does to an
-    idle keep-alive connection."""
+    idle keep-alive connection; status 0 drops it on reading the request, with no answer at all."""
 
     def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
         self.plan: list[tuple[int, dict[str, str], bytes, bool]] = []
@@ -53,6 +53,10 @@ class Scripted:
                 scripted.seen.append((self.command, self.path, self.headers.get("Proxy-Authorization")))
                 scripted.headers.append(dict(self.headers.items()))
                 status, headers, body, close = scripted.plan.pop(0) if scripted.plan else (200, {}, b"{}", False)
+                if status == 0:  # closing the kept connection just as a request arrives
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers}.items():
                     self.send_header(name, value)
@@ -116,6 +120,20 @@ def test_a_keep_alive_connection_closed_by_the_server_is_reopened_without_a_retr
     assert transport.request("POST", "/completions", b"{}") == b'{"n": 4}'  # a server that says it closes
     assert transport.request("POST", "/completions", b"{}") == b'{"n": 5}'
     assert scripted.connections == 3
+
+
+def test_a_kept_connection_dropped_as_a_request_arrives_is_reopened_once(scripted):
+    """urllib3 checks a kept connection before reusing it, but a server may close it just as the request is sent (no
+    answer at all): that request is sent again once, on a new connection, without counting as a retry; a second
+    drop is an error."""
+    transport = Transport(scripted.base_url, "k", timeout=5.0, max_retries=0)
+    scripted.plan = [(200, {}, b'{"n": 1}', False), (0, {}, b"", False), (200, {}, b'{"n": 2}', False)]
+    assert transport.request("POST", "/completions", b"{}") == b'{"n": 1}'
+    assert transport.request("POST", "/completions", b"{}") == b'{"n": 2}'
+    assert scripted.connections == 2 and len(scripted.times) == 3
+    scripted.plan = [(0, {}, b"", False), (0, {}, b"", False)]
+    with pytest.raises(TransportError, match="cannot reach"):
+        transport.request("POST", "/completions", b"{}")
 
 
 @pytest.mark.parametrize("header, wait", [({"Retry-After": "0.6"}, 0.6), ({"retry-after-ms": "600"}, 0.6)])

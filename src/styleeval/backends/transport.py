@@ -136,10 +136,17 @@ class Transport:
         url = self._root + path
         headers = self._headers if body is None else self._json_headers
         retry = self._retry
+        reopened = False
         while True:
             try:
                 response, data = self._attempt(method, url, body, headers)
             except HTTPError as err:  # not answered: unreachable, timed out, dropped, cut short
+                if not reopened and isinstance(err, ProtocolError) and not isinstance(err, _CutShort):
+                    # the connection dropped before any answer: a kept connection the server was closing as it
+                    # was reused (urllib3 checks it before use, a race remains); once, on a new connection, not
+                    # counted as a retry
+                    reopened = True
+                    continue
                 try:
                     retry = retry.increment(method, url, error=err)
                 except (MaxRetryError, HTTPError):
