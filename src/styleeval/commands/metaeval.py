@@ -103,10 +103,10 @@ def run(args: argparse.Namespace) -> int:
     from styleeval.metrics.registry import DEFAULT_METRICS
 
     defaults = args.metrics is None
-    metrics = list(DEFAULT_METRICS if defaults else args.metrics)
-    for file in args.scores:
+    metrics = metric_specs(DEFAULT_METRICS if defaults else args.metrics, args.model)
+    for file in args.scores:  # metric objects, not specs: no --model to apply
         metrics += _score_file_metrics(file)
-    args.metrics = metric_specs(metrics, args.model)
+    args.metrics = metrics
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()

@@ -180,10 +180,10 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
     """One table per corpus and dimension: metrics as rows, statistics as columns ("value [CI] (cluster)"; "–" where
     a statistic is undefined, listed last), every metric on the same ``n`` rows; then, where a metric scores more
     rows than those, each metric's value on its own rows (not ranked)."""
+    from styleeval.escaping import md_cell
     from styleeval.labels import (
         RANDOM_WEIGHTS,
         dataset_label,
-        md_cell,
         metric_label,
         random_weights_warning,
         signed_label,
