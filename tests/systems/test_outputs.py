@@ -169,3 +169,68 @@ def test_tradeoff_labels_never_overlap_and_the_axes_are_named():
                 x, y = ax.transData.transform((table.loc[(other, "logprob_content"), "score"],
                                                table.loc[(other, "s_ter"), "score"]))
                 assert not box.contains(x, y), (name, other)
+
+
+EIGHT = ("s_bleu", "s_chrf", "s_ter", "s_pinc", "s_paper_bleu", "r_chrf")
+"""With two human columns, 8 columns: the stdout table was over 200 characters wide and wrapped."""
+
+
+def _parse_blocks(text: str) -> dict[tuple[str, str], str]:
+    """(row key, column header) -> cell of every table in ``text`` (tables start at a line followed by a dash rule;
+    columns are separated by two or more spaces, cells never hold two)."""
+    lines = text.splitlines()
+    cells: dict[tuple[str, str], str] = {}
+    for i, line in enumerate(lines[:-1]):
+        if lines[i + 1] and set(lines[i + 1]) <= {"-", " "}:
+            header = re.split(r" {2,}", line)
+            for row in lines[i + 2:]:
+                if not row:
+                    break
+                key, *values = re.split(r" {2,}", row)
+                assert len(values) == len(header) - 1, row
+                cells.update({(key, h): v for h, v in zip(header[1:], values)})
+    return cells
+
+
+def test_the_terminal_table_fits_the_width_and_keeps_every_number():
+    """8 metric columns at width 80 and 200 (issue 40, item 4): no line longer than the width, every cell of the
+    systems table and of the agreement tables whole on one line and under its system and metric (parsed back);
+    columns that do not fit go into tables stacked below, and with few systems, systems become the columns."""
+    from styleeval.systems.evaluation import evaluate_systems
+    from styleeval.systems.report import _agreement_tables, _cells
+
+    rewrites = {"BART-large": [s.replace("cat", "dog") for s in SOURCES], "copy": SOURCES,
+                "UPPER": [s.upper() for s in SOURCES], "DualRL": [s.replace("mat", "rug") for s in SOURCES],
+                **{name: [s.replace(word, name) for s in SOURCES] for name, word in
+                   (("NIU", "sat"), ("HIGH", "on"), ("LUO", "today"), ("ZHOU", "the"))}}
+    rows = [{"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
+             "reference": None if name == "DualRL" else s.replace("cat", "cow"),  # no R-chrF for DualRL
+             "human_content": float((i + k) % 4), "human_style": float((i * k) % 3)}
+            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts))]
+    for systems in (rewrites, list(rewrites)[:4], ["copy", "UPPER"]):
+        report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT), trials=50, n_boot=20)
+        header, body = _cells(report)
+        assert len(header) == 9 and len(" | ".join(header + body[0])) > 200  # as wide as it was
+        expected = {(r[0], h): c for r in body for h, c in zip(header[1:], r[1:])}
+        for width in (80, 200):
+            text = report.to_text(width=width)
+            assert max(map(len, text.splitlines())) <= width, width
+            shown = _parse_blocks(text)
+            lines = text.splitlines()
+            rules = sum(set(line) <= {"-", " "} for line in text[:text.index("Agreement")].splitlines() if line)
+            # systems as rows, metrics as columns stacked in as many tables as needed (8 systems); metrics as rows
+            # where that makes fewer tables (4 systems: 2 tables instead of 4 at 80 columns, 1 instead of 2 at 200)
+            key, tables = {(8, 80): ("system", 4), (8, 200): ("system", 2), (4, 80): ("metric", 2),
+                           (4, 200): ("metric", 1), (2, 80): ("metric", 1), (2, 200): ("metric", 1)}[len(systems), width]
+            assert lines[0].split()[0] == key and rules == tables, (len(systems), width)
+            # each cell under its system and metric, whichever are the columns
+            assert {k: shown.get(k, shown.get(k[::-1])) for k in expected} == expected, width
+            agreement = _agreement_tables(report)
+            starts = [text.index(title.split(":")[0] + ":") for title, _, _ in agreement] + [len(text)]
+            assert len(agreement) == 2 and ("own systems" in agreement[0][1]) == (len(systems) > 2)
+            for (title, agreement_header, agreement_rows), start, end in zip(agreement, starts, starts[1:]):
+                assert " ".join(title.split()) in " ".join(text[start:end].split())  # the title, wrapped
+                split = width == 80 and len(systems) > 2  # the own-systems columns below the others
+                assert sum(set(line) <= {"-", " "} for line in text[start:end].splitlines() if line) == 1 + split
+                cells = _parse_blocks(text[start:end])
+                assert cells == {(r[0], h): c for r in agreement_rows for h, c in zip(agreement_header[1:], r[1:])}

@@ -23,7 +23,8 @@ metrics) and human_<dimension> ratings (added as rows of the report, with each m
 OUT gets rows.jsonl (every row's scores and the metrics' signatures), systems.csv (system, metric, n, n_missing,
 mean, ci_low, ci_high, cluster), pairs.csv (paired tests, Holm-adjusted per metric), report.md, report.json and
 tradeoff.png. Per-row scores are kept in OUT/cache: a killed run resumes, a rerun with more metrics computes only
-the new ones.
+the new ones. The tables on stdout fit the terminal's width ($COLUMNS; 100 columns when stdout is a file or a pipe):
+metrics that do not fit go into tables below, or systems become the columns.
 """
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.escaping import md_cell, md_code, spreadsheet_safe, terminal_text
+from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.labels import (
     RANDOM_WEIGHTS,
     mark_figure,
@@ -81,9 +81,10 @@ class SystemsReport:
         """``report.md``: systems x metrics ("score [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
         return to_markdown(self)
 
-    def to_text(self) -> str:
-        """The systems x metrics table for a terminal ("score [lo, hi] (cluster)", columns aligned), best first."""
-        return to_text(self)
+    def to_text(self, width: int | None = None) -> str:
+        """The systems x metrics table for a terminal ("score [lo, hi] (cluster)", columns aligned), best first, then
+        the agreement tables, fitted to ``width`` (default: the terminal's; :func:`to_text`)."""
+        return to_text(self, width)
 
     def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path | None:
         """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front."""
@@ -134,23 +135,25 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
     return ["system"] + [f"{report.label(m)} {arrow[m]}" for m in metrics], rows
 
 
-def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A table in aligned columns, as sacrebleu prints its table (cells on one line each; control characters shown as
-    escapes, :func:`~styleeval.escaping.terminal_text`)."""
-    header, *rows = [[terminal_text(" ".join(str(c).split())) for c in r] for r in [header, *rows]]
-    widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
-
-
-def to_text(report: SystemsReport) -> str:
+def to_text(report: SystemsReport, width: int | None = None) -> str:
     """The systems table aligned in columns (names as given, one line each), then the agreement with each human
-    rating; a random-weights warning first where a metric has random weights."""
+    rating; a random-weights warning first where a metric has random weights. Fitted to ``width`` (default: the
+    terminal's, :func:`~styleeval.terminal.terminal_width`): metrics that do not fit go into tables stacked below,
+    each repeating the system column, or, where that makes fewer tables (many metrics, few systems), systems are the
+    columns and metrics the rows; the agreement tables likewise (the metric column repeated), prose wrapped."""
+    from styleeval.terminal import table_blocks, terminal_width, text_table, wrap_text
+
+    width = terminal_width() if width is None else width
     warning = random_weights_warning(report.random_weights)
-    out = [warning, ""] if warning else []
-    out += _aligned(*_cells(report))
+    out = [*wrap_text(warning, width), ""] if warning else []
+    header, rows = _cells(report)
+    by_system = table_blocks(header, rows, width)
+    by_metric = table_blocks(["metric", *(r[0] for r in rows)], [[m, *(r[k] for r in rows)]
+                                                                  for k, m in enumerate(header) if k], width)
+    for k, block in enumerate(by_metric if len(by_metric) < len(by_system) else by_system):
+        out += ([""] if k else []) + block
     for title, header, rows in _agreement_tables(report):
-        out += ["", terminal_text(title), *_aligned(header, rows)]
+        out += ["", *wrap_text(title, width), *text_table(header, rows, width)]
     return "\n".join(out)
 
 
