@@ -136,41 +136,6 @@ def test_evaluate_prints_the_systems_table_or_json(tmp_path, capsys):
     assert {r["system"] for r in out["systems"]} == {"A", "B"} and out["aggregates"] == {"s_bleu": "mean"}
 
 
-def test_tradeoff_labels_never_overlap_and_the_axes_are_named():
-    """Systems whose points nearly coincide (Lai's NIU / HIGH / referBART) get labels that overlap no other label
-    and no other point; the axes say the metric and what it measures."""
-    import numpy as np
-
-    from styleeval.systems.evaluation import compare_systems
-    from styleeval.systems.report import tradeoff_figure
-
-    rng = np.random.default_rng(0)
-    where = {"NIU": (0.50, 0.30), "HIGH": (0.501, 0.301), "referBART": (0.505, 0.298), "copy": (0.9, 0.05),
-             "BART-large": (0.6, 0.25), "DualRL": (0.45, 0.35), "StyTrans": (0.452, 0.352), "DLS": (0.2, 0.6)}
-    rows = [{"row": k * 40 + i, "system": name, "source_id": str(i), "logprob_content": c + rng.normal(0, 0.01),
-             "s_ter": -s + rng.normal(0, 0.01)} for k, (name, (c, s)) in enumerate(where.items()) for i in range(40)]
-    report = compare_systems(pd.DataFrame(rows), {"logprob_content": "lc|x", "s_ter": "st|x"},
-                             {"logprob_content": True, "s_ter": False})
-    fig = tradeoff_figure(report, style="s_ter")
-    ax = fig.axes[0]
-    assert ax.get_xlabel() == "content preservation: LogProb content (higher is better)"
-    assert ax.get_ylabel() == "style strength: S-Ter (lower is better)"
-    renderer = fig.canvas.get_renderer()
-    labels = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
-    assert set(labels) == set(where)
-    names = list(labels)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            assert not labels[a].overlaps(labels[b]), (a, b)
-    table = report.systems.set_index(["system", "metric"])
-    for name, box in labels.items():
-        for other in where:
-            if other != name:
-                x, y = ax.transData.transform((table.loc[(other, "logprob_content"), "score"],
-                                               table.loc[(other, "s_ter"), "score"]))
-                assert not box.contains(x, y), (name, other)
-
-
 EIGHT = ("s_bleu", "s_chrf", "s_ter", "s_pinc", "s_paper_bleu", "r_chrf")
 """With two human columns, 8 columns: the stdout table was over 200 characters wide and wrapped."""
 

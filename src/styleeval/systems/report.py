@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -271,9 +270,13 @@ def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None =
 
 def tradeoff_figure(report: SystemsReport, content: str | None = None, style: str | None = None):
     """Systems in the (content, style) plane with their CIs and the Pareto front, each system's name placed where it
-    overlaps no other name and no point (:func:`place_labels`), the axes named by metric and what they measure;
-    ``None`` when the report has no content or no style metric. The caller saves and closes the figure."""
+    overlaps no other name, no point, no error bar and no line (:func:`~styleeval.systems.placement.place_labels`;
+    a leader line where it had to move away), the axes named by metric and what they measure, plain numbers on the
+    ticks (no offset or power of ten). Without ``content`` / ``style``, the first of :data:`CONTENT_METRICS` /
+    :data:`STYLE_METRICS` the report has: where that is not LogProb, the title says which scores the axes show
+    instead. ``None`` when the report has no content or no style metric. The caller saves and closes the figure."""
     metrics = report.metrics
+    chosen = (content, style)
     content = content or _pick(metrics, CONTENT_METRICS)
     style = style or _pick(metrics, STYLE_METRICS)
     if content is None or style is None:
@@ -282,6 +285,8 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from styleeval.systems.placement import place_labels
 
     table = report.systems.set_index(["system", "metric"])
     points, bars = {}, {}
@@ -302,82 +307,36 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
         xerr = [[x - cx["ci_low"]], [cx["ci_high"] - x]] if math.isfinite(cx["ci_low"]) else None
         yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color="tab:red" if system in front else "tab:blue",
-                    capsize=3)
+                    capsize=3, elinewidth=1.2)
     if len(front) > 1:
         pts = sorted((bars[s][0]["score"], bars[s][1]["score"]) for s in front)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", label="Pareto front")
-        ax.legend(loc="best", fontsize=8)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", linewidth=1)
+    ax.margins(0.08)
+    ax.ticklabel_format(style="plain", useOffset=False)  # tick labels say the numbers: no "1e-5", no offset
     ax.set_xlabel(_axis_name(report, content, "content preservation"))
     ax.set_ylabel(_axis_name(report, style, "style strength"))
-    ax.set_title("Systems: content preservation vs style strength\n(95% CIs; red: on the Pareto front)", fontsize=10)
+    title = "Systems: content preservation vs style strength\n(95% CIs; red, joined by a dashed line: the Pareto front)"
+    instead = [m for m, asked, first in ((content, chosen[0], CONTENT_METRICS[0]), (style, chosen[1], STYLE_METRICS[0]))
+               if asked is None and m != first]
+    if instead:  # said where it is seen: the axes are not what they would be with LogProb
+        shown = ("the human ratings" if all(m.startswith(HUMAN_PREFIX) for m in instead)
+                 else " and ".join(_axis_name(report, m) for m in instead))
+        title += f"\naxes: {shown} (no LogProb scores in this run)"
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     place_labels(ax, [(bars[s][0]["score"], bars[s][1]["score"]) for s in bars], list(bars))
     mark_figure(fig, [m for m in (content, style) if m in report.random_weights])
     return fig
 
 
-def _axis_name(report: SystemsReport, metric: str, what: str) -> str:
-    better = "higher" if report.higher_is_better.get(metric, True) else "lower"
+def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
+    """``content preservation: human content ratings (higher is better)``; without ``what``, the metric's name."""
     name = f"human {metric.removeprefix(HUMAN_PREFIX)} ratings" if metric.startswith(HUMAN_PREFIX) else \
         report.label(metric)
+    if not what:
+        return name
+    better = "higher" if report.higher_is_better.get(metric, True) else "lower"
     return f"{what}: {name} ({better} is better)"
-
-
-LABEL_OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3.5) for dx, dy in
-                 ((6, 6), (6, -6), (-6, 6), (-6, -6), (0, 9), (0, -9), (9, 0), (-9, 0))]
-"""Where a label may go around its point (points of offset, nearest first)."""
-
-
-def place_labels(ax: Any, xy: Sequence[tuple[float, float]], labels: Sequence[str], fontsize: float = 8) -> list:
-    """Annotate each point ``xy[i]`` with ``labels[i]`` at the first of :data:`LABEL_OFFSETS` where the text overlaps
-    no label placed before it, no point and stays inside the axes (a greedy placement; a label that fits nowhere
-    takes the offset of least overlap, and a label away from its point a leader line). Returns the text objects, in
-    order."""
-    renderer = ax.figure.canvas.get_renderer()
-    marks = [_box(*ax.transData.transform(p), 4) for p in xy]
-    inside = ax.get_window_extent(renderer)
-
-    def annotate(label: str, point: tuple[float, float], offset: tuple[float, float], **kw: Any) -> Any:
-        dx, dy = offset
-        return ax.annotate(label, point, textcoords="offset points", xytext=offset, fontsize=fontsize,
-                           ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                           va="bottom" if dy > 0 else "top" if dy < 0 else "center", **kw)
-
-    placed: list[tuple[float, float, float, float]] = []
-    texts = []
-    for i, (point, label) in enumerate(zip(xy, labels)):
-        others = placed + marks[:i] + marks[i + 1 :]
-        best: tuple[float, tuple[float, float], tuple[float, float, float, float]] | None = None
-        for offset in LABEL_OFFSETS:
-            trial = annotate(label, point, offset)
-            e = trial.get_window_extent(renderer)
-            trial.remove()
-            box = (e.x0, e.y0, e.x1, e.y1)
-            clash = sum(_overlap(box, other) for other in others)
-            clash += e.width * e.height * (e.x0 < inside.x0 or e.x1 > inside.x1 or e.y0 < inside.y0
-                                           or e.y1 > inside.y1)
-            if best is None or clash < best[0]:
-                best = (clash, offset, box)
-            if clash == 0:
-                break
-        assert best is not None
-        clash, offset, box = best
-        leader = clash > 0 or offset not in LABEL_OFFSETS[:8]  # away from its point: a line says whose it is
-        texts.append(annotate(label, point, offset, **({"arrowprops": {"arrowstyle": "-", "color": "grey",
-                                                                       "lw": 0.6}} if leader else {})))
-        placed.append(box)
-    return texts
-
-
-def _box(x: float, y: float, r: float) -> tuple[float, float, float, float]:
-    return (x - r, y - r, x + r, y + r)
-
-
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
-    """The area two display boxes share."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    return w * h if w > 0 and h > 0 else 0.0
 
 
 OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
