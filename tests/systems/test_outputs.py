@@ -199,3 +199,17 @@ def test_the_terminal_table_fits_the_width_and_keeps_every_number():
                 assert sum(set(line) <= {"-", " "} for line in text[start:end].splitlines() if line) == 1 + split
                 cells = _parse_blocks(text[start:end])
                 assert cells == {(r[0], h): c for r in agreement_rows for h, c in zip(agreement_header[1:], r[1:])}
+
+
+def test_systems_csv_writes_clusters_as_integers(tmp_path):
+    """``cluster`` was written ``2.0``: integers, empty where a system has no score (B has no reference: no R-chrF)."""
+    table = tmp_path / "in.jsonl"
+    table.write_text("".join(json.dumps({"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
+                                         "reference": s.replace("cat", "dog") if name != "B" else None}) + "\n"
+                             for name, f in (("A", str), ("B", str.upper), ("C", str.title))
+                             for i, (s, r) in enumerate((s, f(s)) for s in SOURCES)), encoding="utf-8")
+    out = tmp_path / "report"
+    assert main(["evaluate", str(table), "--metrics", "s_bleu,r_chrf", "--out", str(out), "--no-progress"]) == 0
+    clusters = pd.read_csv(out / "systems.csv", dtype=str, keep_default_na=False).set_index(["system", "metric"])
+    assert clusters["cluster"].to_dict() == {("A", "s_bleu"): "1", ("B", "s_bleu"): "1", ("C", "s_bleu"): "1",
+                                             ("A", "r_chrf"): "1", ("C", "r_chrf"): "2", ("B", "r_chrf"): ""}

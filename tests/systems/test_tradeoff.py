@@ -1,6 +1,6 @@
 """The tradeoff figure a paper can use (issue 40, item 9): every system's name readable where it overlaps no other
 name, no point, no error bar and no line (checked on the rendered pixels), plain tick labels, axes that say what they
-show."""
+show, and the same figure as PNG, PDF or SVG."""
 
 from __future__ import annotations
 
@@ -96,3 +96,32 @@ def test_tick_labels_are_plain_numbers_without_an_offset():
         labels = [t.get_text().replace("\u2212", "-") for t in axis.get_ticklabels() if t.get_text()]
         ticks = [v for v, t in zip(axis.get_ticklocs(), axis.get_ticklabels()) if t.get_text()]
         assert labels and np.allclose([float(t) for t in labels], ticks, rtol=0, atol=1e-12), labels
+
+
+@pytest.mark.parametrize("fmt, magic", [("pdf", b"%PDF-"), ("svg", b"<?xml")])
+def test_evaluate_writes_its_figure_in_the_format_asked_and_report_md_links_it(tmp_path, fmt, magic):
+    """``--figure-format pdf|svg``: tradeoff.pdf / tradeoff.svg (a vector file: PDF fonts embedded as TrueType, not
+    Type 3), report.md links that file, and a rerun in another format leaves no figure of the first."""
+    from styleeval.cli import main
+
+    table = tmp_path / "in.csv"
+    sources = [f"the cat number {i} sat on the mat today" for i in range(6)]
+    pd.DataFrame([{"system": name, "source": s, "rewrite": r, "style": "formal", "human_content": float(i % 3),
+                   "human_style": float((i + k) % 4)} for k, (name, f) in enumerate((("A", str.upper), ("B", str)))
+                  for i, (s, r) in enumerate((s, f(s)) for s in sources)]).to_csv(table, index=False)
+    out = tmp_path / "report"
+    args = ["evaluate", str(table), "--metrics", "s_bleu", "--out", str(out), "--no-progress"]
+    assert main(args) == 0 and (out / "tradeoff.png").is_file()
+    assert "![Systems: content preservation vs style strength" in (out / "report.md").read_text(encoding="utf-8")
+    assert main([*args, "--figure-format", fmt]) == 0
+    data = (out / f"tradeoff.{fmt}").read_bytes()
+    assert data.startswith(magic) and not (out / "tradeoff.png").exists()
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"](tradeoff.{fmt})" in report and "tradeoff.png" not in report
+    if fmt == "pdf":
+        assert b"/FontFile2" in data and b"/Type3" not in data  # TrueType embedded
+        assert "[Systems: content" in report and "![" not in report  # a link: viewers do not show a PDF inline
+    else:
+        assert b"<svg" in data and b"<image" not in data  # drawn, not a picture inside the file
+    assert main([*args, "--no-plots"]) == 0 and not list(out.glob("tradeoff.*"))
+    assert "tradeoff" not in (out / "report.md").read_text(encoding="utf-8")

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval.escaping import md_cell, md_code, spreadsheet_safe
+from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
 from styleeval.labels import (
     RANDOM_WEIGHTS,
     mark_figure,
@@ -189,8 +190,9 @@ def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[
     return out
 
 
-def to_markdown(report: SystemsReport) -> str:
-    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes."""
+def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
+    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes;
+    ``figure``: the file name of its tradeoff figure, shown below the systems table."""
     metrics = report.metrics
     header, rows = _cells(report)
     n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
@@ -211,6 +213,8 @@ def to_markdown(report: SystemsReport) -> str:
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
         f"neighbouring clusters need not differ significantly. Sorted by {md_cell(report.label(report.sort_by))}.", "",
         _table(header, rows + [n_row]), "",
+        *([figure_link(figure, "Systems: content preservation vs style strength, with 95% CIs and the Pareto front"),
+           ""] if figure else []),
     ]
     significant = report.pairs[report.pairs["significant"]]
     out += ["## Significant differences", ""]
@@ -256,14 +260,15 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
 
 def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None = None,
                   style: str | None = None) -> Path | None:
-    """``tradeoff.png`` (:func:`tradeoff_figure`); ``None`` when the report has no content or no style metric."""
+    """``tradeoff.png`` (:func:`tradeoff_figure`) at ``path``, in the format its extension names (``.png``,
+    ``.pdf``, ``.svg``: :data:`FIGURE_FORMATS`); ``None`` when the report has no content or no style metric."""
     fig = tradeoff_figure(report, content, style)
     if fig is None:
         return None
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -339,13 +344,18 @@ def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
     return f"{what}: {name} ({better} is better)"
 
 
-OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
+OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json",
+           *(f"tradeoff.{fmt}" for fmt in FIGURE_FORMATS))
 """Every file ``styleeval evaluate`` may write in OUT (a rerun removes those it does not write)."""
-def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
-    """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths. Each file is written under a
-    temporary name and renamed into place (a full disk or a read-only OUT is one error naming the path, and the
-    previous run's file stays whole); files of :data:`OUTPUTS` this run does not write (a plot) are removed, so OUT
-    never mixes two runs."""
+
+
+def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True,
+                  figure_format: str = "png") -> dict[str, Path]:
+    """Every file of ``styleeval evaluate`` in ``out_dir``, the figure as ``tradeoff.<figure_format>`` (png, pdf or
+    svg), shown in report.md; returns their paths. Each file is written under a temporary name and renamed into
+    place (a full disk or a read-only OUT is one error naming the path, and the previous run's file stays whole);
+    files of :data:`OUTPUTS` this run does not write (a plot, one in another format) are removed, so OUT never mixes
+    two runs."""
     from styleeval.files.atomic import atomic_write, atomic_write_text, write_error
 
     out = Path(out_dir)
@@ -363,20 +373,22 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
             f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
 
     atomic_write(paths["rows"], rows)
-    for name in ("systems", "pairs"):
-        frame = spreadsheet_safe(with_warning(getattr(report, name), random))
+    systems = report.systems.assign(cluster=report.systems["cluster"].astype("Int64"))  # 2, not 2.0; empty: none
+    for name, frame in (("systems", systems), ("pairs", report.pairs)):
+        frame = spreadsheet_safe(with_warning(frame, random))
         atomic_write(paths[name], lambda f, frame=frame: frame.to_csv(f, index=False))
-    atomic_write_text(paths["report"], report.to_markdown())
-    atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     if plots:
-        tmp = out / ".tradeoff.tmp.png"
+        figure = out / f"tradeoff.{figure_format}"
+        tmp = out / f".tradeoff.tmp.{figure_format}"
         try:
             if report.plot(tmp) is not None:
-                os.replace(tmp, out / "tradeoff.png")
-                paths["plot"] = out / "tradeoff.png"
+                os.replace(tmp, figure)
+                paths["plot"] = figure
         except OSError as err:
             tmp.unlink(missing_ok=True)
-            raise write_error(out / "tradeoff.png", err) from None
+            raise write_error(figure, err) from None
+    atomic_write_text(paths["report"], to_markdown(report, figure=paths["plot"].name if "plot" in paths else None))
+    atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     for name in OUTPUTS:
         if out / name not in paths.values():
             (out / name).unlink(missing_ok=True)
