@@ -136,36 +136,80 @@ def test_evaluate_prints_the_systems_table_or_json(tmp_path, capsys):
     assert {r["system"] for r in out["systems"]} == {"A", "B"} and out["aggregates"] == {"s_bleu": "mean"}
 
 
-def test_tradeoff_labels_never_overlap_and_the_axes_are_named():
-    """Systems whose points nearly coincide (Lai's NIU / HIGH / referBART) get labels that overlap no other label
-    and no other point; the axes say the metric and what it measures."""
-    import numpy as np
+EIGHT = ("s_bleu", "s_chrf", "s_ter", "s_pinc", "s_paper_bleu", "r_chrf")
+"""With two human columns, 8 columns: the stdout table was over 200 characters wide and wrapped."""
 
-    from styleeval.systems.evaluation import compare_systems
-    from styleeval.systems.report import tradeoff_figure
 
-    rng = np.random.default_rng(0)
-    where = {"NIU": (0.50, 0.30), "HIGH": (0.501, 0.301), "referBART": (0.505, 0.298), "copy": (0.9, 0.05),
-             "BART-large": (0.6, 0.25), "DualRL": (0.45, 0.35), "StyTrans": (0.452, 0.352), "DLS": (0.2, 0.6)}
-    rows = [{"row": k * 40 + i, "system": name, "source_id": str(i), "logprob_content": c + rng.normal(0, 0.01),
-             "s_ter": -s + rng.normal(0, 0.01)} for k, (name, (c, s)) in enumerate(where.items()) for i in range(40)]
-    report = compare_systems(pd.DataFrame(rows), {"logprob_content": "lc|x", "s_ter": "st|x"},
-                             {"logprob_content": True, "s_ter": False})
-    fig = tradeoff_figure(report, style="s_ter")
-    ax = fig.axes[0]
-    assert ax.get_xlabel() == "content preservation: LogProb content (higher is better)"
-    assert ax.get_ylabel() == "style strength: S-Ter (lower is better)"
-    renderer = fig.canvas.get_renderer()
-    labels = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
-    assert set(labels) == set(where)
-    names = list(labels)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            assert not labels[a].overlaps(labels[b]), (a, b)
-    table = report.systems.set_index(["system", "metric"])
-    for name, box in labels.items():
-        for other in where:
-            if other != name:
-                x, y = ax.transData.transform((table.loc[(other, "logprob_content"), "score"],
-                                               table.loc[(other, "s_ter"), "score"]))
-                assert not box.contains(x, y), (name, other)
+def _parse_blocks(text: str) -> dict[tuple[str, str], str]:
+    """(row key, column header) -> cell of every table in ``text`` (tables start at a line followed by a dash rule;
+    columns are separated by two or more spaces, cells never hold two)."""
+    lines = text.splitlines()
+    cells: dict[tuple[str, str], str] = {}
+    for i, line in enumerate(lines[:-1]):
+        if lines[i + 1] and set(lines[i + 1]) <= {"-", " "}:
+            header = re.split(r" {2,}", line)
+            for row in lines[i + 2:]:
+                if not row:
+                    break
+                key, *values = re.split(r" {2,}", row)
+                assert len(values) == len(header) - 1, row
+                cells.update({(key, h): v for h, v in zip(header[1:], values)})
+    return cells
+
+
+def test_the_terminal_table_fits_the_width_and_keeps_every_number():
+    """8 metric columns at width 80 and 200 (issue 40, item 4): no line longer than the width, every cell of the
+    systems table and of the agreement tables whole on one line and under its system and metric (parsed back);
+    columns that do not fit go into tables stacked below, and with few systems, systems become the columns."""
+    from styleeval.systems.evaluation import evaluate_systems
+    from styleeval.systems.report import _agreement_tables, _cells
+
+    rewrites = {"BART-large": [s.replace("cat", "dog") for s in SOURCES], "copy": SOURCES,
+                "UPPER": [s.upper() for s in SOURCES], "DualRL": [s.replace("mat", "rug") for s in SOURCES],
+                **{name: [s.replace(word, name) for s in SOURCES] for name, word in
+                   (("NIU", "sat"), ("HIGH", "on"), ("LUO", "today"), ("ZHOU", "the"))}}
+    rows = [{"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
+             "reference": None if name == "DualRL" else s.replace("cat", "cow"),  # no R-chrF for DualRL
+             "human_content": float((i + k) % 4), "human_style": float((i * k) % 3)}
+            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts))]
+    for systems in (rewrites, list(rewrites)[:4], ["copy", "UPPER"]):
+        report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT), trials=50, n_boot=20)
+        header, body = _cells(report)
+        assert len(header) == 9 and len(" | ".join(header + body[0])) > 200  # as wide as it was
+        expected = {(r[0], h): c for r in body for h, c in zip(header[1:], r[1:])}
+        for width in (80, 200):
+            text = report.to_text(width=width)
+            assert max(map(len, text.splitlines())) <= width, width
+            shown = _parse_blocks(text)
+            lines = text.splitlines()
+            rules = sum(set(line) <= {"-", " "} for line in text[:text.index("Agreement")].splitlines() if line)
+            # systems as rows, metrics as columns stacked in as many tables as needed (8 systems); metrics as rows
+            # where that makes fewer tables (4 systems: 2 tables instead of 4 at 80 columns, 1 instead of 2 at 200)
+            key, tables = {(8, 80): ("system", 4), (8, 200): ("system", 2), (4, 80): ("metric", 2),
+                           (4, 200): ("metric", 1), (2, 80): ("metric", 1), (2, 200): ("metric", 1)}[len(systems), width]
+            assert lines[0].split()[0] == key and rules == tables, (len(systems), width)
+            # each cell under its system and metric, whichever are the columns
+            assert {k: shown.get(k, shown.get(k[::-1])) for k in expected} == expected, width
+            agreement = _agreement_tables(report)
+            starts = [text.index(title.split(":")[0] + ":") for title, _, _ in agreement] + [len(text)]
+            assert len(agreement) == 2 and ("own systems" in agreement[0][1]) == (len(systems) > 2)
+            for (title, agreement_header, agreement_rows), start, end in zip(agreement, starts, starts[1:]):
+                assert " ".join(title.split()) in " ".join(text[start:end].split())  # the title, wrapped
+                split = width == 80 and len(systems) > 2  # the own-systems columns below the others
+                assert sum(set(line) <= {"-", " "} for line in text[start:end].splitlines() if line) == 1 + split
+                cells = _parse_blocks(text[start:end])
+                assert cells == {(r[0], h): c for r in agreement_rows for h, c in zip(agreement_header[1:], r[1:])}
+
+
+def test_systems_csv_writes_clusters_as_integers(tmp_path):
+    """``cluster`` was written ``2.0``: integers, empty where a system has no score (B has no reference: no R-chrF)."""
+    table = tmp_path / "in.jsonl"
+    table.write_text("".join(json.dumps({"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
+                                         "reference": s.replace("cat", "dog") if name != "B" else None}) + "\n"
+                             for name, f in (("A", str), ("B", str.upper), ("C", str.title))
+                             for i, (s, r) in enumerate((s, f(s)) for s in SOURCES)), encoding="utf-8")
+    out = tmp_path / "report"
+    assert main(["evaluate", str(table), "--metrics", "s_bleu,r_chrf", "--out", str(out), "--no-progress"]) == 0
+    clusters = pd.read_csv(out / "systems.csv", dtype=str, keep_default_na=False).set_index(["system", "metric"])
+    assert clusters["cluster"].to_dict() == {("A", "s_bleu"): "1", ("B", "s_bleu"): "1", ("C", "s_bleu"): "1",
+                                             ("A", "r_chrf"): "1", ("C", "r_chrf"): "2", ("B", "r_chrf"): ""}

@@ -1,6 +1,7 @@
 """Command-line options shared by the sub-commands: ``styleeval score`` and ``styleeval autorate``'s file in, file
-out, resumable; ``--allow-missing`` of ``evaluate`` and ``metaeval``. The model and backend options come from
-:mod:`styleeval.options` (one declaration for the CLI, the evaluate modules and the metric specs)."""
+out, resumable; ``--allow-missing``, ``--no-plots`` and ``--figure-format`` of ``evaluate`` and ``metaeval``. The
+model and backend options come from :mod:`styleeval.options` (one declaration for the CLI, the evaluate modules and
+the metric specs)."""
 
 from __future__ import annotations
 
@@ -128,6 +129,16 @@ def add_allow_missing(p: argparse.ArgumentParser, datasets: bool = False) -> Non
                    help=f"{first}exit 0 when a requested (or default) metric could not be computed (weights that "
                    "cannot be had, a server that does not answer); without it the report is still written, the "
                    f"metric is named on stderr and the exit status is {MISSING_METRICS_EXIT}")
+
+
+def add_figure_options(p: argparse.ArgumentParser, figures: str) -> None:
+    """``--no-plots`` and ``--figure-format`` (png, pdf, svg) for the command's ``figures``."""
+    from styleeval.figures import FIGURE_FORMATS
+
+    p.add_argument("--no-plots", action="store_true", help=f"skip the figures ({figures})")
+    p.add_argument("--figure-format", choices=FIGURE_FORMATS, default="png",
+                   help="the figures' format: png (default), or pdf / svg (vector, for a paper; PDF fonts embedded "
+                   "as TrueType); report.md links the files written")
 
 
 def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow_missing: bool,

@@ -22,8 +22,9 @@ optionally source_id (pairs rows across systems; default: the source text), refe
 metrics) and human_<dimension> ratings (added as rows of the report, with each metric's system-level agreement).
 OUT gets rows.jsonl (every row's scores and the metrics' signatures), systems.csv (system, metric, n, n_missing,
 mean, ci_low, ci_high, cluster), pairs.csv (paired tests, Holm-adjusted per metric), report.md, report.json and
-tradeoff.png. Per-row scores are kept in OUT/cache: a killed run resumes, a rerun with more metrics computes only
-the new ones.
+tradeoff.png (or .pdf / .svg: --figure-format). Per-row scores are kept in OUT/cache: a killed run resumes, a rerun
+with more metrics computes only the new ones. The tables on stdout fit the terminal's width ($COLUMNS; 100 columns
+when stdout is a file or a pipe): metrics that do not fit go into tables below, or systems become the columns.
 """
 
 
@@ -33,7 +34,7 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
-    from styleeval.commands._options import add_allow_missing, add_model_argument
+    from styleeval.commands._options import add_allow_missing, add_figure_options, add_model_argument
     from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # not systems/: pandas, scipy
     from styleeval.stats.resampling import SEED
 
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=None,
                    help="local corpus mirror for metrics that read corpus files (lai:<score>; default: "
                    "$STYLEEVAL_DATA_DIR or download)")
-    p.add_argument("--no-plots", action="store_true", help="skip tradeoff.png")
+    add_figure_options(p, "tradeoff.png")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
                    "or report.json's content (json); the files in --out are the same either way")
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
                                                         file=sys.stderr))
-    paths = write_outputs(report, out, plots=not args.no_plots)
+    paths = write_outputs(report, out, plots=not args.no_plots, figure_format=args.figure_format)
     if args.format == "json":
         print(paths["json"].read_text(encoding="utf-8"))
     else:

@@ -3,9 +3,9 @@
     styleeval metaeval --datasets style_gap_testset,lai_formality --metrics s_bleu,s_chrf \
         --dimension content --out results/
 
-writes ``results/correlations.csv``, ``results/wmt_kendall.csv``, ``results/report.md`` and
-``results/*.png``. Metric scores are cached per (metric signature, dataset fingerprint) under
-``--cache-dir`` so re-running is instant and an interrupted run resumes.
+writes ``results/correlations.csv``, ``results/wmt_kendall.csv``, ``results/report.md`` and the figures
+(``results/*.png``, or ``.pdf`` / ``.svg`` with ``--figure-format``). Metric scores are cached per (metric signature,
+dataset fingerprint) under ``--cache-dir`` so re-running is instant and an interrupted run resumes.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ SUMMARY = "correlate metrics with human ratings (paper-style tables and plots)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.commands._options import add_allow_missing, add_model_argument
+    from styleeval.commands._options import add_allow_missing, add_figure_options, add_model_argument
     from styleeval.corpora import SPECS, rating_corpora
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
@@ -75,9 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--hybrids", action="store_true",
                    help="add Mukherjee et al.'s hybrid metrics (oracle and cross-validated by source) to the report")
     p.add_argument("--leaderboard", action="store_true",
-                   help="also write leaderboard.csv/.md/.png: every metric ranked and clustered per corpus and human "
-                   "dimension (content, style, fluency where rated) by acc_eq, system pairwise accuracy, SPA and "
-                   "Spearman (docs/metaeval.md)")
+                   help="also write leaderboard.csv/.md/.png (or --figure-format): every metric ranked and clustered "
+                   "per corpus and human dimension (content, style, fluency where rated) by acc_eq, system pairwise "
+                   "accuracy, SPA and Spearman (docs/metaeval.md)")
     p.add_argument("--leaderboard-dimensions", default=None, metavar="DIMS",
                    help="only these human dimensions in the leaderboard, comma-separated (content, style, fluency; "
                    "default: all that the corpora rate); the others are not computed")
@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--leaderboard-trials", type=int, default=200, metavar="N",
                    help="PERM-BOTH permutations behind the leaderboard's clusters (default 200; WMT uses 1000, which "
                    "takes about 5x as long)")
-    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    add_figure_options(p, "groups, tasks, datasets, metrics_heatmap; leaderboard; lai_figure3/4")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.set_defaults(func=run)
 
@@ -103,10 +103,10 @@ def run(args: argparse.Namespace) -> int:
     from styleeval.metrics.registry import DEFAULT_METRICS
 
     defaults = args.metrics is None
-    metrics = list(DEFAULT_METRICS if defaults else args.metrics)
-    for file in args.scores:
+    metrics = metric_specs(DEFAULT_METRICS if defaults else args.metrics, args.model)
+    for file in args.scores:  # metric objects, not specs: no --model to apply
         metrics += _score_file_metrics(file)
-    args.metrics = metric_specs(metrics, args.model)
+    args.metrics = metrics
     if args.bootstrap < 0:
         raise UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()
@@ -116,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
 
         if args.datasets and args.datasets != ["lai_formality"]:
             raise UserError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
-        result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out, progress=False if args.no_progress else None,
-                         plots=not args.no_plots)
+        result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out,
+                         progress=False if args.no_progress else None, plots=not args.no_plots,
+                         figure_format=args.figure_format)
         print(f"{len(result)} figures -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'} "
               f"({time.perf_counter() - start:.1f}s)")
         return 0
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
     )
-    paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids)
+    paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids,
+                         figure_format=args.figure_format)
     if args.leaderboard:
         _leaderboard(args, result, cache)
     elapsed = time.perf_counter() - start
@@ -158,7 +160,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
                               n_boot=args.leaderboard_bootstrap, progress=False if args.no_progress else None,
                               cache_dir=None if cache.root is None else cache.root / "leaderboard")
-    paths = write_leaderboard(board, args.out, plots=not args.no_plots)
+    paths = write_leaderboard(board, args.out, plots=not args.no_plots, figure_format=args.figure_format)
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")
 
 

@@ -27,11 +27,13 @@ from styleeval.metaeval.runner import (
 )
 
 
-def write_report(result: MetaevalResult, out_dir, plots: bool = True, hybrids: bool = False):
-    """Write ``correlations.csv``, ``report.md`` and plots for ``result`` (see :mod:`styleeval.metaeval.report`)."""
+def write_report(result: MetaevalResult, out_dir, plots: bool = True, hybrids: bool = False,
+                 figure_format: str = "png"):
+    """Write ``correlations.csv``, ``report.md`` and the figures (png, pdf or svg) for ``result`` (see
+    :mod:`styleeval.metaeval.report`)."""
     from styleeval.metaeval.report import write_report as _write
 
-    return _write(result, out_dir, plots=plots, hybrids=hybrids)
+    return _write(result, out_dir, plots=plots, hybrids=hybrids, figure_format=figure_format)
 
 
 __all__ = [

@@ -211,9 +211,11 @@ def published() -> list[dict[str, Any]]:
 
 
 def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | None = None, cache: Any = None,
-            out_dir: str | None = None, progress: bool | None = None, plots: bool = True) -> pd.DataFrame:
+            out_dir: str | None = None, progress: bool | None = None, plots: bool = True,
+            figure_format: str = "png") -> pd.DataFrame:
     """Score ``metrics`` (specs or metric objects) on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
-    ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png``.
+    ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png`` (or
+    ``.pdf`` / ``.svg``: ``figure_format``).
     ``lai:<score>`` metrics take their own dimension (Lai's files say which aspect each score is for); the others take
     ``dimension``. Reference-based metrics also get Table 4 and the
     multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
@@ -263,7 +265,7 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
         if plots:
             from styleeval.metaeval.plots import plot_lai_figures
 
-            plot_lai_figures(result, out)
+            plot_lai_figures(result, out, figure_format)
     return result
 
 

@@ -240,23 +240,32 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
-    """``leaderboard.csv``, ``leaderboard.md`` and ``leaderboard.png`` (acc_eq per corpus and dimension)."""
+def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = True,
+                      figure_format: str = "png") -> dict[str, Path]:
+    """``leaderboard.csv``, ``leaderboard.md`` and ``leaderboard.<figure_format>`` (png, pdf or svg: acc_eq per corpus
+    and dimension, linked from leaderboard.md)."""
+    from styleeval.escaping import spreadsheet_safe
+    from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
+    from styleeval.labels import with_warning
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
-    from styleeval.escaping import spreadsheet_safe
-    from styleeval.labels import with_warning
-
-    spreadsheet_safe(with_warning(board, board_random_weights(board))).to_csv(paths["csv"], index=False)
-    paths["md"].write_text(leaderboard_markdown(board), encoding="utf-8")
+    frame = board.assign(cluster=board["cluster"].astype("Int64"))  # 2, not 2.0; empty: not ranked
+    spreadsheet_safe(with_warning(frame, board_random_weights(board))).to_csv(paths["csv"], index=False)
+    text = leaderboard_markdown(board)
     if plots and (board["statistic"] == "acc_eq").any():
         import matplotlib.pyplot as plt
 
         from styleeval.metaeval.plots import leaderboard_figure
 
         fig = leaderboard_figure(board)
-        paths["png"] = out / "leaderboard.png"
-        fig.savefig(paths["png"], dpi=110)
+        paths["figure"] = save_figure(fig, out / f"leaderboard.{figure_format}", dpi=110)
         plt.close(fig)
+        text += "\n" + figure_link(f"leaderboard.{figure_format}", "acc_eq per corpus and human dimension, with "
+                                    "95% CIs, coloured by significance cluster") + "\n"
+    for fmt in FIGURE_FORMATS:
+        if out / f"leaderboard.{fmt}" not in paths.values():
+            (out / f"leaderboard.{fmt}").unlink(missing_ok=True)
+    paths["md"].write_text(text, encoding="utf-8")
     return paths

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from styleeval.figures import save_figure
 from styleeval.labels import dataset_label, mark_figure, metric_label, random_weight_metrics, signed_label
 from styleeval.metaeval.data import DIMENSIONS
 from styleeval.metaeval.grouping import Group, group_averages
@@ -24,53 +26,52 @@ def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
 
 def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman correlation",
           colors: dict[str, tuple] | None = None, low: pd.DataFrame | None = None,
-          high: pd.DataFrame | None = None, result=None, counts: dict[str, str] | None = None) -> Path:
+          high: pd.DataFrame | None = None, result=None, counts: dict[str, str] | None = None) -> Path | None:
     """Grouped bars, one colour per metric; ``result`` labels the metrics (negated, random weights: a warning on
-    the figure), ``counts`` adds each column's number of rows to its tick label."""
+    the figure), ``counts`` adds each column's number of rows to its tick label. Written in the format ``path``'s
+    extension names; ``None`` (and no file) when there is no correlation to plot."""
+    matrix = matrix.dropna(how="all")
+    if matrix.empty:
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-
     label = result.label if result is not None else metric_label
-    matrix = matrix.dropna(how="all")
     n_bars = len(matrix.columns) * max(1, len(matrix))
     fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 2.0 + 0.18 * n_bars)), 4.5))
-    if matrix.empty:
-        ax.text(0.5, 0.5, "no correlations to plot", ha="center", va="center", transform=ax.transAxes)
-    else:
-        n_metrics = len(matrix)
-        width = 0.8 / n_metrics
-        x = np.arange(len(matrix.columns))
-        for k, (metric, row) in enumerate(matrix.iterrows()):
-            values = row.to_numpy(dtype=float)
-            yerr = None
-            if low is not None and high is not None:  # the bootstrap 95% CI as error bars
-                lo = low.loc[metric, matrix.columns].to_numpy(dtype=float)
-                hi = high.loc[metric, matrix.columns].to_numpy(dtype=float)
-                if np.isfinite(lo).any():
-                    yerr = np.vstack([np.clip(values - lo, 0, None), np.clip(hi - values, 0, None)])
-                    yerr = np.nan_to_num(yerr)
-            ax.bar(x + (k - (n_metrics - 1) / 2) * width, values, width, label=label(str(metric)),
-                   color=(colors or {}).get(str(metric)), yerr=yerr, capsize=2 if yerr is not None else 0,
-                   error_kw={"elinewidth": 0.8})
-        ax.set_xticks(x)
-        ax.set_xticklabels([f"{c}\n(n = {counts[c]})" if counts and c in counts else str(c) for c in matrix.columns],
-                           rotation=20, ha="right")
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.legend(fontsize=7, ncol=2, frameon=False)
+    n_metrics = len(matrix)
+    width = 0.8 / n_metrics
+    x = np.arange(len(matrix.columns))
+    for k, (metric, row) in enumerate(matrix.iterrows()):
+        values = row.to_numpy(dtype=float)
+        yerr = None
+        if low is not None and high is not None:  # the bootstrap 95% CI as error bars
+            lo = low.loc[metric, matrix.columns].to_numpy(dtype=float)
+            hi = high.loc[metric, matrix.columns].to_numpy(dtype=float)
+            if np.isfinite(lo).any():
+                yerr = np.vstack([np.clip(values - lo, 0, None), np.clip(hi - values, 0, None)])
+                yerr = np.nan_to_num(yerr)
+        ax.bar(x + (k - (n_metrics - 1) / 2) * width, values, width, label=label(str(metric)),
+               color=(colors or {}).get(str(metric)), yerr=yerr, capsize=2 if yerr is not None else 0,
+               error_kw={"elinewidth": 0.8})
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{c}\n(n = {counts[c]})" if counts and c in counts else str(c) for c in matrix.columns],
+                       rotation=20, ha="right")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.legend(fontsize=7, ncol=2, frameon=False)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     fig.tight_layout()
     if result is not None:
         mark_figure(fig, [m for m in result.random_weights if m in set(map(str, matrix.index))])
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
 
-def plot_groups(result, groups: Sequence[Group], path: str | Path) -> Path:
+def plot_groups(result, groups: Sequence[Group], path: str | Path) -> Path | None:
     """Average correlation per metric and group (system / reference / test set), like the paper's Figure 2."""
     avg = group_averages(result.correlations, groups, result.metrics)
     avg.columns = [g.title for g in groups]
@@ -99,9 +100,10 @@ def _counts(rows: pd.DataFrame, column_of) -> dict[str, str]:
     return {c: str(min(v)) if min(v) == max(v) else f"{min(v)}-{max(v)}" for c, v in out.items()}
 
 
-def plot_tasks(result, path: str | Path) -> Path:
+def plot_tasks(result, path: str | Path) -> Path | None:
     """Correlation per task of the constructed test set (and its ALL column), with bootstrap CIs: in each column every
-    metric on the same rows (``result.shared_correlations``; n under the column's name)."""
+    metric on the same rows (``result.shared_correlations``; n under the column's name). ``None`` and no file when
+    the test set is not in the run."""
     corr = result.shared_correlations
     labels = {"all": "ALL"}
     for ds, tasks in result.task_subsets.items():
@@ -115,7 +117,7 @@ def plot_tasks(result, path: str | Path) -> Path:
                  counts=_counts(test, column_of))
 
 
-def plot_datasets(result, path: str | Path) -> Path:
+def plot_datasets(result, path: str | Path) -> Path | None:
     """Correlation on the rated rows of each dataset (labelled as in the report), with bootstrap CIs: per dataset
     every metric on the same rows (``result.shared_correlations``; n under the dataset's name)."""
 
@@ -130,12 +132,19 @@ def plot_datasets(result, path: str | Path) -> Path:
 
 
 def metric_correlations(result) -> pd.DataFrame:
-    """Spearman correlation between every two metrics over the rows both scored (all datasets together; scores of
-    lower-is-better metrics negated, as in the tables)."""
+    """Spearman correlation between every two metrics over the rows both scored (all datasets pooled: each dataset's
+    rows together, as one sample; scores of lower-is-better metrics negated, as in the tables). Only the metrics
+    with scores (a metric that was not computed has no row or column)."""
+    return _metric_correlations(result)[0]
+
+
+def _metric_correlations(result) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`metric_correlations` and the number of rows behind each."""
     from styleeval.stats.correlation import spearman
 
-    names = list(result.metrics)
+    names = [m for m in result.metrics if any((d, m) in result.scores for d in result.dataset_kinds)]
     mat = pd.DataFrame(np.nan, index=names, columns=names)
+    n = pd.DataFrame(0, index=names, columns=names)
     for a in names:
         for b in names:
             xs, ys = [], []
@@ -147,45 +156,70 @@ def metric_correlations(result) -> pd.DataFrame:
                 continue
             x, y = np.concatenate(xs), np.concatenate(ys)
             keep = np.isfinite(x) & np.isfinite(y)
+            n.loc[a, b] = int(keep.sum())
             mat.loc[a, b] = spearman(x[keep], y[keep])
-    return mat
+    return mat, n
 
 
-def plot_metric_heatmap(result, path: str | Path) -> Path:
-    """The metric-vs-metric Spearman correlation matrix as a heatmap."""
+def plot_metric_heatmap(result, path: str | Path) -> Path | None:
+    """``metrics_heatmap.png`` (:func:`metric_heatmap_figure`) at ``path``, in the format its extension names;
+    ``None`` and no file with fewer than two metrics scored."""
+    fig = metric_heatmap_figure(result)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    save_figure(fig, path, tight=True)
+    plt.close(fig)
+    return Path(path)
+
+
+def metric_heatmap_figure(result):
+    """The metric-vs-metric Spearman correlations (:func:`metric_correlations`) as a heatmap of the metrics with
+    scores (a metric that was not computed has no empty row), each cell's value written on it (9 pt, white on the
+    dark cells), the title saying which datasets it pools and on how many rows. ``None`` with fewer than two metrics
+    scored. The caller saves and closes the figure (:func:`plot_metric_heatmap` crops it to what is drawn)."""
+    mat, n = _metric_correlations(result)
+    if len(mat) < 2:
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-
-    mat = metric_correlations(result)
-    n = len(mat)
-    fig, ax = plt.subplots(figsize=(1.2 + 0.6 * n, 1.0 + 0.6 * n))
-    im = ax.imshow(mat.to_numpy(dtype=float), vmin=-1, vmax=1, cmap="RdBu_r")
+    size = len(mat)
     labels = [result.label(m) for m in mat.index]
-    ax.set_xticks(range(n))
-    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=7)
-    ax.set_yticks(range(n))
-    ax.set_yticklabels(labels, fontsize=7)
-    for i in range(n):
-        for j in range(n):
-            v = mat.iat[i, j]
-            if np.isfinite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6)
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    ax.set_title("Metric vs metric (Spearman)")
-    fig.tight_layout()
-    mark_figure(fig, result.random_weights)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    longest = max(len(label) for label in labels)
+    cell = 0.55  # inches: room for "-0.25" at 9 pt
+    fig, ax = plt.subplots(figsize=(cell * size + 0.075 * longest + 1.4, cell * size + 0.065 * longest + 1.1))
+    values = mat.to_numpy(dtype=float)
+    im = ax.imshow(values, vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(size), labels, rotation=40, ha="right", rotation_mode="anchor", fontsize=9)
+    ax.set_yticks(range(size), labels, fontsize=9)
+    for i in range(size):
+        for j in range(size):
+            v = values[i, j]
+            ax.text(j, i, f"{v:.2f}" if np.isfinite(v) else "–", ha="center", va="center", fontsize=9,
+                    color="white" if np.isfinite(v) and abs(v) > 0.6 else "black")
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03).ax.tick_params(labelsize=8)
+    datasets = [d for d in result.dataset_kinds if any((d, m) in result.scores for m in mat.index)]
+    pairs = n.to_numpy()[~np.eye(size, dtype=bool)]
+    rows = f"{pairs.min()}" if pairs.min() == pairs.max() else f"{pairs.min()}-{pairs.max()}"
+    pooled = (f"the rows of {len(datasets)} datasets pooled: {', '.join(map(dataset_label, datasets))}"
+              if len(datasets) > 1 else f"the rows of {', '.join(map(dataset_label, datasets))}")
+    columns = int(fig.get_size_inches()[0] * 72 / (9.5 * 0.55))  # characters on a line of the title
+    title = ["Metric vs metric: Spearman correlation of their scores", pooled,
+             f"{rows} rows per pair (those both metrics score)"]
+    ax.set_title("\n".join(textwrap.fill(line, columns) for line in title), fontsize=9.5)
+    fig.tight_layout(pad=0.4)
+    mark_figure(fig, [m for m in result.random_weights if m in set(mat.index)])
+    return fig
 
 
-def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
+def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path, figure_format: str = "png") -> list[Path]:
     """Lai et al.'s Figure 3 (tau-like over the top-/last-N systems, one line per style metric; ``lai_figure3.png``)
-    and Figure 4 (system r and segment tau-like of each content metric, ``lai_figure4.png``) from ``lai.csv`` rows.
-    A figure without rows is not written."""
+    and Figure 4 (system r and segment tau-like of each content metric, ``lai_figure4.png``) from ``lai.csv`` rows,
+    in ``figure_format`` (png, pdf, svg). A figure without rows is not written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -208,8 +242,7 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         axes[0].set_ylabel("Kendall's tau-like (segment)")
         axes[1].legend(fontsize=8)
         fig.tight_layout()
-        paths.append(out / "lai_figure3.png")
-        fig.savefig(paths[-1], dpi=120)
+        paths.append(save_figure(fig, out / f"lai_figure3.{figure_format}"))
         plt.close(fig)
     fig4 = result[(result["table"].astype(str) == "figure 4") & (result["subset"] == "all")]
     if not fig4.empty:
@@ -225,8 +258,7 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path) -> list[Path]:
         axes[0].set_yticks(y, metrics)
         fig.suptitle("Content metrics against the source (blue) or the reference (orange)")
         fig.tight_layout()
-        paths.append(out / "lai_figure4.png")
-        fig.savefig(paths[-1], dpi=120)
+        paths.append(save_figure(fig, out / f"lai_figure4.{figure_format}"))
         plt.close(fig)
     return paths
 

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval.escaping import md_cell, md_code, spreadsheet_safe
+from styleeval.figures import FIGURE_FORMATS, figure_link
 from styleeval.labels import RANDOM_WEIGHTS, dataset_label, random_weights_warning, with_warning
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
 from styleeval.metaeval.runner import MetaevalResult
@@ -185,12 +186,38 @@ def hybrid_table(result: MetaevalResult, folds: int = 5, seed: int = 0) -> str |
                       "best single metric |r|"], rows)
 
 
+FIGURES = {"groups": "average correlation per group, Figure 2 style",
+           "tasks": "per-task correlations on the test set",
+           "datasets": "correlations per dataset",
+           "metrics_heatmap": "metric vs metric Spearman correlations, the datasets pooled"}
+"""The meta-evaluation's figures (file stem: what it shows), each written where it has something to show."""
+
+
+def write_figures(result: MetaevalResult, out: Path, figure_format: str = "png") -> dict[str, Path]:
+    """The figures of :data:`FIGURES` that have something to show, as ``<name>.<figure_format>`` (png, pdf, svg) in
+    ``out``: a figure with nothing to show (``tasks`` without the test set in the run, ``metrics_heatmap`` with
+    fewer than two metrics scored) is not written. Returns name -> path of those written."""
+    from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_metric_heatmap, plot_tasks
+
+    groups = paper_groups(result.dataset_kinds, result.task_subsets)
+    plotters = {"groups": lambda path: plot_groups(result, groups, path), "tasks": lambda path: plot_tasks(result, path),
+                "datasets": lambda path: plot_datasets(result, path),
+                "metrics_heatmap": lambda path: plot_metric_heatmap(result, path)}
+    written = {name: plotters[name](out / f"{name}.{figure_format}") for name in FIGURES}
+    return {name: path for name, path in written.items() if path is not None}
+
+
 def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True,
-                 hybrids: bool = False) -> dict[str, Path]:
-    """Write ``correlations.csv``, ``wmt_kendall.csv``, ``report.md`` and the plots; returns their paths."""
+                 hybrids: bool = False, figure_format: str = "png") -> dict[str, Path]:
+    """Write ``correlations.csv``, ``wmt_kendall.csv``, ``report.md`` and the figures that have something to show
+    (:func:`write_figures`, in ``figure_format``: png, pdf or svg; report.md links them); returns their paths. A
+    figure of :data:`FIGURES` this run does not write (in any format) is removed: OUT never shows an older run's
+    figure beside this run's report."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "correlations.csv", "wmt": out / "wmt_kendall.csv", "report": out / "report.md"}
+    figures = write_figures(result, out, figure_format) if plots else {}
+    paths.update(figures)
     random = result.random_weights
     spreadsheet_safe(with_warning(result.correlations, random)).to_csv(paths["csv"], index=False, float_format="%.6g")
     spreadsheet_safe(with_warning(result.wmt, random)).to_csv(paths["wmt"], index=False, float_format="%.6g")
@@ -205,9 +232,9 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
              "value in every column). `–` = not applicable (no references) or not computed. `n` = rated rows per "
              "column; as in the paper, each metric is correlated on the rows it scores, so where `n` is a range "
              "(`100-500`) the metrics of a column saw different rows (reference-based metrics only the rows with a "
-             "reference): compare them on `datasets.png`, `tasks.png` or the leaderboard (`--leaderboard`), which put "
-             "every metric on the same rows. Plots show the bootstrap 95% CI as error bars (where computed) and give "
-             "each metric one colour in every figure."]
+             "reference): compare them on the per-dataset and per-task figures or the leaderboard (`--leaderboard`), "
+             "which put every metric on the same rows. Figures show the bootstrap 95% CI as error bars (where "
+             "computed) and give each metric one colour in every figure."]
     if result.negated:
         lines += ["", "Metrics where lower means closer to the source (error rates, novelty) are negated before "
                   "correlating and ranking (higher = better), in every table and plot, and labelled `(negated)`: "
@@ -250,16 +277,12 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
         lines += [f"- {md_cell(result.label(m, numbers=False))}: {md_code(sig)}" for m, sig in result.signatures.items()]
     if result.notes:
         lines += ["", "## Notes", ""] + [f"- {md_cell(n)}" for n in result.notes]
-    lines += ["", "Plots: `groups.png` (average correlation per group, Figure 2 style), `tasks.png` "
-              "(per-task correlations on the test set), `datasets.png` (per dataset), `metrics_heatmap.png` (metric vs "
-              "metric Spearman correlations).", ""]
+    if figures:
+        lines += ["", "## Figures", ""] + [f"- {figure_link(path.name, FIGURES[name])}" for name, path in figures.items()]
+    lines.append("")
     paths["report"].write_text("\n".join(lines), encoding="utf-8")
-    if plots:
-        from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_metric_heatmap, plot_tasks
-
-        paths["groups_png"] = plot_groups(result, groups, out / "groups.png")
-        paths["tasks_png"] = plot_tasks(result, out / "tasks.png")
-        paths["datasets_png"] = plot_datasets(result, out / "datasets.png")
-        if len(result.metrics) > 1 and result.scores:
-            paths["heatmap_png"] = plot_metric_heatmap(result, out / "metrics_heatmap.png")
+    for name in FIGURES:
+        for fmt in FIGURE_FORMATS:
+            if name not in figures or fmt != figure_format:
+                (out / f"{name}.{fmt}").unlink(missing_ok=True)
     return paths

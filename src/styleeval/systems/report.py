@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from styleeval.escaping import md_cell, md_code, spreadsheet_safe, terminal_text
+from styleeval.escaping import md_cell, md_code, spreadsheet_safe
+from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
 from styleeval.labels import (
     RANDOM_WEIGHTS,
     mark_figure,
@@ -81,9 +81,10 @@ class SystemsReport:
         """``report.md``: systems x metrics ("score [lo, hi]" and the cluster), pairs, agreement, signatures, notes."""
         return to_markdown(self)
 
-    def to_text(self) -> str:
-        """The systems x metrics table for a terminal ("score [lo, hi] (cluster)", columns aligned), best first."""
-        return to_text(self)
+    def to_text(self, width: int | None = None) -> str:
+        """The systems x metrics table for a terminal ("score [lo, hi] (cluster)", columns aligned), best first, then
+        the agreement tables, fitted to ``width`` (default: the terminal's; :func:`to_text`)."""
+        return to_text(self, width)
 
     def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path | None:
         """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front."""
@@ -134,23 +135,25 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
     return ["system"] + [f"{report.label(m)} {arrow[m]}" for m in metrics], rows
 
 
-def _aligned(header: list[str], rows: list[list[str]]) -> list[str]:
-    """A table in aligned columns, as sacrebleu prints its table (cells on one line each; control characters shown as
-    escapes, :func:`~styleeval.escaping.terminal_text`)."""
-    header, *rows = [[terminal_text(" ".join(str(c).split())) for c in r] for r in [header, *rows]]
-    widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
-    return [lines[0], "  ".join("-" * w for w in widths), *lines[1:]]
-
-
-def to_text(report: SystemsReport) -> str:
+def to_text(report: SystemsReport, width: int | None = None) -> str:
     """The systems table aligned in columns (names as given, one line each), then the agreement with each human
-    rating; a random-weights warning first where a metric has random weights."""
+    rating; a random-weights warning first where a metric has random weights. Fitted to ``width`` (default: the
+    terminal's, :func:`~styleeval.terminal.terminal_width`): metrics that do not fit go into tables stacked below,
+    each repeating the system column, or, where that makes fewer tables (many metrics, few systems), systems are the
+    columns and metrics the rows; the agreement tables likewise (the metric column repeated), prose wrapped."""
+    from styleeval.terminal import table_blocks, terminal_width, text_table, wrap_text
+
+    width = terminal_width() if width is None else width
     warning = random_weights_warning(report.random_weights)
-    out = [warning, ""] if warning else []
-    out += _aligned(*_cells(report))
+    out = [*wrap_text(warning, width), ""] if warning else []
+    header, rows = _cells(report)
+    by_system = table_blocks(header, rows, width)
+    by_metric = table_blocks(["metric", *(r[0] for r in rows)], [[m, *(r[k] for r in rows)]
+                                                                  for k, m in enumerate(header) if k], width)
+    for k, block in enumerate(by_metric if len(by_metric) < len(by_system) else by_system):
+        out += ([""] if k else []) + block
     for title, header, rows in _agreement_tables(report):
-        out += ["", terminal_text(title), *_aligned(header, rows)]
+        out += ["", *wrap_text(title, width), *text_table(header, rows, width)]
     return "\n".join(out)
 
 
@@ -187,8 +190,9 @@ def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[
     return out
 
 
-def to_markdown(report: SystemsReport) -> str:
-    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes."""
+def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
+    """The report: systems x metrics, pairs that differ significantly, agreement with humans, signatures, notes;
+    ``figure``: the file name of its tradeoff figure, shown below the systems table."""
     metrics = report.metrics
     header, rows = _cells(report)
     n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
@@ -209,6 +213,8 @@ def to_markdown(report: SystemsReport) -> str:
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
         f"neighbouring clusters need not differ significantly. Sorted by {md_cell(report.label(report.sort_by))}.", "",
         _table(header, rows + [n_row]), "",
+        *([figure_link(figure, "Systems: content preservation vs style strength, with 95% CIs and the Pareto front"),
+           ""] if figure else []),
     ]
     significant = report.pairs[report.pairs["significant"]]
     out += ["## Significant differences", ""]
@@ -254,23 +260,28 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
 
 def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None = None,
                   style: str | None = None) -> Path | None:
-    """``tradeoff.png`` (:func:`tradeoff_figure`); ``None`` when the report has no content or no style metric."""
+    """``tradeoff.png`` (:func:`tradeoff_figure`) at ``path``, in the format its extension names (``.png``,
+    ``.pdf``, ``.svg``: :data:`FIGURE_FORMATS`); ``None`` when the report has no content or no style metric."""
     fig = tradeoff_figure(report, content, style)
     if fig is None:
         return None
     import matplotlib.pyplot as plt
 
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
 
 def tradeoff_figure(report: SystemsReport, content: str | None = None, style: str | None = None):
     """Systems in the (content, style) plane with their CIs and the Pareto front, each system's name placed where it
-    overlaps no other name and no point (:func:`place_labels`), the axes named by metric and what they measure;
-    ``None`` when the report has no content or no style metric. The caller saves and closes the figure."""
+    overlaps no other name, no point, no error bar and no line (:func:`~styleeval.systems.placement.place_labels`;
+    a leader line where it had to move away), the axes named by metric and what they measure, plain numbers on the
+    ticks (no offset or power of ten). Without ``content`` / ``style``, the first of :data:`CONTENT_METRICS` /
+    :data:`STYLE_METRICS` the report has: where that is not LogProb, the title says which scores the axes show
+    instead. ``None`` when the report has no content or no style metric. The caller saves and closes the figure."""
     metrics = report.metrics
+    chosen = (content, style)
     content = content or _pick(metrics, CONTENT_METRICS)
     style = style or _pick(metrics, STYLE_METRICS)
     if content is None or style is None:
@@ -279,6 +290,8 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    from styleeval.systems.placement import place_labels
 
     table = report.systems.set_index(["system", "metric"])
     points, bars = {}, {}
@@ -299,91 +312,50 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
         xerr = [[x - cx["ci_low"]], [cx["ci_high"] - x]] if math.isfinite(cx["ci_low"]) else None
         yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
         ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color="tab:red" if system in front else "tab:blue",
-                    capsize=3)
+                    capsize=3, elinewidth=1.2)
     if len(front) > 1:
         pts = sorted((bars[s][0]["score"], bars[s][1]["score"]) for s in front)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", label="Pareto front")
-        ax.legend(loc="best", fontsize=8)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", linewidth=1)
+    ax.margins(0.08)
+    ax.ticklabel_format(style="plain", useOffset=False)  # tick labels say the numbers: no "1e-5", no offset
     ax.set_xlabel(_axis_name(report, content, "content preservation"))
     ax.set_ylabel(_axis_name(report, style, "style strength"))
-    ax.set_title("Systems: content preservation vs style strength\n(95% CIs; red: on the Pareto front)", fontsize=10)
+    title = "Systems: content preservation vs style strength\n(95% CIs; red, joined by a dashed line: the Pareto front)"
+    instead = [m for m, asked, first in ((content, chosen[0], CONTENT_METRICS[0]), (style, chosen[1], STYLE_METRICS[0]))
+               if asked is None and m != first]
+    if instead:  # said where it is seen: the axes are not what they would be with LogProb
+        shown = ("the human ratings" if all(m.startswith(HUMAN_PREFIX) for m in instead)
+                 else " and ".join(_axis_name(report, m) for m in instead))
+        title += f"\naxes: {shown} (no LogProb scores in this run)"
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
     place_labels(ax, [(bars[s][0]["score"], bars[s][1]["score"]) for s in bars], list(bars))
     mark_figure(fig, [m for m in (content, style) if m in report.random_weights])
     return fig
 
 
-def _axis_name(report: SystemsReport, metric: str, what: str) -> str:
-    better = "higher" if report.higher_is_better.get(metric, True) else "lower"
+def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
+    """``content preservation: human content ratings (higher is better)``; without ``what``, the metric's name."""
     name = f"human {metric.removeprefix(HUMAN_PREFIX)} ratings" if metric.startswith(HUMAN_PREFIX) else \
         report.label(metric)
+    if not what:
+        return name
+    better = "higher" if report.higher_is_better.get(metric, True) else "lower"
     return f"{what}: {name} ({better} is better)"
 
 
-LABEL_OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3.5) for dx, dy in
-                 ((6, 6), (6, -6), (-6, 6), (-6, -6), (0, 9), (0, -9), (9, 0), (-9, 0))]
-"""Where a label may go around its point (points of offset, nearest first)."""
-
-
-def place_labels(ax: Any, xy: Sequence[tuple[float, float]], labels: Sequence[str], fontsize: float = 8) -> list:
-    """Annotate each point ``xy[i]`` with ``labels[i]`` at the first of :data:`LABEL_OFFSETS` where the text overlaps
-    no label placed before it, no point and stays inside the axes (a greedy placement; a label that fits nowhere
-    takes the offset of least overlap, and a label away from its point a leader line). Returns the text objects, in
-    order."""
-    renderer = ax.figure.canvas.get_renderer()
-    marks = [_box(*ax.transData.transform(p), 4) for p in xy]
-    inside = ax.get_window_extent(renderer)
-
-    def annotate(label: str, point: tuple[float, float], offset: tuple[float, float], **kw: Any) -> Any:
-        dx, dy = offset
-        return ax.annotate(label, point, textcoords="offset points", xytext=offset, fontsize=fontsize,
-                           ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                           va="bottom" if dy > 0 else "top" if dy < 0 else "center", **kw)
-
-    placed: list[tuple[float, float, float, float]] = []
-    texts = []
-    for i, (point, label) in enumerate(zip(xy, labels)):
-        others = placed + marks[:i] + marks[i + 1 :]
-        best: tuple[float, tuple[float, float], tuple[float, float, float, float]] | None = None
-        for offset in LABEL_OFFSETS:
-            trial = annotate(label, point, offset)
-            e = trial.get_window_extent(renderer)
-            trial.remove()
-            box = (e.x0, e.y0, e.x1, e.y1)
-            clash = sum(_overlap(box, other) for other in others)
-            clash += e.width * e.height * (e.x0 < inside.x0 or e.x1 > inside.x1 or e.y0 < inside.y0
-                                           or e.y1 > inside.y1)
-            if best is None or clash < best[0]:
-                best = (clash, offset, box)
-            if clash == 0:
-                break
-        assert best is not None
-        clash, offset, box = best
-        leader = clash > 0 or offset not in LABEL_OFFSETS[:8]  # away from its point: a line says whose it is
-        texts.append(annotate(label, point, offset, **({"arrowprops": {"arrowstyle": "-", "color": "grey",
-                                                                       "lw": 0.6}} if leader else {})))
-        placed.append(box)
-    return texts
-
-
-def _box(x: float, y: float, r: float) -> tuple[float, float, float, float]:
-    return (x - r, y - r, x + r, y + r)
-
-
-def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
-    """The area two display boxes share."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    return w * h if w > 0 and h > 0 else 0.0
-
-
-OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json", "tradeoff.png")
+OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json",
+           *(f"tradeoff.{fmt}" for fmt in FIGURE_FORMATS))
 """Every file ``styleeval evaluate`` may write in OUT (a rerun removes those it does not write)."""
-def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True) -> dict[str, Path]:
-    """Every file of ``styleeval evaluate`` in ``out_dir``; returns their paths. Each file is written under a
-    temporary name and renamed into place (a full disk or a read-only OUT is one error naming the path, and the
-    previous run's file stays whole); files of :data:`OUTPUTS` this run does not write (a plot) are removed, so OUT
-    never mixes two runs."""
+
+
+def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True,
+                  figure_format: str = "png") -> dict[str, Path]:
+    """Every file of ``styleeval evaluate`` in ``out_dir``, the figure as ``tradeoff.<figure_format>`` (png, pdf or
+    svg), shown in report.md; returns their paths. Each file is written under a temporary name and renamed into
+    place (a full disk or a read-only OUT is one error naming the path, and the previous run's file stays whole);
+    files of :data:`OUTPUTS` this run does not write (a plot, one in another format) are removed, so OUT never mixes
+    two runs."""
     from styleeval.files.atomic import atomic_write, atomic_write_text, write_error
 
     out = Path(out_dir)
@@ -401,20 +373,22 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
             f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
 
     atomic_write(paths["rows"], rows)
-    for name in ("systems", "pairs"):
-        frame = spreadsheet_safe(with_warning(getattr(report, name), random))
+    systems = report.systems.assign(cluster=report.systems["cluster"].astype("Int64"))  # 2, not 2.0; empty: none
+    for name, frame in (("systems", systems), ("pairs", report.pairs)):
+        frame = spreadsheet_safe(with_warning(frame, random))
         atomic_write(paths[name], lambda f, frame=frame: frame.to_csv(f, index=False))
-    atomic_write_text(paths["report"], report.to_markdown())
-    atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     if plots:
-        tmp = out / ".tradeoff.tmp.png"
+        figure = out / f"tradeoff.{figure_format}"
+        tmp = out / f".tradeoff.tmp.{figure_format}"
         try:
             if report.plot(tmp) is not None:
-                os.replace(tmp, out / "tradeoff.png")
-                paths["plot"] = out / "tradeoff.png"
+                os.replace(tmp, figure)
+                paths["plot"] = figure
         except OSError as err:
             tmp.unlink(missing_ok=True)
-            raise write_error(out / "tradeoff.png", err) from None
+            raise write_error(figure, err) from None
+    atomic_write_text(paths["report"], to_markdown(report, figure=paths["plot"].name if "plot" in paths else None))
+    atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     for name in OUTPUTS:
         if out / name not in paths.values():
             (out / name).unlink(missing_ok=True)

@@ -1,0 +1,99 @@
+"""The meta-evaluation's figures a paper can use (issue 40, item 9): a heatmap of the metrics that were computed,
+readable and saying what it pools; no empty figure; PNG, PDF or SVG, linked from report.md; integer clusters."""
+
+from __future__ import annotations
+
+import pytest
+
+from styleeval.metaeval import run_metaeval, write_report
+
+SOURCES = [f"the cat number {i} sat on the mat today" for i in range(6)]
+
+
+def _rows(dataset: str) -> list[dict]:
+    """A toy corpus of three systems' rewrites with human content ratings, no references (R-BLEU scores nothing)."""
+    systems = (("A", lambda s: f"Could you {s}"), ("B", str.upper), ("C", str))
+    return [{"id": f"{dataset}/{k}", "dataset": dataset, "task": "politeness", "target_style": "polite",
+             "source_id": str(i), "source": s, "rewrite": f(s) if dataset == "toy" else f(s)[::-1],
+             "reference": None, "system": name, "is_reference_rewrite": False,
+             "content_mean": float((i + k) % 5 + 1), "style_mean": 1.0, "fluency_mean": None}
+            for k, (i, s, name, f) in enumerate((i, s, name, f) for i, s in enumerate(SOURCES * 3)
+                                                for name, f in systems)]
+
+
+@pytest.fixture(scope="module")
+def toy_result():
+    """Two toy corpora; R-BLEU cannot be computed on either (no references)."""
+    return run_metaeval(["toy", "yot"], ["s_bleu", "r_bleu", "s_ter", "s_chrf"], dimension="content",
+                        loader=_rows, n_boot=20, allow_missing=True)
+
+
+def test_the_heatmap_shows_the_computed_metrics_readably_and_says_what_it_pools(toy_result):
+    """Before: cell numbers at 6 pt, wide empty margins, an empty row and column for R-BLEU, and nothing saying that
+    the correlations pool the datasets' rows."""
+    from styleeval.metaeval.plots import metric_heatmap_figure
+
+    assert ("toy", "r_bleu") not in toy_result.scores and "r_bleu" in toy_result.metrics
+    fig = metric_heatmap_figure(toy_result)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["S-Bleu", "S-Ter (negated)", "S-Chrf"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["S-Bleu", "S-Ter (negated)", "S-Chrf"]
+    cells = [t for t in ax.texts]
+    assert len(cells) == 9 and min(t.get_fontsize() for t in cells) >= 9
+    assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 9
+    title = " ".join(ax.get_title().split())
+    assert "the rows of 2 datasets pooled: toy, yot" in title and "108 rows per pair" in title
+
+
+def _white_margins(png) -> tuple[float, ...]:
+    """Inches of white around what is drawn in a PNG written at 120 dpi: left, bottom, right, top."""
+    import matplotlib.image
+    import numpy as np
+
+    pixels = matplotlib.image.imread(png)[..., :3]
+    drawn = (pixels < 0.98).any(axis=2)
+    rows, columns = np.flatnonzero(drawn.any(axis=1)), np.flatnonzero(drawn.any(axis=0))
+    height, width = drawn.shape
+    return tuple(v / 120 for v in (columns[0], height - 1 - rows[-1], width - 1 - columns[-1], rows[0]))
+
+
+def test_no_empty_figure_and_report_md_links_what_was_written(toy_result, tmp_path):
+    """Without the test set in the run, no tasks figure (before: a PNG saying "no correlations to plot"); report.md
+    links the figures written, in the format asked; another format or --no-plots leaves no figure of the first. The
+    heatmap's file is cropped to what is drawn (before: up to 0.48 inch of white on a side)."""
+    out = tmp_path / "out"
+    write_report(toy_result, out)
+    assert max(_white_margins(out / "metrics_heatmap.png")) < 0.08
+    assert sorted(p.name for p in out.glob("*.png")) == ["datasets.png", "groups.png", "metrics_heatmap.png"]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "![correlations per dataset](datasets.png)" in report and "tasks" not in report.split("## Figures")[1]
+    assert "tasks.png" not in report
+    write_report(toy_result, out, figure_format="svg")
+    assert sorted(p.name for p in out.glob("*.*g")) == ["datasets.svg", "groups.svg", "metrics_heatmap.svg"]
+    assert "](datasets.svg)" in (out / "report.md").read_text(encoding="utf-8")
+    write_report(toy_result, out, plots=False)
+    assert not list(out.glob("*.svg")) and "## Figures" not in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_leaderboard_and_lai_figures_follow_the_format(toy_result, tmp_path):
+    """leaderboard.pdf linked from leaderboard.md, its clusters written as integers in leaderboard.csv (were 2.0);
+    Lai's figures 3 and 4 as SVG."""
+    import pandas as pd
+
+    from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
+
+    board = build_leaderboard([toy_result], trials=10, n_boot=5)
+    paths = write_leaderboard(board, tmp_path, figure_format="pdf")
+    assert paths["figure"].name == "leaderboard.pdf" and paths["figure"].read_bytes().startswith(b"%PDF-")
+    assert "[acc_eq per corpus" in (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
+    clusters = pd.read_csv(tmp_path / "leaderboard.csv", dtype=str, keep_default_na=False)["cluster"]
+    assert clusters.str.fullmatch(r"\d*").all() and (clusters != "").any(), clusters.tolist()
+    from styleeval.metaeval.plots import plot_lai_figures
+
+    rows = pd.DataFrame([{"table": "figure 3", "metric": m, "subset": f"{end}-{n}", "level": "segment", "value": v}
+                         for m, v in (("c-gyafc", 0.3), ("r_chrf", 0.2)) for end in ("top", "last") for n in (3, 5)]
+                        + [{"table": "figure 4", "metric": m, "subset": "all", "level": level, "value": 0.5}
+                           for m in ("bleu", "bleu-ref") for level in ("system", "segment")])
+    paths = plot_lai_figures(rows, tmp_path, "svg")
+    assert [p.name for p in paths] == ["lai_figure3.svg", "lai_figure4.svg"]
+    assert all(p.read_bytes().startswith(b"<?xml") for p in paths)
