@@ -6,7 +6,6 @@
 - :meth:`Demo.compare`: two rewrites of one source, which one each metric prefers.
 - :meth:`Demo.batch`: a CSV/JSONL file scored row by row, per-system means.
 - :func:`metaeval_summary`: the test-set correlation table of the sacrebleu metrics (the Space computes it at start).
-
 - :func:`space_banner`: what works in this Space (which model; random weights; weights that cannot be had; corpora
   missing), decided at start without loading the model; :func:`visitor_message`: any error in the page's words.
 

@@ -204,6 +204,7 @@ def test_space_in_headless_chromium(space, tmp_path):
         while "MB" not in status.inner_text() and time.time() < deadline:
             time.sleep(0.2)
         assert f"big.csv is {shown.group()}; the demo takes files up to 2.0 MB" in status.inner_text(), status.inner_text()
+        assert _cli_flags(status.inner_text()) == [] and page.locator(TOASTS).count() == 0
         page.locator("#batch-file").get_by_role("button", name="Clear").click()  # the user removes it
         page.locator("#batch-file input[type=file]").set_input_files(str(batch))
         page.locator("#batch").click()
