@@ -14,7 +14,7 @@ default) and that folder is what is uploaded.
 Only ``README.md`` and the Parquet files the card's ``configs:`` list are uploaded; ``data/restricted/``
 (licence-restricted STEL samples) is never uploaded. Folders whose card says ``license: unknown`` (sources
 without a licence file) need ``--allow-unknown-license`` to be pushed. Build the folder first with
-``scripts/build_datasets.py``.
+``styleeval build-datasets``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def files_to_upload(folder: Path) -> tuple[list[str], dict]:
                     raise SystemExit(f"{card_path}: config {config['config_name']!r} lists a restricted file {rel}")
                 (files if (folder / rel).is_file() else missing).append(rel)
     if missing:
-        raise SystemExit(f"not built yet (run scripts/build_datasets.py): {', '.join(missing)}")
+        raise SystemExit(f"not built yet (run styleeval build-datasets): {', '.join(missing)}")
     return files, meta
 
 
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         revision=args.revision,
         allow_patterns=[f for f in files if f != "README.md"],
         ignore_patterns=NEVER_UPLOAD,
-        commit_message="Upload dataset built by styleeval scripts/build_datasets.py",
+        commit_message="Upload dataset built by styleeval build-datasets",
     )
     print(f"pushed: {commit}")
     return 0

@@ -248,9 +248,10 @@ def test_alias_compares_two_configurations(tmp_path, tiny_model_dir):
 
 
 # -- 10. scripts with a wrong data directory ------------------------------------------------------------------------
-@pytest.mark.parametrize("script", ["reproduce_paper.py", "build_datasets.py"])
-def test_scripts_name_the_missing_data_directory(tmp_path, script):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / script), "--data-dir", str(tmp_path / "nowhere")],
+@pytest.mark.parametrize("command", [["scripts/reproduce_paper.py"], ["scripts/build_datasets.py"],
+                                     ["-m", "styleeval.cli", "build-datasets"]])
+def test_scripts_name_the_missing_data_directory(tmp_path, command):
+    proc = subprocess.run([sys.executable, *command, "--data-dir", str(tmp_path / "nowhere")], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -299,12 +300,14 @@ def test_a_missing_extra_is_one_line_before_any_work(monkeypatch, tmp_path, caps
                                                   str(ROOT.parent / "shared" / "data"), "--cache-dir",
                                                   str(tmp_path / "cache")])
     assert script.returncode == 2 and script.stderr.strip().splitlines() == [
-        f"reproduce_paper: metric 's_cosine:model=sentence-transformers/LaBSE': s_cosine {wanted} (or pip install "
-        "sentence-transformers)"]
+        f"styleeval reproduce-paper: error: metric 's_cosine:model=sentence-transformers/LaBSE': s_cosine {wanted} "
+        "(or pip install sentence-transformers)"]
+    gradio = "the Space needs the gradio package, which is not installed: pip install 'styleeval[space]' (or pip " \
+             "install gradio)"
     space = _without({"gradio"}, [str(ROOT / "spaces" / "style_eval_demo" / "app.py")])
-    assert space.returncode == 1 and space.stderr.strip().splitlines() == [
-        "spaces/style_eval_demo/app.py: the Space needs the gradio package, which is not installed: pip install "
-        "'styleeval[space]' (or pip install gradio)"]
+    assert space.returncode == 1 and space.stderr.strip().splitlines() == [f"spaces/style_eval_demo/app.py: {gradio}"]
+    space = _without({"gradio"}, [str(ROOT / "src" / "styleeval" / "cli.py"), "space", "--model", "tiny-random"])
+    assert space.returncode == 2 and space.stderr.strip().splitlines() == [f"styleeval space: error: {gradio}"]
 
 
 def test_build_datasets_that_builds_nothing_fails_and_says_what_to_set(tmp_path):
@@ -317,11 +320,8 @@ def test_build_datasets_that_builds_nothing_fails_and_says_what_to_set(tmp_path)
 
 
 def test_reproduce_paper_offline_checks_the_cache_before_any_load(tmp_path, tiny_model_dir):
-    import importlib.util
+    from styleeval.metaeval import paper as script
 
-    spec = importlib.util.spec_from_file_location("reproduce_paper", ROOT / "scripts" / "reproduce_paper.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     assert script.CONTENT_METRICS["LLM-as-A 3b"] == "autorater_meaning:model=3b:mode=paper"  # implemented now
     assert script.STYLE_METRICS["LLM-as-A 8b"] == "autorater_style:model=8b:mode=paper"
     assert script.needs_weights("logprob_content:model=8b").startswith("needs weights (meta-llama/Llama-3.1-8B")

@@ -31,32 +31,35 @@ from styleeval.demo import (  # noqa: E402
     MAX_UPLOAD_BYTES,
     TIE_BELOW,
     UNEXPLAINED_BELOW,
+    UPLOAD_REFUSED_OVER,
     Demo,
     metaeval_leaderboard,
     metaeval_summary,
     metaeval_unavailable,
+    size_text,
+    space_banner,
+    visitor_message,
     write_scored_csv,
 )
 from styleeval.labels import RANDOM_WEIGHTS  # noqa: E402
 
-UPLOAD_REFUSED_OVER = "20mb"
-"""The server's own limit on an upload (Gradio refuses larger files before they arrive, with a notice that fades);
-files over :data:`~styleeval.demo.MAX_UPLOAD_BYTES` but under it arrive and the status line says their size and the
-limit."""
 DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
+CSS = "#banner {border-left: 4px solid var(--color-accent); background: var(--block-background-fill); " \
+      "padding: 0.25em 1em; border-radius: 4px}"
 COLORS = {"style": "#4c9be8", "paraphrase": "#7bc67b", "repeat": "#cccccc", "unexplained": "#ff6b6b"}
 
 
 def _user_error(fn):
-    """Run ``fn``; any error becomes a message the user can act on (never a traceback, never a bare badge)."""
+    """An API endpoint: any error becomes one message the caller can act on (:func:`styleeval.demo.visitor_message`;
+    never a traceback)."""
     @functools.wraps(fn)  # keeps the signature and type hints: gr.api reads them
     def wrapped(*args):
         try:
             return fn(*args)
         except gr.Error:
             raise
-        except (ValueError, RuntimeError, OSError) as err:
-            raise gr.Error(str(err)) from None
+        except Exception as err:
+            raise gr.Error(visitor_message(err)) from None
 
     return wrapped
 
@@ -70,9 +73,10 @@ def _rating(value: float) -> str:
 
 
 def _with_status(*cleared):
-    """A UI handler returning ``(status, *outputs)``: empty status on success; on an error the status says what to do,
-    in the page until the next request (a toast alone fades), and every output is cleared (no stale result under
-    an error badge)."""
+    """A UI handler returning ``(status, *outputs)``: empty status on success; on an error the status line under the
+    button says it once, in the page's words (:func:`styleeval.demo.visitor_message`), until the next request, and
+    every output is cleared (no stale result under an error). No pop-up: toasts of earlier errors would pile up over
+    later results in other tabs."""
     def decorate(fn):
         @functools.wraps(fn)
         def wrapped(*args):
@@ -80,9 +84,8 @@ def _with_status(*cleared):
                 return ("", *fn(*args))
             except gr.Error as err:
                 message = str(err.message)
-            except (ValueError, RuntimeError, OSError) as err:
-                message = str(err)
-            gr.Warning(message)
+            except Exception as err:  # never Gradio's own error badge
+                message = visitor_message(err)
             return (f"**Error:** {message}", *cleared)
 
         return wrapped
@@ -140,9 +143,9 @@ def batch_ui(file):
     from styleeval.systems.report import fmt
 
     if file is None:
-        raise gr.Error(f"No file to score: upload a CSV or JSONL file of at most {MAX_UPLOAD_BYTES / 1e6:g} MB with "
+        raise gr.Error(f"No file to score: upload a CSV or JSONL file of at most {size_text(MAX_UPLOAD_BYTES)} with "
                        "the columns source, rewrite, style [, system]. (A file over "
-                       f"{UPLOAD_REFUSED_OVER.upper()} is refused by the upload itself.)")
+                       f"{size_text(UPLOAD_REFUSED_OVER)} is refused by the upload itself.)")
     path = file if isinstance(file, str) else file.name
     rows, report = DEMO.batch(path)
     _remove_old_batches()
@@ -178,6 +181,8 @@ def _metaeval():
         return [], None, [], metaeval_unavailable(err)
 
 
+m_rows, m_fig, m_board, m_message = _metaeval()  # at start: the banner says whether the tab works
+
 with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(3600, 3600)) as demo:
     gr.Markdown(
         "# Evaluate a style-transfer rewrite\n"
@@ -185,6 +190,7 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         "(rewrite to the style / paraphrase / repeat): a token that **no** instruction explains (red) is a likely "
         "swapped, invented or dropped-context word. Limits: "
         f"{MAX_CHARS} characters per field, {MAX_BATCH_ROWS} rows per file.")
+    gr.Markdown(space_banner(DEMO, metaeval_available=not m_message), elem_id="banner")
     with gr.Tab("Score"):
         with gr.Row():
             source = gr.Textbox(label="Source", lines=3, elem_id="source")
@@ -231,18 +237,19 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
                                         "style: mean [95% CI] (cluster)"], label="Per system", elem_id="batch-means")
         gr.Markdown("Systems in one cluster are not significantly different (paired approximate randomization, "
                     "Holm-adjusted p < 0.05); `styleeval evaluate` gives the full report with more metrics.")
-        b_plot = gr.Image(label="Content vs style per system (95% CIs, Pareto front in red)", type="filepath")
+        b_plot = gr.Image(label="Content vs style per system (95% CIs, Pareto front in red)", type="filepath",
+                          show_label=False)  # the label would sit over the figure's random-weights warning
         b_out = gr.File(label="Scored file", elem_id="batch-out")
         b_button.click(batch_ui, b_file, [b_status, b_table, b_means, b_plot, b_out], api_name=False)
     with gr.Tab("Meta-evaluation"):
         gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
                     "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "
                     "(computed when the Space starts).")
-        m_rows, m_fig, m_board, m_message = _metaeval()
         if m_message:
             gr.Markdown(m_message, elem_id="metaeval-status")
         else:
-            gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"])
+            gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"],
+                         elem_id="metaeval-table")
         if m_fig is not None:
             gr.Plot(value=m_fig)
         if m_board:
@@ -259,4 +266,5 @@ demo.queue(default_concurrency_limit=1, max_size=32)
 
 if __name__ == "__main__":
     demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), max_file_size=UPLOAD_REFUSED_OVER)
+                server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), max_file_size=UPLOAD_REFUSED_OVER,
+                css=CSS)

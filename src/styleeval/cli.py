@@ -1,5 +1,5 @@
 """The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``merge``, ``evaluate``,
-``metaeval``, ``stel``)."""
+``metaeval``, ``stel``, ``reproduce-paper``, ``build-datasets``, ``space``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from collections.abc import Iterable, Sequence
 
 from styleeval._version import __version__
 
-COMMANDS = ("score", "autorate", "merge", "evaluate", "metaeval", "stel")
-"""The sub-commands, each a module of :mod:`styleeval.commands` with ``SUMMARY``, ``register`` and ``run``."""
+COMMANDS = ("score", "autorate", "merge", "evaluate", "metaeval", "stel", "reproduce-paper", "build-datasets", "space")
+"""The sub-commands, each a module of :mod:`styleeval.commands` (``reproduce-paper``: ``reproduce_paper.py``) with
+``SUMMARY``, ``register`` and ``run``."""
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
@@ -25,7 +26,7 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     sub = parser.add_subparsers(dest="command", required=True)
     wanted = set(COMMANDS if commands is None else commands)
     for name in COMMANDS:
-        module = importlib.import_module(f"styleeval.commands.{name}")
+        module = importlib.import_module(f"styleeval.commands.{name.replace('-', '_')}")
         if name in wanted:
             module.register(sub)
         else:

@@ -6,21 +6,29 @@
 - :meth:`Demo.compare`: two rewrites of one source, which one each metric prefers.
 - :meth:`Demo.batch`: a CSV/JSONL file scored row by row, per-system means.
 - :func:`metaeval_summary`: the test-set correlation table of the sacrebleu metrics (the Space computes it at start).
+- :func:`space_banner`: what works in this Space (which model; random weights; weights that cannot be had; corpora
+  missing), decided at start without loading the model; :func:`visitor_message`: any error in the page's words.
 
 The model comes from ``STYLEEVAL_MODEL`` (Hub id or local folder; default the paper's 1B) or the argument;
 ``STYLEEVAL_BASE_URL`` points LogProb and the autorater at a vLLM server instead (``STYLEEVAL_TOKENIZER`` names the
-tokenizer). Every bad input raises ``ValueError`` with a message a user can act on.
+tokenizer). Every bad input raises a :class:`~styleeval.errors.UserError` (a ``ValueError``) with a message a user
+can act on. What a web visitor reads names no command-line flag and no path of the server: advice that only the
+Space's owner can follow says so ("For the Space's owner: ...").
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
+import traceback
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from styleeval.errors import UserError
+from styleeval.errors import RowError, UserError
+from styleeval.hub import TINY_RANDOM, ModelLoadError
 from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure
 
 MAX_CHARS = 1000
@@ -95,6 +103,33 @@ class Demo:
         self._lock = threading.Lock()
         self._logprob: Any = None
         self._judges: dict[str, Any] = {}
+        self._weights_checked, self._weights_error = False, None
+
+    def backend_class(self) -> Any:
+        """The registered backend class this demo's model runs on (decided once, in :mod:`styleeval.backends`)."""
+        from styleeval.backends import backend_class
+
+        return backend_class(None, self.base_url)
+
+    @property
+    def model_label(self) -> str:
+        """The model, named for a visitor (a preset's Hub id; a local folder by its name, never its path)."""
+        return self.backend_class().model_label(self.model)
+
+    @property
+    def random_weights(self) -> bool:
+        """Whether the model is the :data:`~styleeval.hub.TINY_RANDOM` preset (known from its name, before loading;
+        its signature says so once loaded)."""
+        return str(self.model).lower() == TINY_RANDOM
+
+    def weights_error(self) -> UserError | None:
+        """Why the model's weights cannot be had here (not on this machine and not downloadable), asked of the
+        backend without loading anything, once per demo; ``None`` when nothing is known to be missing."""
+        with self._lock:
+            if not self._weights_checked:
+                self._weights_error = self.backend_class().weights_error(self.model, self.tokenizer)
+                self._weights_checked = True
+            return self._weights_error
 
     @property
     def metric_options(self) -> str:
@@ -135,7 +170,10 @@ class Demo:
 
         source, style = check_text("source", source), check_text("target style", style)
         rewrite = check_text("rewrite", rewrite)
-        row = self.logprob().score([source], [rewrite], [style], return_tokens=True)[0]
+        try:
+            row = self.logprob().score([source], [rewrite], [style], return_tokens=True)[0]
+        except RowError as err:  # one row: "row 0: " says nothing here
+            raise UserError(f"The source and rewrite are too long for this Space's model: {err.reason}") from None
         tokens = token_table(row)
         warning = self.warning
         out: dict[str, Any] = {
@@ -186,15 +224,14 @@ class Demo:
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
-            raise UserError(f"{name} is {size / 1e6:.1f} MB; the demo takes files up to {MAX_UPLOAD_BYTES / 1e6:g} MB "
-                            f"({MAX_BATCH_ROWS} rows). Use `styleeval score` for larger files.")
+            raise UserError(f"{name} is {size_text(size)}; the demo takes files up to {size_text(MAX_UPLOAD_BYTES)} "
+                            f"({MAX_BATCH_ROWS} rows). {LARGER_FILES}")
         try:
             rows = read_rows(path)
         except (UserError, FileNotFoundError) as err:
             raise UserError(for_upload(str(err), path)) from None
         if len(rows) > MAX_BATCH_ROWS:
-            raise UserError(f"The file has {len(rows)} rows; the demo scores at most {MAX_BATCH_ROWS}. "
-                            "Use `styleeval score` for larger files.")
+            raise UserError(f"The file has {len(rows)} rows; the demo scores at most {MAX_BATCH_ROWS}. {LARGER_FILES}")
         for r in rows:
             for name, value in (("source", r.source), ("rewrite", r.rewrite), ("style", r.style)):
                 if len(value) > MAX_CHARS:
@@ -234,13 +271,52 @@ def write_scored_csv(rows: Sequence[dict[str, Any]], path: str) -> str:
     return path
 
 
-MAX_UPLOAD_BYTES = 2_000_000
-"""The largest batch upload the demo reads (200 rows of 3 fields of 1000 characters fit)."""
+MAX_UPLOAD_BYTES = 2 * 1024 * 1024
+"""The largest batch upload the demo reads (200 rows of 3 fields of 1000 characters fit): 2.0 MB as Gradio's file
+component counts (:func:`size_text`)."""
+UPLOAD_REFUSED_OVER = 20 * 1024 * 1024
+"""The server's own limit on an upload (Gradio's ``max_file_size``: larger files are refused before they arrive,
+with a notice that fades); files over :data:`MAX_UPLOAD_BYTES` but under it arrive and the status line says their
+size and the limit."""
+LARGER_FILES = "For larger files, use the styleeval package on your own machine (`styleeval score FILE`)."
 
-_CLI_ADVICE = {
+_CLI_ADVICE = {  # what the library says to a command-line user -> what a web visitor can do
     " or pass the file's encoding (--encoding latin-1, encoding='latin-1')": " and upload it again",
     "; give the style with --style": "; add a style column",
+    "; shorten it or pass on_overflow='skip'": "; shorten it",
 }
+
+
+def size_text(n_bytes: int) -> str:
+    """A file size as Gradio's file component shows it beside the file (its JavaScript: divide by 1024 while over
+    1024, units B/KB/MB/GB, ``toFixed(1)``, which rounds halves up): every size the Space writes uses this rule, so
+    a message and the component never give one file two sizes.
+
+    >>> size_text(3_200_050), size_text(MAX_UPLOAD_BYTES), size_text(UPLOAD_REFUSED_OVER), size_text(512)
+    ('3.1 MB', '2.0 MB', '20.0 MB', '512.0 B')
+    """
+    value, units = float(n_bytes), ["B", "KB", "MB", "GB", "TB"]
+    unit = 0
+    while value > 1024 and unit < len(units) - 1:
+        value /= 1024
+        unit += 1
+    return f"{Decimal(value).quantize(Decimal('0.1'), rounding=ROUND_HALF_UP)} {units[unit]}"
+
+
+P_FLOOR = 1e-4
+"""The smallest p-value the Space writes as a number; smaller ones are ``< 0.0001``."""
+
+
+def p_text(p: float, floor: float = P_FLOOR) -> str:
+    """A p-value as text: two significant digits, ``< floor`` below the floor (never ``0``: a test on a finite sample
+    does not give p = 0), ``n/a`` for NaN.
+
+    >>> p_text(0.6461), p_text(0.003), p_text(0.000049), p_text(0.0), p_text(float("nan"))
+    ('0.65', '0.003', '< 0.0001', '< 0.0001', 'n/a')
+    """
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    return f"< {floor:g}" if p < floor else f"{p:.2g}"
 
 
 def for_upload(message: str, path: str) -> str:
@@ -292,21 +368,23 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
     import matplotlib.pyplot as plt
 
     from styleeval.metaeval import run_metaeval
+    from styleeval.metaeval.plots import metric_colors
 
     result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                           n_boot=0)
     corr = result.correlations
     mark = {m: RANDOM_MARK if m in result.random_weights else "" for m in result.metrics}
-    rows = [[r.metric + mark[r.metric], r.subset, int(r.n), round(float(r.spearman), 3),
-             round(float(r.spearman_p), 4)] for r in corr.itertuples()]
+    rows = [[r.metric + mark[r.metric], r.subset, int(r.n), round(float(r.spearman), 3), p_text(r.spearman_p)]
+            for r in corr.itertuples()]
     fig, ax = plt.subplots(figsize=(8, 3.5))
     subsets = list(dict.fromkeys(corr.subset))
     width = 0.8 / max(1, len(result.metrics))
+    colors = metric_colors(result.metrics)  # the CLI's figures' colours: one metric, one colour everywhere
     for k, m in enumerate(result.metrics):
         vals = [float(corr[(corr.metric == m) & (corr.subset == s)].spearman.iloc[0])
                 if len(corr[(corr.metric == m) & (corr.subset == s)]) else math.nan for s in subsets]
         ax.bar([i + (k - (len(result.metrics) - 1) / 2) * width for i in range(len(subsets))], vals, width,
-               label=m + mark[m])
+               label=m + mark[m], color=colors[m])
     ax.set_xticks(range(len(subsets)))
     ax.set_xticklabels(subsets, rotation=20, ha="right")
     ax.axhline(0, color="black", linewidth=0.8)
@@ -319,13 +397,82 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
 
 def metaeval_unavailable(error: BaseException) -> str:
     """The Meta-evaluation tab's message when the rated corpora cannot be loaded (Markdown, said in full in the
-    page: a Space user can open no file of the repository)."""
-    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    page: a visitor can open no file of the repository), in the page's words: no command-line flag, no path of the
+    server (``error``, which has both, goes to the Space's log: :func:`log_for_owner`)."""
+    log_for_owner("the meta-evaluation tab has no data", error)
     return ("**The meta-evaluation is not available in this Space**: it correlates metrics with the human content "
-            "ratings of Pauli et al.'s 500-row test set, and those ratings could not be loaded "
-            f"({reason}). The Space's owner can set `STYLEEVAL_DATA_DIR` to the absolute path of a local copy of "
-            "the corpora, or let the Space download them from their original URLs when it starts. The other tabs "
-            "work without them; `styleeval metaeval` runs the full meta-evaluation on a machine with the corpora.")
+            "ratings of Pauli et al.'s 500-row test set, and this Space could not load those ratings when it "
+            "started. The other tabs work without them. *For the Space's owner*: set the variable "
+            "`STYLEEVAL_DATA_DIR` to a copy of the corpora on the Space's disk, or give the Space network access so "
+            "that it downloads them from their original URLs when it starts; the Space's log says what was missing.")
+
+
+def log_for_owner(what: str, error: BaseException) -> None:
+    """An error the page words for its visitors, in full (paths, flags, traceback) on the Space's standard error,
+    where its owner reads it."""
+    print(f"styleeval Space: {what}: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+    if not isinstance(error, UserError):  # a bug or a failing server: the traceback helps
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+
+
+OWNER_MODEL_ADVICE = ("*For the Space's owner*: set the variable `STYLEEVAL_MODEL=tiny-random` to try every tab with "
+                      "random weights (nothing to download; not for numbers), `STYLEEVAL_MODEL=qwen-1.5b` for an "
+                      "ungated model, or give the Space the weights (the `HF_TOKEN` secret of an account that accepted "
+                      "the model's licence, and network access); the Space's log says what failed.")
+
+
+def space_banner(demo: Demo, metaeval_available: bool = True) -> str:
+    """The one note at the top of the Space (Markdown): which model it runs and what works here. Decided when the
+    Space starts, without loading the model (:meth:`Demo.weights_error` asks the backend): weights that cannot be
+    had (which tabs do not work, and what the owner can set), random weights (``tiny-random``: not for numbers),
+    the meta-evaluation's corpora missing."""
+    label = demo.model_label
+    missing = demo.weights_error()
+    if missing is not None:
+        log_for_owner(f"the model {label} cannot be loaded", missing)
+        model = (f"**Scoring is not available in this Space**: its model, `{label}`, cannot be loaded here (its "
+                 "weights are not on this machine and cannot be downloaded), so the Score, Compare and Batch tabs "
+                 "do not work" + ("; the Meta-evaluation tab does. " if metaeval_available else ". ")
+                 + OWNER_MODEL_ADVICE)
+    elif demo.random_weights:
+        model = (f"**Random weights ({TINY_RANDOM}): not for numbers.** This Space runs styleeval's `{TINY_RANDOM}` "
+                 "preset, a 2-layer model with random weights: every tab works, and no score means anything. "
+                 "*For the Space's owner*: set `STYLEEVAL_MODEL` to a real model (e.g. `1b`, the paper's Llama 3.2 "
+                 "1B Instruct) for scores that mean something.")
+    else:
+        model = (f"**Model**: `{label}`, for LogProb" + (" and the autorater" if demo.use_autorater else "")
+                 + " (the first request loads it and takes longer).")
+    if not demo.use_autorater:
+        model += " The autorater is switched off in this Space."
+    parts = [model]
+    if not metaeval_available:
+        parts.append("**Meta-evaluation**: not available here (the human ratings could not be loaded; the tab says "
+                     "more).")
+    return "\n\n".join(parts)
+
+
+def visitor_message(error: BaseException) -> str:
+    """Any error of a request, as the page says it to a web visitor (Markdown, one paragraph): the input's own
+    message where the visitor can act on it (command-line advice replaced by what to do in the page), else what
+    happened in the page's words, with the details in the Space's log (:func:`log_for_owner`)."""
+    if isinstance(error, ModelLoadError):
+        log_for_owner("the model could not be loaded", error)
+        return ("Scoring is not available in this Space: its model cannot be loaded here (see the note at the top "
+                "of the page).")
+    from styleeval.backends import BackendError  # a failing backend, whichever it is
+
+    if isinstance(error, BackendError):
+        log_for_owner("the model's backend failed", error)
+        return ("The model did not answer this request; please try again in a minute. *For the Space's owner*: the "
+                "Space's log has the details.")
+    if isinstance(error, UserError):  # input refused: the message is for the person who gave it
+        message = str(error)
+        for advice, instead in _CLI_ADVICE.items():
+            message = message.replace(advice, instead)
+        return message
+    log_for_owner("a request failed", error)
+    return (f"Something went wrong on the server ({type(error).__name__}). *For the Space's owner*: the Space's log "
+            "has the traceback.")
 
 
 def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = ("s_bleu", "s_chrf", "s_paper_bleu"),

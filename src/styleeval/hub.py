@@ -130,6 +130,17 @@ nothing; every code path is the real one."""
 
 
 
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE")
+"""The Hugging Face clients' offline switches (huggingface_hub, datasets, evaluate, transformers)."""
+
+
+def go_offline() -> None:
+    """Set :data:`OFFLINE_VARIABLES` to 1 in this process: the clients imported afterwards never download (they read
+    them once, when imported: call this first)."""
+    for var in OFFLINE_VARIABLES:
+        os.environ[var] = "1"
+
+
 def hub_id(model: str) -> str:
     """A preset's Hub id (``1b`` -> ``meta-llama/Llama-3.2-1B-Instruct``), else the name itself."""
     return PRESETS.get(str(model).lower(), str(model))

@@ -4,6 +4,7 @@ through gradio_client, and the Space end to end in headless Chromium (Playwright
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -25,15 +26,17 @@ def _free_port() -> int:
 
 
 class App:
-    """A Gradio app started as ``python <script>`` with a tiny model; stopped at teardown."""
+    """A Gradio app started as ``python <script>`` with a tiny model (``model``: a folder or the tiny-random preset;
+    ``None``: none given, the default); ``env`` overrides the environment; stopped at teardown."""
 
-    def __init__(self, script: Path, model_dir: Path, log: Path, timeout: float = 180) -> None:
+    def __init__(self, script: Path, model: Path | str | None, log: Path, timeout: float = 180,
+                 env: dict[str, str] | None = None) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         data_dir = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
         env = {**os.environ, "STYLEEVAL_DATA_DIR": data_dir,  # the app runs in its own folder: an absolute path
-               "STYLEEVAL_MODEL": str(model_dir), "GRADIO_SERVER_NAME": "127.0.0.1",
-               "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False"}
+               "STYLEEVAL_MODEL": str(model or ""), "GRADIO_SERVER_NAME": "127.0.0.1",
+               "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False", **(env or {})}
         self.log = log
         self.proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, env=env,
                                      stdout=open(log, "w"), stderr=subprocess.STDOUT)
@@ -57,9 +60,25 @@ class App:
             self.proc.kill()
 
 
+SPACE = ROOT / "spaces" / "style_eval_demo" / "app.py"
+
+
 @pytest.fixture(scope="module")
-def space(tiny_model_dir, tmp_path_factory):
-    app = App(ROOT / "spaces" / "style_eval_demo" / "app.py", tiny_model_dir, tmp_path_factory.mktemp("space") / "log")
+def space(tmp_path_factory):
+    """The Space on the tiny-random preset (what a newcomer without weights is told to set), with the corpora."""
+    app = App(SPACE, "tiny-random", tmp_path_factory.mktemp("space") / "log")
+    yield app
+    app.stop()
+
+
+@pytest.fixture(scope="module")
+def bare_space(tmp_path_factory):
+    """The Space as a newcomer first starts it: no model set (the default 1B: not in an empty Hugging Face cache,
+    offline) and no corpora (a data folder that is not there)."""
+    folder = tmp_path_factory.mktemp("bare-space")
+    app = App(SPACE, None, folder / "log", env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(folder / "hf"),
+                                                 "STYLEEVAL_DATA_DIR": str(folder / "no-mirror")})
+    app.data_dir = folder / "no-mirror"
     yield app
     app.stop()
 
@@ -120,6 +139,20 @@ def _browser():
     return sync_playwright
 
 
+def _launch(p):
+    return p.chromium.launch(executable_path=CHROMIUM, args=[
+        "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+
+
+TOASTS = ".toast-body"
+"""Gradio's pop-ups (gr.Warning, gr.Error, gr.Info): the Space shows none of its own."""
+
+
+def _cli_flags(text: str) -> list[str]:
+    """Command-line flags in a text a web visitor reads (``--model``, ``--allow-missing``...)."""
+    return re.findall(r"(?<![\w-])--[a-z][\w-]*", text)
+
+
 def test_space_in_headless_chromium(space, tmp_path):
     sync_playwright = _browser()
     batch = tmp_path / "batch.csv"
@@ -127,10 +160,11 @@ def test_space_in_headless_chromium(space, tmp_path):
                      "Send me the report now.,Could you send the report?,polite,A\n"
                      "Send me the report now.,Could you send the invoice?,polite,B\n", encoding="utf-8")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        browser = _launch(p)
         page = browser.new_page()
         page.goto(space.url)
+        banner = page.locator("#banner").inner_text()  # one note at the top: random weights, every tab works
+        assert "Random weights (tiny-random): not for numbers." in banner and "every tab works" in banner, banner
         page.locator("#source textarea").fill("Send me the report now.")
         page.locator("#rewrite textarea").fill("Could you please send me the invoice?")
         page.locator("#style textarea").fill("polite")
@@ -143,29 +177,34 @@ def test_space_in_headless_chromium(space, tmp_path):
         text = "".join(tokens.inner_text().split())  # the rewrite, token by token (BPE pieces)
         assert "Couldyoupleasesendmetheinvoice?" in text, text
         assert "unexplained" in tokens.inner_text() or "style" in tokens.inner_text()  # the legend
-        assert "S-BLEU" in page.locator("#readings").inner_text()
+        readings = page.locator("#readings").inner_text()
+        assert "S-BLEU" in readings and "random weights: not for numbers" in readings
         page.screenshot(path=str(tmp_path / "score.png"), full_page=True)
 
-        page.locator("#style textarea").fill("")  # an error the user can act on
+        page.locator("#style textarea").fill("")  # an error the user can act on: said once, in the page
         page.locator("#score").click()
-        page.get_by_text("Please fill in the target style.").first.wait_for(timeout=30_000)
-        time.sleep(6)  # the toast fades; the status stays in the page and the stale result is gone
-        assert "Please fill in the target style." in page.locator("#score-status").inner_text()
-        assert "LogProb content" not in page.locator("#readings").inner_text()
-        page.screenshot(path=str(tmp_path / "error-after-toast.png"), full_page=True)
+        page.locator("#score-status").get_by_text("Please fill in the target style.").wait_for(timeout=30_000)
+        assert page.get_by_text("Please fill in the target style.").count() == 1 and page.locator(TOASTS).count() == 0
+        assert "LogProb content" not in page.locator("#readings").inner_text()  # the stale result is gone
         page.screenshot(path=str(tmp_path / "error.png"), full_page=True)
 
         page.get_by_role("tab", name="Batch").click()
-        big = tmp_path / "big.csv"  # 3 MB: over the demo's limit, under the upload's; the status line says so
+        big = tmp_path / "big.csv"  # 3.1 MB: over the demo's limit, under the upload's; the status line says so
         big.write_text("source,rewrite,style\n" + "Send me the report now.,Could you send it?,polite\n" * 64_000,
                        encoding="utf-8")
         page.locator("#batch-file input[type=file]").set_input_files(str(big))
+        deadline, shown = time.time() + 60, None
+        while shown is None and time.time() < deadline:  # the component lists the file with its size once uploaded
+            shown = re.search(r"\d+\.\d (?:KB|MB)", page.locator("#batch-file").inner_text().replace("\xa0", " "))
+            time.sleep(0.2)
+        assert shown and shown.group() == "3.1 MB", page.locator("#batch-file").inner_text()  # Gradio's own figure
         page.locator("#batch").click()
         status = page.locator("#batch-status")
         deadline = time.time() + 60
         while "MB" not in status.inner_text() and time.time() < deadline:
             time.sleep(0.2)
-        assert "big.csv is 3.2 MB; the demo takes files up to 2 MB" in status.inner_text(), status.inner_text()
+        assert f"big.csv is {shown.group()}; the demo takes files up to 2.0 MB" in status.inner_text(), status.inner_text()
+        assert _cli_flags(status.inner_text()) == [] and page.locator(TOASTS).count() == 0
         page.locator("#batch-file").get_by_role("button", name="Clear").click()  # the user removes it
         page.locator("#batch-file input[type=file]").set_input_files(str(batch))
         page.locator("#batch").click()
@@ -177,11 +216,12 @@ def test_space_in_headless_chromium(space, tmp_path):
         downloaded = tmp_path / "scored.csv"
         info.value.save_as(downloaded)
         text = downloaded.read_text(encoding="utf-8")
-        assert text.splitlines()[0] == "row,system,source,rewrite,style,content,style_strength,signature"
-        assert len(text.splitlines()) == 3 and ",logprob|model:" in text.splitlines()[1]
+        assert text.splitlines()[0] == "row,system,source,rewrite,style,content,style_strength,signature,warning"
+        assert len(text.splitlines()) == 3 and ",logprob|model:tiny-random@" in text.splitlines()[1]
         means = page.locator("#batch-means").inner_text()
         assert "[" in means and "A" in means and "B" in means  # per system: mean [lo, hi] (cluster)
-        page.screenshot(path=str(tmp_path / "batch.png"), full_page=True)
+        assert page.locator("#batch-status").inner_text().strip() == "" and page.locator(TOASTS).count() == 0
+        page.screenshot(path=str(tmp_path / "batch.png"), full_page=True)  # no pop-up of the earlier errors on it
 
         page.get_by_role("tab", name="Meta-evaluation").click()
         board = page.locator("#leaderboard").last  # Gradio puts the elem_id on the block and on the table
@@ -189,9 +229,49 @@ def test_space_in_headless_chromium(space, tmp_path):
         while "acc_eq" not in board.inner_text() and time.time() < deadline:
             time.sleep(0.2)
         assert "acc_eq" in board.inner_text() and "spearman" in board.inner_text() and "s_chrf" in board.inner_text()
+        cells = [c.strip() for c in page.locator("#metaeval-table").last.inner_text().splitlines()]  # one a line
+        p_values = [cells[i + 4] for i, c in enumerate(cells) if c in ("s_bleu", "s_chrf", "s_paper_bleu")]
+        assert "< 0.0001" in p_values and "0" not in p_values and len(p_values) == 21, cells  # sentiment: p < 1e-4
         page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
         browser.close()
     assert (tmp_path / "score.png").stat().st_size > 0
+
+
+def test_space_without_weights_or_corpora_in_chromium(bare_space, tmp_path):
+    """A newcomer's first start: the banner says what works and what the owner can set; Score fails once, in the
+    page's words; the meta-evaluation tab names no flag and no path of the server (the Space's log has them)."""
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser = _launch(p)
+        page = browser.new_page()
+        page.goto(bare_space.url)
+        banner = page.locator("#banner").inner_text()
+        assert banner.startswith("Scoring is not available in this Space: its model, meta-llama/Llama-3.2-1B-Instruct,")
+        assert "the Score, Compare and Batch tabs do not work" in banner and "STYLEEVAL_MODEL=tiny-random" in banner
+        assert "For the Space's owner" in banner and "Meta-evaluation: not available here" in banner
+        page.screenshot(path=str(tmp_path / "banner.png"), full_page=True)
+        page.locator("#source textarea").fill("Send me the report now.")
+        page.locator("#rewrite textarea").fill("Could you send it?")
+        page.locator("#score").click()
+        status = page.locator("#score-status")
+        status.get_by_text("Scoring is not available").wait_for(timeout=60_000)
+        assert status.inner_text() == ("Error: Scoring is not available in this Space: its model cannot be loaded here "
+                                       "(see the note at the top of the page).")
+        assert page.locator(TOASTS).count() == 0
+        page.screenshot(path=str(tmp_path / "score-error.png"), full_page=True)
+        seen = [page.locator("body").inner_text()]
+        page.get_by_role("tab", name="Meta-evaluation").click()
+        message = page.locator("#metaeval-status").inner_text()
+        assert message.startswith("The meta-evaluation is not available in this Space") and "STYLEEVAL_DATA_DIR" in message
+        seen.append(page.locator("body").inner_text())
+        page.screenshot(path=str(tmp_path / "metaeval.png"), full_page=True)
+        browser.close()
+    for text in seen:  # what a visitor reads: no command-line flag, no path of the server
+        assert _cli_flags(text) == [], _cli_flags(text)
+        assert str(bare_space.data_dir) not in text and os.path.expanduser("~") + "/" not in text
+        assert ".cache" not in text and "/tmp" not in text
+    log = bare_space.log.read_text(encoding="utf-8")  # the owner's details are in the Space's log
+    assert "ModelLoadError" in log and str(bare_space.data_dir) in log
 
 
 @pytest.mark.parametrize("module,endpoint,keys", [("logprob_style", "/score", {"content_preservation"}),
@@ -229,16 +309,27 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
     metrics = {r[0] for r in rows}
     assert metrics == {"s_bleu", "logprob_content"} and fig is not None
     assert {r[1] for r in rows} >= {"all", "politeness", "formality"}
+    assert all(isinstance(r[4], str) and r[4] != "0" for r in rows)  # p-values as text, with a floor
+    # each metric has the colour the CLI's figures give it, whatever else the CLI's run compares
+    from styleeval.metaeval.plots import metric_colors
+    from styleeval.metrics import DEFAULT_METRICS
+
+    cli = metric_colors([*DEFAULT_METRICS, "logprob_content", "autorater_meaning"])
+    bars = {c.get_label(): c.patches[0].get_facecolor() for c in fig.axes[0].containers}
+    assert set(bars) == {"s_bleu", "logprob_content"}
+    assert all(bars[m] == pytest.approx(cli[m]) for m in bars), (bars, cli)
 
 
-def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path):
+def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path, capsys):
     from styleeval.demo import metaeval_summary, metaeval_unavailable
 
     with pytest.raises(Exception) as info:
         metaeval_summary(str(tmp_path / "no-mirror"))
     message = metaeval_unavailable(info.value)
     assert message.startswith("**The meta-evaluation is not available in this Space**")
-    assert str(tmp_path / "no-mirror") in message and "STYLEEVAL_DATA_DIR" in message
+    assert "STYLEEVAL_DATA_DIR" in message and "For the Space's owner" in message
+    assert str(tmp_path) not in message and _cli_flags(message) == []  # the cause has both: it goes to the log
+    assert str(tmp_path / "no-mirror") in capsys.readouterr().err
     assert "docs/" not in message and "\n" not in message  # said in the page, not a link to a file of the repo
     app = (ROOT / "spaces" / "style_eval_demo" / "app.py").read_text(encoding="utf-8")
     assert "docs/" not in app and 'gr.Markdown(m_message, elem_id="metaeval-status")' in app
@@ -297,8 +388,8 @@ def test_batch_uploads_are_bounded_and_errors_name_only_the_upload(tiny_model_di
         for _ in range(55_000):
             f.write(line)
     tracemalloc.start()
-    with pytest.raises(ValueError, match=r"^huge.csv is 55.\d MB; the demo takes files up to 2 MB"):
-        demo.batch(str(big))
+    with pytest.raises(ValueError, match=r"^huge.csv is 52.9 MB; the demo takes files up to 2.0 MB"):
+        demo.batch(str(big))  # 55,495,021 bytes: 52.9 MB as Gradio's file component shows it
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 5_000_000  # the file was never read
@@ -349,3 +440,61 @@ def test_concurrent_users_get_the_answers_of_the_same_requests_alone(space, tiny
     with ThreadPoolExecutor(max_workers=4) as pool:
         together = list(pool.map(run, calls * 3))
     assert together == alone * 3
+
+
+def test_the_banner_says_what_works_without_loading_the_model(tiny_model_dir, monkeypatch, capsys):
+    """Decided at start through the backends' interface (no weights loaded): the model by name (a local folder by
+    its name only), random weights, weights that cannot be had (which tabs, what the owner can set), no corpora."""
+    from styleeval.backends.local import LocalBackend
+    from styleeval.demo import Demo, space_banner
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(LocalBackend, "__init__", lambda *a, **k: pytest.fail("the banner loaded a model"))
+    banner = space_banner(Demo(model=str(tiny_model_dir), autorater=False))
+    assert banner == f"**Model**: `{tiny_model_dir.name} (a local folder)`, for LogProb (the first request loads it " \
+                     "and takes longer). The autorater is switched off in this Space."
+    assert space_banner(Demo(model="tiny-random")).startswith("**Random weights (tiny-random): not for numbers.**")
+    missing = space_banner(Demo(model="nobody/no-such-model"), metaeval_available=False)
+    assert missing.startswith("**Scoring is not available in this Space**: its model, `nobody/no-such-model`, "
+                              "cannot be loaded here") and "`STYLEEVAL_MODEL=tiny-random`" in missing
+    assert "the Score, Compare and Batch tabs do not work. *For the Space's owner*" in missing
+    assert missing.endswith("**Meta-evaluation**: not available here (the human ratings could not be loaded; the "
+                            "tab says more).")
+    assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err  # the cause, for the owner, in the log
+    served = space_banner(Demo(model="1b", base_url="http://127.0.0.1:9/v1"))  # nothing listens: never asked
+    assert served.startswith("**Model**: `meta-llama/Llama-3.2-1B-Instruct`, for LogProb and the autorater")
+    assert space_banner(Demo(base_url="http://127.0.0.1:9/v1")).startswith(
+        "**Model**: `the model the server serves`")
+    assert _cli_flags(banner + missing + served) == []
+
+
+def test_errors_in_the_spaces_words(tiny_model_dir, monkeypatch, capsys):
+    """Every error of a request as the page says it: the visitor's own input errors with what to do in the page,
+    a model that cannot be loaded or a failing backend in the page's words (details in the log), never a flag."""
+    from styleeval.backends import BackendError
+    from styleeval.demo import Demo, visitor_message
+    from styleeval.errors import UserError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError) as missing:
+        Demo(model="nobody/no-such-model", autorater=False).score("Send it.", "Could you send it?", "polite")
+    assert "--model tiny-random" in str(missing.value)  # the CLI's advice, which the page does not repeat
+    assert visitor_message(missing.value) == ("Scoring is not available in this Space: its model cannot be loaded "
+                                              "here (see the note at the top of the page).")
+    with pytest.raises(UserError) as long:  # the tiny model's context is 512 tokens
+        Demo(model=str(tiny_model_dir), autorater=False).score("Send it.", "".join(map(chr, range(0x4E00, 0x4F00))),
+                                                               "polite")  # 256 characters of 3 bytes each
+    said = visitor_message(long.value)
+    assert said.startswith("The source and rewrite are too long for this Space's model: prompt + rewrite is ")
+    assert said.endswith("; shorten it") and "on_overflow" not in said
+    assert visitor_message(UserError("x.csv, line 2: not valid utf-8: save the file as UTF-8 or pass the file's "
+                                     "encoding (--encoding latin-1, encoding='latin-1')")) == (
+        "x.csv, line 2: not valid utf-8: save the file as UTF-8 and upload it again")
+    capsys.readouterr()
+    failed = visitor_message(BackendError("http://10.0.0.7:8000/v1: 503 Service Unavailable"))
+    assert failed.startswith("The model did not answer this request") and "10.0.0.7" not in failed
+    bug = visitor_message(RuntimeError("/home/owner/x.py went wrong"))
+    assert bug.startswith("Something went wrong on the server (RuntimeError)") and "/home" not in bug
+    log = capsys.readouterr().err
+    assert "10.0.0.7" in log and "RuntimeError: /home/owner/x.py went wrong" in log
+    assert _cli_flags(failed + bug + said) == []

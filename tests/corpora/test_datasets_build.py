@@ -1,4 +1,4 @@
-"""The Hub dataset folders: cards, scripts/build_datasets.py and scripts/push_to_hub.py (dry run), offline."""
+"""The Hub dataset folders: cards, `styleeval build-datasets` and scripts/push_to_hub.py (dry run), offline."""
 
 from __future__ import annotations
 
@@ -34,14 +34,20 @@ def load_script(name: str):
     return module
 
 
-build_script = load_script("build_datasets")
 push_script = load_script("push_to_hub")
+
+
+def build(argv: list[str]) -> int:
+    """``styleeval build-datasets`` with ``argv``."""
+    from styleeval.cli import main
+
+    return main(["build-datasets", *argv])
 
 
 @pytest.fixture(scope="module")
 def built(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("hub")
-    status = build_script.main(["--out", str(out), "--data-dir", str(data_dir),
+    status = build(["--out", str(out), "--data-dir", str(data_dir),
                                 "style_gap_testset", "lai_formality", "mir_yelp", "asset", "stel"])
     assert status == 0
     return out
@@ -111,7 +117,7 @@ def test_built_rows_match_load_corpus(built, tmp_path):
 
 def test_stel_restricted_stays_local(data_dir, tmp_path, capsys):
     out = tmp_path / "hub"
-    assert build_script.main(["--out", str(out), "--data-dir", str(data_dir), "stel", "--include-restricted"]) == 0
+    assert build(["--out", str(out), "--data-dir", str(data_dir), "stel", "--include-restricted"]) == 0
     folder = out / "stel"
     assert (folder / "data/restricted/formality.parquet").is_file()
     assert (folder / "data/restricted/simplicity.parquet").is_file()
@@ -156,22 +162,21 @@ def test_push_dry_run_and_guards(built, tmp_path, capsys):
 def test_build_reports_missing_sources(data_dir, tmp_path, capsys):
     # a file absent from the mirror (Ziegenbein's ratings) is a clear note, not a failed build; but when nothing asked
     # for could be built the run fails and says what to set (issue 22)
-    status = build_script.main(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness"])
+    status = build(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness"])
     err = capsys.readouterr().err
     assert "note: ziegenbein_appropriateness skipped" in err and "study_abs_results.csv" in err
     assert status == 1 and "nothing was built" in err
-    status = build_script.main(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness",
-                                "mir_yelp"])
+    status = build(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness", "mir_yelp"])
     assert status == 0 and "note: ziegenbein_appropriateness skipped" in capsys.readouterr().err
     # a corrupt file is a failure
     mirror = tmp_path / "mirror"
     bad = mirror / "asset" / "human_ratings" / "human_ratings.csv"
     bad.parent.mkdir(parents=True)
     bad.write_text("not the file\n", encoding="utf-8")
-    status = build_script.main(["--out", str(tmp_path / "o2"), "--data-dir", str(mirror), "asset"])
+    status = build(["--out", str(tmp_path / "o2"), "--data-dir", str(mirror), "asset"])
     assert status == 1 and "not built: asset" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        build_script.main(["--out", str(tmp_path), "nonsense"])
+    assert build(["--out", str(tmp_path), "nonsense"]) == 2
+    assert "build-datasets: error: unknown datasets nonsense; choose from style_gap_testset, " in capsys.readouterr().err
 
 
 def test_build_ziegenbein_with_ratings_file(data_dir, tmp_path, monkeypatch):
@@ -187,7 +192,7 @@ def test_build_ziegenbein_with_ratings_file(data_dir, tmp_path, monkeypatch):
     monkeypatch.setitem(_checksums.GIT_BLOB_SHA1, f"ziegenbein_appropriateness/{zieg.RATINGS}",
                         _files.git_blob_sha1(ratings))
     out = tmp_path / "hub"
-    assert build_script.main(["--out", str(out), "--data-dir", str(mirror), "ziegenbein_appropriateness"]) == 0
+    assert build(["--out", str(out), "--data-dir", str(mirror), "ziegenbein_appropriateness"]) == 0
     ds = datasets.load_dataset(str(out / "ziegenbein_appropriateness"), "default", split="test",
                                cache_dir=str(tmp_path / "hf"))
     assert len(ds) == 1350 and ds.features == RATING_FEATURES and set(ds["n_raters"]) == {5}

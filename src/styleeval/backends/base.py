@@ -169,6 +169,19 @@ class Backend(ABC):
         return None
 
     @classmethod
+    def weights_error(cls, model: Any, tokenizer: Any = None) -> UserError | None:
+        """The error opening ``model`` (and ``tokenizer``) would end in for want of weights, found without loading
+        anything: not here and not downloadable (a backend that downloads asks once per process, within seconds);
+        ``None`` when nothing is known to be missing (a server holds its own weights). What the Space tells its
+        visitors at start."""
+        return None
+
+    @classmethod
+    def model_label(cls, model: Any) -> str:
+        """``model`` as given (``None``: this backend's default) named for a reader: a page, a log line."""
+        return "the default model" if model is None else str(model)
+
+    @classmethod
     def shared_instances(cls) -> list[Backend]:
         """The backends :meth:`shared` opened (what :func:`styleeval.backends.verify_shared` probes again)."""
         return list(cls.__dict__.get("_shared", {}).values())

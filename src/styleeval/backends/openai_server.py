@@ -51,6 +51,7 @@ from styleeval.backends.base import (
 )
 from styleeval.backends.transport import Transport, TransportError
 from styleeval.errors import UserError
+from styleeval.hub import hub_id
 from styleeval.optiontypes import Option
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
@@ -445,6 +446,11 @@ class ServerBackend(Backend):
     )
     kind = "server"
     capabilities = frozenset({CANDIDATE_LOGPROBS, SERVER_CHAT})
+
+    @classmethod
+    def model_label(cls, model: Any) -> str:
+        """A preset's served name, else the name given; ``None``: the server's only model."""
+        return "the model the server serves" if model is None else hub_id(model)
 
     def __init__(self, model: str | None, base_url: str, tokenizer: Any = None, revision: str | None = None,
                  trust_remote_code: bool = False, api_key: str | None = None,

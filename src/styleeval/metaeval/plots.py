@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,11 +18,30 @@ from styleeval.metaeval.grouping import Group, group_averages
 
 
 def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
-    """One fixed colour per metric (by its position in the run's metric list), the same in every figure."""
+    """One colour per metric, chosen by its name: a metric has the same colour in every figure of every run (the
+    CLI's and the Space's), whatever else is compared beside it. The palette is 20 strong colours (tab10, then the
+    darkest of each hue group of tab20b and tab20c); a name's colour is ``crc32(name) % 20``, and where two names
+    of ``metrics`` want the same colour, the later one in alphabetical order takes the next free one (the same
+    choice in every figure with both).
+
+    >>> colors = metric_colors(["s_bleu", "s_chrf", "s_paper_bleu"])
+    >>> all(colors[m] == metric_colors(["logprob_content", "s_ter", m])[m] for m in colors)
+    True
+    """
     import matplotlib
 
-    cmap = matplotlib.colormaps["tab10" if len(metrics) <= 10 else "tab20"]
-    return {m: cmap(k % cmap.N) for k, m in enumerate(metrics)}
+    palette = [matplotlib.colormaps["tab10"](k) for k in range(10)] + [
+        matplotlib.colormaps[name](k) for name in ("tab20b", "tab20c") for k in range(0, 20, 4)]
+    taken: dict[int, str] = {}
+    for name in sorted(set(map(str, metrics))):
+        slot = zlib.crc32(name.encode("utf-8")) % len(palette)
+        for step in range(len(palette)):
+            if (slot + step) % len(palette) not in taken:
+                slot = (slot + step) % len(palette)
+                break
+        taken.setdefault(slot, name)  # more than 20 metrics: colours repeat
+    chosen = {name: slot for slot, name in taken.items()}
+    return {m: palette[chosen.get(str(m), zlib.crc32(str(m).encode("utf-8")) % len(palette))] for m in metrics}
 
 
 def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman correlation",

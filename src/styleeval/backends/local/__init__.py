@@ -4,6 +4,7 @@ every log-probability (:mod:`.engine`, with its attention in :mod:`.attention`),
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -147,6 +148,26 @@ class LocalBackend(Backend):
             return None
         model = hub_id(model)
         return None if available_here(model, ("config.json",)) else f"{model}: not in the local Hugging Face cache"
+
+    @classmethod
+    def weights_error(cls, model: Any, tokenizer: Any = None) -> UserError | None:
+        """:func:`check_weights`'s error (a :class:`~styleeval.hub.ModelLoadError`: not in the local cache and not
+        downloadable, one probe of at most :data:`~styleeval.hub.PROBE_SECONDS` per process), or ``None``."""
+        try:
+            check_weights(model, tokenizer)
+        except UserError as err:
+            return err
+        return None
+
+    @classmethod
+    def model_label(cls, model: Any) -> str:
+        """A preset's Hub id (the default: :data:`~styleeval.hub.DEFAULT_MODEL`), a local folder's name (its path
+        is the machine's business), else the name as given."""
+        if not isinstance(model, (str, type(None))):
+            return type(model).__name__
+        name = hub_id(DEFAULT_MODEL if model is None else model)
+        folder = os.path.expanduser(name)
+        return f"{os.path.basename(os.path.normpath(folder))} (a local folder)" if os.path.isdir(folder) else name
 
     @classmethod
     def shared(cls, model: Any, options: dict[str, Any], need_tokenizer: bool = True) -> Backend:

@@ -1,0 +1,84 @@
+"""``styleeval build-datasets``: the Hub dataset folders, ``<out>/<name>/data/<config>.parquet`` beside each
+dataset card.
+
+    styleeval build-datasets                                # every dataset into ./datasets/
+    styleeval build-datasets asset stel --out /tmp/ds       # the cards are copied into /tmp/ds/<name>/
+    styleeval build-datasets stel --include-restricted      # + STEL formality/simplicity (local use only)
+
+The cards come with the package (:func:`styleeval.bundled.dataset_card`); the work is
+:func:`styleeval.corpora.configs.write_dataset_folder`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+SUMMARY = "build the Hub dataset folders (Parquet files beside each dataset card)"
+"""What ``styleeval --help`` says of this command."""
+
+EPILOG = """\
+Sources come from --data-dir / $STYLEEVAL_DATA_DIR (a local mirror) or are downloaded and checksummed. Afterwards
+datasets.load_dataset("<out>/<name>", "<config>") works offline. A dataset whose sources are missing (e.g. the
+Ziegenbein ratings file) is reported and skipped; the command exits with status 1 when a dataset fails or none is
+built.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``build-datasets`` sub-command."""
+    from styleeval.corpora import corpus_names
+    from styleeval.corpora.configs import RESTRICTED_DIR
+
+    p = subparsers.add_parser("build-datasets", help=SUMMARY, epilog=EPILOG,
+                              description="Write the Hub dataset folders: <out>/<name>/data/<config>.parquet next to "
+                              "each dataset card.", formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help=f"datasets to build (default: all of {', '.join(corpus_names())})")
+    p.add_argument("--out", type=Path, default=Path("datasets"),
+                   help="root folder (default: datasets/ in the current folder; in a checkout, its datasets/ folder "
+                   "when run from its root)")
+    p.add_argument("--data-dir", default=None, help="local mirror of the sources (else $STYLEEVAL_DATA_DIR)")
+    p.add_argument("--include-restricted", action="store_true",
+                   help=f"also write STEL's licence-restricted samples to <name>/{RESTRICTED_DIR}/ "
+                   "(local use only; never published)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``styleeval build-datasets``; returns the exit status."""
+    from datasets import disable_progress_bars
+
+    from styleeval.bundled import dataset_card
+    from styleeval.corpora import CorpusError, MissingFileError, corpus_names
+    from styleeval.corpora._files import local_data_dir
+    from styleeval.corpora.configs import write_dataset_folder
+    from styleeval.errors import UserError
+
+    unknown = [n for n in args.names if n not in corpus_names()]
+    if unknown:
+        raise UserError(f"unknown datasets {', '.join(unknown)}; choose from {', '.join(corpus_names())}")
+    disable_progress_bars()
+    local_data_dir(args.data_dir)  # a data folder that is not there: one line now (a CorpusError)
+    failed, built = [], []
+    for name in args.names or list(corpus_names()):
+        print(f"{name}:")
+        try:
+            write_dataset_folder(name, args.out, dataset_card(name), args.data_dir,
+                                 include_restricted=args.include_restricted)
+            built.append(name)
+        except MissingFileError as err:  # e.g. Ziegenbein's ratings, absent from a mirror: not a failed build
+            print(f"  note: {name} skipped: {err}", file=sys.stderr)
+        except CorpusError as err:
+            print(f"  FAILED: {err}", file=sys.stderr)
+            failed.append(name)
+    if failed:
+        print(f"not built: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    if not built:
+        print("styleeval build-datasets: nothing was built: no source file could be read or downloaded. Point "
+              "--data-dir (or STYLEEVAL_DATA_DIR) at a local mirror laid out like ../shared/data, or run with network "
+              "access", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,55 @@
+"""``styleeval reproduce-paper``: Tables 3, 4 and 5 of Pauli et al. (2025) beside ours, as far as weights and data
+allow.
+
+    styleeval reproduce-paper --data-dir ../shared/data [--write docs/reproduction.md] [--online]
+
+The work is :func:`styleeval.metaeval.paper.reproduce`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+SUMMARY = "the paper's Tables 3-5 (Pauli et al. 2025) computed and printed beside the published values"
+"""What ``styleeval --help`` says of this command."""
+
+EPILOG = """\
+Every row of the three tables is attempted with the metric that implements it (s_paper_bleu for the paper's NLTK
+BLEU, logprob_content:model=8b for LogProb 8b, ...); cells that cannot be computed say why (missing weights,
+ratings not public, metric not implemented). Without --online the Hugging Face clients run offline: models that are
+not in the local cache are reported as missing instead of being downloaded. Scores are cached, so a rerun is
+instant. Needs the embeddings extra (pip install 'styleeval[embeddings]') for the cosine rows.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``reproduce-paper`` sub-command."""
+    p = subparsers.add_parser("reproduce-paper", help=SUMMARY, epilog=EPILOG,
+                              description="Reproduce Tables 3, 4 and 5 of Pauli et al. (2025), \"Mind the Style "
+                              "Gap\", as far as weights and data allow.",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", default=None,
+                   help="local corpus mirror (default: $STYLEEVAL_DATA_DIR, else the corpora are downloaded)")
+    p.add_argument("--cache-dir", default=None,
+                   help="scores cache (default: scores/ in styleeval's cache, $STYLEEVAL_CACHE or ~/.cache/styleeval)")
+    p.add_argument("--no-cache", action="store_true", help="compute every score again")
+    p.add_argument("--online", action="store_true", help="allow Hugging Face downloads")
+    p.add_argument("--no-progress", "-q", action="store_true", help="no progress bars")
+    p.add_argument("--write", default=None, metavar="FILE",
+                   help="also write the comparison as Markdown to FILE (the sections after the tables are kept)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``styleeval reproduce-paper``; returns the exit status."""
+    import os
+
+    from styleeval.hub import go_offline
+
+    if not args.online:  # before the Hugging Face clients are imported (styleeval.metaeval imports them)
+        go_offline()
+    from styleeval.metaeval.paper import Options, reproduce
+
+    return reproduce(Options(data_dir=args.data_dir or os.environ.get("STYLEEVAL_DATA_DIR") or None,
+                             cache_dir=args.cache_dir, no_cache=args.no_cache, online=args.online,
+                             no_progress=args.no_progress, write=args.write))

@@ -1,0 +1,63 @@
+"""``styleeval space``: the demo Space in a browser, from any installation (the same app as
+``spaces/style_eval_demo/app.py``, which a wheel carries: :func:`styleeval.bundled.space_app`).
+
+    styleeval space --model tiny-random            # http://127.0.0.1:7860, random weights: not for numbers
+    styleeval space --model 1b --data-dir ../shared/data --port 8080
+
+The options set the Space's variables (``STYLEEVAL_MODEL``, ``STYLEEVAL_BASE_URL``...), which the app reads as it
+does on the Hub.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+SUMMARY = "the demo Space (Gradio) in a browser: score, compare, batch, meta-evaluation"
+"""What ``styleeval --help`` says of this command."""
+
+EPILOG = """\
+Each option sets the variable the Space reads (as on a Hugging Face Space): --model STYLEEVAL_MODEL, --base-url
+STYLEEVAL_BASE_URL, --tokenizer STYLEEVAL_TOKENIZER, --data-dir STYLEEVAL_DATA_DIR, --no-autorater
+STYLEEVAL_AUTORATER=0, --metaeval-llm STYLEEVAL_METAEVAL_LLM=1, --host/--port GRADIO_SERVER_NAME/_PORT. Needs the
+space extra (pip install 'styleeval[space]'). Stop it with Ctrl-C.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``space`` sub-command."""
+    p = subparsers.add_parser("space", help=SUMMARY, epilog=EPILOG,
+                              description="Run the styleeval demo Space (Gradio) on this machine.",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None,
+                   help="preset, Hub id or local folder (default: 1b; tiny-random: random weights, nothing to "
+                   "download, not for numbers)")
+    p.add_argument("--base-url", default=None, help="score on an OpenAI-compatible server (vLLM) instead")
+    p.add_argument("--tokenizer", default=None, help="tokenizer id or path (with --base-url)")
+    p.add_argument("--data-dir", default=None,
+                   help="local corpus mirror for the meta-evaluation tab (default: $STYLEEVAL_DATA_DIR or download)")
+    p.add_argument("--no-autorater", action="store_true", help="no autorater ratings")
+    p.add_argument("--metaeval-llm", action="store_true",
+                   help="add LogProb's correlations to the meta-evaluation tab (computed at start; a GPU is advised)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``styleeval space`` until interrupted; returns the exit status."""
+    import os
+    import runpy
+
+    from styleeval.bundled import space_app
+    from styleeval.extras import require
+
+    require("gradio", "the Space")  # one line naming the extra, before anything starts
+    settings = {"STYLEEVAL_MODEL": args.model, "STYLEEVAL_BASE_URL": args.base_url,
+                "STYLEEVAL_TOKENIZER": args.tokenizer,
+                "STYLEEVAL_DATA_DIR": os.path.abspath(args.data_dir) if args.data_dir else None,
+                "STYLEEVAL_AUTORATER": "0" if args.no_autorater else None,
+                "STYLEEVAL_METAEVAL_LLM": "1" if args.metaeval_llm else None,
+                "GRADIO_SERVER_NAME": args.host, "GRADIO_SERVER_PORT": str(args.port)}
+    os.environ.update({k: v for k, v in settings.items() if v is not None})
+    runpy.run_path(str(space_app()), run_name="__main__")
+    return 0
