@@ -75,7 +75,7 @@ def online(fake_hub, monkeypatch, tmp_path):
     monkeypatch.setattr(hub, "_REACHABLE", {})
     monkeypatch.setattr(hub, "available_here", lambda name: False)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    for name in hub.OFFLINE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_ENDPOINT", fake_hub.endpoint)
     fake_hub.requests.clear()
@@ -121,6 +121,12 @@ def test_offline_mode_is_said_without_a_request(online, monkeypatch, variable):
     assert f"the Hub cannot be reached ({variable} is set): download it once with network access (unset " \
            f"{variable})" in _decided("someone/public")
     assert online.requests == []
+
+
+@pytest.mark.parametrize("variable", ["HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"])
+def test_the_other_clients_offline_switches_do_not_keep_a_model_offline(online, monkeypatch, variable):
+    monkeypatch.setenv(variable, "1")  # datasets' and evaluate's: the Hub probe of a model never reads them
+    assert _decided("someone/public") is None and len(online.requests) == 1
 
 
 def test_huggingface_hubs_own_offline_flag_is_honoured(online, monkeypatch):

@@ -54,6 +54,7 @@ def available_here(name: str, files: tuple[str, ...] = ("config.json", "tokenize
 
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+"""The variables that put model downloads offline (huggingface_hub's and transformers' switches)."""
 
 
 def _offline() -> str | None:
@@ -130,14 +131,15 @@ nothing; every code path is the real one."""
 
 
 
-OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE")
-"""The Hugging Face clients' offline switches (huggingface_hub, datasets, evaluate, transformers)."""
+CLIENT_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE")
+"""The Hugging Face clients' offline switches (huggingface_hub, datasets, evaluate, transformers); a model's Hub
+probe reads only :data:`OFFLINE_VARIABLES`, the two that govern model downloads."""
 
 
 def go_offline() -> None:
-    """Set :data:`OFFLINE_VARIABLES` to 1 in this process: the clients imported afterwards never download (they read
+    """Set :data:`CLIENT_OFFLINE_VARIABLES` to 1 in this process: the clients imported afterwards never download (they read
     them once, when imported: call this first)."""
-    for var in OFFLINE_VARIABLES:
+    for var in CLIENT_OFFLINE_VARIABLES:
         os.environ[var] = "1"
 
 

@@ -83,6 +83,14 @@ _EMPTY = torch.empty(0, dtype=torch.float32)
 MIN_HEAD_ROWS = 1024
 
 
+def _cache_keyword(decoder: torch.nn.Module) -> str:
+    """The name under which ``decoder`` takes and returns its KV cache: ``cache`` from transformers 5.24 on (which
+    deprecates the old name, warning once), ``past_key_values`` before."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+
+
 def _storage_key(tensor: torch.Tensor) -> tuple[int, int]:
     """Where ``tensor``'s data lives and how often it was modified in place: changes on ``.to()``,
     ``load_state_dict``, an optimizer step (what a cache computed from the tensor must be dropped on)."""
@@ -159,6 +167,7 @@ class ScoringEngine:
             raise UserError(f"max_batch_rows must be positive, got {max_batch_rows}")
         self.model = model
         self.decoder = model.get_decoder()
+        self._cache_name = _cache_keyword(self.decoder)
         self.batch_tokens = int(batch_tokens)
         self.max_batch_rows = max_batch_rows
         if head_rows is not None and head_rows < 1:
@@ -380,10 +389,10 @@ class ScoringEngine:
         positions = torch.arange(start, start + len(tokens), device=self.device)
         kwargs = {}
         if cache is not None:
-            kwargs["past_key_values"] = DynamicCache(list(cache), config=self.model.config)
+            kwargs[self._cache_name] = DynamicCache(list(cache), config=self.model.config)
         out = self.decoder(input_ids=ids, position_ids=positions[None], cache_position=positions, use_cache=True,
                            **kwargs)
-        return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return [(layer.keys, layer.values) for layer in out[self._cache_name].layers]
 
     def _next_batch(self, rows: list[_Row], pos: int, budget: _Budget) -> list[_Row]:
         longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
@@ -449,7 +458,7 @@ class ScoringEngine:
             position_ids = position_ids.to(device)
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
-            kwargs["past_key_values"] = DynamicCache(
+            kwargs[self._cache_name] = DynamicCache(
                 [(k.expand(n_rows, -1, -1, -1), v.expand(n_rows, -1, -1, -1)) for k, v in prefix_cache],
                 config=self.model.config,
             )
