@@ -177,6 +177,29 @@ def test_a_multi_reference_csv_cell_is_a_json_list_or_columns(tmp_path, lai):
         evaluate_systems(repr_rows, ["r_chrf"])
 
 
+def test_a_json_null_reference_cell_is_no_reference(tmp_path, lai):
+    """json.dumps of every row's references, as the Python-list error advises, writes ``null`` for the human
+    references (which have none): scored as the text "null", R-chrF gave them 7.4 and a wrong agreement."""
+    from styleeval.cli import main
+
+    high = [r for r in lai if r["system"] == "HIGH"]
+    rows = high + [{**r, "system": "human", "rewrite": r["references"][0], "references": None} for r in high]
+    outs = {}
+    for how, cell in (("null", json.dumps), ("empty", lambda refs: "" if refs is None else json.dumps(refs))):
+        path = tmp_path / f"{how}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["system", "source_id", "source", "rewrite", "style", "reference", "reference_2"])
+            for r in rows:
+                w.writerow([r["system"], r["source_id"], r["source"], r["rewrite"], r["style"], cell(r["references"]),
+                            "null" if r["references"] is None else ""])
+        outs[how] = tmp_path / f"out-{how}"
+        assert main(["evaluate", str(path), "--metrics", "r_chrf", "--out", str(outs[how]), "--no-progress"]) == 0
+    null, empty = (pd.read_csv(outs[h] / "systems.csv").set_index("system") for h in ("null", "empty"))
+    assert null.loc["human", "n"] == 0 and pd.isna(null.loc["human", "score"]) and null.loc["HIGH", "n"] == 80
+    pd.testing.assert_frame_equal(null, empty)
+
+
 def test_the_report_says_when_alpha_is_out_of_reach_and_what_a_cluster_means():
     report = evaluate_systems(_rows({"A": SOURCES[:4], "B": ["x"] * 4}, SOURCES[:4]), ["s_chrf:agg=mean"])
     assert any("with 4 paired sources the ar test cannot give p below 0.125, above alpha = 0.05" in n

@@ -71,14 +71,18 @@ class SystemRow:
 def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
     """A row's references: ``references`` / ``reference`` (a string, a list, or a JSON list in a CSV cell) plus any
     ``reference_2``, ``reference_3``... columns. A cell that looks like a Python list repr (``['a', 'b']``, what
-    ``str(list)`` or pandas' ``to_csv`` writes) is an error: read as text it would be one wrong reference."""
+    ``str(list)`` or pandas' ``to_csv`` writes) is an error: read as text it would be one wrong reference. A cell
+    that is JSON's ``null`` (what ``json.dumps(None)`` writes for a row without references) means no reference,
+    never the text "null"."""
     refs: list[str] = []
     value = record.get("references")
     if value is None or (isinstance(value, float) and math.isnan(value)):
         value = record.get("reference")
     if isinstance(value, str):
         text = value.strip()
-        if text.startswith("[") and text.endswith("]"):
+        if text == "null":
+            pass
+        elif text.startswith("[") and text.endswith("]"):
             try:
                 parsed = json.loads(text)
             except json.JSONDecodeError:
@@ -98,7 +102,7 @@ def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
                    and (m := re.fullmatch(r"reference_(\d+)", k)))
     for _, column in extra:
         cell = record[column]
-        if isinstance(cell, str) and cell.strip():
+        if isinstance(cell, str) and cell.strip() and cell.strip() != "null":
             refs.append(cell)
         elif cell is not None and not (isinstance(cell, float) and math.isnan(cell)) and not isinstance(cell, str):
             raise UserError(f"{where}: {column} must be text, got {cell!r:.40}")
