@@ -148,3 +148,25 @@ def test_the_space_readings_carry_the_warning(tmp_path, data_dir):
     plain = Demo(model=TINY, autorater=False)  # the reading itself is unchanged after the warning
     assert plain.score("a", "a", "polite")["style_reading"].removeprefix(f"{RANDOM_WEIGHTS}: ").startswith(
         ("about neutral", "the style", "paraphrasing"))
+
+
+def test_the_file_commands_summaries_and_the_evaluate_modules_results_carry_the_warning(tmp_path, capsys):
+    """`styleeval score` / `autorate` printed "mean content -15.12  mean style_strength 8.094e-08 (1 row)" and the
+    evaluate modules returned bare numbers: with random weights each says what they are."""
+    import evaluate
+
+    from styleeval import evaluate_module
+    from styleeval.cli import main
+
+    table = tmp_path / "rows.csv"
+    pd.DataFrame([{"source": s, "rewrite": f"Could you {s}", "style": "polite"} for s in SOURCES[:2]]).to_csv(
+        table, index=False)
+    for command, starts in (("score", "mean content"), ("autorate", "mean meaning")):
+        capsys.readouterr()
+        assert main([command, str(table), "--out", str(tmp_path / f"{command}.jsonl"), "--model", TINY]) == 0
+        err = capsys.readouterr().err
+        assert f"{RANDOM_WEIGHTS}: {starts} " in err, err
+    kwargs = {"predictions": ["Could you send it?"], "sources": ["send it."], "styles": "polite", "model_id": TINY}
+    for module in ("logprob_style", "llm_autorater"):
+        result = evaluate.load(str(evaluate_module(module)), keep_in_memory=True).compute(**kwargs)
+        assert result["warning"] == RANDOM_WEIGHTS and has_random_weights(result["signature"]), result

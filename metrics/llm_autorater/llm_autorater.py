@@ -21,6 +21,7 @@ import evaluate
 import styleeval.autorater.rater
 import styleeval.options
 import styleeval.evaluate_support as support
+import styleeval.labels
 
 _CITATION = """\
 @misc{pauli2025mindthestylegap,
@@ -72,6 +73,7 @@ Returns:
     compliance_rate (`float`): share of rows with `parsed` True.
     meaning_mean (`float`), style_mean (`float`): means over rows (NaN rows left out).
     signature (`str`): model@revision, mode, prompt, parser, decoding, dtype, backend, version.
+    warning (`str`, only with random weights): "random weights: not for numbers" (the tiny-random preset).
 Examples:
 
     >>> judge = evaluate.load("metrics/llm_autorater")  # doctest: +SKIP
@@ -129,4 +131,5 @@ class LlmAutorater(support.SourceStyleInputs, evaluate.Metric):
             "meaning_mean": support.nan_mean(meaning),
             "style_mean": support.nan_mean(style),
             "signature": results.signature,
+            **styleeval.labels.warning_field(results.signature),  # "random weights: not for numbers" with tiny-random
         }

@@ -19,6 +19,7 @@ A thin `evaluate` wrapper: all the work is done by ``styleeval.LogProb``.
 import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
 import styleeval.evaluate_support as support
+import styleeval.labels
 import styleeval.logprob
 import styleeval.options
 
@@ -80,6 +81,7 @@ Returns:
     style_strength_mean (`float`): mean of `style_strength` (NaN rows left out).
     signature (`str`): model, revision, variant, dtype, head precision, chat template hash, end-of-turn,
         backend and version: quote it with the scores.
+    warning (`str`, only with random weights): "random weights: not for numbers" (the tiny-random preset).
 Examples:
 
     >>> logprob = evaluate.load("metrics/logprob_style")  # doctest: +SKIP
@@ -128,4 +130,5 @@ class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
             "content_preservation_mean": support.nan_mean(content),
             "style_strength_mean": support.nan_mean(style),
             "signature": scores.signature,
+            **styleeval.labels.warning_field(scores.signature),  # "random weights: not for numbers" with tiny-random
         }

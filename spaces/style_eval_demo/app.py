@@ -97,7 +97,7 @@ def _with_status(*cleared):
 def score_api(source: str, rewrite: str, style: str) -> dict:
     """Scores of one rewrite: LogProb content and style, the autorater's ratings, S-BLEU and S-chrF."""
     out = DEMO.score(source, rewrite, style)
-    keys = ("content", "style", "autorater", "s_bleu", "s_chrf", "signature")
+    keys = ("content", "style", "autorater", "s_bleu", "s_chrf", "signature", "warning")
     return {k: out[k] for k in keys if k in out}
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from styleeval.errors import RowError, UserError
 from styleeval.hub import TINY_RANDOM, ModelLoadError
-from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure
+from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure, warning_field
 
 MAX_CHARS = 1000
 """Longest source / rewrite / style the demo scores (characters)."""
@@ -185,8 +185,7 @@ class Demo:
                              readable(t["logp_repeat"]), t["best"], readable(t["style"])] for t in tokens],
             "signature": self.logprob().signature,
         }
-        if warning:
-            out["warning"] = RANDOM_WEIGHTS
+        out.update(warning_field(out["signature"]))
         for name in ("s_bleu", "s_chrf"):
             out[name] = get_metric(name).compute([source], [rewrite])[0]
         if self.use_autorater:

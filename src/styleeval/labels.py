@@ -82,6 +82,16 @@ def has_random_weights(signature: Any) -> bool:
     return False
 
 
+def warning_field(signature: Any) -> dict[str, str]:
+    """``{"warning": RANDOM_WEIGHTS}`` for results signed with random weights, else ``{}``: the key every result dict
+    (the evaluate modules', the Space's API) carries beside such numbers.
+
+    >>> warning_field("logprob|model:tiny-random@local-218570e6b3ba"), warning_field("s_bleu|tok:13a")
+    ({'warning': 'random weights: not for numbers'}, {})
+    """
+    return {"warning": RANDOM_WEIGHTS} if has_random_weights(signature) else {}
+
+
 def random_weight_metrics(signatures: Mapping[str, Any]) -> list[str]:
     """The metrics (keys of ``signatures``, in order) computed with random weights."""
     return [name for name, signature in signatures.items() if has_random_weights(signature)]

@@ -89,6 +89,7 @@ def test_score_api(space):
     client = Client(space.url, verbose=False)
     out = client.predict("Send me the report now.", "Could you send the report?", "polite", api_name="/score")
     assert set(out) >= {"content", "style", "autorater", "s_bleu", "s_chrf", "signature"}
+    assert out["warning"] == "random weights: not for numbers"  # the fixture runs the tiny-random preset
     assert out["content"] <= 0 and -1 <= out["style"] <= 1 and 1 <= out["autorater"]["meaning"] <= 5
     with pytest.raises(Exception, match="Please fill in the target style"):
         client.predict("Send me the report now.", "x", "", api_name="/score")

@@ -69,10 +69,13 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     if not result.complete:
         log += f", {result.remaining} left (run the same command again to continue)"
     print(log, file=sys.stderr)
+    from styleeval.labels import RANDOM_WEIGHTS, has_random_weights
+
+    warning = f"{RANDOM_WEIGHTS}: " if has_random_weights(result.signature) else ""
     if result.complete and str(args.out) != "-":
         line = summary(result)
         if line:
-            print(line, file=sys.stderr)
+            print(warning + line, file=sys.stderr)
     if result.signature:
         print(f"signature: {result.signature}", file=sys.stderr)
     return 0
