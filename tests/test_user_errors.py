@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from styleeval.cli import main
+from styleeval.errors import UserError
 from styleeval.metaeval import run_metaeval
 from styleeval.metaeval.data import RatedData
 from styleeval.scoring import ScoresCache, score_dataset
@@ -548,3 +550,51 @@ def test_user_errors_are_one_class_and_still_value_errors():
         caught = {ast.unparse(node.type) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
                   if isinstance(node, ast.ExceptHandler) and node.type is not None}
         assert not any("ValueError" in c.replace("(TypeError, ValueError)", "") for c in caught), (path, caught)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["metaeval", "--leaderboard", "--leaderboard-trials", "-3"], "argument --leaderboard-trials: must be a positive"),
+    (["metaeval", "--leaderboard", "--leaderboard-trials", "0"], "argument --leaderboard-trials: must be a positive"),
+    (["metaeval", "--leaderboard-bootstrap", "-7"], "argument --leaderboard-bootstrap: must be a non-negative"),
+    (["metaeval", "--seed", "-1"], "argument --seed: must be a non-negative integer"),
+    (["evaluate", "IN", "--seed", "-1"], "argument --seed: must be a non-negative integer"),
+])
+def test_settings_that_would_make_p_values_wrong_are_refused(tmp_path, capsys, argv, message):
+    """--leaderboard-trials -3 gave p = -0.5 (every pair significant), -1 a ZeroDivisionError, 0 p = 1 everywhere;
+    a negative seed numpy's traceback."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_python_api_refuses_the_same_settings_before_any_work():
+    from styleeval.metaeval.leaderboard import build_leaderboard
+    from styleeval.systems import evaluate_systems
+
+    rows = [{"source": "a b", "rewrite": "a c", "style": "formal", "system": "A"}]
+    for call, message in ((lambda: build_leaderboard([], trials=-3), "trials must be a positive integer, got -3"),
+                          (lambda: build_leaderboard([], n_boot=-7), "n_boot (bootstrap resamples) must be"),
+                          (lambda: evaluate_systems(rows, ["s_bleu"], seed=-1), "seed must be a non-negative"),
+                          (lambda: evaluate_systems(rows, ["s_bleu"], trials=0), "trials must be a positive"),
+                          (lambda: run_metaeval(["lai_formality"], n_boot=-1), "n_boot (bootstrap resamples)")):
+        with pytest.raises(UserError, match=re.escape(message)):
+            call()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["evaluate", "{csv}", "--metrics", "s_bleu", "--encoding", "utf-16", "--out", "{tmp}/r"],
+     "line 1: not valid utf-16 (UTF-16 stream does not start with BOM)"),
+    (["build-datasets", "--out", "{csv}/x"], "is a file, not a folder; choose another --out"),
+    (["evaluate", "{csv}", "--metrics", "s_meteor:alpha=5", "--out", "{tmp}/r"], "alpha must be in [0, 1]"),
+    (["evaluate", "{csv}", "--metrics", "s_meteor:beta=inf", "--out", "{tmp}/r"], "beta must be a finite number"),
+    (["evaluate", "{csv}", "--metrics", "s_meteor:gamma=-1", "--out", "{tmp}/r"], "gamma must be in [0, 1]"),
+])
+def test_one_line_where_a_traceback_was(tmp_path, capsys, argv, message):
+    """A UTF-8 file read as UTF-16 (a plain UnicodeError, not a UnicodeDecodeError), --out under a file, and METEOR
+    parameters that give scores above 1 or NaN for every row."""
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_text("source,rewrite,style\na b,a c,formal\n", encoding="utf-8")
+    argv = [a.format(csv=csv_path, tmp=tmp_path) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from styleeval.errors import UserError
@@ -20,6 +21,24 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text}")
+    return value
+
+
+def check_out_dir(out: Path) -> None:
+    """``--out`` must be (or be creatable as) a folder: no part of it is a file (checked before any work, which would
+    otherwise be lost at the end)."""
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise UserError(f"--out {out}: {path} is a file, not a folder; choose another --out")
+            return
 
 
 def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -> None:

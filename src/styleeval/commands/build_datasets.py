@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from datasets import disable_progress_bars
 
     from styleeval.bundled import dataset_card
+    from styleeval.commands._options import check_out_dir
     from styleeval.corpora import CorpusError, MissingFileError, corpus_names
     from styleeval.corpora._files import local_data_dir
     from styleeval.corpora.configs import write_dataset_folder
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise UserError(f"unknown datasets {', '.join(unknown)}; choose from {', '.join(corpus_names())}")
     disable_progress_bars()
+    check_out_dir(args.out)
     local_data_dir(args.data_dir)  # a data folder that is not there: one line now (a CorpusError)
     failed, built = [], []
     for name in args.names or list(corpus_names()):

@@ -34,7 +34,12 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
-    from styleeval.commands._options import add_allow_missing, add_figure_options, add_model_argument
+    from styleeval.commands._options import (
+        add_allow_missing,
+        add_figure_options,
+        add_model_argument,
+        non_negative_int,
+    )
     from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # not systems/: pandas, scipy
     from styleeval.stats.resampling import SEED
 
@@ -56,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="ar: paired approximate randomization (10,000 trials, default); bootstrap: paired bootstrap")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (0.05)")
     p.add_argument("--sort-by", default=None, help="the metric systems are ranked by (default: the first)")
-    p.add_argument("--seed", type=int, default=SEED,
+    p.add_argument("--seed", type=non_negative_int, default=SEED,
                    help=f"seed of the bootstrap and randomization draws (default: sacrebleu's, {SEED}: the corpus "
                    "metrics' p-values are those sacrebleu --paired-ar / --paired-bs prints where no shuffle ties)")
     p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8)")
@@ -105,14 +110,13 @@ def _count(n: int, noun: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``UserError``)."""
-    from styleeval.commands._options import metric_specs, missing_metrics_status
-    from styleeval.commands.metaeval import _check_out_dir
+    from styleeval.commands._options import check_out_dir, metric_specs, missing_metrics_status
     from styleeval.metrics import get_metric
     from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems
     from styleeval.systems.report import write_outputs
 
     out = Path(args.out)
-    _check_out_dir(out)
+    check_out_dir(out)
     # built once, before the inputs are read: unknown names, bad options and missing extras fail at once
     specs = DEFAULT_METRICS if args.metrics is None else args.metrics.split(",")
     metrics = [get_metric(spec, data_dir=args.data_dir) for spec in metric_specs(specs, args.model)]

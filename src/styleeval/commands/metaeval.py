@@ -31,7 +31,13 @@ SUMMARY = "correlate metrics with human ratings (paper-style tables and plots)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.commands._options import add_allow_missing, add_figure_options, add_model_argument
+    from styleeval.commands._options import (
+        add_allow_missing,
+        add_figure_options,
+        add_model_argument,
+        non_negative_int,
+        positive_int,
+    )
     from styleeval.corpora import SPECS, rating_corpora
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics
 
@@ -65,8 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", default=None,
                    help="scores cache (default: scores/ in styleeval's cache, $STYLEEVAL_CACHE or ~/.cache/styleeval)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the scores cache")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--bootstrap", type=non_negative_int, default=1000, help="bootstrap resamples for the 95%% CI (0: none)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed")
     p.add_argument("--analysis", choices=("paper", "lai"), default="paper",
                    help="paper: the correlation tables of Pauli et al. (default); lai: Lai et al. (2022)'s analyses on "
                    "lai_formality (inter-annotator agreement, system-level r, per-input tau-like, top/last-N, "
@@ -81,9 +87,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--leaderboard-dimensions", default=None, metavar="DIMS",
                    help="only these human dimensions in the leaderboard, comma-separated (content, style, fluency; "
                    "default: all that the corpora rate); the others are not computed")
-    p.add_argument("--leaderboard-bootstrap", type=int, default=200, metavar="N",
+    p.add_argument("--leaderboard-bootstrap", type=non_negative_int, default=200, metavar="N",
                    help="bootstrap resamples of the leaderboard's CIs (default 200; 0: none)")
-    p.add_argument("--leaderboard-trials", type=int, default=200, metavar="N",
+    p.add_argument("--leaderboard-trials", type=positive_int, default=200, metavar="N",
                    help="PERM-BOTH permutations behind the leaderboard's clusters (default 200; WMT uses 1000, which "
                    "takes about 5x as long)")
     add_figure_options(p, "groups, tasks, datasets, metrics_heatmap; leaderboard; lai_figure3/4")
@@ -95,11 +101,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
     from pathlib import Path
 
-    from styleeval.commands._options import metric_specs, missing_metrics_status
+    from styleeval.commands._options import check_out_dir, metric_specs, missing_metrics_status
     from styleeval.metaeval import run_metaeval, write_report
     from styleeval.scoring import ScoresCache, default_cache_dir
 
-    _check_out_dir(Path(args.out))  # before any work: all of it would be lost at the end otherwise
+    check_out_dir(Path(args.out))  # before any work: all of it would be lost at the end otherwise
     from styleeval.metrics.registry import DEFAULT_METRICS
 
     defaults = args.metrics is None
@@ -107,8 +113,6 @@ def run(args: argparse.Namespace) -> int:
     for file in args.scores:  # metric objects, not specs: no --model to apply
         metrics += _score_file_metrics(file)
     args.metrics = metrics
-    if args.bootstrap < 0:
-        raise UserError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     start = time.perf_counter()
     cache = ScoresCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     if args.analysis == "lai":
@@ -157,6 +161,11 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
                 log=lambda msg: None))
         except UserError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
+    floor = 1 / (args.leaderboard_trials + 1)  # PERM-BOTH's smallest p
+    if floor > 0.05:
+        print(f"note: leaderboard: with {args.leaderboard_trials} permutations no p-value is below {floor:.3g}, above "
+              "alpha = 0.05: no metric can be separated from another (every metric in cluster 1); use more "
+              "--leaderboard-trials", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
                               n_boot=args.leaderboard_bootstrap, progress=False if args.no_progress else None,
                               cache_dir=None if cache.root is None else cache.root / "leaderboard")
@@ -176,15 +185,6 @@ def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:
         raise UserError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
                         f"from {', '.join(DIMENSIONS)} or all")
     return sorted(chosen, key=lambda d: d != default)
-
-
-def _check_out_dir(out) -> None:
-    """``--out`` must be (or be creatable as) a folder: no part of it is a file."""
-    for path in (out, *out.parents):
-        if path.exists():
-            if not path.is_dir():
-                raise UserError(f"--out {out}: {path} is a file, not a folder; choose another --out")
-            return
 
 
 def _score_file_metrics(file: str) -> list:

@@ -114,7 +114,7 @@ STDIN = "-"
 """The input path that reads standard input (CSV or JSONL, told apart by the first character)."""
 
 
-def _decode_error(path: Path, raw: Any, encoding: str, err: UnicodeDecodeError) -> UserError:
+def _decode_error(path: Path, raw: Any, encoding: str, err: UnicodeError) -> UserError:
     """Name the line of ``path`` that is not valid ``encoding``, and what to do. ``raw``: the file open for reading
     bytes, read again from its start line by line (memory independent of the file's size)."""
     raw.seek(0)
@@ -123,10 +123,11 @@ def _decode_error(path: Path, raw: Any, encoding: str, err: UnicodeDecodeError) 
     for number, data in enumerate(lines, start=1):
         try:
             data.decode(encoding)
-        except UnicodeDecodeError:
+        except UnicodeError:  # UTF-16/32 without a byte order mark raise a plain UnicodeError
             line = number
             break
-    return UserError(f"{path}, line {line}: not valid {encoding} ({err.reason}); save the file as UTF-8 or pass "
+    reason = getattr(err, "reason", None) or str(err)
+    return UserError(f"{path}, line {line}: not valid {encoding} ({reason}); save the file as UTF-8 or pass "
                      f"the file's encoding (--encoding latin-1, encoding='latin-1')")
 
 
@@ -174,7 +175,7 @@ def _lines(text: Any, where: Path, encoding: str) -> Iterator[str]:
         for line in text:
             yield line.removeprefix("\ufeff") if first else line
             first = False
-    except UnicodeDecodeError as err:
+    except UnicodeError as err:  # UnicodeDecodeError, or UTF-16/32's missing byte order mark
         raise _decode_error(where, text.buffer, encoding, err) from None
 
 
@@ -228,7 +229,7 @@ def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _
                     yield decode(line).removeprefix("\ufeff")
                 else:
                     yield decode(line)
-    except UnicodeDecodeError as err:
+    except UnicodeError as err:  # UnicodeDecodeError, or UTF-16/32's missing byte order mark
         raise _decode_error(where, raw, encoding, err) from None
 
 

@@ -49,7 +49,9 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
     signatures and scores, the ratings, the corpus's sources and systems), so a rerun on the same scores reads it
     back instead of recomputing its permutations and resamples; any change of input is another key."""
     from styleeval import progress as shown
+    from styleeval.stats import check_settings
 
+    check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)
     tasks = []
     for result in results:
         for dataset in result.dataset_kinds:

@@ -21,6 +21,7 @@ from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_sty
 from styleeval.metrics import Metric, get_metric
 from styleeval.scoring import ScoresCache, score_dataset
 from styleeval.stats.correlation import DegenerateScoresError, correlate, kendall_tau_like, system_level
+from styleeval.stats.resampling import check_settings
 
 CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spearman_p", "pearson", "pearson_p",
                "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
@@ -120,6 +121,7 @@ def run_metaeval(
     """
     if dimension not in DIMENSIONS:
         raise UserError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
+    check_settings(n_boot=n_boot, seed=seed)
     metric_objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=data_dir) for m in metrics]
     names = [m.label for m in metric_objs]
     dupes = sorted({n for n in names if names.count(n) > 1})

