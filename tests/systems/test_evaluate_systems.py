@@ -60,6 +60,27 @@ def test_one_source_id_with_two_source_texts_is_an_error():
         evaluate_systems(rows[:1] + rows[3:], ["s_bleu"])
 
 
+def test_one_source_with_two_styles_or_two_sets_of_references_is_an_error():
+    """Accepted before: r_* metrics, the paired tests and the clusters ran on rows whose systems were given other
+    references (or another target style) for the same source."""
+    rows = _rows({"A": SOURCES[:2], "B": SOURCES[:2]}, SOURCES[:2])
+    styled = [dict(r) for r in rows]
+    styled[-1]["style"] = "informal"
+    with pytest.raises(ValueError, match=r"row 3: source .* has the style 'informal' but 'formal' at row 1"):
+        evaluate_systems(styled, ["s_bleu"])
+    for r in rows:
+        r["references"] = ["hi there", "hello"]
+    reordered = [dict(r) for r in rows]
+    reordered[-1]["references"] = ["hello", "hi there"]  # the same references in another order: the same scores
+    assert evaluate_systems(reordered, ["r_chrf"], n_boot=10, trials=10).systems["n"].tolist() == [2, 2]
+    rows[-1]["references"] = ["hey there"]
+    with pytest.raises(ValueError, match=r"row 3: source .* has the references \['hey there'\] but .* at row 1"):
+        evaluate_systems(rows, ["r_chrf"])
+    rows[-1]["references"] = None  # a system without references (the human references themselves): fine
+    assert evaluate_systems(rows, ["r_chrf"], n_boot=10, trials=10).systems.set_index("system")["n"].to_dict() == {
+        "A": 1, "B": 1}  # compared on the source both have scored
+
+
 @pytest.fixture(scope="module")
 def lai_rows(data_dir):
     from styleeval.corpora import load_corpus

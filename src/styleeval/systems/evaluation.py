@@ -136,12 +136,13 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     optional ``source_id`` (default: the source text; given for some rows, it must be given for all), references
     (``reference`` / ``references``: text, a list, or a JSON list in a CSV cell; ``reference_2``, ``reference_3``...
     columns) and ``human_<dimension>`` ratings. A ``UserError`` names the row: a missing or empty value, a
-    duplicate (system, source_id), one source_id with two source texts, a Python list repr as a reference, a
-    non-finite rating, a rating too large to average (:func:`magnitude_limit`)."""
+    duplicate (system, source_id), one source_id with two source texts, two styles or two sets of references (a system
+    without references is fine), a Python list repr as a reference, a non-finite rating, a rating too large to average (:func:`magnitude_limit`)."""
     records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
     out: list[SystemRow] = []
     seen: dict[tuple[str, str], str] = {}
-    texts: dict[str, tuple[str, str]] = {}
+    texts: dict[str, tuple[str, str, str]] = {}  # source_id -> (source, style, first row)
+    refs: dict[str, tuple[list[str], str]] = {}  # source_id -> (references, first row)
     ids = [_source_id(r.get("source_id")) for r in records]
     limit = magnitude_limit(len(records))
     if any(i is not None for i in ids) and any(i is None for i in ids):
@@ -168,10 +169,21 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
             raise UserError(f"{where}: system {key[0]!r} has a second row for source {source_id!r:.60} (first at "
                             f"{seen[key]}); give each input one row per system, or distinct source_id values")
         seen[key] = where
-        first = texts.setdefault(source_id, (values["source"], where))
+        first = texts.setdefault(source_id, (values["source"], values["style"], where))
         if first[0] != values["source"]:
             raise UserError(f"{where}: source_id {source_id!r:.40} has the source {values['source']!r:.40} but "
-                            f"{first[0]!r:.40} at {first[1]}; one source_id must name one source")
+                            f"{first[0]!r:.40} at {first[2]}; one source_id must name one source")
+        if first[1] != values["style"]:  # the systems would not have done the same task: no paired comparison
+            raise UserError(f"{where}: source {source_id!r:.40} has the style {values['style']!r:.40} but "
+                            f"{first[1]!r:.40} at {first[2]}; every system's row of one source must have its style "
+                            "(or give distinct source_id values)")
+        references = _reference_list(record, where)
+        if references is not None:  # a system without references (the human references themselves) is not scored
+            known = refs.setdefault(source_id, (references, where))
+            if sorted(known[0]) != sorted(references):
+                raise UserError(f"{where}: source {source_id!r:.40} has the references {references!r:.60} but "
+                                f"{known[0]!r:.60} at {known[1]}; r_* metrics compare every system with the same "
+                                "references of a source")
         human = {}
         for column, value in record.items():
             if isinstance(column, str) and column.startswith(HUMAN_PREFIX) and value not in (None, ""):
@@ -188,7 +200,7 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
                 if not math.isnan(number):
                     human[column] = number
         out.append(SystemRow(i, where, values["system"], source_id, values["source"], values["rewrite"],
-                             values["style"], _reference_list(record, where), human))
+                             values["style"], references, human))
     if not out:
         raise UserError("no rows to evaluate")
     return out
