@@ -125,3 +125,27 @@ def test_evaluate_writes_its_figure_in_the_format_asked_and_report_md_links_it(t
         assert b"<svg" in data and b"<image" not in data  # drawn, not a picture inside the file
     assert main([*args, "--no-plots"]) == 0 and not list(out.glob("tradeoff.*"))
     assert "tradeoff" not in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_without_a_content_and_a_style_metric_no_figure_is_said_not_silent(tmp_path, capsys):
+    """report.plot("tradeoff.png") returned None and wrote nothing, and evaluate wrote no tradeoff.png without a
+    word, where the README promised one: now plot() says why and evaluate notes it in report.md and on stderr."""
+    from styleeval.cli import main
+    from styleeval.errors import UserError
+
+    sources = [f"the cat number {i} sat on the mat today" for i in range(4)]
+    rows = [{"system": name, "source": s, "rewrite": f(s), "style": "formal"} for name, f in (("A", str.upper),
+                                                                                            ("B", str)) for s in sources]
+    report = evaluate_systems(rows, ["s_bleu", "s_chrf"], n_boot=10, trials=10, progress=False)
+    with pytest.raises(UserError, match=r"no tradeoff figure: it plots a content metric .* this report has s_bleu, "
+                                        r"s_chrf; add one of each"):
+        report.plot(tmp_path / "tradeoff.png")
+    assert not (tmp_path / "tradeoff.png").exists()
+    table = tmp_path / "in.csv"
+    pd.DataFrame(rows).to_csv(table, index=False)
+    out = tmp_path / "report"
+    capsys.readouterr()
+    assert main(["evaluate", str(table), "--metrics", "s_bleu,s_chrf", "--out", str(out), "--no-progress"]) == 0
+    assert "note: no tradeoff.png: it plots a content metric" in capsys.readouterr().err
+    assert "No tradeoff figure: it plots a content metric" in (out / "report.md").read_text(encoding="utf-8")
+    assert not list(out.glob("tradeoff.*"))

@@ -20,9 +20,10 @@ EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
 optionally source_id (pairs rows across systems; default: the source text), reference or references (for r_*
 metrics) and human_<dimension> ratings (added as rows of the report, with each metric's system-level agreement).
-OUT gets rows.jsonl (every row's scores and the metrics' signatures), systems.csv (system, metric, n, n_missing,
-mean, ci_low, ci_high, cluster), pairs.csv (paired tests, Holm-adjusted per metric), report.md, report.json and
-tradeoff.png (or .pdf / .svg: --figure-format). Per-row scores are kept in OUT/cache: a killed run resumes, a rerun
+OUT gets rows.jsonl (every row's scores and the metrics' signatures), systems.csv (system, metric, aggregate, n,
+n_missing, score, mean, ci_low, ci_high, cluster; a warning column with random weights), pairs.csv (paired tests,
+Holm-adjusted per metric), report.md, report.json and tradeoff.png (or .pdf / .svg: --figure-format) when a content
+and a style metric were computed. Per-row scores are kept in OUT/cache: a killed run resumes, a rerun
 with more metrics computes only the new ones. The tables on stdout fit the terminal's width ($COLUMNS; 100 columns
 when stdout is a file or a pipe): metrics that do not fit go into tables below, or systems become the columns.
 """
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from styleeval.commands._options import check_out_dir, metric_specs, missing_metrics_status
     from styleeval.metrics import get_metric
     from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems
-    from styleeval.systems.report import write_outputs
+    from styleeval.systems.report import no_tradeoff_reason, write_outputs
 
     out = Path(args.out)
     check_out_dir(out)
@@ -137,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
                                                         file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots, figure_format=args.figure_format)
+    if not args.no_plots and "plot" not in paths and (reason := no_tradeoff_reason(report)):
+        print(f"note: no tradeoff.{args.figure_format}: {reason}", file=sys.stderr)
     if args.format == "json":
         print(paths["json"].read_text(encoding="utf-8"))
     else:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from styleeval.errors import UserError
 from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
 from styleeval.labels import (
@@ -86,9 +87,14 @@ class SystemsReport:
         the agreement tables, fitted to ``width`` (default: the terminal's; :func:`to_text`)."""
         return to_text(self, width)
 
-    def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path | None:
-        """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front."""
-        return plot_tradeoff(self, path, content, style)
+    def plot(self, path: str | Path, content: str | None = None, style: str | None = None) -> Path:
+        """``tradeoff.png``: systems in the (content, style) plane with CI bars and the Pareto front. A
+        :class:`~styleeval.errors.UserError` saying why when the report has no content or no style metric to plot
+        (:func:`no_tradeoff_reason`)."""
+        written = plot_tradeoff(self, path, content, style)
+        if written is None:
+            raise UserError(f"no tradeoff figure: {no_tradeoff_reason(self)}")
+        return written
 
     def to_dict(self) -> dict[str, Any]:
         """Everything, for ``report.json``."""
@@ -215,6 +221,8 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
         _table(header, rows + [n_row]), "",
         *([figure_link(figure, "Systems: content preservation vs style strength, with 95% CIs and the Pareto front"),
            ""] if figure else []),
+        *([f"No tradeoff figure: {md_cell(reason)}.", ""] if figure is None and (reason := no_tradeoff_reason(report))
+          else []),
     ]
     significant = report.pairs[report.pairs["significant"]]
     out += ["## Significant differences", ""]
@@ -256,6 +264,15 @@ def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
     """Systems that no other system beats on both coordinates (higher is better on both)."""
     return [s for s, (x, y) in points.items()
             if not any(ox >= x and oy >= y and (ox > x or oy > y) for o, (ox, oy) in points.items() if o != s)]
+
+
+def no_tradeoff_reason(report: SystemsReport) -> str | None:
+    """Why the report has no tradeoff figure (it needs a content and a style metric), or ``None`` when it has one."""
+    if _pick(report.metrics, CONTENT_METRICS) is not None and _pick(report.metrics, STYLE_METRICS) is not None:
+        return None
+    return (f"it plots a content metric ({', '.join(CONTENT_METRICS)}) against a style metric "
+            f"({', '.join(STYLE_METRICS)}), and this report has {', '.join(report.metrics) or 'no metric'}; add one "
+            "of each (or, in Python, name two of its metrics: report.plot(path, content=..., style=...))")
 
 
 def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None = None,
@@ -381,7 +398,7 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
         figure = out / f"tradeoff.{figure_format}"
         tmp = out / f".tradeoff.tmp.{figure_format}"
         try:
-            if report.plot(tmp) is not None:
+            if plot_tradeoff(report, tmp) is not None:
                 os.replace(tmp, figure)
                 paths["plot"] = figure
         except OSError as err:
