@@ -21,7 +21,8 @@ FORMULAS = ['=HYPERLINK("http://x","click")', "@SUM(A1:A2)", "+1+2", "-2+3*4", "
 
 
 def test_the_rules():
-    assert md_cell("A | 99 |\n<b>x</b> & `y`") == "A \\| 99 \\| &lt;b&gt;x&lt;/b&gt; &amp; \\`y\\`"
+    assert md_cell("A | 99 |\n<b>x</b> & `y`") == "A \\| 99 \\| &lt;b>x&lt;/b> &amp; \\`y\\`"
+    assert md_cell("informal->formal") == "informal->formal" and md_cell(" > x") == " \\> x"  # > only where markup
     assert md_code("a|b`c") == "``a|b`c``" and md_code("`x") == "`` `x ``"
     assert terminal_text("\x1b[2Jx\u202e\ty") == "\\x1b[2Jx\\u202e\\ty"
     assert terminal_text("x\ny\tz\x9b", lines=True) == "x\ny\tz\\x9b"

@@ -24,7 +24,7 @@ from typing import Any
 # -------------------------------------------------------------------------------------------------- Markdown
 
 _MD_BREAKS = re.compile(r"[\r\n\x0b\x0c\x85\u2028\u2029]")
-_MD_SPECIAL = {"\\": "\\\\", "|": "\\|", "`": "\\`", "&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MD_SPECIAL = {"\\": "\\\\", "|": "\\|", "`": "\\`", "&": "&amp;", "<": "&lt;"}
 _MD_SPECIAL_RE = re.compile("|".join(map(re.escape, _MD_SPECIAL)))
 
 
@@ -35,9 +35,16 @@ def _controls_as_spaces(text: str) -> str:
 def md_cell(text: object) -> str:
     """``text`` safe in one Markdown table cell, list item or heading, shown as written: line breaks and other
     control characters as spaces, ``|`` and ``\\`` and ````` backslash-escaped (a name such as ``A | 99 |`` cannot
-    add a column, nor a newline a row), ``&``, ``<``, ``>`` as HTML entities (``<script>`` is text, not HTML)."""
+    add a column, nor a newline a row), ``&`` and ``<`` as HTML entities (``<script>`` is text, not HTML: no tag,
+    comment or autolink opens without ``<``). ``>`` stays as written (``informal->formal``), but for a leading one,
+    backslash-escaped (a list item ``> x`` would be a blockquote).
+
+    >>> md_cell("formal->informal | <b>x</b>"), md_cell("> quoted")
+    ('formal->informal \\\\| &lt;b>x&lt;/b>', '\\\\> quoted')
+    """
     text = _controls_as_spaces(_MD_BREAKS.sub(" ", str(text)))
-    return _MD_SPECIAL_RE.sub(lambda m: _MD_SPECIAL[m.group()], text)
+    text = _MD_SPECIAL_RE.sub(lambda m: _MD_SPECIAL[m.group()], text)
+    return re.sub(r"^(\s*)>", r"\1\\>", text)
 
 
 def md_code(text: object) -> str:

@@ -97,3 +97,50 @@ def test_the_leaderboard_and_lai_figures_follow_the_format(toy_result, tmp_path)
     paths = plot_lai_figures(rows, tmp_path, "svg")
     assert [p.name for p in paths] == ["lai_figure3.svg", "lai_figure4.svg"]
     assert all(p.read_bytes().startswith(b"<?xml") for p in paths)
+
+
+def _ticks(fig) -> list[str]:
+    """The x tick labels of a bar figure, each on one line."""
+    return [" ".join(t.get_text().split()) for t in fig.axes[0].get_xticklabels()]
+
+
+def test_a_column_on_fewer_rows_than_all_says_which(cut_result, whole_result):
+    """With R-BLEU in the run the like rows of the test set's ALL are its rows with a reference (one task of three):
+    the label says so and how many of how many (before: "ALL (n = 8)" and "Test set (n = 8)", as if the whole test
+    set; the user's run: "Test set (n = 100)" for 100 of 500 rows, S-BLEU -0.59 there and -0.13 in report.md). The
+    bars are the like-rows numbers; without a reference-based metric every column is on all its rows."""
+    import matplotlib.pyplot as plt
+
+    from styleeval.metaeval.plots import datasets_figure, tasks_figure
+
+    tasks, datasets = tasks_figure(cut_result), datasets_figure(cut_result)
+    assert _ticks(tasks) == ["ALL (sentiment, rows with a reference, n = 8 of 24)", "sentiment (n = 8)",
+                             "catchy (n = 8)", "formality (n = 8)"]
+    assert _ticks(datasets) == ["Test set (sentiment, rows with a reference, n = 8 of 24)",
+                                "toy (rows with a reference, n = 16 of 24)"]
+    assert "every metric on the same rows" in " ".join(tasks.axes[0].get_title().split())
+    like = cut_result.shared_correlations.set_index(["dataset", "subset", "metric"])["spearman"]
+    first_bar = tasks.axes[0].patches[0]  # S-BLEU's ALL bar: the like rows', not its own 24 rows'
+    assert first_bar.get_height() == pytest.approx(like["style_gap_testset", "all", "s_bleu"])
+    own = cut_result.correlations.set_index(["dataset", "subset", "metric"])["spearman"]
+    assert own["style_gap_testset", "all", "s_bleu"] != pytest.approx(first_bar.get_height())
+    assert _ticks(tasks_figure(whole_result))[0] == "ALL (n = 24)"
+    assert _ticks(datasets_figure(whole_result)) == ["Test set (n = 24)", "toy (n = 24)"]
+    plt.close("all")
+
+
+def test_lai_figure_3_names_the_aspect(tmp_path):
+    """lai_figure3 plots the style metrics against the human style ratings: its title says so (before: no title but
+    "Top-N systems" / "Last-N systems")."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from styleeval.metaeval.plots import lai_figure3
+
+    rows = pd.DataFrame([{"table": "figure 3", "metric": m, "dimension": "style", "subset": f"{end}-{n}",
+                          "level": "segment", "value": v}
+                         for m, v in (("c-gyafc", 0.3), ("r-pt16", 0.2)) for end in ("top", "last") for n in (3, 5)])
+    fig = lai_figure3(rows)
+    assert fig._suptitle is not None and "style" in fig._suptitle.get_text()
+    assert "human style ratings" in " ".join(fig._suptitle.get_text().split())
+    plt.close(fig)

@@ -200,3 +200,15 @@ def test_williams_test_by_hand():
     assert williams_test(human, good, bad).p < 0.01 and williams_test(human, bad, good).p > 0.99
     boot = paired_bootstrap(human, good, bad, n_boot=300, seed=0)
     assert boot.p < 0.01 and 0 < boot.ci_low < boot.statistic < boot.ci_high
+
+
+def test_the_cli_counts_numbers_and_lists_the_figures_it_wrote(tmp_path, data_dir, capsys):
+    """``--analysis lai`` says how many numbers it wrote and which PNG figures (before: "37 figures -> lai.csv,
+    lai.md", "figures" meaning numbers, the PNGs unnamed)."""
+    out = tmp_path / "lai"
+    assert main(["metaeval", "--analysis", "lai", "--metrics", "lai:c-gyafc", "--out", str(out), "--no-cache",
+                 "--no-progress", "--data-dir", str(data_dir)]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    n = len(pd.read_csv(out / "lai.csv"))
+    assert line.startswith(f"{n} numbers -> {out / 'lai.csv'}, {out / 'lai.md'}; figures: {out / 'lai_figure3.png'} ")
+    assert (out / "lai_figure3.png").exists() and "figure4" not in line  # no content metric: no figure 4

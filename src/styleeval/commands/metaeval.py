@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out,
                          progress=False if args.no_progress else None, plots=not args.no_plots,
                          figure_format=args.figure_format)
-        print(f"{len(result)} figures -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'} "
+        figures = "; figures: " + ", ".join(result.attrs.get("figures", [])) if result.attrs.get("figures") else ""
+        print(f"{len(result)} numbers -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'}{figures} "
               f"({time.perf_counter() - start:.1f}s)")
         return 0
     result = run_metaeval(

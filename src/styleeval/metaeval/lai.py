@@ -214,8 +214,8 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
             out_dir: str | None = None, progress: bool | None = None, plots: bool = True,
             figure_format: str = "png") -> pd.DataFrame:
     """Score ``metrics`` (specs or metric objects) on ``lai_formality`` and run :func:`lai_analysis`; with ``out_dir`` write ``lai.csv``,
-    ``lai.md`` (every published figure beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png`` (or
-    ``.pdf`` / ``.svg``: ``figure_format``).
+    ``lai.md`` (every published number beside ours) and, with ``plots``, ``lai_figure3.png`` / ``lai_figure4.png`` (or
+    ``.pdf`` / ``.svg``: ``figure_format``; the paths of those written in ``result.attrs["figures"]``).
     ``lai:<score>`` metrics take their own dimension (Lai's files say which aspect each score is for); the others take
     ``dimension``. Reference-based metrics also get Table 4 and the
     multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
@@ -262,15 +262,18 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
 
         spreadsheet_safe(result).to_csv(out / "lai.csv", index=False, float_format="%.6g")
         (out / "lai.md").write_text(comparison_markdown(result), encoding="utf-8")
+        figures = []
         if plots:
             from styleeval.metaeval.plots import plot_lai_figures
 
-            plot_lai_figures(result, out, figure_format)
+            figures = plot_lai_figures(result, out, figure_format)
+        result.attrs["figures"] = [str(path) for path in figures]
     return result
 
 
 def comparison_markdown(result: pd.DataFrame) -> str:
-    """Every published figure of Tables 1, 2, 4 and 5 beside ours (rounded to 2 decimals), then all our rows."""
+    """Every published number of Tables 1, 2, 4 and 5 beside ours (rounded to 2 decimals), then all our rows; every
+    cell of both tables through :func:`~styleeval.escaping.md_cell` (``informal->formal`` alike in both)."""
     from styleeval.escaping import md_cell
 
     keys = ["table", "metric", "dimension", "subset", "level", "statistic"]
@@ -282,9 +285,9 @@ def comparison_markdown(result: pd.DataFrame) -> str:
         ours = "–" if not np.isfinite(r.value) else f"{r.value:.2f}"
         diff = "–" if not np.isfinite(r.value) else f"{r.value - r.published:+.2f}"
         n = "–" if not np.isfinite(r.n) else str(int(r.n))
-        lines.append(f"| {r.table} | {md_cell(r.metric)} | {r.dimension} | {r.subset} | {r.level} | {r.statistic} | {n} | "
-                     f"{r.published:.2f} | {ours} | {diff} |")
-    lines += ["", "## All figures", "", "| " + " | ".join(LAI_COLUMNS) + " |", "|" + "---|" * len(LAI_COLUMNS)]
+        cells = [md_cell(v) for v in (r.table, r.metric, r.dimension, r.subset, r.level, r.statistic)]
+        lines.append(f"| {' | '.join(cells)} | {n} | {r.published:.2f} | {ours} | {diff} |")
+    lines += ["", "## All numbers", "", "| " + " | ".join(LAI_COLUMNS) + " |", "|" + "---|" * len(LAI_COLUMNS)]
     for r in result.itertuples(index=False):
         lines.append("| " + " | ".join(f"{v:.4f}" if isinstance(v, float) else md_cell(v) for v in r) + " |")
     return "\n".join(lines) + "\n"

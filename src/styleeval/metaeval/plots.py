@@ -44,12 +44,24 @@ def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
     return {m: palette[chosen.get(str(m), zlib.crc32(str(m).encode("utf-8")) % len(palette))] for m in metrics}
 
 
-def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman correlation",
+def _save(fig, path: str | Path) -> Path | None:
+    """``fig`` written at ``path`` (in the format its extension names) and closed; ``None`` without a figure."""
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt
+
+    save_figure(fig, path)
+    plt.close(fig)
+    return Path(path)
+
+
+def _bars(matrix: pd.DataFrame, title: str, ylabel: str = "Spearman correlation",
           colors: dict[str, tuple] | None = None, low: pd.DataFrame | None = None,
-          high: pd.DataFrame | None = None, result=None, counts: dict[str, str] | None = None) -> Path | None:
+          high: pd.DataFrame | None = None, result=None, rows: dict[str, list[str]] | None = None):
     """Grouped bars, one colour per metric; ``result`` labels the metrics (negated, random weights: a warning on
-    the figure), ``counts`` adds each column's number of rows to its tick label. Written in the format ``path``'s
-    extension names; ``None`` (and no file) when there is no correlation to plot."""
+    the figure), ``rows`` adds to each column's tick label which rows it is on (:meth:`SharedRows.parts
+    <styleeval.metaeval.runner.SharedRows.parts>`). The matplotlib figure; ``None`` when there is no correlation
+    to plot."""
     matrix = matrix.dropna(how="all")
     if matrix.empty:
         return None
@@ -77,26 +89,35 @@ def _bars(matrix: pd.DataFrame, title: str, path: Path, ylabel: str = "Spearman 
                color=(colors or {}).get(str(metric)), yerr=yerr, capsize=2 if yerr is not None else 0,
                error_kw={"elinewidth": 0.8})
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{c}\n(n = {counts[c]})" if counts and c in counts else str(c) for c in matrix.columns],
-                       rotation=20, ha="right")
+    ax.set_xticklabels([_tick_label(str(c), (rows or {}).get(c), 0.8 * fig.get_size_inches()[0] / len(x))
+                        for c in matrix.columns], fontsize=8.5)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.legend(fontsize=7, ncol=2, frameon=False)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    columns = int(fig.get_size_inches()[0] * 72 / (12 * 0.55))  # characters on a line of the title
+    ax.set_title("\n".join(textwrap.fill(line, columns) for line in title.split("\n")))
     fig.tight_layout()
     if result is not None:
         mark_figure(fig, [m for m in result.random_weights if m in set(map(str, matrix.index))])
-    save_figure(fig, path)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def _tick_label(column: str, rows: list[str] | None, inches: float) -> str:
+    """A column's name over which rows it is on (``(n = 100)``, or what the rows were cut to, a part a line), wrapped
+    to the ``inches`` a column has (8.5 pt text)."""
+    if rows is None:
+        return column
+    width = max(12, int(inches * 72 / (8.5 * 0.55)))
+    text = "(" + ",\n".join(rows) + ")"
+    return "\n".join([column, *(line for part in text.split("\n") for line in textwrap.wrap(part, width))])
 
 
 def plot_groups(result, groups: Sequence[Group], path: str | Path) -> Path | None:
     """Average correlation per metric and group (system / reference / test set), like the paper's Figure 2."""
     avg = group_averages(result.correlations, groups, result.metrics)
     avg.columns = [g.title for g in groups]
-    return _bars(avg, f"Average correlation per data group ({result.dimension})", Path(path),
-                 colors=metric_colors(result.metrics), result=result)
+    return _save(_bars(avg, f"Average correlation per data group ({result.dimension})",
+                       colors=metric_colors(result.metrics), result=result), path)
 
 
 def _matrices(result, rows: pd.DataFrame, columns: list[str], column_of) -> tuple[pd.DataFrame, ...]:
@@ -110,20 +131,26 @@ def _matrices(result, rows: pd.DataFrame, columns: list[str], column_of) -> tupl
     return tuple(mats)
 
 
-def _counts(rows: pd.DataFrame, column_of) -> dict[str, str]:
-    """Each column's number of rows (``100-500`` where its metrics saw different numbers)."""
-    out: dict[str, list[int]] = {}
+def _rows_of(result, rows: pd.DataFrame, column_of) -> dict[str, list[str]]:
+    """Each column's rows (:attr:`MetaevalResult.shared
+    <styleeval.metaeval.runner.MetaevalResult.shared>`): ``n = 50``, or what they were cut to."""
+    out = {}
     for r in rows.itertuples():
-        col = column_of(r)
-        if col is not None:
-            out.setdefault(col, []).append(int(r.n))
-    return {c: str(min(v)) if min(v) == max(v) else f"{min(v)}-{max(v)}" for c, v in out.items()}
+        col, scope = column_of(r), result.shared.get((r.dataset, r.subset))
+        if col is not None and scope is not None:
+            out[col] = scope.parts()
+    return out
 
 
 def plot_tasks(result, path: str | Path) -> Path | None:
+    """:func:`tasks_figure` at ``path``; ``None`` and no file when the test set is not in the run."""
+    return _save(tasks_figure(result), path)
+
+
+def tasks_figure(result):
     """Correlation per task of the constructed test set (and its ALL column), with bootstrap CIs: in each column every
-    metric on the same rows (``result.shared_correlations``; n under the column's name). ``None`` and no file when
-    the test set is not in the run."""
+    metric on the same rows (``result.shared_correlations``), under the column's name which rows: ``(n = 100)``, or
+    what they were cut to where fewer than all (``result.shared``). ``None`` when the test set is not in the run."""
     corr = result.shared_correlations
     labels = {"all": "ALL"}
     for ds, tasks in result.task_subsets.items():
@@ -132,23 +159,30 @@ def plot_tasks(result, path: str | Path) -> Path | None:
     test = corr[corr.dataset.map(lambda d: result.dataset_kinds.get(d) == "testset")]
     column_of = lambda r: labels.get(r.subset)  # noqa: E731
     mat, low, high = _matrices(result, test, list(labels.values()), column_of)
-    title = f"Test set: correlation per task ({result.dimension})\nin each task every metric on the same n rows"
-    return _bars(mat, title, Path(path), colors=metric_colors(result.metrics), low=low, high=high, result=result,
-                 counts=_counts(test, column_of))
+    title = (f"Test set: correlation per task ({result.dimension})\nin each column every metric on the same rows; where "
+             "these are fewer than all, which ones is written under the column")
+    return _bars(mat, title, colors=metric_colors(result.metrics), low=low, high=high, result=result,
+                 rows=_rows_of(result, test, column_of))
 
 
 def plot_datasets(result, path: str | Path) -> Path | None:
-    """Correlation on the rated rows of each dataset (labelled as in the report), with bootstrap CIs: per dataset
-    every metric on the same rows (``result.shared_correlations``; n under the dataset's name)."""
+    """:func:`datasets_figure` at ``path``."""
+    return _save(datasets_figure(result), path)
 
+
+def datasets_figure(result):
+    """Correlation on the rated rows of each dataset (labelled as in the report), with bootstrap CIs: per dataset
+    every metric on the same rows (``result.shared_correlations``), under the dataset's name which rows: ``(n =
+    640)``, or what they were cut to where fewer than all (``result.shared``)."""
     corr = result.shared_correlations
     labels = {d: dataset_label(d) for d in result.dataset_kinds}
     rows = corr[corr.subset == "all"]
     column_of = lambda r: labels.get(r.dataset)  # noqa: E731
     mat, low, high = _matrices(result, rows, list(labels.values()), column_of)
-    title = f"Correlation per dataset ({result.dimension})\nin each dataset every metric on the same n rows"
-    return _bars(mat, title, Path(path), colors=metric_colors(result.metrics), low=low, high=high, result=result,
-                 counts=_counts(rows, column_of))
+    title = (f"Correlation per dataset ({result.dimension})\nin each column every metric on the same rows; where "
+             "these are fewer than all, which ones is written under the column")
+    return _bars(mat, title, colors=metric_colors(result.metrics), low=low, high=high, result=result,
+                 rows=_rows_of(result, rows, column_of))
 
 
 def metric_correlations(result) -> pd.DataFrame:
@@ -246,22 +280,8 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path, figure_format: s
     import matplotlib.pyplot as plt
 
     out, paths = Path(out_dir), []
-    fig3 = result[result["table"].astype(str) == "figure 3"]
-    if not fig3.empty:
-        colors = metric_colors(list(dict.fromkeys(fig3["metric"])))
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-        for ax, which in zip(axes, ("top", "last")):
-            for metric, rows in fig3[fig3["subset"].str.startswith(which)].groupby("metric", sort=False):
-                n = rows["subset"].str.split("-").str[1].astype(int)
-                order = np.argsort(-n.to_numpy())
-                ax.plot(n.to_numpy()[order], rows["value"].to_numpy()[order], marker="o", label=metric,
-                        color=colors[metric])
-            ax.set_title(f"{which.capitalize()}-N systems")
-            ax.set_xlabel("N (systems sorted by human score)")
-            ax.invert_xaxis()
-        axes[0].set_ylabel("Kendall's tau-like (segment)")
-        axes[1].legend(fontsize=8)
-        fig.tight_layout()
+    fig = lai_figure3(result)
+    if fig is not None:
         paths.append(save_figure(fig, out / f"lai_figure3.{figure_format}"))
         plt.close(fig)
     fig4 = result[(result["table"].astype(str) == "figure 4") & (result["subset"] == "all")]
@@ -281,6 +301,38 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path, figure_format: s
         paths.append(save_figure(fig, out / f"lai_figure4.{figure_format}"))
         plt.close(fig)
     return paths
+
+
+def lai_figure3(result: pd.DataFrame):
+    """Lai et al.'s Figure 3 from ``lai.csv`` rows: each style metric's segment tau-like with the human ratings of
+    the aspect it is for (style) over the top- and last-N systems, the aspect in the title. ``None`` without
+    ``figure 3`` rows. The caller saves and closes the figure."""
+    fig3 = result[result["table"].astype(str) == "figure 3"]
+    if fig3.empty:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = metric_colors(list(dict.fromkeys(fig3["metric"])))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
+    for ax, which in zip(axes, ("top", "last")):
+        for metric, rows in fig3[fig3["subset"].str.startswith(which)].groupby("metric", sort=False):
+            n = rows["subset"].str.split("-").str[1].astype(int)
+            order = np.argsort(-n.to_numpy())
+            ax.plot(n.to_numpy()[order], rows["value"].to_numpy()[order], marker="o", label=metric,
+                    color=colors[metric])
+        ax.set_title(f"{which.capitalize()}-N systems")
+        ax.set_xlabel("N (systems sorted by human score)")
+        ax.invert_xaxis()
+    aspects = " and ".join(dict.fromkeys(fig3["dimension"].astype(str))) if "dimension" in fig3 else "style"
+    axes[0].set_ylabel("Kendall's tau-like (segment)")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(f"Aspect: {aspects}. {aspects.capitalize()} metrics against the human {aspects} ratings, "
+                 "over the top- and last-N systems")
+    fig.tight_layout()
+    return fig
 
 
 def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):

@@ -112,6 +112,49 @@ def dataset_table(result: MetaevalResult) -> str:
     return _md_table(header, rows)
 
 
+def _column_name(result: MetaevalResult, dataset: str, subset: str) -> str:
+    """A (dataset, subset) column's name in the tables: ``Lai``, ``ALL (Test set)``, ``Test set / sentiment``."""
+    if subset == "all":
+        return f"ALL ({dataset_label(dataset)})" if result.dataset_kinds.get(dataset) == "testset" \
+            else dataset_label(dataset)
+    return f"{dataset_label(dataset)} / {subset}"
+
+
+def fewer_rows_note(result: MetaevalResult, columns: list[tuple[str, str]]) -> str | None:
+    """Under a table of each metric's own rows: which metrics saw fewer rows than others in a column (``R-Bleu: 100
+    of 500 rows in ALL (Test set)``), so that no cell reads as computed on its column's full ``n``."""
+    corr = result.correlations
+    parts = []
+    for dataset, subset in columns:
+        sub = corr[(corr.dataset == dataset) & (corr.subset == subset)]
+        if len(sub) and sub.n.min() < sub.n.max():
+            parts += [f"{result.label(r.metric, numbers=False)} {int(r.n)} of {int(sub.n.max())} in "
+                      f"{_column_name(result, dataset, subset)}" for r in sub.itertuples() if r.n < sub.n.max()]
+    if not parts:
+        return None
+    return ("Each metric on the rows it scores; fewer rows than the column's: " + "; ".join(parts) +
+            " (reference-based metrics: the rows with a reference).")
+
+
+def shared_table(result: MetaevalResult) -> str | None:
+    """The columns of ``tasks.png`` and ``datasets.png`` whose like rows are fewer than their rated rows (a
+    reference-based metric in the run): every metric on those rows, each column named with which rows and how many
+    (:meth:`~styleeval.metaeval.runner.SharedRows.describe`). ``None`` where no column was cut."""
+    cut = [(d, s) for (d, s), scope in result.shared.items() if scope.restricted
+           and (s == "all" or (result.dataset_kinds.get(d) == "testset" and s in result.task_subsets.get(d, ())))]
+    if not cut:
+        return None
+    corr = result.shared_correlations
+    values = {(r.metric, r.dataset, r.subset): (r.spearman, r.spearman_p) for r in corr.itertuples()}
+    rows = []
+    for m in result.metrics:
+        row = [result.label(m)] + [_fmt(*values[m, d, s]) if (m, d, s) in values else "–" for d, s in cut]
+        if any(c != "–" for c in row[1:]):
+            rows.append(row)
+    header = ["metric"] + [f"{_column_name(result, d, s)}: {result.shared[d, s].describe()}" for d, s in cut]
+    return _md_table(header, rows + [["n"] + [str(result.shared[d, s].n) for d, s in cut]])
+
+
 def wmt_table(result: MetaevalResult) -> str:
     """Lai et al.'s segment-level Kendall tau-like and system-level Pearson, per dataset and metric."""
     rows = [
@@ -232,8 +275,9 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
              "value in every column). `–` = not applicable (no references) or not computed. `n` = rated rows per "
              "column; as in the paper, each metric is correlated on the rows it scores, so where `n` is a range "
              "(`100-500`) the metrics of a column saw different rows (reference-based metrics only the rows with a "
-             "reference): compare them on the per-dataset and per-task figures or the leaderboard (`--leaderboard`), "
-             "which put every metric on the same rows. Figures show the bootstrap 95% CI as error bars (where "
+             "reference; the note under a table names them): compare them on the per-dataset and per-task figures, "
+             "the section *Every metric on the same rows* (their numbers) or the leaderboard (`--leaderboard`), "
+             "which put every metric on the same rows and say which rows where they are fewer than all. Figures show the bootstrap 95% CI as error bars (where "
              "computed) and give each metric one colour in every figure."]
     if result.negated:
         lines += ["", "Metrics where lower means closer to the source (error rates, novelty) are negated before "
@@ -241,8 +285,21 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
                   f"{md_cell(', '.join(result.negated))}."]
     for g in groups:
         lines += ["", f"## {g.title}", "", group_table(result, g)]
+        columns = [*((d, "all") for d in dict.fromkeys(d for d, _ in g.columns) if g.name == "testset"), *g.columns]
+        note = fewer_rows_note(result, columns)
+        lines += ["", md_cell(note)] if note else []
     if result.dataset_kinds:
         lines += ["", "## All rated rows per dataset", "", dataset_table(result)]
+        note = fewer_rows_note(result, [(d, "all") for d in result.dataset_kinds])
+        lines += ["", md_cell(note)] if note else []
+    same = shared_table(result)
+    if same:
+        lines += ["", "## Every metric on the same rows (the figures' numbers)", "",
+                  "The tables above correlate each metric on the rows it scores (the paper's tables), so a "
+                  "reference-based metric's cell is on fewer rows than its neighbours'. `tasks.png` and `datasets.png` "
+                  "put every metric of a column on the same rows: where a reference-based metric is in the run, these "
+                  "are only the rows with a reference, and the other metrics' numbers change with them. Those columns, "
+                  "each named with the rows it is on:", "", same]
     if len(result.wmt):
         lines += ["", "## Lai et al. (2022): segment-level Kendall's tau-like and system-level Pearson", "",
                   "Pairs of system outputs for the same source; human ties skipped, metric ties discordant; "

@@ -31,6 +31,42 @@ WMT_COLUMNS = ["dataset", "subset", "metric", "dimension", "n_pairs", "kendall_l
 Loader = Callable[[str], Any]
 
 
+@dataclass(frozen=True)
+class SharedRows:
+    """Which rows a column's like-rows correlations (:attr:`MetaevalResult.shared_correlations`) use: those of its
+    ``n_rated`` rated rows that every metric of the column scores (:func:`shared_rows`).
+
+    >>> SharedRows(100, 500, ("sentiment", "detoxification"), references=True).describe()
+    'sentiment, detoxification: rows with a reference, n = 100 of 500'
+    >>> SharedRows(640, 720, references=True).describe(), SharedRows(500, 500).describe()
+    ('rows with a reference, n = 640 of 720', 'n = 500')
+    """
+
+    n: int
+    n_rated: int
+    tasks: tuple[str, ...] = ()
+    """Where the column pools several tasks and the shared rows lost some of them: the tasks left."""
+    references: bool = False
+    """The shared rows are exactly the column's rated rows with a reference (reference-based metrics cut it)."""
+
+    @property
+    def restricted(self) -> bool:
+        """Fewer rows than the column's rated ones."""
+        return self.n < self.n_rated
+
+    def parts(self) -> list[str]:
+        """:meth:`describe`'s parts: the tasks left (where some were lost), which rows, how many."""
+        if not self.restricted:
+            return [f"n = {self.n}"]
+        which = "rows with a reference" if self.references else "rows every metric scores"
+        return [*([", ".join(self.tasks)] if self.tasks else []), which, f"n = {self.n} of {self.n_rated}"]
+
+    def describe(self) -> str:
+        """``n = 500``, or which rows remain: ``sentiment, detoxification: rows with a reference, n = 100 of 500``."""
+        parts = self.parts()
+        return f"{parts[0]}: {', '.join(parts[1:])}" if self.tasks and self.restricted else ", ".join(parts)
+
+
 @dataclass
 class MetaevalResult:
     """Everything the report needs: the correlation table, WMT-style table, dataset kinds and notes."""
@@ -59,6 +95,9 @@ class MetaevalResult:
     shared_correlations: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=CSV_COLUMNS))
     """As :attr:`correlations`, but per dataset and subset every metric on the same rows (:func:`shared_rows`):
     what the per-task and per-dataset plots compare."""
+    shared: dict[tuple[str, str], SharedRows] = field(default_factory=dict)
+    """(dataset, subset) -> which rows its :attr:`shared_correlations` use (fewer than all where a reference-based
+    metric is in the run): what every label of those numbers says."""
 
     @property
     def random_weights(self) -> list[str]:
@@ -261,6 +300,7 @@ def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
         own = {(r["subset"], r["metric"]): r for r in records if r["dataset"] == data.name}
         for subset, idx in subsets.items():  # every metric of a subset on the rows all of them score
             rows, names = shared_rows(human, oriented, idx)
+            result.shared[data.name, subset] = _shared_scope(data, idx, rows)
             for name in names:
                 record = own.get((subset, name))
                 if record is None or record["n"] != len(rows):  # else: its own rows are the shared ones
@@ -290,6 +330,16 @@ def shared_rows(human: np.ndarray, scores: dict[str, np.ndarray], rows: np.ndarr
     for name in names:
         keep &= np.isfinite(scores[name][rows])
     return rows[keep], names
+
+
+def _shared_scope(data: RatedData, idx: np.ndarray, rows: np.ndarray) -> SharedRows:
+    """:class:`SharedRows` of the subset at ``idx`` (its rated rows) whose shared rows are ``rows``: "rows with a
+    reference" only where they are exactly those (no metric lost another row)."""
+    tasks = list(dict.fromkeys(data.tasks[i] for i in idx))
+    left = list(dict.fromkeys(data.tasks[i] for i in rows))
+    with_reference = idx[data.has_references[idx]]
+    return SharedRows(len(rows), len(idx), tuple(left) if len(tasks) > 1 and len(left) < len(tasks) else (),
+                      len(rows) < len(idx) and np.array_equal(rows, with_reference))
 
 
 def _correlation(data: RatedData, subset: str, metric: str, dimension: str, human: np.ndarray, values: np.ndarray,
