@@ -111,7 +111,7 @@ def test_the_advice_of_a_model_error_works_on_every_command(tmp_path, monkeypatc
         err = capsys.readouterr().err
         line = [x for x in err.splitlines() if x.startswith(f"styleeval {name}: error:")]
         assert len(line) == 1, (name, err)
-        advice = re.search(r"\((?:or )?(--model \S+) to try the pipeline without weights\)", line[0])
+        advice = re.search(r"to try the pipeline without weights: (--model \S+), model=", line[0])
         assert advice, (name, line[0])
         if name == "evaluate":  # the defaults are called so, and their one cause is given once
             assert "4 default metrics could not be computed (logprob_content, logprob_style, autorater_meaning, " \
@@ -128,6 +128,10 @@ def test_the_advice_of_a_model_error_works_on_every_command(tmp_path, monkeypatc
     assert main(["metaeval", "--datasets", "lai_formality", "--model", "tiny-random", "--out",
                  str(tmp_path / "m2")]) == 2  # the default metrics take no model: the option would do nothing
     assert "none of the metrics is one" in capsys.readouterr().err
+    assert main(["metaeval", "--datasets", "lai_formality", "--metrics", "s_bleu,logprob_content:model=1b", "--model",
+                 "tiny-random", "--out", str(tmp_path / "m3")]) == 2  # the README's spec names its model: say so
+    assert ("--model tiny-random applies to no metric: logprob_content:model=1b names its own model; write "
+            "model=tiny-random in that spec (e.g. logprob_content:model=tiny-random)") in capsys.readouterr().err
 
 
 def test_evaluate_module_model_error(tmp_path):
@@ -406,8 +410,8 @@ def test_weights_that_cannot_be_had_fail_in_seconds_with_one_line(monkeypatch, t
         assert time.monotonic() - start < 2
     finally:
         server.shutdown()
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")  # now closed: unreachable
-    with pytest.raises(models.ModelLoadError, match=r"the Hub cannot be reached .*no answer within 1.5 s"):
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")  # listening, never answering
+    with pytest.raises(models.ModelLoadError, match=r"the Hub cannot be reached .*no answer within 1.5 s, ReadTimeout"):
         models.load_model("someone/other-model")
 
 
@@ -429,7 +433,8 @@ def test_a_file_command_without_weights_fails_before_importing_torch(tmp_path, c
     assert done.stderr.strip().splitlines() == [
         f"styleeval {command}: error: cannot load model 'meta-llama/Llama-3.2-1B-Instruct': not in the local cache "
         "and the Hub cannot be reached (HF_HUB_OFFLINE is set): download it once with network access (unset "
-        "HF_HUB_OFFLINE), or pass a local path (or --model tiny-random to try the pipeline without weights)"]
+        "HF_HUB_OFFLINE), or pass a local path (or the preset tiny-random to try the pipeline without weights: "
+        '--model tiny-random, model=tiny-random in a metric spec, LogProb("tiny-random") in Python)']
     assert took < 2, f"{took:.2f} s"
     assert not (tmp_path / "t.jsonl").exists() or (tmp_path / "t.jsonl").stat().st_size == 0
 

@@ -81,8 +81,7 @@ def _probe(name: str, what: str) -> Exception | None:
     )
 
     start = f"cannot load {what} {name!r}: not in the local cache and"
-    unreachable = (f"download it once with network access, or pass a local path (or --model {TINY_RANDOM} to try the "
-                   "pipeline without weights)")
+    unreachable = f"download it once with network access, or pass a local path ({WITHOUT_WEIGHTS})"
     variable = _offline()
     if variable is not None:
         return _offline_error(start, variable)
@@ -107,16 +106,17 @@ def _probe(name: str, what: str) -> Exception | None:
         return _not_found(name, what, endpoint) if status in (401, 403, 404) else None
     except OfflineModeIsEnabled:
         return _offline_error(start, "HF_HUB_OFFLINE")
-    except network_errors as err:
-        return ModelLoadError(f"{start} the Hub cannot be reached ({endpoint}: no answer within {PROBE_SECONDS:g} s, "
-                              f"{type(err).__name__}): {unreachable}")
+    except network_errors as err:  # a timeout is said as one; a refused or unresolved connection fails at once
+        timed_out = isinstance(err, TimeoutError) or "Timeout" in type(err).__name__
+        why = f"no answer within {PROBE_SECONDS:g} s" if timed_out else "the connection failed"
+        return ModelLoadError(f"{start} the Hub cannot be reached ({endpoint}: {why}, {type(err).__name__}): "
+                              f"{unreachable}")
     return None
 
 
 def _offline_error(start: str, variable: str) -> ModelLoadError:
     return ModelLoadError(f"{start} the Hub cannot be reached ({variable} is set): download it once with network "
-                          f"access (unset {variable}), or pass a local path (or --model {TINY_RANDOM} to try the "
-                          "pipeline without weights)")
+                          f"access (unset {variable}), or pass a local path ({WITHOUT_WEIGHTS})")
 
 
 def _not_found(name: str, what: str, endpoint: str) -> ModelLoadError:
@@ -128,6 +128,10 @@ TINY_RANDOM = "tiny-random"
 """A preset for trying the pipeline with no weights to download: a 2-layer random-weight Llama with a byte-level
 BPE tokenizer and a Llama-3 chat template, built once on this machine (the test suite's model). Its numbers mean
 nothing; every code path is the real one."""
+WITHOUT_WEIGHTS = (f"or the preset {TINY_RANDOM} to try the pipeline without weights: --model {TINY_RANDOM}, "
+                   f"model={TINY_RANDOM} in a metric spec, LogProb(\"{TINY_RANDOM}\") in Python")
+"""The advice that ends every model-load error: the preset, as each interface takes it."""
+
 
 
 

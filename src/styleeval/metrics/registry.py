@@ -136,8 +136,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 def with_model(specs: list[str | Metric], model: str) -> list[str | Metric]:
     """``--model`` of ``evaluate`` and ``metaeval``: ``:model=MODEL`` added to every spec of an LLM metric
-    (:attr:`Metric.takes_model`: ``logprob_*``, ``autorater_*``, ``ppl``) that names no model; a ``ValueError`` when
-    none of ``specs`` is an LLM metric (the option would do nothing).
+    (:attr:`Metric.takes_model`: ``logprob_*``, ``autorater_*``, ``ppl``) that names no model; a ``UserError`` when
+    it applies to none of ``specs`` (no LLM metric, or every one names its own model: the option would do nothing).
 
     >>> with_model(["s_bleu", "logprob_content", "autorater_style:model=3b"], "tiny-random")
     ['s_bleu', 'logprob_content:model=tiny-random', 'autorater_style:model=3b']
@@ -146,18 +146,25 @@ def with_model(specs: list[str | Metric], model: str) -> list[str | Metric]:
         raise UserError("--model needs a model: a preset (1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id or a path")
     _discover()
     llm = sorted(n for n, c in _CLASSES.items() if getattr(c, "takes_model", False))
-    out, applied = [], False
+    out, applied, own = [], False, []
     for spec in specs:
         if not isinstance(spec, str):  # a metric object is built already: its model is its own
             out.append(spec)
             continue
         name, opts = parse_spec(spec)
         takes = getattr(_CLASSES.get(name), "takes_model", False)
-        applied |= takes
+        if takes and "model" in opts:
+            own.append(spec.strip())
+        applied |= takes and "model" not in opts
         out.append(f"{spec.strip()}:model={model.strip()}" if takes and "model" not in opts else spec)
+    if own and not applied:
+        raise UserError(f"--model {model} applies to no metric: {', '.join(own)} name{'s' if len(own) == 1 else ''} "
+                        f"{'its' if len(own) == 1 else 'their'} own model; write model={model.strip()} in "
+                        f"{'that spec' if len(own) == 1 else 'those specs'} (e.g. "
+                        f"{parse_spec(own[0])[0]}:model={model.strip()}), or leave the model out of it")
     if not applied:
         raise UserError(f"--model {model} names the model of the LLM metrics ({', '.join(llm)}), but none of the "
-                         "metrics is one: add one to --metrics, or leave --model out")
+                        "metrics is one: add one to --metrics, or leave --model out")
     return out
 
 
