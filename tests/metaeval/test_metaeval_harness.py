@@ -211,3 +211,8 @@ def test_a_score_column_named_like_a_spec_is_read_as_that_column(tmp_path):
     bad.write_text("id,a|b\nc/0,1\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"the column 'a\|b' holds '\|', '\[' or '\]'"):
         _score_file_metrics(str(bad))
+    named = tmp_path / "named.csv"  # random numbers in a column s_bleu were shown and ranked as "S-Bleu"
+    named.write_text("id,s_bleu\nc/0,0.3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"the column 's_bleu' is the name of styleeval's metric s_bleu, so its "
+                                         r"scores would be labelled as that metric's; rename the column"):
+        _score_file_metrics(str(named))
