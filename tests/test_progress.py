@@ -51,3 +51,23 @@ def test_stel_says_what_it_loads_and_the_cli_can_be_quiet(monkeypatch, tmp_path,
     assert main(["stel", "--method", "char3gram", "--component", "contraction", "--out", str(tmp_path),
                  "--no-progress"]) == 0
     assert "loading" not in capsys.readouterr().err
+
+
+def test_no_progress_silences_the_libraries_bars_too(tmp_path, tiny_model_dir):
+    """`evaluate --no-progress` still printed transformers' "Loading weights" bar (only -q of the file commands
+    silenced it): a fresh process, so that the model is really loaded."""
+    import os
+    import subprocess
+
+    table = tmp_path / "in.csv"
+    table.write_text("source,rewrite,style,system\na b c,a b d,formal,A\na b c,a x c,formal,B\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "styleeval.cli", "evaluate", str(table), "--metrics",
+            f"logprob_content:model={tiny_model_dir}", "--no-plots", "--out"]
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}  # set by in-process -q runs
+    env["PYTHONIOENCODING"] = "utf-8"
+    loud = subprocess.run([*argv, str(tmp_path / "a")], capture_output=True, text=True, env=env, timeout=300)
+    quiet = subprocess.run([*argv, str(tmp_path / "b"), "--no-progress"], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
+    assert "Loading weights" in loud.stderr  # the bar exists where stderr is not a terminal...
+    assert "Loading weights" not in quiet.stderr and "it/s" not in quiet.stderr, quiet.stderr  # ...and is silenced

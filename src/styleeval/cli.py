@@ -43,6 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[:1] if argv and argv[0] in COMMANDS else ())
     args = parser.parse_args(argv)
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):  # every bar, the libraries' too
+        from styleeval.progress import quiet_libraries
+
+        quiet_libraries()
     try:
         return int(args.func(args) or 0)
     except (UserError, BackendError, FileNotFoundError, IsADirectoryError, PermissionError) as err:

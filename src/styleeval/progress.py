@@ -26,6 +26,23 @@ def enabled(progress: bool | None) -> bool:
         return False
 
 
+def quiet_libraries() -> None:
+    """Silence the progress bars of the libraries styleeval calls (huggingface_hub's downloads, transformers'
+    "Loading weights"), for ``-q`` / ``--no-progress``: through ``HF_HUB_DISABLE_PROGRESS_BARS`` for those not imported
+    yet (they read it when imported), through their own switches for those already imported; nothing is imported."""
+    import os
+
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 def bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str = "", unit: str = "it",
         progress: bool | None = None) -> Any:
     """A tqdm bar on stderr (disabled unless :func:`enabled`); it leaves no line behind when done."""

@@ -6,7 +6,6 @@ the metric specs)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -66,14 +65,6 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
                      summary: Callable[[Any], str | None]) -> int:
     """Run a resumable file command: ``run()`` returns a result with ``output``, ``scored``, ``skipped``,
     ``remaining``, ``complete`` and ``signature``; ``summary(result)`` is printed once the file is complete."""
-    if args.quiet:  # every progress bar, model loading included
-        os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-        except ImportError:  # pragma: no cover
-            pass
     try:
         result = run()
     except FileNotFoundError as err:
