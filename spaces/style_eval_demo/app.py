@@ -254,8 +254,8 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
             gr.Plot(value=m_fig)
         if m_board:
             gr.Markdown("**Leaderboard** (content, test set): each metric ranked per statistic and clustered "
-                        "(a new cluster starts at the first metric significantly worse than the best of the current "
-                        "one, PERM-BOTH, p < 0.05). acc_eq is the tie-calibrated pairwise accuracy of Deutsch et al. "
+                        "(WMT's rule: walking down the ranking, a metric opens a new cluster when any metric of the "
+                        "current one is significantly better, PERM-BOTH, p <= 0.05). acc_eq is the tie-calibrated pairwise accuracy of Deutsch et al. "
                         "(2023): the share of pairs of rows that the metric orders as the humans do, a tie counted "
                         "as agreeing when both tie, with the metric's tie threshold chosen to maximise it.")
             gr.Dataframe(value=m_board, headers=["statistic", "metric", "value", "rank", "cluster", "n"],

@@ -1,8 +1,8 @@
 """A metrics leaderboard at the WMT standard: for every corpus and human dimension of a run, every metric's value of
 every registered statistic that applies to the corpus (:mod:`styleeval.metaeval.statistics`: acc_eq, Spearman,
-system-level pairwise accuracy, soft pairwise accuracy); metrics ranked per statistic and clustered (a new cluster
-starts at the first metric significantly worse than the best of the current cluster, PERM-BOTH, one-sided
-p < alpha). ``--scores`` files enter like any metric.
+system-level pairwise accuracy, soft pairwise accuracy); metrics ranked per statistic and clustered by WMT's rule
+(walking down the ranking, a metric opens a new cluster when any metric of the current cluster is significantly
+better: PERM-BOTH, one-sided p <= alpha). ``--scores`` files enter like any metric.
 """
 
 from __future__ import annotations
