@@ -252,9 +252,10 @@ def evaluate_systems(
     for metric in metrics_bar:
         metrics_bar.set_postfix_str(metric.label)  # shown while its model loads, before its rows' bar
         try:
-            signatures[metric.label] = str(metric.signature)
-            system_signatures[metric.label] = str(metric.system_signature)
-            values = score_dataset(metric, data, cache, progress=progress)
+            with shown.watched(progress):  # "loading model ..." where a metric's model loads (torch, weights)
+                signatures[metric.label] = str(metric.signature)
+                system_signatures[metric.label] = str(metric.system_signature)
+                values = score_dataset(metric, data, cache, progress=progress)
         except ShardError:
             raise
         except (UserError, BackendError) as err:  # weights, extras, a server, bad options; a bug keeps its traceback
@@ -355,7 +356,8 @@ def score_shard(
     for metric in objs:
         if getattr(metric, "incremental", False):
             try:
-                values = score_dataset(metric, data, cache, progress=progress, shard=part)
+                with shown.watched(progress):
+                    values = score_dataset(metric, data, cache, progress=progress, shard=part)
             except RowError as err:
                 raise _input_row(err, checked, order) from err
             done[metric.label] = int(np.isfinite(values).sum())
