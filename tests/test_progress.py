@@ -71,3 +71,23 @@ def test_no_progress_silences_the_libraries_bars_too(tmp_path, tiny_model_dir):
     assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
     assert "Loading weights" in loud.stderr  # the bar exists where stderr is not a terminal...
     assert "Loading weights" not in quiet.stderr and "it/s" not in quiet.stderr, quiet.stderr  # ...and is silenced
+
+
+def test_evaluate_says_when_a_metric_loads_its_model_once_and_not_when_quiet(monkeypatch, tmp_path, tiny_model_dir):
+    """An LLM metric's model (torch, the weights: seconds) loads under a stage line, as STEL's does, once for the
+    metrics that share it (issue 41: `metrics: 0/3` alone on screen for 3.5 s); nothing with progress off."""
+    import shutil
+
+    from styleeval.systems import evaluate_systems
+
+    for name, shown in (("watched", True), ("quiet", False)):
+        model = shutil.copytree(tiny_model_dir, tmp_path / name)  # a folder no other test has loaded
+        monkeypatch.setattr(sys, "stderr", _Terminal())
+        evaluate_systems(ROWS, [f"logprob_content:model={model}:device=cpu", f"logprob_style:model={model}:device=cpu",
+                                "s_chrf"], progress=None if shown else False)
+        lines = [line for line in sys.stderr.getvalue().splitlines() if "loading" in line]
+        if shown:
+            assert lines[0] == f"loading model {name} (a local folder) ..." and len(lines) == 2, lines
+            assert lines[1].startswith(f"loading model {name} (a local folder): ") and lines[1].endswith(" s")
+        else:
+            assert lines == []

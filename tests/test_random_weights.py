@@ -34,6 +34,45 @@ def test_the_signature_names_the_preset_and_its_content_not_the_cache_folder(tmp
     assert has_random_weights(signatures[0]) and not has_random_weights(signatures[0].replace(TINY, "my-model"))
 
 
+def test_the_preset_has_room_for_every_judge_prompt_of_the_bundled_corpora(tmp_path, monkeypatch, data_dir,
+                                                                         tiny_tokenizer):
+    """`--model tiny-random` gets through the default `evaluate` / `autorate` of every bundled corpus (issue 41: its
+    512 positions refused Lai row 111's 449-token judge prompt). Without running the model: a byte-level token
+    covers at least one byte, so a prompt's bytes bound its tokens; the bound, plus the longest reply, fits."""
+    from styleeval.autorater.prompts import PROMPTS
+    from styleeval.chat import ChatFormat
+    from styleeval.corpora import CorpusError, load_corpus, rating_corpora
+    from styleeval.models import TINY_RANDOM_CONTEXT, tiny_random_dir
+
+    chat = ChatFormat(tiny_tokenizer, end_of_turn=False)  # the preset's tokenizer (build_tokenizer())
+    reply = max(64, *(p.decoding.max_new_tokens for p in PROMPTS.values()))  # expected mode reads 64 tokens
+    longest, checked = 0, []
+    for name in rating_corpora():
+        try:
+            corpus = load_corpus(name, data_dir)
+        except CorpusError:  # not in the local mirror (Ziegenbein)
+            continue
+        checked.append(name)
+        rows = list(zip(corpus["source"], corpus["rewrite"], corpus["target_style"]))
+        for prompt in PROMPTS.values():
+            empty = len(chat.render(chat.fold(prompt.messages("", "", "")), add_generation_prompt=True).encode())
+            count = {key: prompt.user.count("{" + key + "}") for key in ("source", "rewrite", "style")}
+            bound = [empty + sum(count[k] * len(v.encode()) for k, v in zip(count, row)) for row in rows]
+            top = max(range(len(rows)), key=bound.__getitem__)
+            assert len(chat.conversation_ids([prompt.messages(*rows[top])])[0]) <= bound[top]  # a true bound
+            longest = max(longest, bound[top])
+    assert {"style_gap_testset", "lai_formality", "mir_yelp", "asset"} <= set(checked)
+    assert longest + reply <= TINY_RANDOM_CONTEXT, (longest, reply)
+    # and the preset is built with it, again where an older build has another context
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path))
+    config = tiny_random_dir() / "config.json"
+    assert json.loads(config.read_text())["max_position_embeddings"] == TINY_RANDOM_CONTEXT
+    config.write_text(config.read_text().replace(f'"max_position_embeddings": {TINY_RANDOM_CONTEXT}',
+                                                 '"max_position_embeddings": 512'))
+    assert json.loads((tiny_random_dir() / "config.json").read_text())["max_position_embeddings"] == 4096
+    assert sorted(p.name for p in tmp_path.iterdir()) == [TINY]
+
+
 @pytest.fixture
 def capture_figures(monkeypatch):
     """Every figure saved while the test runs: file name -> the texts written on the figure itself."""

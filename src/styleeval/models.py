@@ -29,23 +29,43 @@ def preset_path(model: Any) -> str:
     return PRESETS.get(key, str(model))
 
 
+TINY_RANDOM_CONTEXT = 4096
+"""The :data:`TINY_RANDOM` preset's context (``max_position_embeddings``): room for the judge prompt of every row of
+the bundled corpora (at most 619 tokens of its byte-level tokenizer, ASSET) and the longest reply (512 tokens,
+``paper-70b``). Its rotary embedding has no scaling, so no number depends on it; the tests' tiny models keep 512."""
+
+
 def tiny_random_dir() -> Any:
     """The folder of the :data:`TINY_RANDOM` preset (``tiny-random/`` in styleeval's cache: :mod:`styleeval.paths`),
-    built there once, offline, in a few seconds."""
+    built there once, offline, in a few seconds (and again where an older build has another context)."""
+    import json
     import shutil
 
     from styleeval.paths import cache_path
 
     root = cache_path(TINY_RANDOM)
     if (root / "config.json").is_file() and (root / "tokenizer.json").is_file():
-        return root
+        try:
+            context = json.loads((root / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
+        except (OSError, ValueError):
+            context = None
+        if context == TINY_RANDOM_CONTEXT:
+            return root
     from styleeval.testing import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
-    model = build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0)
+    model = build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0,
+                        max_position_embeddings=TINY_RANDOM_CONTEXT)
     tmp = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.tmp")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    if root.exists():  # an older build: moved aside, then replaced
+        old = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.old")
+        try:
+            os.replace(root, old)
+        except OSError:  # another process moved it first
+            pass
+        shutil.rmtree(old, ignore_errors=True)
     try:
         os.replace(tmp, root)
     except OSError:  # another process built it first

@@ -5,6 +5,8 @@ is a terminal (``progress=None``), off with ``progress=False`` (the CLI's ``--no
 (False, True)
 >>> with stage("loading nothing", progress=False):
 ...     pass
+>>> with watched(False), loading("model nothing"):  # what a model loaded deep inside a quiet run shows: nothing
+...     pass
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
+
+_WATCHED: ContextVar[bool] = ContextVar("styleeval_progress_watched", default=False)
 
 
 def enabled(progress: bool | None) -> bool:
@@ -58,7 +63,26 @@ def stage(what: str, progress: bool | None = None) -> Iterator[None]:
     if not enabled(progress):
         yield
         return
+    from tqdm.auto import tqdm
+
     start = time.perf_counter()
-    print(f"{what} ...", file=sys.stderr, flush=True)
+    tqdm.write(f"{what} ...", file=sys.stderr)  # above a bar that is open (evaluate's metrics)
     yield
-    print(f"{what}: {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    tqdm.write(f"{what}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+
+@contextmanager
+def watched(progress: bool | None) -> Iterator[None]:
+    """Within it, :func:`loading` shows its stage where ``progress`` is :func:`enabled`: how a long run (``evaluate``,
+    the CLI's ``-q``) passes its choice down to a model loaded through layers that take no progress argument (the
+    shared backends, loaded once per process whoever asks first). Per thread and task: concurrent callers are apart."""
+    token = _WATCHED.set(enabled(progress))
+    try:
+        yield
+    finally:
+        _WATCHED.reset(token)
+
+
+def loading(what: str) -> Any:
+    """``stage("loading " + what)`` inside a :func:`watched` run that shows progress; silent elsewhere."""
+    return stage(f"loading {what}", _WATCHED.get())

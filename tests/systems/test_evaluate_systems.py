@@ -208,3 +208,23 @@ def test_ratings_and_scores_that_overflow_a_mean_are_refused_naming_the_row():
     with pytest.raises(ValueError, match=r"m: 2 scores too large to average \(rows 2, 3: 1e\+308\)"):
         compare_systems(scores, {"m": "m|v:1"})
 
+
+
+def test_a_model_error_names_the_input_row_not_its_place_in_the_scoring_order(tmp_path, tiny_model_dir, capsys):
+    """Rows are scored grouped by source (a source's rewrites in one call); an error of one row names that row as
+    the input names it, in Python (0-based ``row N``) and on the command line (``FILE, line N``), as check_rows does
+    (issue 41: `evaluate` said "row 98", a short row, for the input's row 111)."""
+    long = "the cat sat on the mat " * 120  # longer than the tiny model's 512 positions
+    rows = _rows({"A": [SOURCES[0], SOURCES[1].upper(), SOURCES[2]], "B": [SOURCES[0], long, SOURCES[2]]},
+                 SOURCES[:3])
+    assert rows[4]["rewrite"] == long  # in the scoring order (by source: rows 0, 3, 1, 4, ...) at position 3, and
+    # 2 among the distinct rows LogProb scores (rows 0 and 3 are the same source, rewrite and style)
+    metrics = [f"logprob_content:model={tiny_model_dir}:device=cpu", "s_chrf"]
+    report = evaluate_systems(rows, metrics, progress=False)
+    assert report.not_computed["logprob_content"].startswith("row 4: prompt + rewrite is "), report.not_computed
+    assert any(n.startswith("logprob_content: not computed (row 4: prompt + rewrite") for n in report.notes)
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["evaluate", str(tmp_path / "in.jsonl"), "--metrics", ",".join(metrics), "--out",
+                 str(tmp_path / "out"), "--no-plots", "--no-progress"]) == 1  # a requested metric is missing
+    assert f"logprob_content: not computed ({tmp_path / 'in.jsonl'}, line 5: prompt + rewrite is " in \
+        capsys.readouterr().err

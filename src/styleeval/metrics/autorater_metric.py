@@ -13,7 +13,7 @@ chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One
 from __future__ import annotations
 
 from styleeval.errors import UserError
-from styleeval.metrics.base import Metric, RowMemo
+from styleeval.metrics.base import Metric, RowMemo, backend_failure
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
@@ -82,7 +82,7 @@ class AutoraterMetric(Metric):
             try:
                 return list(judge.rate(src, rw, st))
             except BackendError as err:
-                raise UserError(str(err)) from err
+                raise backend_failure(err) from err
 
         rows = _ROWS.rows(self._key, judge.signature, sources, rewrites, styles, compute)
         return [row[self.dimension] for row in rows]

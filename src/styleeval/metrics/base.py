@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from styleeval.errors import UserError
+from styleeval.errors import RowError, UserError
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
@@ -142,6 +142,14 @@ class Metric:
         return f"{type(self).__name__}({self.signature!r})"
 
 
+def backend_failure(err: Any) -> UserError:
+    """A backend's :class:`~styleeval.backends.BackendError` as a metric's error: a :class:`RowError` keeping its row
+    (which the callers re-address to their own rows), else a :class:`UserError` with its message."""
+    if getattr(err, "row", None) is None:
+        return UserError(str(err))
+    return RowError(err.row, f"{err.what}: {err.reason}" if err.what else err.reason)
+
+
 class RowMemo:
     """The per-row results of one scorer shared by the metrics of its dimensions (LogProb content and style, the
     autorater's meaning and style): a row already computed under the same signature is not computed again, whatever
@@ -161,7 +169,12 @@ class RowMemo:
         wanted = list(zip(sources, rewrites, styles))
         missing = list(dict.fromkeys(row for row in wanted if row not in table))
         if missing:
-            results = compute([r[0] for r in missing], [r[1] for r in missing], [r[2] for r in missing])
+            try:
+                results = compute([r[0] for r in missing], [r[1] for r in missing], [r[2] for r in missing])
+            except RowError as err:  # a row of ``missing``: named as the caller's
+                if not 0 <= err.row < len(missing):
+                    raise
+                raise err.at(wanted.index(missing[err.row])) from err
             table.update(zip(missing, (dict(r) for r in results)))
         return [table[row] for row in wanted]
 

@@ -12,7 +12,7 @@ style of each row. :class:`styleeval.LogProb` is imported lazily; one scoring pa
 from __future__ import annotations
 
 from styleeval.errors import UserError
-from styleeval.metrics.base import Metric, RowMemo
+from styleeval.metrics.base import Metric, RowMemo, backend_failure
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
 
@@ -69,7 +69,7 @@ class LogProbMetric(Metric):
             try:
                 return list(engine.score(src, rw, st))
             except BackendError as err:
-                raise UserError(str(err)) from err
+                raise backend_failure(err) from err
 
         rows = _ROWS.rows(self._key, engine.signature, sources, rewrites, styles, compute)  # new weights: new pass
         return [row[self.dimension] for row in rows]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from styleeval.errors import UserError
+from styleeval.errors import RowError, UserError
 from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
 from styleeval.scoring.cache import ScoresCache
@@ -28,6 +28,9 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     one shard: source run ``j`` of the data goes to shard ``j mod N``). A run without ``shard`` then takes the
     shards' rows; when shard files exist but miss rows, it raises :class:`ShardError` naming the missing shards
     instead of scoring them itself.
+
+    A :class:`~styleeval.errors.RowError` names the row by its position in ``data`` (whatever the chunk it was in);
+    callers that reordered their rows into ``data`` map it back.
     """
     from styleeval.files.runner import timed_chunks
 
@@ -42,12 +45,17 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     scores = np.full(len(data), np.nan)
 
     def compute(idx: np.ndarray) -> list[float]:
-        return metric.compute(
-            [data.sources[i] for i in idx],
-            [data.rewrites[i] for i in idx],
-            [data.references[i] for i in idx] if metric.needs_references else None,
-            [data.styles[i] for i in idx] if metric.needs_styles else None,
-        )
+        try:
+            return metric.compute(
+                [data.sources[i] for i in idx],
+                [data.rewrites[i] for i in idx],
+                [data.references[i] for i in idx] if metric.needs_references else None,
+                [data.styles[i] for i in idx] if metric.needs_styles else None,
+            )
+        except RowError as err:  # a row of the chunk: named as a row of ``data`` (its position)
+            if not 0 <= err.row < len(idx):
+                raise
+            raise err.at(int(idx[err.row])) from err
 
     if len(rows) and getattr(metric, "needs_ids", False):  # precomputed scores, looked up by row id
         scores[rows] = metric.score_ids([data.ids[i] for i in rows])

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval import stats
-from styleeval.errors import UserError
+from styleeval.errors import RowError, UserError
 from styleeval.metrics.registry import SYSTEM_METRICS
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 
@@ -267,12 +267,14 @@ def evaluate_systems(
     for metric in metrics_bar:
         metrics_bar.set_postfix_str(metric.label)  # shown while its model loads, before its rows' bar
         try:
-            signatures[metric.label] = str(metric.signature)
-            system_signatures[metric.label] = str(metric.system_signature)
-            values = score_dataset(metric, data, cache, progress=progress)
+            with shown.watched(progress):  # "loading model ..." where a metric's model loads (torch, weights)
+                signatures[metric.label] = str(metric.signature)
+                system_signatures[metric.label] = str(metric.system_signature)
+                values = score_dataset(metric, data, cache, progress=progress)
         except ShardError:
             raise
         except (UserError, BackendError) as err:  # weights, extras, a server, bad options; a bug keeps its traceback
+            err = _input_row(err, checked, order)
             signatures.pop(metric.label, None)
             system_signatures.pop(metric.label, None)
             same = next((label for label, why in not_computed.items() if why == str(err)), None)
@@ -333,6 +335,15 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
     return checked, objs, order, data
 
 
+def _input_row(err: Exception, checked: Sequence[SystemRow], order: Sequence[int]) -> Exception:
+    """A :class:`~styleeval.errors.RowError` of the scoring inputs (rows sorted by source: :func:`_prepare`) as the
+    error of its input row, named as the input names it (``outputs.jsonl, line 113``, or ``row 111`` in Python)."""
+    if not isinstance(err, RowError) or not 0 <= err.row < len(order):
+        return err
+    row = checked[order[err.row]]
+    return err.at(row.row, row.where)
+
+
 def score_shard(
     rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
     metrics: Sequence[str | Metric] | str,
@@ -354,12 +365,16 @@ def score_shard(
     progress = shown.enabled(progress)
     part = Shard.parse(shard)
     assert part is not None
-    _, objs, _, data = _prepare(rows, metrics, style, data_dir)
+    checked, objs, order, data = _prepare(rows, metrics, style, data_dir)
     cache = ScoresCache(cache_dir)
     done = {}
     for metric in objs:
         if getattr(metric, "incremental", False):
-            values = score_dataset(metric, data, cache, progress=progress, shard=part)
+            try:
+                with shown.watched(progress):
+                    values = score_dataset(metric, data, cache, progress=progress, shard=part)
+            except RowError as err:
+                raise _input_row(err, checked, order) from err
             done[metric.label] = int(np.isfinite(values).sum())
     return done
 

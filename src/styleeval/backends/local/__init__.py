@@ -8,6 +8,7 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from styleeval.backends.base import (
@@ -25,6 +26,7 @@ from styleeval.backends.base import (
 from styleeval.errors import UserError
 from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, available_here, check_downloadable, hub_id
 from styleeval.optiontypes import Option
+from styleeval.progress import loading
 
 if TYPE_CHECKING:  # torch is imported with the model (styleeval.models), after the weights are known to be there
     import torch
@@ -181,22 +183,24 @@ class LocalBackend(Backend):
         if not isinstance(model, (str, bytes)) and not hasattr(model, "__fspath__"):
             return cls.from_options(model, options)
         reject_options(cls.name, options, cls.option_names())
-        check_weights(model, options.get("tokenizer"))
-        from styleeval.models import model_revision_key
+        first_time = not any(key[0] == str(model) for key in cls._weights)
+        with loading(f"model {cls.model_label(model)}") if first_time else nullcontext():  # torch, then the weights
+            check_weights(model, options.get("tokenizer"))
+            from styleeval.models import model_revision_key
 
-        given = {k: v for k, v in options.items() if v is not None}
-        load = {k: given.pop(k) for k in ("tokenizer", "revision", "trust_remote_code") if k in given}
-        key = (str(model), str(given.get("device")), str(given.get("dtype") or "float32"),
-               model_revision_key(model, load.get("revision")), bool(load.get("trust_remote_code")),
-               repr(load.get("tokenizer")))
-        full = (key, tuple(sorted((k, repr(v)) for k, v in given.items())))
-        with Backend._shared_lock:
-            if key not in cls._weights:
-                first = cls(model, device=given.get("device"), dtype=given.get("dtype"), progress=False, **load)
-                cls._weights[key] = (first.model, first.tokenizer, first.model_name, first.revision)
-            if full not in cls._backends:
-                cls._backends[full] = cls(model, loaded=cls._weights[key], **given)
-            return cls._backends[full]
+            given = {k: v for k, v in options.items() if v is not None}
+            load = {k: given.pop(k) for k in ("tokenizer", "revision", "trust_remote_code") if k in given}
+            key = (str(model), str(given.get("device")), str(given.get("dtype") or "float32"),
+                   model_revision_key(model, load.get("revision")), bool(load.get("trust_remote_code")),
+                   repr(load.get("tokenizer")))
+            full = (key, tuple(sorted((k, repr(v)) for k, v in given.items())))
+            with Backend._shared_lock:
+                if key not in cls._weights:
+                    first = cls(model, device=given.get("device"), dtype=given.get("dtype"), progress=False, **load)
+                    cls._weights[key] = (first.model, first.tokenizer, first.model_name, first.revision)
+                if full not in cls._backends:
+                    cls._backends[full] = cls(model, loaded=cls._weights[key], **given)
+                return cls._backends[full]
 
     @property
     def identity(self) -> Identity:
