@@ -22,6 +22,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def unavailable(message: str) -> None:
+    """A part a test needs is not installed: a skip here, a failure under ``CI=true`` (.ci/run installs every part:
+    there a missing one is a broken CI, never a quietly skipped test)."""
+    import pytest
+
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def vllm_python() -> str | None:
     """The Python of the vLLM virtualenv, or ``None`` when none is configured or found."""
     candidates = [os.environ.get("STYLEEVAL_VLLM_PYTHON"), str(ROOT / ".ci-vllm-venv" / "bin" / "python")]

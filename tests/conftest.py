@@ -106,15 +106,11 @@ def vllm_server(judge_model_dir, tmp_path_factory):
     Skipped when no vLLM virtualenv is configured (``STYLEEVAL_VLLM_PYTHON``), except under ``CI=true``, where
     a missing or failing server fails the tests.
     """
-    from _servers import VLLMServer, vllm_python
+    from _servers import VLLMServer, unavailable, vllm_python
 
     python = vllm_python()
-    in_ci = os.environ.get("CI", "").lower() == "true"
     if python is None:
-        message = "no vLLM virtualenv: set STYLEEVAL_VLLM_PYTHON (see .ci/run)"
-        if in_ci:
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("no vLLM virtualenv: set STYLEEVAL_VLLM_PYTHON (see .ci/run)")
     log = tmp_path_factory.mktemp("vllm") / "server.log"
     try:
         server = VLLMServer(python, judge_model_dir, log)

@@ -13,10 +13,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _servers import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def _free_port() -> int:
@@ -127,16 +127,11 @@ def test_readable_numbers_and_ties():
 
 def _browser():
     if not Path(CHROMIUM).exists():
-        message = f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium chromium-driver)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        if IN_CI:
-            pytest.fail("playwright is not installed")
-        pytest.skip("playwright is not installed")
+        unavailable("playwright is not installed")
     return sync_playwright
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _servers import unavailable
 from scipy import stats
 
 from styleeval.cli import main
@@ -206,7 +207,7 @@ def test_a_missing_punkt_is_one_line(monkeypatch, tmp_path):
 def debian_wordnet():
     folder = Path("/usr/share/wordnet")
     if not all((folder / f).is_file() for f in _nltk_data.WORDNET_FILES):
-        pytest.skip("Debian's wordnet-base and wordnet-sense-index are not installed")
+        unavailable("Debian's wordnet-base and wordnet-sense-index are not installed")
     return folder
 
 
@@ -240,7 +241,7 @@ def test_wordnet_is_copied_from_a_system_install_with_lexnames(monkeypatch, tmp_
 def test_lexnames_is_wordnet_3_0s_table():
     page = Path("/usr/share/man/man5/lexnames.5WN.gz")
     if not page.is_file():
-        pytest.skip("the lexnames(5WN) page of Debian's wordnet-base is not installed")
+        unavailable("the lexnames(5WN) page of Debian's wordnet-base is not installed")
     table = re.findall(r"^(\d\d)\t(\S+)\s*\t", gzip.open(page, "rt", encoding="utf-8").read(), re.M)
     assert len(table) == 45
     lines = _nltk_data.lexnames_text().splitlines()
