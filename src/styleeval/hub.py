@@ -133,8 +133,6 @@ WITHOUT_WEIGHTS = (f"or the preset {TINY_RANDOM} to try the pipeline without wei
 """The advice that ends every model-load error: the preset, as each interface takes it."""
 
 
-
-
 CLIENT_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE")
 """The Hugging Face clients' offline switches (huggingface_hub, datasets, evaluate, transformers); a model's Hub
 probe reads only :data:`OFFLINE_VARIABLES`, the two that govern model downloads."""

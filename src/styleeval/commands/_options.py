@@ -30,6 +30,11 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def progress_choice(args: argparse.Namespace) -> bool | None:
+    """``--no-progress``: ``False``; else ``None``, progress where stderr is a terminal (:mod:`styleeval.progress`)."""
+    return False if args.no_progress else None
+
+
 def check_out_dir(out: Path) -> None:
     """``--out`` must be (or be creatable as) a folder: no part of it is a file (checked before any work, which would
     otherwise be lost at the end)."""

@@ -111,7 +111,12 @@ def _count(n: int, noun: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``UserError``)."""
-    from styleeval.commands._options import check_out_dir, metric_specs, missing_metrics_status
+    from styleeval.commands._options import (
+        check_out_dir,
+        metric_specs,
+        missing_metrics_status,
+        progress_choice,
+    )
     from styleeval.metrics import get_metric
     from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems
     from styleeval.systems.report import no_tradeoff_reason, write_outputs
@@ -126,14 +131,14 @@ def run(args: argparse.Namespace) -> int:
     if args.shard is not None:
         from styleeval.systems.evaluation import score_shard
 
-        done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=False if args.no_progress else None,
+        done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=progress_choice(args),
                            data_dir=args.data_dir)
         scored = ", ".join(f"{label} {n}" for label, n in done.items()) or "no LLM metric: nothing to shard"
         print(f"shard {args.shard}: rows scored: {scored} ({time.perf_counter() - start:.1f}s) -> {out / 'cache'}; "
               "when every shard is done, run the same command without --shard", file=sys.stderr)
         return 0
     report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
-                              sort_by=args.sort_by, cache_dir=out / "cache", progress=False if args.no_progress else None,
+                              sort_by=args.sort_by, cache_dir=out / "cache", progress=progress_choice(args),
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
                                                         file=sys.stderr))

@@ -101,7 +101,12 @@ def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
     from pathlib import Path
 
-    from styleeval.commands._options import check_out_dir, metric_specs, missing_metrics_status
+    from styleeval.commands._options import (
+        check_out_dir,
+        metric_specs,
+        missing_metrics_status,
+        progress_choice,
+    )
     from styleeval.metaeval import run_metaeval, write_report
     from styleeval.scoring import ScoresCache, default_cache_dir
 
@@ -121,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         if args.datasets and args.datasets != ["lai_formality"]:
             raise UserError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
         result = run_lai(args.metrics, args.dimension, args.data_dir, cache, args.out,
-                         progress=False if args.no_progress else None, plots=not args.no_plots,
+                         progress=progress_choice(args), plots=not args.no_plots,
                          figure_format=args.figure_format)
         figures = "; figures: " + ", ".join(result.attrs.get("figures", [])) if result.attrs.get("figures") else ""
         print(f"{len(result)} numbers -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'}{figures} "
@@ -129,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result = run_metaeval(
         datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
-        cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=False if args.no_progress else None,
+        cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=progress_choice(args),
         log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr), style_words=args.style_words,
         allow_missing=args.allow_missing,
     )
@@ -146,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace, first, cache) -> None:
     """Every human dimension of the run's corpora (the run's own dimension is ``first``), then the leaderboard."""
+    from styleeval.commands._options import progress_choice
     from styleeval.metaeval import run_metaeval
     from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
 
@@ -158,7 +164,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
             results.append(run_metaeval(
                 datasets=args.datasets or None, metrics=args.metrics, dimension=dimension,
                 data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
-                progress=False if args.no_progress else None, style_words=args.style_words, allow_missing=True,
+                progress=progress_choice(args), style_words=args.style_words, allow_missing=True,
                 log=lambda msg: None))
         except UserError as err:  # no corpus of the run rates this dimension
             print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
@@ -168,7 +174,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
               "alpha = 0.05: no metric can be separated from another (every metric in cluster 1); use more "
               "--leaderboard-trials", file=sys.stderr)
     board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
-                              n_boot=args.leaderboard_bootstrap, progress=False if args.no_progress else None,
+                              n_boot=args.leaderboard_bootstrap, progress=progress_choice(args),
                               cache_dir=None if cache.root is None else cache.root / "leaderboard")
     paths = write_leaderboard(board, args.out, plots=not args.no_plots, figure_format=args.figure_format)
     print(f"leaderboard: {len(board)} rows -> {paths['md']}")

@@ -44,18 +44,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval stel``; returns the exit status."""
     from styleeval import stel
+    from styleeval.commands._options import progress_choice
     from styleeval.progress import stage
 
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
     for method in methods:  # unknown names and missing extras: before any work
         stel.check_method(method)
     components = [c.strip() for c in args.component.split(",")] if args.component else None
-    with stage("loading the STEL tasks", False if args.no_progress else None):
+    with stage("loading the STEL tasks", progress_choice(args)):
         tasks = stel.load_tasks(components, args.data_dir, args.include_dimensions)
     results = {}
     for method in methods:
         results[method] = stel.evaluate(method, tasks=tasks, task=args.task, device=args.device,
-                                        progress=False if args.no_progress else None)
+                                        progress=progress_choice(args))
         print(f"{method}: {len(results[method])} tasks", file=sys.stderr)
     rows = stel.summarize(results, tasks)
     out = Path(args.out)

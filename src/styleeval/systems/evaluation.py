@@ -80,9 +80,7 @@ def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
         value = record.get("reference")
     if isinstance(value, str):
         text = value.strip()
-        if text == "null":
-            pass
-        elif text.startswith("[") and text.endswith("]"):
+        if text.startswith("[") and text.endswith("]"):
             try:
                 parsed = json.loads(text)
             except json.JSONDecodeError:
@@ -92,7 +90,7 @@ def _reference_list(record: Mapping[str, Any], where: str) -> list[str] | None:
             if not isinstance(parsed, list) or not all(isinstance(r, str) for r in parsed):
                 raise UserError(f"{where}: reference must be a JSON list of strings, got {text!r:.60}")
             refs += [r for r in parsed if r.strip()]
-        elif text:
+        elif text and text != "null":  # JSON's null (json.dumps(None)): no reference
             refs.append(value)
     elif value is not None and not (isinstance(value, float) and math.isnan(value)):
         if isinstance(value, (int, float, bool)) or not hasattr(value, "__iter__"):

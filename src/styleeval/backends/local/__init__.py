@@ -183,7 +183,8 @@ class LocalBackend(Backend):
         if not isinstance(model, (str, bytes)) and not hasattr(model, "__fspath__"):
             return cls.from_options(model, options)
         reject_options(cls.name, options, cls.option_names())
-        first_time = not any(key[0] == str(model) for key in cls._weights)
+        with Backend._shared_lock:  # another thread may be adding weights meanwhile
+            first_time = not any(key[0] == str(model) for key in cls._weights)
         with loading(f"model {cls.model_label(model)}") if first_time else nullcontext():  # torch, then the weights
             check_weights(model, options.get("tokenizer"))
             from styleeval.models import model_revision_key
