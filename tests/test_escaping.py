@@ -15,7 +15,8 @@ import pandas as pd
 from styleeval.cli import main
 from styleeval.escaping import csv_text, csv_untext, md_cell, md_code, terminal_text
 
-MD_NAMES = ["A | 99.9 |", "line\nbreak", "<img src=x onerror=alert(1)>", "tick`s & <b>bold</b>"]
+MD_NAMES = ["A | 99.9 |", "line\nbreak", "<img src=x onerror=alert(1)>", "tick`s & <b>bold</b>",
+            "[x](javascript:alert(1))"]
 TERMINAL_NAMES = ["\x1b[31mred\x1b[0m", "\u202eevil", "bell\x07"]
 FORMULAS = ['=HYPERLINK("http://x","click")', "@SUM(A1:A2)", "+1+2", "-2+3*4", "\t=1", "'quoted"]
 
@@ -41,8 +42,9 @@ def _unescaped_pipes(line: str) -> int:
 
 
 def _assert_safe_markdown(text: str, names: list[str]) -> None:
-    """No raw HTML tag, every table row as many columns as its header, each name's line break gone."""
-    assert "<img" not in text and "<b>" not in text
+    """No raw HTML tag, no inline link, every table row as many columns as its header, each name's line break
+    gone."""
+    assert "<img" not in text and "<b>" not in text and "](javascript" not in text
     tables = re.split(r"\n(?!\|)", text)
     for table in tables:
         rows = _markdown_rows(table)
@@ -78,10 +80,11 @@ def test_metaeval_report_md(tmp_path):
              "is_reference_rewrite": False, "content_mean": float(i % 5), "style_mean": 1.0, "fluency_mean": None}
             for i in range(30)]
     path = tmp_path / "scores.jsonl"
-    path.write_text("".join(json.dumps({"id": f"toy/{i}", "a": np.sin(i), "b": np.cos(i), "c": i % 7, "d": -i})
+    path.write_text("".join(json.dumps({"id": f"toy/{i}", "a": np.sin(i), "b": np.cos(i), "c": i % 7, "d": -i,
+                                        "e": np.sin(2 * i)})
                             + "\n" for i in range(30)), encoding="utf-8")
     metrics = []
-    for column, name in zip("abcd", MD_NAMES):
+    for column, name in zip("abcde", MD_NAMES):
         metric = from_file(str(path), column)
         metric.alias = name
         metrics.append(metric)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import matplotlib
 import pandas as pd
@@ -71,6 +72,37 @@ def test_the_preset_has_room_for_every_judge_prompt_of_the_bundled_corpora(tmp_p
                                                  '"max_position_embeddings": 512'))
     assert json.loads((tiny_random_dir() / "config.json").read_text())["max_position_embeddings"] == 4096
     assert sorted(p.name for p in tmp_path.iterdir()) == [TINY]
+
+
+def test_a_build_finished_by_another_process_meanwhile_is_kept(tmp_path, monkeypatch):
+    """Two processes building the preset at once: the later one replaced (deleted, then re-created) the folder the
+    first had installed and handed out; now it keeps it and drops its own build."""
+    import styleeval.testing
+    from styleeval.models import tiny_random_dir
+
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "a"))
+    built = tiny_random_dir()  # what the other process installs
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "b"))
+    build_model = styleeval.testing.build_model
+
+    def slow_build(*args, **kwargs):  # while this process builds, the other one finishes
+        shutil.copytree(built, tmp_path / "b" / TINY)
+        return build_model(*args, **kwargs)
+
+    monkeypatch.setattr(styleeval.testing, "build_model", slow_build)
+    inode = None
+    original = shutil.copytree
+
+    def remember(*args, **kwargs):
+        nonlocal inode
+        out = original(*args, **kwargs)
+        inode = (tmp_path / "b" / TINY).stat().st_ino
+        return out
+
+    monkeypatch.setattr(shutil, "copytree", remember)
+    root = tiny_random_dir()
+    assert root == tmp_path / "b" / TINY and root.stat().st_ino == inode  # the other's folder, untouched
+    assert [p.name for p in (tmp_path / "b").iterdir()] == [TINY]  # no temporary build left
 
 
 @pytest.fixture

@@ -37,13 +37,14 @@ def md_cell(text: object) -> str:
     control characters as spaces, ``|`` and ``\\`` and ````` backslash-escaped (a name such as ``A | 99 |`` cannot
     add a column, nor a newline a row), ``&`` and ``<`` as HTML entities (``<script>`` is text, not HTML: no tag,
     comment or autolink opens without ``<``). ``>`` stays as written (``informal->formal``), but for a leading one,
-    backslash-escaped (a list item ``> x`` would be a blockquote).
+    backslash-escaped (a list item ``> x`` would be a blockquote); ``](`` as ``]\\(`` (no inline link: a system
+    named ``[x](javascript:...)`` is text); other brackets as written (``60.2 [54.5, 65.2]``).
 
-    >>> md_cell("formal->informal | <b>x</b>"), md_cell("> quoted")
-    ('formal->informal \\\\| &lt;b>x&lt;/b>', '\\\\> quoted')
+    >>> md_cell("formal->informal | <b>x</b>"), md_cell("> quoted"), md_cell("[x](javascript:alert(1))")
+    ('formal->informal \\\\| &lt;b>x&lt;/b>', '\\\\> quoted', '[x]\\\\(javascript:alert(1))')
     """
     text = _controls_as_spaces(_MD_BREAKS.sub(" ", str(text)))
-    text = _MD_SPECIAL_RE.sub(lambda m: _MD_SPECIAL[m.group()], text)
+    text = _MD_SPECIAL_RE.sub(lambda m: _MD_SPECIAL[m.group()], text).replace("](", "]\\(")
     return re.sub(r"^(\s*)>", r"\1\\>", text)
 
 

@@ -44,13 +44,18 @@ def tiny_random_dir() -> Any:
     from styleeval.paths import cache_path
 
     root = cache_path(TINY_RANDOM)
-    if (root / "config.json").is_file() and (root / "tokenizer.json").is_file():
+
+    def current() -> bool:  # a complete build with today's context (an older one is replaced)
+        if not ((root / "config.json").is_file() and (root / "tokenizer.json").is_file()):
+            return False
         try:
-            context = json.loads((root / "config.json").read_text(encoding="utf-8")).get("max_position_embeddings")
+            config = json.loads((root / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            context = None
-        if context == TINY_RANDOM_CONTEXT:
-            return root
+            return False
+        return config.get("max_position_embeddings") == TINY_RANDOM_CONTEXT
+
+    if current():
+        return root
     from styleeval.testing import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
@@ -59,6 +64,9 @@ def tiny_random_dir() -> Any:
     tmp = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.tmp")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    if current():  # another process installed it while this one built: its folder stays, in use
+        shutil.rmtree(tmp, ignore_errors=True)
+        return root
     if root.exists():  # an older build: moved aside, then replaced
         old = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.old")
         try:

@@ -216,3 +216,9 @@ def test_a_score_column_named_like_a_spec_is_read_as_that_column(tmp_path):
     with pytest.raises(ValueError, match=r"the column 's_bleu' is the name of styleeval's metric s_bleu, so its "
                                          r"scores would be labelled as that metric's; rename the column"):
         _score_file_metrics(str(named))
+    named.write_text("id,s_BLEU\nc/0,0.3\n", encoding="utf-8")  # another case, the same label: S-Bleu
+    with pytest.raises(ValueError, match=r"the column 's_BLEU' is the name of styleeval's metric s_bleu, .* both are "
+                                         r"shown as S-Bleu"):
+        _score_file_metrics(str(named))
+    with pytest.raises(ValueError, match=r"the name 's_CHRF' is the name of styleeval's metric s_chrf"):
+        get_metric(f"precomputed:file={path}:column=rand2:name=s_CHRF")

@@ -202,7 +202,6 @@ def _score_file_metrics(file: str) -> list:
 
     from styleeval.files.records import iter_records
     from styleeval.metrics.precomputed import from_file
-    from styleeval.metrics.registry import available_metrics
 
     if not Path(file).is_file():
         raise UserError(f"--scores {file}: no such file")
@@ -211,10 +210,5 @@ def _score_file_metrics(file: str) -> list:
         if where == "header" or columns:
             if "id" not in record:
                 raise UserError(f"{file}: a score file needs an 'id' column (the corpus row ids)")
-            taken = [c for c in columns if c in available_metrics()]
-            if taken:  # its scores would be shown, correlated and ranked as styleeval's metric
-                raise UserError(f"--scores {file}: the column {taken[0]!r} is the name of styleeval's metric "
-                                f"{taken[0]}, so its scores would be labelled as that metric's; rename the column "
-                                f"(e.g. {taken[0]}_own)")
             return [from_file(file, column) for column in columns]
     raise UserError(f"{file}: no scores")

@@ -16,8 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from styleeval.errors import UserError
+from styleeval.labels import metric_label
 from styleeval.metrics.base import Metric
-from styleeval.metrics.registry import register, register_namespace
+from styleeval.metrics.registry import label_clash, register, register_namespace
 from styleeval.signature import Signature
 
 
@@ -85,6 +86,13 @@ def from_file(file: str, column: str, lower_is_better: bool | str = False, name:
         if any(c in text for c in "|[]"):
             raise UserError(f"{path}: the {what} {text!r} holds '|', '[' or ']', which a metric's signature cannot "
                             "hold; rename it")
+    label = name or column
+    clash = label_clash(label)
+    if clash is not None:  # its scores would be shown, correlated and ranked as styleeval's metric
+        what = "name" if name else "column"
+        raise UserError(f"{path}: the {what} {label!r} is the name of styleeval's metric {clash}, so its scores would be "
+                        f"labelled as that metric's; rename the {what} (e.g. {label}_own): both are shown as "
+                        f"{metric_label(clash)}")
     scores: dict[str, float] = {}
     seen_header = False
     for where, record in iter_records(path):

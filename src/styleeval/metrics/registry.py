@@ -134,6 +134,19 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip(), opts
 
 
+def label_clash(name: str) -> str | None:
+    """The registered metric shown under the same label as ``name`` (``s_BLEU`` and ``s_bleu`` are both "S-Bleu"),
+    or ``None``: scores computed elsewhere must not be shown as one of styleeval's metrics.
+
+    >>> label_clash("s_BLEU"), label_clash("my_bleu")
+    ('s_bleu', None)
+    """
+    from styleeval.labels import metric_label
+
+    shown = metric_label(name).casefold()
+    return next((m for m in available_metrics() if metric_label(m).casefold() == shown), None)
+
+
 def with_model(specs: list[str | Metric], model: str) -> list[str | Metric]:
     """``--model`` of ``evaluate`` and ``metaeval``: ``:model=MODEL`` added to every spec of an LLM metric
     (:attr:`Metric.takes_model`: ``logprob_*``, ``autorater_*``, ``ppl``) that names no model; a ``UserError`` when
