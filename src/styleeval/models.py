@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from styleeval.errors import UserError
+from styleeval.gguf_files import GGUFInfo, is_gguf_name
+from styleeval.gguf_files import resolve as resolve_gguf
 from styleeval.hub import (  # noqa: F401  re-exported: the torch-free part of model loading lives in hub.py
     DEFAULT_MODEL,
     PRESETS,
@@ -125,9 +128,9 @@ FINGERPRINT_SKIP = (".md", ".txt", ".lock", ".metadata")
 
 
 def _fingerprint_cache_path() -> str:
-    from styleeval.paths import cache_path
+    from styleeval.digests import cache_file
 
-    return str(cache_path("fingerprints.json"))
+    return cache_file()
 
 
 def model_fingerprint(path: str | os.PathLike[str]) -> str:
@@ -135,21 +138,14 @@ def model_fingerprint(path: str | os.PathLike[str]) -> str:
     config, tokenizer, chat template), so that a model changed in place gets a new signature.
 
     Each file's digest is cached by (path, size, mtime) in ``fingerprints.json`` in styleeval's cache
-    (:mod:`styleeval.paths`), so an unchanged folder is fingerprinted without reading its weights again.
+    (:mod:`styleeval.digests`), so an unchanged folder is fingerprinted without reading its weights again.
     """
     import hashlib
-    import json
+
+    from styleeval.digests import DigestCache
 
     root = os.path.realpath(path)
-    cache_file = _fingerprint_cache_path()
-    try:
-        with open(cache_file, encoding="utf-8") as f:
-            cache = json.load(f)
-        if not isinstance(cache, dict):
-            cache = {}
-    except (OSError, ValueError):
-        cache = {}
-    changed = False
+    cache = DigestCache()
     total = hashlib.sha256()
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -157,26 +153,8 @@ def model_fingerprint(path: str | os.PathLike[str]) -> str:
             if name.startswith(".") or name.lower().endswith(FINGERPRINT_SKIP):
                 continue
             full = os.path.join(dirpath, name)
-            stat = os.stat(full)
-            key = f"{full}|{stat.st_size}|{stat.st_mtime_ns}"
-            digest = cache.get(key)
-            if not isinstance(digest, str):
-                h = hashlib.sha256()
-                with open(full, "rb") as f:
-                    for block in iter(lambda: f.read(1 << 20), b""):
-                        h.update(block)
-                digest = cache[key] = h.hexdigest()
-                changed = True
-            total.update(os.path.relpath(full, root).encode() + b"\0" + digest.encode() + b"\0")
-    if changed:
-        try:
-            os.makedirs(os.path.dirname(cache_file), exist_ok=True)
-            tmp = f"{cache_file}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(cache, f)
-            os.replace(tmp, cache_file)
-        except OSError:
-            pass  # a read-only cache only costs time
+            total.update(os.path.relpath(full, root).encode() + b"\0" + cache.sha256(full).encode() + b"\0")
+    cache.save()
     return f"local-{total.hexdigest()[:12]}"
 
 
@@ -184,6 +162,8 @@ def model_revision_key(model: Any, revision: str | None = None) -> str | None:
     """What identifies the weights behind ``model`` for caches: the fingerprint of a local folder, else
     ``revision`` (Hub ids are pinned by their revision)."""
     if isinstance(model, (str, os.PathLike)):
+        if is_gguf_name(model):
+            return resolve_gguf(model).revision
         name = preset_path(model)
         if os.path.isdir(name):
             return model_fingerprint(name)
@@ -249,6 +229,104 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return digest
 
 
+GGUF_MARKER = ".styleeval-gguf.json"
+"""In a converted GGUF folder: the source file's SHA-256 and the folder's own fingerprint, written last (a folder
+without it, or whose files changed since, is converted again)."""
+
+
+def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
+    """A GGUF file converted once, by transformers' GGUF loader (de-quantized to float32), into a model folder in
+    styleeval's cache (``gguf/converted/<16 hex of its SHA-256>``), so that later loads take seconds. A folder deleted,
+    cut short or changed since it was written is built again; two processes converting at once convert once
+    (a file lock)."""
+    import json
+    import shutil
+    import tempfile
+
+    from filelock import FileLock
+
+    from styleeval.paths import cache_path
+    from styleeval.progress import stage
+
+    root = cache_path("gguf", "converted", info.sha256[:16])
+    if _converted(root, info):
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root) + ".lock"):
+        if _converted(root, info):  # another process converted it meanwhile
+            return root
+        tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
+        try:
+            with stage(f"converting {os.path.basename(info.path)} (once; kept in {root.parent})", progress):
+                _convert_gguf(info, tmp)
+            os.chmod(tmp, 0o777 & ~_umask())
+            if root.exists():
+                shutil.rmtree(root)
+            os.replace(tmp, root)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        marker = {"sha256": info.sha256, "fingerprint": model_fingerprint(root)}  # last: the folder is complete
+        (root / GGUF_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    return root
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _converted(root: Path, info: GGUFInfo) -> bool:
+    import json
+
+    try:
+        marker = json.loads((root / GGUF_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (isinstance(marker, dict) and marker.get("sha256") == info.sha256
+            and marker.get("fingerprint") == model_fingerprint(root))
+
+
+def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
+    """Read the GGUF with transformers (its tokenizer, config and de-quantized weights) and save a plain float32
+    model folder: a GGUF-loaded model refuses ``save_pretrained``, so the weights move into a model built from the
+    same config without its quantization config."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory, filename = os.path.split(info.path)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
+        loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=filename, dtype=torch.float32)
+    except (ValueError, OSError, KeyError, NotImplementedError, RuntimeError, TypeError) as err:
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelLoadError(f"cannot load model {info.path!r}: transformers cannot read this GGUF file "
+                             f"(architecture {info.architecture}, quantization {info.quantization}): {text}") from None
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    plain.load_state_dict(loaded.state_dict())
+    plain.generation_config = loaded.generation_config
+    plain.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def _signed_source(model: str | os.PathLike[str]) -> tuple[str, str, str | None]:
+    """``(name, source, fingerprint)`` of a model named by a string: what signatures record, where transformers
+    loads it from, and the revision that identifies the weights (``None``: a Hub id's own). A GGUF file or preset
+    signs by its content (:class:`~styleeval.gguf_files.GGUFInfo`) and loads from its converted folder; the
+    :data:`TINY_RANDOM` preset signs by name and content, not by where this machine keeps it; a local folder by its
+    real path and fingerprint."""
+    if is_gguf_name(model):
+        info = resolve_gguf(model)
+        return info.model_name, str(gguf_folder(info)), info.revision
+    name = preset_path(model)
+    if not os.path.isdir(name):
+        return name, name, None
+    real = os.path.realpath(name)
+    return (TINY_RANDOM if str(model).lower() == TINY_RANDOM else real), real, model_fingerprint(real)
+
+
 def load_model(
     model: Any,
     tokenizer: Any = None,
@@ -273,22 +351,17 @@ def load_model(
     if isinstance(tokenizer, (str, os.PathLike)):  # a tokenizer id or path is loaded, not passed on as a string
         tokenizer = load_tokenizer(tokenizer, None, trust_remote_code)
     if isinstance(model, (str, os.PathLike)):
-        preset = str(model).lower() == TINY_RANDOM
-        name = preset_path(model)
-        if os.path.isdir(name):  # a local folder: one spelling of it in signatures, whatever the caller wrote
-            name = os.path.realpath(name)
-            fingerprint = model_fingerprint(name)
-        check_downloadable(name)
+        name, source, fingerprint = _signed_source(model)
+        if source == name:
+            check_downloadable(name)
         try:
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(name, revision=revision, trust_remote_code=trust_remote_code)
+                tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
             model = AutoModelForCausalLM.from_pretrained(
-                name, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
+                source, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
             )
         except (OSError, ValueError, ImportError) as err:
-            raise explain_load_error(name, err) from None
-        if preset:  # signed by name and content (the fingerprint), not by where this machine keeps the folder
-            name = TINY_RANDOM
+            raise explain_load_error(source, err) from None
     elif isinstance(model, torch.nn.Module):
         name = getattr(model, "name_or_path", "") or getattr(model.config, "_name_or_path", "") or "<model object>"
         if tokenizer is None:

@@ -24,6 +24,10 @@ from styleeval.backends.base import (
     TokenTree,
 )
 from styleeval.errors import UserError
+from styleeval.gguf_files import PRESETS as GGUF_PRESETS
+from styleeval.gguf_files import is_gguf_name
+from styleeval.gguf_files import label as gguf_label
+from styleeval.gguf_files import resolve as resolve_gguf
 from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, available_here, check_downloadable, hub_id
 from styleeval.optiontypes import Option
 from styleeval.progress import loading
@@ -57,9 +61,12 @@ def check_weights(model: Any, tokenizer: Any = None) -> None:
     """A model (and a tokenizer id) whose weights are neither here nor downloadable fails now, in at most
     :data:`~styleeval.hub.PROBE_SECONDS`, with one line (:class:`~styleeval.hub.ModelLoadError`), before torch and
     transformers are imported: a command without weights ends in about a second, not after the imports and the Hub
-    client's retries. A local folder, a model object and :data:`~styleeval.hub.TINY_RANDOM` pass."""
+    client's retries. A local folder, a model object and :data:`~styleeval.hub.TINY_RANDOM` pass; a GGUF file is checked
+    and a GGUF preset fetched (:mod:`styleeval.gguf_files`)."""
     for name, what in ((DEFAULT_MODEL if model is None else model, "model"), (tokenizer, "tokenizer")):
-        if isinstance(name, str) and name.lower() != TINY_RANDOM:
+        if is_gguf_name(name) and what == "model":  # a GGUF file is read, a GGUF preset fetched, now
+            resolve_gguf(name)
+        elif isinstance(name, str) and name.lower() != TINY_RANDOM:
             check_downloadable(hub_id(name), what)
 
 
@@ -143,9 +150,14 @@ class LocalBackend(Backend):
 
     @classmethod
     def missing_weights(cls, model: Any) -> str | None:
-        """``"<id>: not in the local Hugging Face cache"`` for a Hub id (or preset) whose weights are not cached here;
-        ``None`` for a local folder, a model object or cached weights. No network request."""
+        """``"<id>: not in the local Hugging Face cache"`` for a Hub id (or preset) whose weights are not cached here,
+        ``"<path>: no such GGUF file"``; ``None`` for a local folder, a model object, cached weights, a GGUF file or a
+        GGUF preset (fetched on first use). No network request."""
         model = DEFAULT_MODEL if model is None else model
+        if is_gguf_name(model):  # a preset is fetched on first use; a file is there or not
+            if str(model).lower() in GGUF_PRESETS or os.path.isfile(os.path.expanduser(str(model))):
+                return None
+            return f"{model}: no such GGUF file"
         if not isinstance(model, str) or model.lower() == TINY_RANDOM:  # built here on first use
             return None
         model = hub_id(model)
@@ -167,6 +179,8 @@ class LocalBackend(Backend):
         is the machine's business), else the name as given."""
         if not isinstance(model, (str, type(None))):
             return type(model).__name__
+        if gguf_label(model) is not None:
+            return str(gguf_label(model))
         name = hub_id(DEFAULT_MODEL if model is None else model)
         folder = os.path.expanduser(name)
         return f"{os.path.basename(os.path.normpath(folder))} (a local folder)" if os.path.isdir(folder) else name
