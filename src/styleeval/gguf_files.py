@@ -144,7 +144,7 @@ def _header(path: str) -> dict[str, str]:
 
     try:
         reader = GGUFReader(path)
-    except (ValueError, OSError, KeyError) as err:  # a truncated or damaged file
+    except (ValueError, OSError, KeyError, IndexError, TypeError, OverflowError) as err:  # cut short or damaged
         raise ModelLoadError(f"cannot load model {path!r}: the GGUF file cannot be read ({err})") from None
 
     def field(key: str) -> object:

@@ -8,6 +8,7 @@ import random
 
 import pytest
 import torch
+from _slow import slow_expected
 from conftest import JUDGE_REPLIES, JUDGE_REWRITES, JUDGE_SOURCES, JUDGE_STYLE
 
 from styleeval.autorater import Autorater, parse_authors, parse_robust
@@ -124,38 +125,6 @@ def test_paper_70b_sampling_repeats_with_the_seed(tiny_model, tiny_tokenizer):
 # ----------------------------------------------------------------------------------------------- expected mode
 
 
-def _slow_expected(model, tokenizer, source, rewrite, style):
-    """The definition, one full forward pass per (row, rating): the prompt rendered with the chat template, the
-    scaffold + rating appended as text, softmax over the vocabulary, log-probabilities of the rating's tokens."""
-    from styleeval.chat import TEMPLATE_KWARGS
-
-    messages = PROMPTS["paper-small"].messages(source, rewrite, style)
-    prompt_text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                                **TEMPLATE_KWARGS)
-    prompt = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
-
-    def distribution(scaffold):
-        encoded = [tokenizer(scaffold + r, add_special_tokens=False)["input_ids"] for r in "12345"]
-        shared = 0
-        while all(len(e) > shared for e in encoded) and len({e[shared] for e in encoded}) == 1:
-            shared += 1
-        logps = []
-        for e in encoded:
-            ids = torch.tensor([prompt + e])
-            with torch.no_grad():
-                logits = model(input_ids=ids).logits[0].double()
-            lp = torch.log_softmax(logits, dim=-1)
-            start = len(prompt) + shared
-            logps.append(sum(float(lp[j - 1, ids[0, j]]) for j in range(start, ids.shape[1])))
-        return torch.softmax(torch.tensor(logps, dtype=torch.float64), dim=0)
-
-    meaning = distribution('{"meaning": ')
-    best = int(meaning.argmax()) + 1
-    style_p = distribution('{"meaning": ' + str(best) + ', "style": ')
-    ratings = torch.arange(1, 6, dtype=torch.float64)
-    return float((meaning * ratings).sum()), float((style_p * ratings).sum()), meaning, style_p
-
-
 ROWS = [
     ("give me the report now.", "Could you please send me the report?", "polite"),
     ("the food was cold and the staff rude.", "The food was warm and the staff were lovely.", "positive"),
@@ -182,7 +151,7 @@ def test_expected_mode_equals_the_slow_hand_computation(tokenizer_kind, tiny_tok
     if tokenizer_kind == "single":
         tails = [tok('{"meaning": ' + r, add_special_tokens=False)["input_ids"] for r in "12345"]
         assert len({len(t) for t in tails}) == 1  # the one-token fast path is what runs
-    expected = [_slow_expected(model, tok, *row) for row in ROWS]
+    expected = [slow_expected(model, tok, *row) for row in ROWS]
     rng = random.Random(0)
     for batch_tokens in (64, 100000):  # one row per batch / every row in one batch
         order = list(range(len(ROWS)))

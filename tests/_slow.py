@@ -1,0 +1,62 @@
+"""Slow, obviously-correct computations that the fast paths are tested against: one full forward pass per sequence,
+no batching, no padding, no cache, the prompt rendered by the tokenizer's own chat template."""
+
+from __future__ import annotations
+
+import torch
+
+from styleeval.autorater.prompts import PROMPTS
+from styleeval.chat import SYSTEM_PROMPT, TEMPLATE_KWARGS
+
+CONTEXT_INSTRUCTIONS = {
+    "style": "Rewrite the following sentence to be {style}: {source}",
+    "paraphrase": "Paraphrase the following sentence: {source}",
+    "repeat": "Repeat the following sentence: {source}",
+}
+"""The paper's three instructions (Table 2), verbatim."""
+
+
+def prompt_ids(tokenizer, messages) -> list[int]:
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **TEMPLATE_KWARGS)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_of_turn_id) -> list[float]:
+    """Log-probabilities of the rewrite's tokens and the end-of-turn token after the instruction ``context``: one
+    forward pass over prompt + rewrite, log-softmax over the whole vocabulary in float32."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": CONTEXT_INSTRUCTIONS[context].format(style=style, source=source)}]
+    prompt = prompt_ids(tokenizer, messages)
+    target = tokenizer(rewrite, add_special_tokens=False)["input_ids"] + [end_of_turn_id]
+    ids = torch.tensor([prompt + target])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+    return [logp[len(prompt) - 1 + j, token].item() for j, token in enumerate(target)]
+
+
+def slow_expected(model, tokenizer, source, rewrite, style):
+    """The expected-mode autorater by its definition, one full forward pass per (row, rating): the prompt rendered with
+    the chat template, the scaffold + rating appended as text, softmax over the vocabulary, log-probabilities of the
+    rating's tokens; returns (meaning, style, meaning probabilities, style probabilities)."""
+    prompt = prompt_ids(tokenizer, PROMPTS["paper-small"].messages(source, rewrite, style))
+
+    def distribution(scaffold):
+        encoded = [tokenizer(scaffold + r, add_special_tokens=False)["input_ids"] for r in "12345"]
+        shared = 0
+        while all(len(e) > shared for e in encoded) and len({e[shared] for e in encoded}) == 1:
+            shared += 1
+        logps = []
+        for e in encoded:
+            ids = torch.tensor([prompt + e])
+            with torch.no_grad():
+                logits = model(input_ids=ids).logits[0].double()
+            lp = torch.log_softmax(logits, dim=-1)
+            start = len(prompt) + shared
+            logps.append(sum(float(lp[j - 1, ids[0, j]]) for j in range(start, ids.shape[1])))
+        return torch.softmax(torch.tensor(logps, dtype=torch.float64), dim=0)
+
+    meaning = distribution('{"meaning": ')
+    best = int(meaning.argmax()) + 1
+    style_p = distribution('{"meaning": ' + str(best) + ', "style": ')
+    ratings = torch.arange(1, 6, dtype=torch.float64)
+    return float((meaning * ratings).sum()), float((style_p * ratings).sum()), meaning, style_p

