@@ -5,8 +5,10 @@ The root is ``$STYLEEVAL_CACHE``, else ``$XDG_CACHE_HOME/styleeval``, else ``~/.
 - ``corpora/``: corpus files downloaded from their original URLs (checksummed; :mod:`styleeval.corpora`);
 - ``scores/``: the scores cache of ``styleeval metaeval`` and ``styleeval reproduce-paper`` (``--cache-dir``);
 - ``tiny-random/``: the ``tiny-random`` preset model, built on first use;
+- ``gguf/``: GGUF presets' files (fetched on first use, SHA-256 checked) and ``gguf/converted/``: every GGUF file
+  converted once into a float32 model folder;
 - ``nltk_data/``: WordNet 3.0 and Punkt for METEOR, copied or downloaded on first use;
-- ``fingerprints.json``: the file digests behind local model folders' signatures.
+- ``fingerprints.json``: the file digests behind local model folders' and GGUF files' signatures.
 
 >>> import os
 >>> os.environ["STYLEEVAL_CACHE"] = "/data/styleeval-cache"
