@@ -86,8 +86,9 @@ class LogProb:
     """The LogProb metric with a causal chat LLM, run locally or on an OpenAI-compatible server.
 
     Args:
-        model: a preset (``"1b"``, ``"3b"``, ``"8b"``: the paper's Llama 3.x Instruct models), a Hub id, a
-            local path, or a loaded ``*ForCausalLM`` object. Default: ``meta-llama/Llama-3.2-1B-Instruct``.
+        model: a preset (``"1b"``, ``"3b"``, ``"8b"``: the paper's Llama 3.x Instruct models;
+            ``"smollm2-135m"``: a real 135M chat model fetched on first use, no Hub account), a Hub id, a local
+            path, a ``.gguf`` file, or a loaded ``*ForCausalLM`` object. Default: ``meta-llama/Llama-3.2-1B-Instruct``.
             With ``base_url``: the served model name (``None``: the only model the server lists).
         tokenizer: the tokenizer (object, id or path); loaded from the model id when omitted.
         variant: ``"default"`` (chat template of the tokenizer, every rewrite token scored) or ``"authors"`` (the

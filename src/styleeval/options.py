@@ -21,8 +21,10 @@ from styleeval.optiontypes import Option, Options
 __all__ = ["AUTORATER_OPTIONS", "LOGPROB_OPTIONS", "Option", "Options"]
 
 _MODEL = [
-    Option("model", str, "preset (1b, 3b, 8b), Hub id or local path; on a server the served model name (default: "
-           "1b locally, the server's only model on a server)", short="-m", aliases=("model_id",)),
+    Option("model", str, "preset (1b, 3b, 8b: the paper's; smollm2-135m: a real 135M chat model fetched on first "
+           "use, no Hub account; tiny-random: random weights), Hub id, local path or .gguf file; on a server the "
+           "served model name (default: 1b locally, the server's only model on a server)", short="-m",
+           aliases=("model_id",)),
     Option("backend", str, "what computes the log-probabilities: a registered backend (built in: local, openai; "
            "default: openai when --base-url is given, else local)"),
 ]

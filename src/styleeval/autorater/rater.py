@@ -118,7 +118,8 @@ class Autorater:
     """An instruct LLM as a 1-5 judge of meaning preservation and style (see the module docstring).
 
     Args:
-        model: a preset (``"1b"``, ``"3b"``, ``"8b"``), a Hub id, a local path or a model object (local backend);
+        model: a preset (``"1b"``, ``"3b"``, ``"8b"``, ``"smollm2-135m"``), a Hub id, a local path, a ``.gguf`` file
+            or a model object (local backend);
             with ``base_url``, the served model name (``None``: the only model the server lists).
         tokenizer: the tokenizer (object, id or path); loaded from ``model`` when omitted. On a server it is needed in
             expected mode; in paper mode, giving it makes the prompts be rendered and tokenized here and sent as

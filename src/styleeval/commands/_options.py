@@ -121,8 +121,9 @@ def add_model_argument(p: argparse.ArgumentParser) -> None:
     (:func:`styleeval.metrics.registry.with_model`)."""
     p.add_argument("--model", default=None, metavar="MODEL",
                    help="the model of every LLM metric (logprob_*, autorater_*, ppl) whose spec names none: a preset "
-                   "(1b, 3b, 8b, qwen-1.5b; tiny-random to try the pipeline without weights), a Hub id or a local "
-                   "path; a spec's own model= wins (logprob_content:model=3b)")
+                   "(smollm2-135m: a real 135M chat model fetched on first use, no Hub account; 1b, 3b, 8b: the "
+                   "paper's; qwen-1.5b; tiny-random: random weights, pipeline only), a Hub id, a local folder or a "
+                   ".gguf file; a spec's own model= wins (logprob_content:model=3b)")
 
 
 def metric_specs(specs: Iterable[Any], model: str | None) -> list[Any]:

@@ -156,7 +156,8 @@ def with_model(specs: list[str | Metric], model: str) -> list[str | Metric]:
     ['s_bleu', 'logprob_content:model=tiny-random', 'autorater_style:model=3b']
     """
     if not model or not model.strip():
-        raise UserError("--model needs a model: a preset (1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id or a path")
+        raise UserError("--model needs a model: a preset (smollm2-135m, 1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id, "
+                        "a path or a .gguf file")
     _discover()
     llm = sorted(n for n, c in _CLASSES.items() if getattr(c, "takes_model", False))
     out, applied, own = [], False, []
