@@ -96,9 +96,14 @@ def test_every_shell_block_is_marked_and_parses():
 
 
 @pytest.fixture(scope="module")
-def scratch(tiny_model_dir, tmp_path_factory):
-    """A folder beside a link to shared/, and a Hugging Face cache holding the tiny model under every preset's id."""
+def scratch(tiny_model_dir, real_backend, tmp_path_factory):
+    """A folder beside a link to shared/, a Hugging Face cache holding the tiny model under every preset's id, and a
+    styleeval cache whose gguf/ is the session's (the smollm2-135m preset fetched and converted once per run)."""
+    from styleeval.paths import cache_path
+
     root = tmp_path_factory.mktemp("readme")
+    (root / "cache").mkdir()
+    (root / "cache" / "gguf").symlink_to(cache_path("gguf"))
     (root / "shared").symlink_to(ROOT.parent / "shared")
     work = root / "work"
     work.mkdir()

@@ -21,16 +21,16 @@ SIGNED = "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f"
 
 @pytest.fixture(scope="module")
 def task_rows(data_dir):
-    """Two rows of every task of the test set (the first and the longest rewrite of each), plus an empty rewrite."""
+    """A row of every task of the test set (the longest rewrite of each: the most positions), plus an empty
+    rewrite."""
     from styleeval.corpora import load_corpus
 
     data = load_corpus("style_gap_testset", data_dir)
     rows = []
     for task in sorted(set(data["task"])):
-        mine = [r for r in data if r["task"] == task]
-        for r in (mine[0], max(mine, key=lambda r: len(r["rewrite"]))):
-            rows.append((r["source"], r["rewrite"], r["target_style"]))
-    assert len(rows) == 12
+        r = max((r for r in data if r["task"] == task), key=lambda r: len(r["rewrite"]))
+        rows.append((r["source"], r["rewrite"], r["target_style"]))
+    assert len(rows) == 6
     return [*rows, ("Thanks for nothing.", "", "polite")]
 
 
@@ -89,7 +89,7 @@ def test_the_preset_signs_by_its_content(real_backend, task_rows):
 
 def test_the_expected_autorater_equals_its_definition_on_real_weights(real_backend, task_rows):
     model, tok = real_backend.model, real_backend.tokenizer
-    picked = [task_rows[i] for i in (0, 3, 7, 10, 12)]
+    picked = [task_rows[i] for i in (0, 4)]  # the definition costs ten full passes a row
     judge = Autorater(backend=real_backend, mode="expected", progress=False)
     res = judge.rate(*map(list, zip(*picked, strict=True)))
     assert res.compliance_rate == 1.0 and SIGNED in res.signature
@@ -107,7 +107,7 @@ def test_the_paper_autorater_reports_its_parse_failures(real_backend, task_rows,
     from styleeval.autorater import parse_robust
 
     judge = Autorater(backend=real_backend, mode="paper", progress=False)
-    res = judge.rate(*map(list, zip(*task_rows[:6], strict=True)))
+    res = judge.rate(*map(list, zip(*task_rows[:3], strict=True)))
     replies = [r["reply"] for r in res]
     assert all(isinstance(reply, str) and reply for reply in replies)
     parsed = [r["parsed"] for r in res]

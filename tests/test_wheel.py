@@ -91,16 +91,18 @@ def test_the_wheel_carries_the_modules_the_space_and_the_cards(installed):
     assert not list(bundle.rglob("__init__.py")) and not list(bundle.glob("datasets/*/data"))
 
 
-def test_the_readmes_wheel_examples_run_outside_the_repository(installed):
-    """The README's Python example (evaluate.load of the installed module, the tiny-random preset) and its CLI lines:
-    build-datasets into the work folder, reproduce-paper's help, and the Space started and asked for its page."""
+def test_the_readmes_wheel_examples_run_outside_the_repository(installed, real_backend):
+    """The README's Python example (evaluate.load of the installed module, the real smollm2-135m preset, already in
+    the session's cache) and its CLI lines: build-datasets into the work folder, reproduce-paper's help, and the Space
+    started and asked for its page."""
     python, purelib, work, env = installed
     assert SHELL and PYTHON, "README.md has no wheel section (marked <!-- readme-test: wheel -->)"
     check = ("\nimport styleeval, math\n"
              f"assert styleeval.__file__.startswith({purelib!r}), styleeval.__file__\n"
              f"assert styleeval.evaluate_module('logprob_style').startswith({purelib!r})\n"
              "assert len(r['content_preservation']) == 1 and math.isfinite(r['content_preservation'][0])\n"
-             "assert 'model:tiny-random@' in r['signature']\n")
+             "assert 'model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f' in r['signature']\n"
+             "assert 'warning' not in r\n")
     _run([python, "-c", PYTHON.group(1) + check], work, env)
 
     started = []
@@ -118,7 +120,7 @@ def test_the_readmes_wheel_examples_run_outside_the_repository(installed):
                                                 stderr=subprocess.STDOUT,
                                                 env={**env, "STYLEEVAL_DATA_DIR": str(work / "no-corpora")}))
             page = _page(f"http://127.0.0.1:{port}/config", started[-1], log)
-            assert "Random weights (tiny-random): not for numbers." in page  # the banner of the bundled app
+            assert "a real 135M chat model" in page and "not for numbers" not in page  # the bundled app's banner
             continue
         if argv[1] in SLOW:
             argv = argv[:2] + [SLOW[argv[1]]]

