@@ -133,3 +133,25 @@ def test_out_through_a_symbolic_link_and_its_real_path_at_once(workers, tiny_mod
     a.send(_argv(tiny_model_dir, inp, link))  # a resume through the link: nothing left, nothing written
     assert a.answer()["rc"] == 0 and link.is_symlink() and _rows(out) == list(range(60))
     assert time.perf_counter() - start < 60
+
+
+def test_out_through_a_hard_link_and_its_other_name_at_once(workers, tiny_model_dir):
+    """Two hard-linked names of one OUT are two real paths (two lock files): a run on each at once wrote both (issue
+    44: 3,965 records for 2,000 rows). A file with more than one name is refused before anything is written."""
+    (a, b), _, folder = workers
+    inp = folder / "sixty-hard.jsonl"
+    inp.write_text("".join(json.dumps({"source": f"Report {i} now.", "rewrite": f"Report {i}, please.",
+                                       "style": "polite"}) + "\n" for i in range(60)), encoding="utf-8")
+    out = folder / "hard.jsonl"
+    a.send(_argv(tiny_model_dir, inp, out, "--max-rows", "2"))
+    assert a.answer()["rc"] == 0
+    link = folder / "hard-link.jsonl"
+    os.link(out, link)
+    a.send(_argv(tiny_model_dir, inp, out, "--chunk-size", "2"))
+    b.send(_argv(tiny_model_dir, inp, link, "--chunk-size", "2"), delay=0.05)
+    first, second = a.answer(), b.answer()
+    rows = _rows(out)
+    assert len(rows) == len(set(rows)), f"{len(rows) - len(set(rows))} rows written twice"
+    for answer in (first, second):
+        assert answer["rc"] == 2 and "hard-link.jsonl" in answer["err"] and "hard.jsonl" in answer["err"], answer
+    assert rows == [0, 1]

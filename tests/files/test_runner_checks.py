@@ -80,6 +80,25 @@ def test_a_full_disk_says_so_and_keeps_the_written_rows(tmp_path, tiny_model_dir
     assert sorted(r["row"] for r in read_scores(out)) == list(range(5))
 
 
+def test_a_full_disk_on_overwrite_says_the_old_out_is_kept(tmp_path, tiny_model_dir, monkeypatch):
+    """--overwrite writes a new file and renames it onto OUT once its first chunk is safe: a disk full before then
+    leaves the old OUT as it was, and the error says so (before: "the 0 rows written before are safe")."""
+    import styleeval.files.runner as runner
+
+    inp, out = _jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "out.jsonl"
+    score_file(inp, out, str(tiny_model_dir), progress=False, device="cpu")
+    before = out.read_bytes()
+
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(runner.os, "fsync", fsync)
+    with pytest.raises(ValueError, match=r"cannot write \(the disk is full\); \S*out\.jsonl is kept unchanged") as err:
+        score_file(inp, out, str(tiny_model_dir), progress=False, device="cpu", chunk_size=2, overwrite=True)
+    assert "rows written before are safe" not in str(err.value)
+    assert out.read_bytes() == before and not list(tmp_path.glob("*.partial"))
+
+
 def test_out_under_a_file_is_an_error_before_any_work(tmp_path, capsys):
     inp = _jsonl(tmp_path / "in.jsonl", ROWS)
     blocker = tmp_path / "file.txt"

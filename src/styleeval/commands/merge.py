@@ -15,10 +15,13 @@ from styleeval.errors import UserError
 EPILOG = """\
 The shard files must carry one signature, no row twice and, together, every row (up to the largest row, or every
 row of --input): otherwise nothing is written and the error names the rows, the files and the missing shard. With
---input, every record's source, rewrite and style must be those of its input row (shards of another input, or of
-runs with another --style, are refused naming the row). OUT may be neither a shard nor the input, under any name.
-The merged file has the records in input order, with the text one unsharded run would have written; scores may
-differ from that run's within float rounding (float32 arithmetic depends on which rows share a batch).
+--input, every record's source, rewrite, style and carried columns (the input's other columns) must be those of
+its input row (shards of another input, or of runs with another --style, are refused naming the row and the field).
+OUT may be neither a shard nor the input, under any name. The merged file has the records in input order, with the
+text one unsharded run would have written; scores may differ from that run's within float rounding (float32
+arithmetic depends on which rows share a batch). CSV shards merged into JSONL carry the input's types (numbers,
+booleans, nulls, lists) in its other columns only with --input: without it those columns are written as the CSV's
+text ("0", "true", "" for null).
 """
 
 
@@ -38,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="the merged file: JSONL, or CSV when it ends in .csv")
     p.add_argument("--input", metavar="IN", default=None,
                    help="the input the shards were scored from: every record is checked against its row (source, "
-                   "rewrite, style), and the row count too (a missing last shard is found even when its rows are the "
-                   "last ones)")
+                   "rewrite, style, the other columns), and the row count too (a missing last shard is found even "
+                   "when its rows are the last ones); the other columns are written with the input's types")
     p.add_argument("--style", default=None,
                    help="the --style the shards were scored with, if any (checked against every record; without "
                    "it, the input's style column, or one style shared by every shard)")

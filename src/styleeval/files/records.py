@@ -9,9 +9,9 @@ per input row::
 ``row`` is the 0-based index of the row in the input file (blank lines are not counted). Numeric scores are written
 empty (CSV) / null (JSONL) when NaN; so is a non-finite number in a carried-through column. CSV fields may be of any
 length (the csv module's 131,072-character limit is lifted for reading). In CSV output a text that a spreadsheet
-would run as a formula (``=HYPERLINK(...)``, ``@SUM(...)``) is written with a leading ``'``
-(:func:`styleeval.escaping.csv_text`), which :func:`iter_scores` / :func:`read_scores` remove: every text reads back
-as given.
+would run as a formula (``=HYPERLINK(...)``, ``@SUM(...)``), a cell or a column's name in the header, is written with
+a leading ``'`` (:func:`styleeval.escaping.csv_text`), which :func:`iter_scores` / :func:`read_scores` remove: every
+text and name reads back as given.
 """
 
 from __future__ import annotations
@@ -262,15 +262,53 @@ def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line:
         raise UserError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None
 
 
+MAX_NESTING = 100
+"""The most levels of arrays and objects inside one another a JSONL record may have (the record itself is one): what
+is read can always be written and compared again (Python's json module recurses, and gives up near 1,000 levels,
+sooner deeper in a program's stack)."""
+
+
+def _nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` has more than ``limit`` levels of lists and dicts inside one another (read without
+    recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (list, dict)))
+    return False
+
+
+def _json_line(line: str, where: str) -> Any:
+    """One JSONL line as a value; a line Python's json module cannot read (bad syntax, too deep, an integer longer
+    than Python reads) is a ``UserError`` naming ``where`` and the fix."""
+    too_deep = (f"{where}: nested more than {MAX_NESTING} levels deep (arrays or objects inside one another); "
+                "flatten the value, or write it as a string")
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise UserError(f"{where}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise UserError(too_deep) from None
+    except ValueError as err:  # an integer longer than Python's limit on digits
+        digits = re.search(r"has (\d+) digits", str(err))
+        if digits is None:
+            raise UserError(f"{where}: not readable as JSON ({err})") from None
+        raise UserError(f"{where}: a number of {digits.group(1)} digits, more than Python reads "
+                        f"({sys.get_int_max_str_digits()}); write it as a string (in quotes)") from None
+    if line.count("[") + line.count("{") > MAX_NESTING and _nesting_exceeds(value, MAX_NESTING):
+        raise UserError(too_deep)
+    return value
+
+
 def _iter_jsonl(lines: Iterator[str], path: Path, strict: bool = True,
                 first_line: int = 1) -> Iterator[tuple[str, dict[str, Any]]]:
     for number, line in enumerate(lines, start=first_line):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UserError(f"{path}, line {number}: not valid JSON ({err.msg})") from None
+        record = _json_line(line, f"{path}, line {number}")
         if not isinstance(record, dict):
             raise UserError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
         yield f"line {number}", record
@@ -460,7 +498,7 @@ def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS
     as a list of records in file order.
 
     ``row`` comes back as ``int``; the scores (``content`` and ``style_strength``) as ``float`` (NaN for skipped
-    rows).
+    rows). A file that holds a row twice (no run writes one) is an error naming the row.
     """
     records, torn = _read_scores(Path(path), kind)
     if torn:
@@ -471,7 +509,7 @@ def read_scores(path: str | os.PathLike[str], kind: RecordKind = LOGPROB_RECORDS
 def _read_scores(path: Path, kind: RecordKind) -> tuple[list[dict[str, Any]], str | None]:
     """The complete records, and the location of an incomplete last record (a CSV row cut short) or ``None``."""
     torn = TornTail()
-    records = list(iter_scores(path, kind, torn))
+    records = list(iter_scores(path, kind, torn, seen=set()))
     return records, torn.where
 
 
@@ -496,17 +534,28 @@ def _typed_extras(record: dict[str, Any], kind: RecordKind) -> dict[str, Any]:
     return out
 
 
+def _first_time(path: Path, where: str, row: int, seen: Any) -> None:
+    """Add ``row`` to ``seen``; a row already there is an error naming it (a file no run writes)."""
+    if row in seen:
+        raise UserError(f"{path}, {where}: row {row} appears twice; the file is corrupt (two runs wrote it at "
+                        "once?): write it again (--overwrite)")
+    seen.add(row)
+
+
 class TornTail:
     """Set by :func:`iter_scores` to the location of an incomplete last record (a CSV row cut short)."""
 
     where: str | None = None
 
 
-def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[str, Any]]:
+def iter_scores(path: Path, kind: RecordKind, torn: TornTail, seen: Any = None) -> Iterator[dict[str, Any]]:
     """The complete records of an output file, read lazily; an incomplete last record is not yielded, its location
-    goes to ``torn``; an incomplete record before the last, or a corrupt one, raises ``UserError``."""
+    goes to ``torn``; an incomplete record before the last, a corrupt one, or (with ``seen``, a set of rows, empty or
+    a :class:`~styleeval.files.shards.RowSet`, filled with the rows read) a row read twice raises ``UserError``. A
+    CSV file's header names, escaped as its cells are, are read back as the input named its columns."""
     pending: str | None = None  # where a record cut short was: an error unless it is the last
     csv_file = output_format(path) == "csv"
+    names: dict[str, str] = {}  # a CSV header's names as written -> as the input named them
     for where, record in iter_records(path, output_format(path), strict=False):
         if pending is not None:
             raise UserError(f"{path}, {pending}: incomplete record")
@@ -515,6 +564,7 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
             what = "file" if where == "header" else f"record ({where})"
             raise UserError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
         if where == "header":
+            names = {name: csv_untext(name) for name in record}
             continue
         if any(record[f] is None for f in ("row", "source", "rewrite", "style", "signature")):
             pending = where
@@ -522,11 +572,13 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail) -> Iterator[dict[s
         try:
             row = int(record["row"])
             record = {**record, "row": row, **{f: _score(record[f]) for f in kind.scores}}
-            if csv_file:  # texts as given (not as escaped for spreadsheets), extras with their types
-                record = {k: csv_untext(v) if isinstance(v, str) else v for k, v in record.items()}
+            if csv_file:  # texts and names as given (not as escaped for spreadsheets), extras with their types
+                record = {names[k]: csv_untext(v) if isinstance(v, str) else v for k, v in record.items()}
                 record.update(_typed_extras(record, kind))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             raise UserError(f"{path}, {where}: corrupt record (bad row, score or field)") from None
+        if seen is not None:
+            _first_time(path, where, row, seen)
         yield record
     torn.where = pending
 
@@ -556,6 +608,23 @@ def _csv_extra(value: Any) -> Any:
     return value
 
 
+def carried_columns(record: dict[str, Any]) -> list[str]:
+    """The input's columns that a record (read from an output file) carries: its fields that are no output field,
+    in order."""
+    return [name for name in record if name not in RESERVED_FIELDS]
+
+
+def as_written(value: Any, fmt: Format) -> str:
+    """A carried value as an output file in ``fmt`` holds it, as text: its JSON (JSONL) or its cell (CSV, before
+    the spreadsheet escape). The input's value and the value read back from the file compare equal this way exactly
+    when writing the input's value again would write the same record (``0`` and ``"0"`` differ in JSONL, not in
+    CSV, whose cells are text)."""
+    if fmt == "csv":
+        cell = _csv_extra(value)
+        return cell if isinstance(cell, str) else str(cell)
+    return json.dumps(_plain(value))
+
+
 def _fields(kind: RecordKind, extra_columns: Sequence[str]) -> list[str]:
     """Output fields: ``row``, the input's extra columns, then the kind's fields."""
     return ["row", *extra_columns, *kind.fields[1:]]
@@ -574,7 +643,7 @@ def _format_records(records: Sequence[dict[str, Any]], fmt: Format, header: bool
     # CRLF line ends (RFC 4180): a field holding a bare CR or LF is then quoted, so every text reads back
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\r\n")
     if header:
-        writer.writeheader()
+        writer.writerow({f: csv_text(f) for f in fields})  # a header cell is a cell: no formula either
     for r in records:
         writer.writerow({f: ("" if math.isnan(r[f]) else repr(r[f])) if f in kind.scores
                          else csv_text(_csv_extra(r.get(f)) if f in kind.extras or f in extra_columns else r[f])

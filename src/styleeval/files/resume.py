@@ -1,6 +1,7 @@
-"""Resuming a record file: one writer per file (a lock on its real path, taken before anything is read), torn tails
-cut in bounded memory, the checks that the records already there were written for this input and with this run's
-whole signature, and the resume index that lets a run start without reading them again.
+"""Resuming a record file: one writer per file (a lock on its real path, taken before anything is read; a file with
+hard-linked names refused, as each name would have a lock of its own), torn tails cut in bounded memory, the checks
+that the records already there were written for this input (its texts and every carried column) and with this
+run's whole signature, and the resume index that lets a run start without reading them again.
 
 The **resume index** (``.<OUT name>.resume.json`` beside OUT, rewritten after every chunk) records where in the input
 the first row not yet in OUT starts (byte offset, line, row), how many rows OUT holds (every row of the run before
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from styleeval.errors import UserError
-from styleeval.files.records import STDIN, InputRow, Position
+from styleeval.files.records import STDIN, InputRow, Position, as_written, carried_columns, output_format
 
 
 def real_path(output: Path) -> Path:
@@ -52,9 +53,36 @@ def _lock(output: Path):
     return lock
 
 
+def check_one_name(output: Path) -> None:
+    """OUT (its real path) has no other name. The lock is a file beside OUT's real path, and each hard-linked name of
+    one file is a real path of its own: runs writing it through two names would hold two locks and both append to
+    it. So a file with more than one name is refused, naming the others found in its folder, before anything is
+    read (a new OUT has one name; a name added later is refused to the next run on either)."""
+    try:
+        info = os.stat(output)
+    except FileNotFoundError:
+        return
+    if info.st_nlink <= 1:
+        return
+    try:
+        found = [str(output.with_name(entry.name)) for entry in os.scandir(output.parent)
+                 if entry.name != output.name and entry.inode() == info.st_ino and entry.stat().st_dev == info.st_dev]
+    except OSError:  # a folder that cannot be listed: the other names are not named
+        found = []
+    elsewhere = info.st_nlink - 1 - len(found)
+    names = found + ([f"{elsewhere} name(s) outside {output.parent}"] if elsewhere > 0 else [])
+    raise UserError(f"{output} is also named {' and '.join(names)} (hard links: one file under {info.st_nlink} "
+                    "names; the lock that keeps two runs from writing one OUT is taken per name): remove the other "
+                    "name(s), or use another --out")
+
+
 def _existing_header(output: Path) -> list[str] | None:
+    """A CSV OUT's column names, as the input named them (a header cell is escaped as every cell is)."""
+    from styleeval.escaping import csv_untext
+
     with open(output, encoding="utf-8", newline="") as f:
-        return next(csv.reader(f), None)
+        header = next(csv.reader(f), None)
+    return None if header is None else [csv_untext(name) for name in header]
 
 
 TAIL_BLOCK = 1 << 16
@@ -80,16 +108,35 @@ def drop_torn_tail(path: Path) -> None:
         f.truncate(0)  # not one complete record
 
 
-def same_input(out: Path, record: dict[str, Any], row: InputRow,
+def same_input(out: Path, record: dict[str, Any], row: InputRow, columns: list[str],
                advice: str = "use another --out, or --overwrite") -> None:
-    """A record of ``out`` was written for input row ``row``: the same source, rewrite and style (an error naming
-    the first that differs, and ``advice``, otherwise)."""
+    """A record of ``out`` was written for input row ``row``: the same source, rewrite and style, and the same
+    carried columns (``columns``: the input's, those a run on it writes) with the same values, as ``out``'s format
+    writes them (every carried field is part of the input's identity); an error naming the row, the first field
+    that differs, and ``advice``, otherwise."""
+    different = f"{out} was written for a different input: row {row.row}"
     for name in ("source", "rewrite", "style"):
         if record[name] != getattr(row, name):
-            raise UserError(
-                f"{out} was written for a different input: row {row.row} has {name} {record[name]!r:.60} in "
-                f"{out.name} but {getattr(row, name)!r:.60} in the input ({advice})"
-            )
+            raise UserError(f"{different} has {name} {record[name]!r:.60} in {out.name} but "
+                            f"{getattr(row, name)!r:.60} in the input ({advice})")
+    carried = carried_columns(record)
+    if carried != columns:
+        raise UserError(f"{different} carries the column(s) {carried} in {out.name} but the input's are "
+                        f"{columns} ({advice})")
+    fmt = output_format(out)
+    for name in columns:
+        value = row.extra.get(name)
+        if not _same_carried(record[name], value, fmt):
+            raise UserError(f"{different} has column {name!r} {record[name]!r:.60} in {out.name} but "
+                            f"{value!r:.60} in the input ({advice})")
+
+
+def _same_carried(old: Any, new: Any, fmt: str) -> bool:
+    """Whether a carried value read back from OUT (``old``) is the input's ``new`` as OUT's format writes it; two
+    texts (the usual case) are written alike exactly when they are equal."""
+    if type(old) is str and type(new) is str:
+        return old == new
+    return as_written(old, fmt) == as_written(new, fmt)
 
 
 def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | None) -> None:

@@ -48,6 +48,7 @@ from styleeval.files.resume import (
     _check_signature,
     _existing_header,
     _lock,
+    check_one_name,
     drop_torn_tail,
     hash_file,
     input_digest,
@@ -142,6 +143,11 @@ class _Sink:
                 os.replace(self.target, self.output)
                 self.target = self.output
         self.header = False
+
+    @property
+    def replacing(self) -> bool:
+        """Whether OUT is still the old file that an ``overwrite`` sink replaces once its first chunk is written."""
+        return self.target != self.output
 
     def size(self) -> int | None:
         """Bytes of OUT written so far (``None`` for standard output)."""
@@ -250,6 +256,8 @@ def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: P
                 flush_seconds: float) -> ScoreFileResult:
     """:func:`run_file` once OUT's lock is held: what OUT holds (from its resume index, else the full check), then
     the rows left."""
+    if out_path is not None:
+        check_one_name(out_path)
     out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
     settings = {"kind": job.kind.name, "encoding": encoding, "style": style, "shard": part}
     resumable = out_path is not None and out_path.exists() and not overwrite and out_path.stat().st_size > 0
@@ -274,7 +282,7 @@ def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: P
                      {index.signature: {"row": index.first_row, "signature": index.signature}})
     elif resumable:  # (a reader of its own, that hashes nothing; standard input is copied once, by ``reader``)
         check = reader if reader.digest is None else RecordReader(input, encoding=encoding)
-        done = _check_resume(out_path, job.kind, lambda: iter_rows(check, style=style), part)
+        done = _check_resume(out_path, job.kind, lambda: iter_rows(check, style=style), part, extra_columns)
         if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
             _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
     where = out_path if out_path is not None else Path("<stdout>")
@@ -291,10 +299,11 @@ def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: P
 
 
 def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator[InputRow]],
-                  shard: Shard | None) -> _Done:
+                  shard: Shard | None, columns: list[str]) -> _Done:
     """Stream OUT's records against the input: no row twice, every row in the input (and in ``shard``) with the
-    same source, rewrite and style. Records in input order (as every run writes them) are checked in one pass over
-    the input, in memory independent of both files; others are collected and checked in a second pass."""
+    same source, rewrite and style, and the input's carried ``columns`` with the same values. Records in input order
+    (as every run writes them) are checked in one pass over the input, in memory independent of both files; others
+    are collected and checked in a second pass."""
     finished = RowSet()
     by_signature: dict[str, dict[str, Any]] = {}
     rows = input_rows()
@@ -302,10 +311,8 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
     read = 0
     late: dict[int, dict[str, Any]] = {}
     torn = TornTail()
-    for record in iter_scores(out, kind, torn):
+    for record in iter_scores(out, kind, torn, seen=finished):  # a row twice is an error there
         r = record["row"]
-        if r in finished:
-            raise UserError(f"{out}: row {r} appears twice; the file is corrupt (use --overwrite to start again)")
         if r < 0:
             read += sum(1 for _ in rows)
             raise _other_input(out, r, read)
@@ -313,7 +320,6 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
             raise UserError(f"{out} has row {r}, which is not in shard {shard} (row number modulo {shard.count} is "
                             f"{r % shard.count}): it was written by another shard or without --shard (use the "
                             "shard's own --out, or --overwrite)")
-        finished.add(r)
         by_signature.setdefault(record["signature"], record)
         if current is not None and r < current.row:
             late[r] = record
@@ -323,15 +329,27 @@ def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator
             if current is None:
                 raise _other_input(out, r, read)
             read += 1
-        same_input(out, record, current)
+        same_input(out, record, current, columns)
     if late:
         for row in input_rows():
             record = late.pop(row.row, None)
             if record is not None:
-                same_input(out, record, row)
+                same_input(out, record, row, columns)
             if not late:
                 break
     return _Done(finished, by_signature, torn.where)
+
+
+def _new_columns(row: InputRow, columns: Sequence[str], resumed: Path | None) -> UserError:
+    """The error for an input row with a column that the output's ``columns`` lack: fixed by the first
+    :data:`READ_AHEAD` rows, or (``resumed``: OUT, resumed from its index) by OUT's records."""
+    new = ", ".join(repr(c) for c in row.extra if c not in columns)
+    if resumed is not None:
+        return UserError(f"{row.where}: column(s) {new} are not among the columns {list(columns)} that the records "
+                         f"of {resumed} carry: {resumed} was written for a different input (use another --out, or "
+                         "--overwrite)")
+    return UserError(f"{row.where}: column(s) {new} first appear after the first {READ_AHEAD} rows, which fixed the "
+                     "output's columns; give every row the same fields (null where empty)")
 
 
 def _other_input(out: Path, row: int, size: int) -> UserError:
@@ -389,9 +407,7 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
                 continue
             total += 1
             if not known.issuperset(row.extra):
-                new = ", ".join(repr(c) for c in row.extra if c not in known)
-                raise UserError(f"{row.where}: column(s) {new} first appear after the first {READ_AHEAD} rows, which "
-                                "fixed the output's columns; give every row the same fields (null where empty)")
+                raise _new_columns(row, extra_columns, None if reader.start is None else out_path)
             if row.row in finished or (max_rows is not None and taken >= max_rows):
                 continue  # read on: every row is validated, and the total counted
             taken += 1
@@ -434,7 +450,7 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
             try:
                 sink.write(text)
             except OSError as err:
-                raise _write_error(out_path, err, len(finished) + scored) from None
+                raise _write_error(out_path, err, len(finished) + scored, sink.replacing) from None
             if out_digest is not None:
                 out_digest.update(text.encode("utf-8"))
             scored += len(records)
@@ -499,8 +515,14 @@ def _verify(scorer: Any, signature: Any, sink: _Sink, checked: _Checkpoint, out:
                     f"{kept}; check which model you want, then run again (a new --out for the new model)")
 
 
-def _write_error(out: Path | None, err: OSError, kept: int) -> UserError:
+def _write_error(out: Path | None, err: OSError, kept: int, replacing: bool) -> UserError:
+    """A failed write of OUT, saying what OUT holds now: the rows written before, or (``replacing``: an
+    ``--overwrite`` run whose first chunk did not get written) the old OUT, unchanged."""
     what = "the disk is full" if err.errno in (errno.ENOSPC, errno.EDQUOT) else (err.strerror or str(err))
+    if replacing:
+        return UserError(f"{out}: cannot write ({what}); {out} is kept unchanged (--overwrite replaces it only once "
+                         "the first chunk of new rows is written, and none was): make room and run the same command "
+                         "again")
     return UserError(f"{out or '<stdout>'}: cannot write ({what}); the {kept} rows written before are safe there, "
                      "nothing finished is lost: make room and run the same command again to continue")
 

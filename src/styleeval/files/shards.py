@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from styleeval.errors import UserError
+from styleeval.escaping import csv_untext
 from styleeval.files.records import (
     AUTORATER_RECORDS,
+    INPUT_COLUMNS,
     LOGPROB_RECORDS,
     InputRow,
     RecordKind,
@@ -146,12 +148,17 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     every record's source, rewrite and style must be its input row's (the style: ``style``, the shards' ``--style``,
     when given; else the input's style column; an input without one was scored with one ``--style``, which every
     shard must share): shards of another input of the same length, or of runs with another ``--style``, are refused
-    naming the row. ``kind``: the records' kind (default: ``score`` records, or ``autorate`` ones when the first file
-    has ratings).
+    naming the row; so are shards whose carried columns (the input's other columns) are not the input's, or hold
+    other values (as the shard's format writes them). ``kind``: the records' kind (default: ``score`` records, or
+    ``autorate`` ones when the first file has ratings).
 
     The merged records equal, field for field and in order, those one unsharded run writes, except that scores may
-    differ within float rounding (a model's float32 arithmetic depends on which rows share a batch); records read
-    from CSV files get their JSONL types back (booleans, lists, nulls) when written as JSONL.
+    differ within float rounding (a model's float32 arithmetic depends on which rows share a batch). Records read
+    from CSV files and written as JSONL get their JSONL types back: the known fields (``parsed``, the rating
+    distributions, nulls) always; the carried columns with ``input``, whose rows give their values (``0`` stays a
+    number, ``true`` a boolean, ``null`` null, a list a list). Without ``input`` a CSV cell does not say its type:
+    carried columns from CSV shards are written as text, as the cells hold them (``"0"``, ``"true"``, ``""`` for a
+    null, a list as its JSON text); give ``input`` for the input's types.
     """
     from styleeval.files.atomic import atomic_write, check_output_path
 
@@ -161,9 +168,10 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     out = Path(output)
     check_output_path(out, paths, what="the merged file", of="one of the shard files")
     reader = None if input is None else RecordReader(input, encoding=encoding)  # standard input: copied once
+    carried: list[str] = []  # the input's carried columns
     if reader is not None:
         check_output_path(out, [reader.path], what="the merged file", of="the input file")
-        rows = sum(1 for where, _ in reader if where != "header")
+        rows, carried = _rows_and_columns(reader)
         if total is not None and total != rows:
             raise UserError(f"total={total} but {input} has {rows} rows")
         total = rows
@@ -214,7 +222,8 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     assert extra is not None
 
     merged = heapq.merge(*(_tagged(p, kind) for p in paths))  # (row, file, record), in row order
-    records = (record for _, _, record in merged) if reader is None else _same_input_rows(merged, reader, style)
+    records = ((record for _, _, record in merged) if reader is None
+               else _same_input_rows(merged, reader, style, carried))
     atomic_write(out, lambda f: f.writelines(format_in_batches(records, fmt, kind, extra, fmt == "csv")))
     return MergeResult(out, tuple(paths), n, signature)
 
@@ -224,9 +233,23 @@ def _tagged(path: Path, kind: RecordKind) -> Iterator[tuple[int, str, dict[str, 
         yield record["row"], str(path), record
 
 
+def _rows_and_columns(input: RecordReader) -> tuple[int, list[str]]:
+    """How many rows ``input`` has, and the columns they carry beyond source, rewrite and style (in order of
+    appearance: those a run on it writes)."""
+    rows = 0
+    columns: dict[str, None] = {}
+    for where, record in input:
+        if where != "header":
+            rows += 1
+            columns.update(dict.fromkeys(k for k in record if k not in INPUT_COLUMNS))
+    return rows, list(columns)
+
+
 def _same_input_rows(merged: Iterator[tuple[int, str, dict[str, Any]]], input: RecordReader,
-                     style: str | None) -> Iterator[dict[str, Any]]:
-    """The merged records (every row of ``input``, in order), each checked against its input row."""
+                     style: str | None, columns: list[str]) -> Iterator[dict[str, Any]]:
+    """The merged records (every row of ``input``, in order), each checked against its input row (its texts and
+    its carried ``columns``), the carried values as the input has them (a CSV shard's cells are text; the input's
+    values have their types)."""
     first = next(iter(input), ("", {}))[1]
     implied: tuple[str, str, int] | None = None  # an input without styles: the style of the run, where it was read
     rows: Iterator[InputRow] | None = None
@@ -239,9 +262,10 @@ def _same_input_rows(merged: Iterator[tuple[int, str, dict[str, Any]]], input: R
             raise UserError(f"{path}, row {r}: style {record['style']!r}, but {implied[1]}, row {implied[2]}: "
                             f"{implied[0]!r}: the shards were scored with different --style (merge the shards of "
                             "one run)")
-        same_input(Path(path), record, next(rows), advice="merge the shards scored from this input, or give "
+        row = next(rows)
+        same_input(Path(path), record, row, columns, advice="merge the shards scored from this input, or give "
                    "--style when the shards were scored with one")
-        yield record
+        yield {**record, **{name: row.extra.get(name) for name in columns}}
 
 
 def _missing_shards(missing: list[int], residues: dict[Path, set[int]], files: int) -> str:
@@ -268,18 +292,18 @@ def _missing_shards(missing: list[int], residues: dict[Path, set[int]], files: i
 
 def _records(path: Path, kind: RecordKind) -> Iterator[dict[str, Any]]:
     torn = TornTail()
-    yield from iter_scores(path, kind, torn)
+    yield from iter_scores(path, kind, torn, seen=RowSet())
     if torn.where:
         raise UserError(f"{path}, {torn.where}: the last record is incomplete (an interrupted write); run its shard "
                         "again to finish it")
 
 
 def _keys(path: Path) -> list[str]:
-    """The fields of a record file's first record (a CSV file's header)."""
+    """The fields of a record file's first record (a CSV file's header, its names as the input named them)."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     for _, record in iter_records(path, output_format(path), strict=False):
-        return list(record)
+        return [csv_untext(name) for name in record] if output_format(path) == "csv" else list(record)
     raise UserError(f"{path}: empty file")
 
 
