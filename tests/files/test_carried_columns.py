@@ -156,3 +156,17 @@ def test_csv_shards_merged_into_jsonl_without_input_carry_text(tmp_path):
     first = json.loads(merged.read_text(encoding="utf-8").splitlines()[1])
     assert (first["row"], first["qid"], first["gold"], first["note"], first["tags"]) == (1, "1", "false", "", '["a", 1]')
     assert "carried columns" in merge_shards.__doc__ and "as text" in merge_shards.__doc__
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_non_finite_numbers_inside_a_carried_value_are_written_as_null(tmp_path, tiny_model_dir, capsys, suffix):
+    """``NaN`` inside a carried list or object (JSONL input): before, a ValueError traceback when the chunk was
+    written ('Out of range float values are not JSON compliant')."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"source": "a b.", "rewrite": "A b.", "style": "polite", "x": [NaN, {"y": Infinity}, 1.5]}\n',
+                   encoding="utf-8")
+    out = tmp_path / f"out.{suffix}"
+    assert _score(capsys, tiny_model_dir, inp, out)[0] == 0
+    written = [None, {"y": None}, 1.5]  # a CSV cell holds the value's JSON (carried columns read back as text)
+    assert read_scores(out)[0]["x"] == (written if suffix == "jsonl" else json.dumps(written))
+    assert _score(capsys, tiny_model_dir, inp, out)[0] == 0  # and it resumes: the same input, as written

@@ -591,9 +591,14 @@ def _finite(value: float) -> float | None:
 
 
 def _plain(value: Any) -> Any:
-    """A carried-through value as written: a non-finite number (NaN in a JSONL input) becomes null."""
+    """A carried-through value as written: a non-finite number (NaN in a JSONL input) becomes null, at any depth (a
+    value holds at most :data:`MAX_NESTING` levels)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 
