@@ -263,16 +263,15 @@ class Demo:
                     raise UserError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
         scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
         warning = {"warning": RANDOM_WEIGHTS} if self.warning else {}  # a column of the scored file
+        carried = carried_columns(rows)
         out = []
-        for r, s in zip(rows, scores):
-            system = r.extra.get("system")
-            out.append({"row": r.row, **{k: v for k, v in r.extra.items() if k != "system"},  # as `styleeval score`
-                        "system": "(all)" if system is None or str(system).strip() == "" else str(system),
+        for r, s in zip(rows, scores, strict=True):
+            out.append({"row": r.row, **{k: r.extra.get(k) for k in carried},  # as `styleeval score`: every row
+                        "system": given_text(r.extra.get("system")) or "(all)",
                         "source": r.source, "rewrite": r.rewrite, "style": r.style, "content": s["content"],
                         "style_strength": s["style"], "signature": scores.signature, **warning})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
-                              "source_id": [r.source if r.extra.get("source_id") in (None, "") else str(r.extra["source_id"])
-                                            for r in rows],
+                              "source_id": [given_text(r.extra.get("source_id")) or r.source for r in rows],
                               "logprob_content": [o["content"] for o in out],
                               "logprob_style": [o["style_strength"] for o in out]})
         report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")},
@@ -281,18 +280,38 @@ class Demo:
         return out, report
 
 
+def carried_columns(rows: Sequence[Any]) -> list[str]:
+    """The upload's other columns (``system`` aside), in order of first appearance over every row: a JSONL row may
+    add a column that earlier rows lack (their cell is empty), as in ``styleeval score``'s output."""
+    return [k for k in dict.fromkeys(k for r in rows for k in r.extra) if k != "system"]
+
+
+def given_text(value: Any) -> str | None:
+    """A ``system`` or ``source_id`` cell as text, ``None`` where it is missing (None, blank text, or JSON's
+    ``NaN``: no system is named "nan"); an integral float as the integer's text (``1.0`` is source ``1``), as
+    ``evaluate_systems`` reads ids."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if value.is_integer():
+            return str(int(value))
+    return str(value)
+
+
 def write_scored_csv(rows: Sequence[dict[str, Any]], path: str) -> str:
-    """The scored rows of :meth:`Demo.batch` as the CSV the Space offers for download, every cell through the CSV rule
-    (:func:`styleeval.escaping.csv_text`: a text such as ``=HYPERLINK(...)`` does not run when the file is opened in a
-    spreadsheet); returns ``path``."""
+    """The scored rows of :meth:`Demo.batch` as the CSV the Space offers for download, every cell and every header
+    cell (an upload's column names are the visitor's text) through the CSV rule (:func:`styleeval.escaping.csv_text`:
+    a text such as ``=HYPERLINK(...)`` does not run when the file is opened in a spreadsheet); returns ``path``."""
     import csv
 
     from styleeval.escaping import csv_text
 
     with open(path, "w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({k: csv_text(v) for k, v in r.items()} for r in rows)
+        writer = csv.writer(out)
+        writer.writerow([csv_text(name) for name in rows[0]])
+        writer.writerows([csv_text(r[name]) for name in rows[0]] for r in rows)
     return path
 
 

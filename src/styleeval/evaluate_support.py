@@ -1,4 +1,5 @@
-"""What the ``evaluate`` modules in ``metrics/`` share: style broadcasting, rejecting references, NaN-aware means.
+"""What the ``evaluate`` modules in ``metrics/`` share: style broadcasting, rejecting references, NaN-aware means,
+one call at a time per module object.
 
 The modules stay thin (constants, ``_info``, ``_compute``); their keyword arguments are checked by
 :meth:`styleeval.options.Options.from_kwargs`, so every module reports a misspelled or mistyped keyword the same way:
@@ -8,6 +9,7 @@ a ``ValueError`` naming the argument and the valid ones.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,15 +37,29 @@ def nan_mean(values: Sequence[float]) -> float:
 
 class SourceStyleInputs:
     """Mixin for an ``evaluate.Metric`` whose inputs are predictions, sources and styles (put it first in the bases):
-    a single string ``styles`` applies to every prediction, and ``references=`` is rejected, not silently ignored."""
+    a single string ``styles`` applies to every prediction, and ``references=`` is rejected, not silently ignored.
+
+    One module object may be shared by threads: ``compute`` and ``add_batch`` hold the object's lock. evaluate keeps
+    a call's inputs in one writer per object (an Arrow buffer or cache file, written by ``add_batch``, read and
+    dropped by ``compute``, which also seeds the global generators), so two calls at once would write into, read or
+    delete each other's inputs. A ``compute(predictions=...)`` is one whole cycle under the lock; rows added with
+    ``add_batch`` belong to whichever ``compute()`` comes next, from any thread, so threads that accumulate batches
+    need one module object each.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        self._calls = threading.RLock()  # reentrant: evaluate's compute calls add_batch
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Like ``evaluate.Metric.compute``; ``references`` are rejected (the rewrite is compared with its source)."""
         reject_references(self.name, references)
-        return super().compute(predictions=predictions, **kwargs)  # type: ignore[misc]
+        with self._calls:
+            return super().compute(predictions=predictions, **kwargs)  # type: ignore[misc]
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
         """Like ``evaluate.Metric.add_batch``; a single string ``styles`` applies to every prediction."""
         reject_references(self.name, references)
         broadcast_styles(predictions, kwargs)
-        return super().add_batch(predictions=predictions, **kwargs)  # type: ignore[misc]
+        with self._calls:
+            return super().add_batch(predictions=predictions, **kwargs)  # type: ignore[misc]

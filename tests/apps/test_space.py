@@ -446,6 +446,79 @@ def test_batch_uploads_are_bounded_and_errors_name_only_the_upload(tiny_model_di
     assert str(tmp_path) not in message and "--encoding" not in message
 
 
+FORMULA = '=HYPERLINK("http://example.com","click")'
+"""A column name that a spreadsheet would run as a formula."""
+BATCH_ROWS = [  # a JSONL upload: a column only later rows have, a NaN system, a column name that is a formula
+    {"source": "give me the report now.", "rewrite": "Could you send me the report?", "style": "polite",
+     "system": "A", "source_id": 1},
+    {"source": "the food was cold.", "rewrite": "The food was warm.", "style": "positive", "system": "A",
+     "source_id": 2, "note": "added by a later row"},
+    {"source": "give me the report now.", "rewrite": "Send the report, please.", "style": "polite", "system": "B",
+     "source_id": 1.0, FORMULA: "@SUM(1+1)"},
+    {"source": "the food was cold.", "rewrite": "The food was lovely.", "style": "positive", "system": "B",
+     "source_id": 2},
+]
+
+
+def _jsonl_upload(path: Path, rows: list[dict], nan_system_row: int | None = None) -> str:
+    """``rows`` as a JSONL file; ``nan_system_row``'s system written as JSON's ``NaN`` (what Python's json writes)."""
+    import json
+
+    lines = [json.dumps({**r, "system": float("nan")} if i == nan_system_row else r) for i, r in enumerate(rows)]
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def test_batch_upload_whose_later_rows_add_a_column_is_scored_with_every_column(tiny_model_dir, tmp_path):
+    """Before: a JSONL column that only later rows have crashed the batch tab ("Something went wrong": the scored
+    CSV's writer took the first row's columns)."""
+    import csv
+
+    from styleeval.demo import Demo, write_scored_csv
+
+    demo = Demo(model=str(tiny_model_dir), autorater=False)
+    rows, report = demo.batch(_jsonl_upload(tmp_path / "upload.jsonl", BATCH_ROWS))
+    columns = ["row", "source_id", "note", FORMULA, "system", "source", "rewrite", "style", "content",
+               "style_strength", "signature"]
+    assert [list(r) for r in rows] == [columns] * len(BATCH_ROWS)
+    assert [r["note"] for r in rows] == [None, "added by a later row", None, None]
+    assert sorted(report.systems["system"].unique()) == ["A", "B"]
+    assert set(report.pairs["n_pairs"]) == {2}  # source_id 1.0 is source 1: both sources paired
+    with open(write_scored_csv(rows, str(tmp_path / "scored.csv")), newline="", encoding="utf-8") as f:
+        written = list(csv.reader(f))
+    assert len(written) == 1 + len(BATCH_ROWS) and {len(line) for line in written} == {len(columns)}
+    assert [line[2] for line in written[1:]] == ["", "added by a later row", "", ""]
+
+
+def test_scored_csv_escapes_a_column_name_as_a_cell(tiny_model_dir, tmp_path):
+    """Before: an upload's column name was written raw as a header cell (``=HYPERLINK(...)`` ran when the scored
+    file was opened in a spreadsheet), while cells were escaped."""
+    import csv
+
+    from styleeval.demo import Demo, write_scored_csv
+    from styleeval.escaping import FORMULA_START, csv_untext
+
+    demo = Demo(model=str(tiny_model_dir), autorater=False)
+    upload = [{k: v for k, v in r.items() if k != "note"} | {FORMULA: f"@SUM({i}+1)"} for i, r in enumerate(BATCH_ROWS)]
+    rows, _ = demo.batch(_jsonl_upload(tmp_path / "upload.jsonl", upload))
+    with open(write_scored_csv(rows, str(tmp_path / "scored.csv")), newline="", encoding="utf-8") as f:
+        header, *cells = list(csv.reader(f))
+    assert FORMULA in rows[0] and not [name for name in header if name.startswith(FORMULA_START)]
+    assert [csv_untext(name) for name in header] == list(rows[0])  # read back as the upload named it
+    assert [line[header.index("'" + FORMULA)] for line in cells] == [f"'@SUM({i}+1)" for i in range(len(upload))]
+
+
+def test_a_nan_system_in_a_batch_upload_is_no_system_named_nan(tiny_model_dir, tmp_path):
+    """Before: JSON's ``NaN`` as a row's system became a system named "nan"; now it is a missing system, as an
+    empty or null one is (the row joins "(all)")."""
+    from styleeval.demo import Demo
+
+    demo = Demo(model=str(tiny_model_dir), autorater=False)
+    rows, report = demo.batch(_jsonl_upload(tmp_path / "upload.jsonl", BATCH_ROWS, nan_system_row=3))
+    assert [r["system"] for r in rows] == ["A", "A", "B", "(all)"]
+    assert "nan" not in set(report.systems["system"]) and "(all)" in set(report.systems["system"])
+
+
 def test_concurrent_users_get_the_answers_of_the_same_requests_alone(space, tiny_model_dir, tmp_path):
     """Four users at once (the /score API through gradio_client, and the Score, Compare and Batch functions of the
     Space called from threads) get exactly what each request gets alone."""

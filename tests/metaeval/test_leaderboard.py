@@ -175,3 +175,28 @@ def test_every_metric_is_ranked_on_the_rows_all_of_them_score(data_dir):
     assert like.loc[("sentiment", "s_bleu"), "n"] == like.loc[("sentiment", "r_bleu"), "n"] == 50
     own_rows = result.correlations.set_index(["subset", "metric"])
     assert own_rows.loc[("all", "s_bleu"), "n"] == 500  # the paper's tables: each metric on its own rows, n shown
+
+
+def test_leaderboard_md_escapes_metric_names_in_every_line(tmp_path):
+    """Before: the "Lower is better for ..." line (and the random-weights warning) wrote metric names raw, an
+    ``<img ... onerror=...>`` label as HTML, while the tables escaped it."""
+    from styleeval.escaping import md_cell
+    from styleeval.metaeval.leaderboard import leaderboard_markdown
+
+    rng = np.random.default_rng(0)
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran"]
+    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
+             "source": " ".join(rng.choice(words, 6)), "rewrite": " ".join(rng.choice(words, 6)), "reference": None,
+             "system": "s", "is_reference_rewrite": False, "content_mean": float(rng.integers(1, 6)),
+             "style_mean": 1.0, "fluency_mean": None} for i in range(40)]
+    evil = "<img src=x onerror=alert(1)>"
+    result = run_metaeval(["toy"], [f"s_ter:as={evil}", "s_chrf"], dimension="content", loader=lambda name: rows,
+                          n_boot=0)
+    board = build_leaderboard([result], trials=50)
+    assert board.loc[board.metric == evil, "negated"].all()  # TER: lower is better
+    text = leaderboard_markdown(board)
+    assert "<img" not in text
+    assert f"Lower is better for {md_cell(evil)}: ranked by the negated scores" in text
+    board.loc[board.metric == evil, "signature"] = "logprob|model:tiny-random@local-218570e6b3ba|variant:default"
+    warned = leaderboard_markdown(board)  # the random-weights warning names the metric too
+    assert "<img" not in warned and f"> **random weights: not for numbers**: {md_cell(evil)} was computed" in warned

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.text import Text
 
 from styleeval.systems import evaluate_systems
 from styleeval.systems.report import tradeoff_figure
@@ -19,7 +20,7 @@ def assert_names_cover_nothing(fig) -> None:
     ax = fig.axes[0]
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    boxes = {t.get_text(): t.get_window_extent(renderer) for t in ax.texts}
+    boxes = {t.get_text(): Text.get_window_extent(t, renderer) for t in ax.texts}  # the name, not its leader line
     assert len(boxes) == len(ax.texts)
     inside = ax.get_window_extent(renderer)
     colours = {t: t.get_color() for t in ax.texts}

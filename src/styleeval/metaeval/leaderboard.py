@@ -195,7 +195,7 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
     warning = random_weights_warning(board_random_weights(board))
     negated = [metric_label(m) for m in dict.fromkeys(board.loc[board["negated"].astype(bool), "metric"])]
     out = ["# Metrics leaderboard", "",
-           *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')} (marked [random weights]); "
+           *([f"> **{RANDOM_WEIGHTS}**: {md_cell(warning.removeprefix(RANDOM_WEIGHTS + ': '))} (marked [random weights]); "
               "they test the pipeline, their values mean nothing.", ""] if warning else []),
            "Each cell: value [95% bootstrap CI] (cluster). In each table every metric is computed on the same rows: "
            "those that every metric of the corpus and the humans rate (`n`); where a metric scores more rows (a "
@@ -205,7 +205,7 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
            "significantly better (PERM-BOTH, one-sided p <= 0.05); a metric is never significantly worse than one "
            "of its own cluster, but it need not be indistinguishable from every metric of the next. \"–\": "
            "undefined (e.g. a constant metric), listed last and never clustered. Definitions: docs/metaeval.md.",
-           *(["", "Lower is better for " + ", ".join(negated) + ": ranked by the negated scores (higher = better), "
+           *(["", f"Lower is better for {md_cell(', '.join(negated))}: ranked by the negated scores (higher = better), "
                "labelled (negated)."] if negated else []),
            "", *[f"- {s}: {STATISTICS[s].description}" for s in used if s in STATISTICS], ""]
 

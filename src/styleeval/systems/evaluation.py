@@ -470,6 +470,8 @@ def compare_systems(
     Per metric, systems are compared on the sources every scored system has (a note names what is left out). A
     system's ``score`` is the mean of its row scores, or for metrics in ``corpus`` sacrebleu's corpus score of its
     rewrites (CI: bootstrap over rows recomputing it; paired tests on sacrebleu's draws, :func:`stats.compare_corpus`).
+    Resamples and shuffles are drawn over the sources in the order they first appear in ``scores`` (sacrebleu's: the
+    line order of its files), whatever the ids look like.
     Systems are ranked by score and clustered by WMT's rule on the Holm-adjusted p-values. When no pair of a metric
     can be significant (the smallest p its test can give, times Holm's factor for the number of pairs, exceeds
     ``alpha``), a note says so. ``progress``: a bar over the metrics compared (``None``: where stderr is a
@@ -495,12 +497,13 @@ def compare_systems(
     if len(systems) == 1:
         note(f"only one system ({systems[0]}): nothing to compare, no pairs")
     settings = _Settings(test, alpha, n_boot, trials, seed)
+    appearance = _first_appearance(scores)
     system_rows, pair_rows, aggregates = [], [], {}
     test_signatures: dict[str, str] = {}
     for label in shown.bar(labels, desc="comparing systems", unit="metric", progress=progress):
         inputs = corpus.get(label)
         aggregates[label] = "corpus" if inputs is not None else "mean"
-        per_system = {s: part.sort_values("source_id", kind="stable")  # every system's rows in one source order
+        per_system = {s: _in_input_order(part, appearance)  # every system's rows in one source order
                       for s, part in _shared_sources(scores, label, systems, note).items()}
         n = len(next(iter(per_system.values()))) if per_system else 0
         pairs = list(itertools.combinations(per_system, 2))
@@ -540,6 +543,18 @@ class _Settings:
     n_boot: int
     trials: int
     seed: int
+
+
+def _first_appearance(scores: pd.DataFrame) -> np.ndarray:
+    """Each row's source as the rank of its first appearance in ``scores``: the order the input gives the sources,
+    which is sacrebleu's (the line order of its files), whatever the ids look like ("10" sorts before "2")."""
+    return pd.factorize(scores["source_id"], use_na_sentinel=False)[0]
+
+
+def _in_input_order(part: pd.DataFrame, appearance: np.ndarray) -> pd.DataFrame:
+    """A system's rows (with ``_i``, their positions in ``scores``) in the order their sources first appear: every
+    resample and shuffle is drawn over the sources in this order."""
+    return part.iloc[np.argsort(appearance[part["_i"].to_numpy()], kind="stable")]
 
 
 def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],

@@ -6,8 +6,8 @@ Everything is computed in display coordinates, after the figure is laid out: a n
 padded so that two names never touch), an obstacle is a segment with a half-thickness (a point: a segment of length
 0; an error bar and each of its caps: a segment as thick as its line; a leader line). The names are placed one by
 one, the most crowded point first, each at the nearest of :data:`OFFSETS` that clashes with nothing placed or drawn
-(and whose leader line, if it needs one, crosses no name and no other point); where none is free, at the one of
-least clash."""
+(and whose leader line, if it needs one, crosses no name and no other point, but those its own point lies in); where
+none is free, at the one of least clash."""
 
 from __future__ import annotations
 
@@ -174,11 +174,11 @@ def place_labels(ax: Any, xy: Sequence[tuple[float, float]], labels: Sequence[st
             clash = (sum(_overlap(box, other) for other in placed) + _outside(box, frame)
                      + pad * pad * sum(s.hits(box) for s in [*drawn, *leaders]))
             leader = needs_leader(i, offset, box)
-            if leader:  # its leader line crosses no name and no other point
+            if leader:  # its leader line crosses no name and no other point (but those its point lies in)
                 line = _leader(points[i], box)
                 clash += pad * pad * (sum(line.hits(other) for other in placed)
                                       + sum(_passes_through(line, m) for m in markers
-                                            if math.dist((m.x0, m.y0), points[i]) > 1))
+                                            if math.dist((m.x0, m.y0), points[i]) > m.half))
             if best is None or clash < best[0]:
                 best = (clash, offset, box, leader)
             if clash == 0:
