@@ -212,7 +212,9 @@ class FakeOpenAI:
       (a chunked body's chunks are each complete; the last, empty one never comes);
     - ``ignore_k``: every prompt position lists only the prompt token's own entry, whatever ``prompt_logprobs`` asks
       (a server that reports the sampled token alone);
-    - ``aliases``: more names served for the same weights (``/models`` lists them with the same ``root``).
+    - ``aliases``: more names served for the same weights (``/models`` lists them with the same ``root``);
+    - ``decode(token_id) -> str``: the ``decoded_token`` of every entry, as vLLM names the tokens it scores (``None``:
+      entries name no token).
 
     String prompts are read as their UTF-8 bytes (one token a byte).
     """
@@ -226,6 +228,7 @@ class FakeOpenAI:
         self.edit: Callable[[dict], dict] | None = None
         self.reject: Callable[[dict], str | None] | None = None
         self.framing, self.cut, self.ignore_k = "length", None, False
+        self.decode: Callable[[int], str] | None = None
         self.bodies: list[dict] = []
         logits = np.random.default_rng(seed).normal(size=(self.VOCAB, self.VOCAB)) * 3.0
         self.table = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
@@ -317,9 +320,12 @@ class FakeOpenAI:
                 entry = {}
                 if k and not self.ignore_k:
                     for rank, top in enumerate(row.argsort()[::-1][:k], start=1):
-                        entry[str(int(top))] = {"logprob": float(row[top]), "rank": rank, "decoded_token": "t"}
+                        entry[str(int(top))] = {"logprob": float(row[top]), "rank": rank}
                 entry.setdefault(str(token), {"logprob": float(row[token % self.VOCAB]), "rank": 1 + int(
-                    (row > row[token % self.VOCAB]).sum()), "decoded_token": "t"})
+                    (row > row[token % self.VOCAB]).sum())})
+                if self.decode is not None:
+                    for key, item in entry.items():
+                        item["decoded_token"] = self.decode(int(key))
                 entries.append(entry)
             choices.append({"index": index, "text": "a", "logprobs": None, "finish_reason": "length",
                             "stop_reason": None, "prompt_logprobs": entries if k is not None else None})

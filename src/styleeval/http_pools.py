@@ -6,7 +6,8 @@
   proxy is spoken to over TLS (a ``CONNECT`` tunnel inside it for an https URL), an ``http://`` proxy in clear;
   credentials in the proxy URL are sent as ``Proxy-Authorization: Basic``, never put in the pool's URL.
 - :func:`split_credentials` / :func:`redacted`: credentials in a URL taken out of it (to be sent as a header) and a
-  form of it to print, whose password is ``***``.
+  form of it to print, whose user-info is ``***`` whatever its form (``token@``, ``user:password@``: a user name alone
+  is often the token); :func:`redacted_text`: the same for every URL in a text (a metric spec).
 
 TLS is verified against the system's certificates (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` point OpenSSL elsewhere).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import urllib.parse
 from typing import Any
 
@@ -61,14 +63,23 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     return urllib.parse.urlunsplit(bare), "Basic " + base64.b64encode(pair.encode()).decode()
 
 
+_URL_USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:/+|/+)?)[^/?#]*@")
+"""A URL's user-info: from after its scheme and slashes (or from its start: ``token@host``, ``user:password@host``)
+to the last ``@`` before the path, as ``urllib.parse.urlsplit`` reads it, and in a URL it cannot parse."""
+_TEXT_USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
+"""The user-info of a URL anywhere in a text."""
+
+
 def redacted(url: str) -> str:
-    """``url`` as it may be printed: a password in it is replaced by ``***``."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` as it may be printed: its user-info, whatever its form, replaced by ``***`` (also where the URL has no
+    scheme or does not parse). Tabs and line breaks are dropped first, as ``urlsplit`` drops them."""
+    url = url.replace("\t", "").replace("\r", "").replace("\n", "")
+    return _URL_USERINFO.sub(r"\1***@", url, count=1)
+
+
+def redacted_text(text: str) -> str:
+    """``text`` with the user-info of every ``scheme://user-info@`` URL in it replaced by ``***``."""
+    return _TEXT_USERINFO.sub("***@", text)
 
 
 def pool_manager(url: str, **pool_kw: Any) -> urllib3.PoolManager:

@@ -147,3 +147,31 @@ def test_values_that_are_not_log_probabilities_are_refused(value, message):
     body = json.dumps({"model": "m", "choices": [{"index": 0, "prompt_logprobs": [None, {"7": {"logprob": value}}]}]})
     with pytest.raises(AnswerError, match=message):
         answers.prompt_logprobs(answers.read(body.encode(), 1, "m")[0], [3, 7])
+
+
+FLOAT32_LOWEST = -3.4028234663852886e38
+"""float32's lowest finite value (numpy.finfo(numpy.float32).min), as a float64."""
+
+
+def _one_value_answer(value: str) -> bytes:
+    """An answer whose one scored token (7) has the JSON number ``value`` as its log-probability."""
+    return b'{"model":"m","choices":[{"index":0,"prompt_logprobs":[null,{"7":{"logprob":%s}}]}]}' % value.encode()
+
+
+@pytest.mark.parametrize("value", ["-3.5e38", "-1e300", "-3.4028235677973366e38",
+                                   "-340282356779733661637539395458142568448", "1e-300", "5e-5", "1e-4", "0.5"])
+def test_numbers_no_float32_log_probability_can_be_are_refused(value):
+    """Finite in float64 but below float32's lowest finite value (they would become -inf where the scores are cast to
+    float32), or above 0 (a probability above 1): refused, naming the token and the value."""
+    with pytest.raises(AnswerError, match=r"returned the log-probability \S+ for token 7: not a log-probability "
+                                          r"\(it must be a number from -3.4e\+38 to 0\)"):
+        answers.prompt_logprobs(answers.read(_one_value_answer(value), 1, "m")[0], [3, 7])
+
+
+@pytest.mark.parametrize("value, read", [("-3.4028234663852886e38", FLOAT32_LOWEST), ("-0.0", 0.0), ("0", 0.0),
+                                         ("-1e-45", -1e-45), ("-12", -12.0)])
+def test_every_float32_log_probability_is_read_and_minus_zero_as_zero(value, read):
+    """The range's ends are log-probabilities; -0.0 is log(1) and is read as 0.0, so that a score is never written
+    as -0.0 for one server and 0.0 for another."""
+    got = answers.prompt_logprobs(answers.read(_one_value_answer(value), 1, "m")[0], [3, 7])
+    assert got == [read] and str(got[0]) == str(read) and type(got[0]) is float

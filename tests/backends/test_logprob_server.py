@@ -84,3 +84,20 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
     got = module.compute(predictions=REWRITES[:4], sources=SOURCES[:4], styles=STYLES[:4], model_id=vllm_server.name,
                          base_url=vllm_server.base_url, tokenizer_id=str(judge_model_dir))
     assert got["content_preservation"] == pytest.approx(local.content, abs=1e-4)
+
+
+def test_a_tokenizer_that_is_not_the_servers_is_refused(judge_model_dir, vllm_server, tmp_path):
+    """Issue 44, item 1: another byte-level tokenizer (as large, trained on other texts) sends ids that the served
+    model reads as other tokens: the scores were wrong numbers, with no complaint. vLLM names the token it scored at
+    every prompt position (``decoded_token``): one probe of token ids, where the identity is probed, compares them
+    with the client's decoding, and a mismatch is an error naming both tokenizers' readings."""
+    from styleeval.errors import UserError
+    from styleeval.testing import build_tokenizer
+
+    other = build_tokenizer(corpus=[" ".join(reversed(s.split())) for s in SOURCES + REWRITES] * 3, vocab_size=600)
+    other.save_pretrained(tmp_path / "other-tokenizer")
+    with pytest.raises(UserError, match=r"tokenizer: \S*other-tokenizer is not the tokenizer of the model 'judge' "
+                                        r"at http://\S+: it decodes token \d+ as '.*', the server as '.*'; pass "
+                                        r"the served model's tokenizer"):
+        LogProb(vllm_server.name, tokenizer=str(tmp_path / "other-tokenizer"), base_url=vllm_server.base_url,
+                progress=False).score(SOURCES[:2], REWRITES[:2], STYLES[:2])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 from _servers import FakeOpenAI
@@ -135,3 +136,22 @@ def test_a_rejected_batch_is_resent_row_by_row_and_the_error_names_its_row(serve
     with pytest.raises(ServerError, match=r"row 6 \(scoring\): .* answered 400: prompt too long") as caught:
         client.batched_prompt_logprobs(rows)
     assert caught.value.row == 6
+
+
+@pytest.mark.parametrize("value", [-3.5e38, -1e300, 5e-5])
+def test_a_log_probability_float32_cannot_hold_is_refused_not_scored(server, tiny_tokenizer, tmp_path, value):
+    """Finite in float64 but not in float32 (it became -inf where the scores are cast, content -inf with only a numpy
+    warning), or above 0: the row's error, never a score."""
+    tiny_tokenizer.save_pretrained(tmp_path / "tok")
+    lp = LogProb("fake", tokenizer=str(tmp_path / "tok"), base_url=server.base_url, progress=False, max_retries=0)
+
+    def poisoned(answer):  # the last scored token of every prompt
+        for choice in answer["choices"]:
+            entry = choice["prompt_logprobs"][-1]
+            entry[next(iter(entry))]["logprob"] = value
+        return answer
+
+    server.edit = poisoned
+    with pytest.raises(ServerError, match=rf"row 0 .*returned the log-probability {re.escape(repr(value))} for token \d+: not a "
+                                          r"log-probability \(it must be a number from -3.4e\+38 to 0\)"):
+        lp.score(["give me the report now."], ["Could you send the report?"], "polite")

@@ -83,3 +83,29 @@ def test_a_server_that_ignores_the_top_k_asked_for_is_unverified():
     finally:
         for s in servers:
             s.close()
+
+
+def test_a_tokenizer_whose_tokens_the_server_decodes_otherwise_is_refused(tiny_tokenizer, tmp_path):
+    """Issue 44, item 1, against a server that names the tokens it scores as vLLM does (``decoded_token``): the
+    client's tokenizer decoding one of the probe's ids otherwise is refused when the identity is probed; the same
+    decoding passes, and a server that names no tokens cannot be checked (and is not refused)."""
+    import pytest
+    from _servers import FakeOpenAI
+
+    from styleeval.errors import UserError
+
+    tiny_tokenizer.save_pretrained(tmp_path / "tok")
+    server = FakeOpenAI()
+    try:
+        server.decode = lambda token: tiny_tokenizer.decode([token])
+        assert "@server-" in LogProb("fake", tokenizer=str(tmp_path / "tok"), base_url=server.base_url,
+                                     progress=False).signature
+        server.decode = lambda token: tiny_tokenizer.decode([token]) if token % 7 else "[other]"
+        with pytest.raises(UserError, match=r"tokenizer: \S+tok is not the tokenizer of the model 'fake' at "
+                                            r"http://\S+: it decodes token \d+ as '.+', the server as '\[other\]'"):
+            _ = LogProb("fake", tokenizer=str(tmp_path / "tok"), base_url=server.base_url, progress=False).signature
+        server.decode = None
+        assert "@server-" in LogProb("fake", tokenizer=str(tmp_path / "tok"), base_url=server.base_url,
+                                     progress=False).signature
+    finally:
+        server.close()

@@ -13,6 +13,8 @@ import socket
 import ssl
 import threading
 import time
+import tracemalloc
+import zlib
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -220,7 +222,7 @@ def test_credentials_in_the_url_are_sent_and_never_printed(scripted, no_proxy_en
     transport = Transport(url, "the-api-key", timeout=5.0, max_retries=0)
     assert transport.request("GET", "/models") == b"{}"
     assert scripted.headers[0]["Authorization"] == "Basic " + base64.b64encode(b"ann:s3cr@t").decode()
-    assert transport.base_url == scripted.base_url.replace("http://", "http://ann:***@")
+    assert transport.base_url == scripted.base_url.replace("http://", "http://***@")
     scripted.plan = [(401, {}, b'{"error": {"message": "bad credentials"}}', False)]
     messages = []
     with pytest.raises(TransportError) as caught:
@@ -233,8 +235,8 @@ def test_credentials_in_the_url_are_sent_and_never_printed(scripted, no_proxy_en
     with pytest.raises(ValueError) as caught:
         Transport("ftp://ann:s3cr%40t@host/v1", "k", timeout=5.0, max_retries=0)
     messages.append(str(caught.value))
-    assert "answered 401: bad credentials" in messages[0] and "cannot reach http://ann:***@127.0.0.1" in messages[1]
-    assert all("s3cr" not in m and "ann:***@" in m for m in messages), messages
+    assert "answered 401: bad credentials" in messages[0] and "cannot reach http://***@127.0.0.1" in messages[1]
+    assert all("s3cr" not in m and "ann:" not in m and "***@" in m for m in messages), messages
 
 
 @pytest.mark.parametrize("status, location, root", [
@@ -279,3 +281,153 @@ def test_close_drops_the_kept_connections(scripted, no_proxy_env):
         assert client.map_rows(lambda r: r * 2, [1, 2, 3]) == [2, 4, 6]
         started = [t for t in set(threading.enumerate()) - before if t.name.startswith("styleeval-http")]
     assert started and not any(t.is_alive() for t in started)  # the client's request threads ended
+
+
+class Dripping:
+    """A server on 127.0.0.1 (over TLS with ``tls``) that reads a request and answers with ``answer`` one piece at a
+    time, ``every`` seconds apart, for at most ``seconds`` (then it closes the connection): a server whose headers
+    never end."""
+
+    def __init__(self, answer: list[bytes], every: float, seconds: float = 6.0,
+                 tls: tuple[Path, Path] | None = None) -> None:
+        self.answer, self.every, self.seconds = answer, every, seconds
+        self.context = None
+        if tls is not None:
+            self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.context.load_cert_chain(*tls)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    def _drip(self, conn: socket.socket) -> None:
+        end = time.monotonic() + self.seconds
+        try:
+            if self.context is not None:
+                conn = self.context.wrap_socket(conn, server_side=True)
+            conn.recv(1 << 16)  # the request
+            for piece in self.answer:
+                if time.monotonic() > end:
+                    break
+                conn.sendall(piece)
+                time.sleep(self.every)
+        except OSError:  # the client gave up
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Pad: " + b"a" * 200 + b"\r\nContent-Length: 2\r\n\r\n{}"
+_CONTINUE = [b"HTTP/1.1 100 Continue\r\n\r\n"] * 40 + [b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"]
+
+
+@pytest.mark.parametrize("answer, every", [([_HEAD[k : k + 1] for k in range(len(_HEAD))], 0.3), (_CONTINUE, 0.25)],
+                         ids=["headers-a-byte-every-0.3s", "100-continue-every-0.25s"])
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_the_deadline_covers_the_headers(answer, every, tls, monkeypatch, no_proxy_env):
+    """Every read gets a byte (or a ``100 Continue``) well within the timeout, but the headers never end: the attempt
+    is cut off at its total deadline (it took 33.8 s with timeout=2 when only each read was timed)."""
+    server = Dripping(answer, every, tls=CERTIFICATE if tls else None)
+    monkeypatch.setenv("SSL_CERT_FILE", str(CERTIFICATE[0]))
+    try:
+        transport = Transport(server.base_url, "k", timeout=2.0, max_retries=0)
+        start = time.monotonic()
+        with pytest.raises(TransportError, match=r"did not answer within 2 s, 0 retries included") as caught:
+            transport.request("POST", "/completions", b"{}")
+        assert time.monotonic() - start < 3.0 and caught.value.timed_out
+    finally:
+        server.close()
+
+
+def test_a_dripped_body_without_a_length_is_cut_off_not_taken_as_complete(no_proxy_env):
+    """A body framed by the connection's end: the cut at the deadline must not read as the body's end."""
+    head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+    server = Dripping([head] + [b"{"] + [b" "] * 100, 0.2)
+    try:
+        transport = Transport(server.base_url, "k", timeout=1.0, max_retries=0)
+        start = time.monotonic()
+        with pytest.raises(TransportError, match="did not answer within 1 s"):
+            transport.request("GET", "/models")
+        assert time.monotonic() - start < 2.0
+    finally:
+        server.close()
+
+
+def _gzip_of_zeros(size: int) -> bytes:
+    """``size`` zero bytes gzip-compressed (about a thousandth of it), built a MiB at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(1 << 20)
+    return b"".join(packer.compress(block) for _ in range(size >> 20)) + packer.flush()
+
+
+class Flooding:
+    """A server on 127.0.0.1 whose every answer is 200 with ``body`` (``Content-Encoding: gzip`` with ``gzip``), or,
+    without a body, ``size`` bytes of spaces streamed 64 KiB at a time (a plain huge body: nothing held in memory)."""
+
+    def __init__(self, body: bytes | None = None, gzip: bool = False, size: int = 0) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if gzip:
+                    self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(size if body is None else len(body)))
+                self.end_headers()
+                try:
+                    if body is not None:
+                        self.wfile.write(body)
+                    else:
+                        block = b" " * (1 << 16)
+                        for _ in range(size >> 16):
+                            self.wfile.write(block)
+                except OSError:  # the client gave up
+                    self.close_connection = True
+
+        self.server = serve_http(Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        stop_http(self.server)
+
+
+@pytest.mark.parametrize("flood", [dict(body=_gzip_of_zeros(50 << 20), gzip=True), dict(size=1 << 28)],
+                         ids=["gzip-bomb-50MB", "plain-268MB"])
+def test_an_answer_larger_than_the_request_can_take_is_refused_in_bounded_memory(flood, no_proxy_env):
+    """A 50 MB gzip bomb (50 kB on the wire) and a plain 268 MB body, to a request for 3 prompts of 8 tokens: refused at
+    the size the request can take (a fixed base + an allowance per prompt position and top token), having held no
+    more than that in memory (it grew past 4 GB of memory on a 4 MB bomb)."""
+    from styleeval.backends.openai_server import ServerClient, ServerError
+
+    server = Flooding(**flood)
+    try:
+        client = ServerClient(server.base_url, model="m", max_retries=0, max_concurrency=1)
+        rows = [[(list(range(1, 9)), 4)] * 3]
+        tracemalloc.start()
+        start = time.monotonic()
+        try:
+            with pytest.raises(ServerError, match=r"row 0 \(scoring\): http://\S+ sent an answer larger than "
+                                                  r"8\.6 MB for this request: refused") as caught:
+                client.batched_prompt_logprobs(rows)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert time.monotonic() - start < 5.0 and caught.value.status == 200
+        assert peak < 24 << 20, f"{peak / 1e6:.0f} MB held"
+    finally:
+        server.close()

@@ -7,7 +7,11 @@ is used, so that a cut, reordered or foreign answer is an error, never a score.
   choice per prompt sent, indexed ``0..n-1`` (the OpenAI API lets a server list them in any order).
 - :func:`prompt_logprobs`: a choice's ``prompt_logprobs`` checked against the prompt sent (one entry per token, each
   naming the token sent at its position, ``prompt_token_ids`` where echoed equal to the prompt) and its values read,
-  each a finite number <= 0 (:func:`checked`).
+  each a log-probability float32 can hold: from float32's lowest finite value to 0 (:func:`checked`).
+- :func:`decoded_tokens`: the text a server names each prompt token by (vLLM's ``decoded_token``), to compare with
+  the client tokenizer's.
+- :func:`size_limit`: the most bytes an answer to a request may decode to (the transport refuses a larger one, a gzip
+  bomb among them, before holding more).
 - :func:`loads` / :func:`dumps`: other JSON (orjson).
 
 msgspec rather than a generic parser: it validates the schema in C, and its structs are not tracked by Python's
@@ -21,15 +25,26 @@ adds its URL and the row.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import msgspec
 import orjson
 
-POSITIVE_TOLERANCE = 1e-4
-"""A returned log-probability above this is an error (a probability > 1), not a score."""
+LOWEST_LOGPROB = -3.4028234663852886e38
+"""float32's lowest finite value (``numpy.finfo(numpy.float32).min``): scores are float32 tensors, where a lower number
+(finite in float64, as JSON reads it) would become ``-inf``."""
+
+
+ANSWER_BASE_BYTES = 8 << 20
+"""What an answer may take besides its tokens' entries: the JSON around them, a reply's text, a server's message."""
+ENTRY_BYTES = 1 << 10
+"""What one token's entry may take: vLLM writes ``"<id>":{"logprob":<17 digits>,"rank":<n>,"decoded_token":"..."}``,
+60-100 bytes (a decoded token of 128 bytes written as ``\\u`` escapes: about 800)."""
+PROMPT_EXTRA_TOKENS = 64
+"""Tokens a prompt may gain on the server (a BOS token; a chat template's control tokens, per message)."""
+UNSAID_MAX_TOKENS = 1 << 15
+"""The tokens a reply may take when the request sets no ``max_tokens``."""
 
 
 class AnswerError(ValueError):
@@ -70,6 +85,55 @@ class Answer(msgspec.Struct, gc=False):
 
 
 _DECODER = msgspec.json.Decoder(Answer)
+
+
+class NamedToken(msgspec.Struct, gc=False):
+    """A prompt position's entry as far as it names its token (vLLM: ``decoded_token``)."""
+
+    decoded_token: str | None = None
+
+
+class NamedChoice(msgspec.Struct, gc=False):
+    prompt_logprobs: list[dict[int, NamedToken] | None] | None = None
+
+
+class NamedAnswer(msgspec.Struct, gc=False):
+    choices: list[NamedChoice]
+
+
+_NAMES_DECODER = msgspec.json.Decoder(NamedAnswer)
+
+
+def size_limit(request: dict[str, Any]) -> int:
+    """The most bytes an answer to ``request`` (a ``/completions`` or ``/chat/completions`` body) may decode to,
+    generously: :data:`ANSWER_BASE_BYTES` plus :data:`ENTRY_BYTES` for every entry it may list: each prompt token's
+    (with ``prompt_logprobs`` top tokens; a prompt's UTF-8 bytes bound its tokens) and each generated token's (with
+    ``logprobs`` / ``top_logprobs`` top tokens), for ``n`` replies to each prompt."""
+    prompts = _prompt_sizes(request.get("prompt"), request.get("messages"))
+    per_prompt_token = 1 + _count(request.get("prompt_logprobs"))
+    per_generated = 1 + max(_count(request.get("logprobs")), _count(request.get("top_logprobs")))
+    generated = _count(request.get("max_tokens")) or UNSAID_MAX_TOKENS
+    replies = max(1, _count(request.get("n")))
+    entries = sum(prompts) * per_prompt_token + len(prompts) * replies * generated * per_generated
+    return ANSWER_BASE_BYTES + ENTRY_BYTES * entries
+
+
+def _count(value: Any) -> int:
+    """A request's count field as an int (``True``: 1; absent or not a count: 0)."""
+    return int(value) if isinstance(value, (int, float)) and value > 0 else 0
+
+
+def _prompt_sizes(prompt: Any, messages: Any) -> list[int]:
+    """The most tokens each prompt of a request may hold on the server (token ids, texts' UTF-8 bytes, a
+    conversation's messages), :data:`PROMPT_EXTRA_TOKENS` added to each."""
+    if messages is not None:
+        return [sum(len(str(m.get("content", "") if isinstance(m, dict) else m).encode()) + PROMPT_EXTRA_TOKENS
+                    for m in messages)]
+    if isinstance(prompt, str) or (isinstance(prompt, list) and prompt and isinstance(prompt[0], int)):
+        prompt = [prompt]
+    if not isinstance(prompt, list):
+        return [PROMPT_EXTRA_TOKENS]
+    return [(len(p.encode()) if isinstance(p, str) else len(p)) + PROMPT_EXTRA_TOKENS for p in prompt]
 
 
 def dumps(value: Any) -> bytes:
@@ -117,13 +181,15 @@ def read(data: bytes, count: int, model: str, aliases: Callable[[], Collection[s
 
 
 def checked(value: Any, token: Any) -> float:
-    """``value`` if it is a log-probability (a finite number <= 0, within :data:`POSITIVE_TOLERANCE`)."""
+    """``value`` as a float if it is a log-probability float32 holds: a number from :data:`LOWEST_LOGPROB` to 0 (not
+    NaN, not infinite, never above 0: a probability above 1, whatever its size). ``-0.0`` (log 1) is read as ``0.0``,
+    so that a score is written alike whichever zero a server sends."""
     if type(value) is not float and type(value) is not int:
         raise AnswerError(f"returned {value!r} as the log-probability of token {token}: not a number")
-    if not math.isfinite(value) or value > POSITIVE_TOLERANCE:
+    if not LOWEST_LOGPROB <= value <= 0:  # False for NaN too
         raise AnswerError(f"returned the log-probability {value!r} for token {token}: not a log-probability (it "
-                          "must be finite and <= 0); the server is faulty")
-    return float(value)
+                          f"must be a number from {LOWEST_LOGPROB:.2g} to 0); the server is faulty")
+    return float(value) + 0.0  # -0.0 + 0.0 == 0.0
 
 
 def prompt_logprobs(choice: Choice, prompt: Sequence[int], tail: int | None = None) -> list[float]:
@@ -147,6 +213,18 @@ def prompt_logprobs(choice: Choice, prompt: Sequence[int], tail: int | None = No
                           "the answer does not score the tokens sent")
     start = 1 if tail is None else max(1, len(prompt) - tail)
     return [checked(entries[i][prompt[i]].logprob, prompt[i]) for i in range(start, len(prompt))]
+
+
+def decoded_tokens(data: bytes, prompt: Sequence[int]) -> list[str | None]:
+    """The text the one-prompt answer ``data`` (already checked by :func:`read` and :func:`prompt_logprobs`) names
+    each token of ``prompt`` after the first by (vLLM's ``decoded_token``); ``None`` where it names none (a server
+    that does not say)."""
+    try:
+        entries = _NAMES_DECODER.decode(data).choices[0].prompt_logprobs or []
+    except msgspec.DecodeError as err:  # ValidationError included: a decoded_token that is not a string
+        raise AnswerError(f"sent an answer of another shape than an OpenAI completion ({err})") from None
+    return [entries[i][token].decoded_token if entries[i] else None  # type: ignore[index]
+            for i, token in enumerate(prompt) if i and i < len(entries)]
 
 
 def top_token(position: dict[int, Logprob] | dict[str, float]) -> str:

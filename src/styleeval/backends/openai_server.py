@@ -11,7 +11,8 @@ On top of it this module adds:
   :class:`ServerError` whose ``row`` is the caller's row;
 - answers parsed whole and checked before use (:mod:`styleeval.backends.answers`): a reply cut anywhere, from
   another model, with choices missing or out of their ``index`` order, for other tokens than those sent, or with a
-  log-probability that is not finite or is positive is a :class:`ServerError` naming the row, never a score;
+  log-probability that is not finite, is positive or is below float32's range is a :class:`ServerError` naming the
+  row, never a score;
 - :class:`ServerBackend`, the :class:`~styleeval.backends.base.Backend` on top of it, whose identity is what the server
   reports (``/v1/models``: id, root, max_model_len) plus the top tokens at every position of a fixed probe text, so
   that two servers with different weights under one served name sign differently and a restarted server signs the
@@ -305,6 +306,19 @@ class ServerClient:
         wanted = tails if tails is not None else [None] * len(prompts)
         return self._read(lambda: [answers.prompt_logprobs(c, p, t) for c, p, t in zip(choices, prompts, wanted)])
 
+    def decoded_prompt(self, prompt: Sequence[int]) -> list[str | None]:
+        """The text the server names each token of ``prompt`` after the first by (the ``decoded_token`` of its prompt
+        log-probabilities: vLLM's own tokenizer's reading of the id), ``None`` where it names none."""
+        body = {"model": self.model, "prompt": [[int(t) for t in prompt]], "max_tokens": 1, "temperature": 0.0,
+                "prompt_logprobs": 0}
+
+        def ask() -> list[str | None]:
+            data = self.transport.request("POST", "/completions", answers.dumps(body), limit=answers.size_limit(body))
+            answers.prompt_logprobs(answers.read(data, 1, self.model, self.served_names)[0], prompt)
+            return answers.decoded_tokens(data, prompt)
+
+        return self._call(ask, "checking the tokenizer")
+
     def top_logprobs(self, prompts: Sequence[Sequence[int]], k: int) -> list[dict[int, float]]:
         """The ``k`` most likely next tokens after each token-id prompt with their log-probabilities (``logprobs=k``)."""
         model = self.model
@@ -360,10 +374,12 @@ class ServerClient:
               extra: dict[str, Any] | None = None, count: int = 1) -> list[answers.Choice]:
         """``body`` with the request parameters ``decoding`` and ``extra`` (``extra_body``'s fields merged in, unset
         ones left out, as the ``openai`` client sends them) posted to ``path``; the answer's ``count`` choices in
-        ``index`` order, checked (:func:`answers.read`: complete JSON of the expected shape, from the served model)."""
+        ``index`` order, checked (:func:`answers.read`: complete JSON of the expected shape, from the served model); an
+        answer larger than such a request can take (:func:`answers.size_limit`) is refused as it arrives."""
         fields = {**body, **(decoding or {}), **(extra or {})}
         fields.update(fields.pop("extra_body", None) or {})
-        data = self.transport.request("POST", path, answers.dumps({k: v for k, v in fields.items() if v is not None}))
+        sent = {k: v for k, v in fields.items() if v is not None}
+        data = self.transport.request("POST", path, answers.dumps(sent), limit=answers.size_limit(sent))
         return self._read(lambda: answers.read(data, count, self.model, self.served_names))
 
     def _read(self, fn: Callable[[], R]) -> R:
@@ -408,6 +424,15 @@ class _RowFailure(Exception):
     def __init__(self, row: int, error: ServerError) -> None:
         super().__init__(error.reason)
         self.row, self.error = row, error
+
+
+def _reads_as(tokenizer: Any, token: int, named: str) -> bool:
+    """Whether ``tokenizer`` reads ``token`` as the server ``named`` it: its decoding, its vocabulary piece or that
+    piece as text (servers name a token by one of these), leading and trailing spaces aside (a SentencePiece
+    tokenizer's space marker is restored by some servers, dropped by others)."""
+    piece = tokenizer.convert_ids_to_tokens(token)
+    readings = {tokenizer.decode([token]), str(piece), tokenizer.convert_tokens_to_string([piece])}
+    return named.strip() in {r.strip() for r in readings}
 
 
 def _lists_top(positions: Sequence[Any]) -> bool:
@@ -503,10 +528,34 @@ class ServerBackend(Backend):
         return self._identity
 
     def verify_identity(self) -> Identity:
-        """Probe the server now (see :meth:`ServerClient.fingerprint`)."""
-        self._identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
-        self._probed = time.monotonic()
-        return self._identity
+        """Probe the server now (see :meth:`ServerClient.fingerprint`), and check that the tokenizer is the served
+        model's (:meth:`check_tokenizer`)."""
+        identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
+        if self.tokenizer is not None:
+            self.check_tokenizer()
+        self._identity, self._probed = identity, time.monotonic()
+        return identity
+
+    def check_tokenizer(self) -> None:
+        """The ids of :data:`PROBE_TEXT` in the client's tokenizer, sent to the server: where it names the token it
+        scored at a position (vLLM's ``decoded_token``), that must be the tokenizer's reading of the id. Another
+        tokenizer's ids are other tokens to the served model (its scores would be wrong numbers, with no error): a
+        ``UserError`` naming both readings. A server that names no tokens, or refuses the probe (4xx: no prompt
+        log-probabilities), cannot be checked here."""
+        ids = list(self.tokenizer.encode(PROBE_TEXT))
+        try:
+            named = self.client.decoded_prompt(ids)
+        except ServerError as err:
+            if err.status is None or err.status >= 500:
+                raise
+            return
+        for token, theirs in zip(ids[1:], named, strict=True):
+            if theirs is not None and not _reads_as(self.tokenizer, token, theirs):
+                name = getattr(self.tokenizer, "name_or_path", None) or type(self.tokenizer).__name__
+                mine = self.tokenizer.decode([token])
+                raise UserError(f"tokenizer: {name} is not the tokenizer of the model {self.model_name!r} at "
+                                f"{self.base_url}: it decodes token {token} as {mine!r}, the server as {theirs!r}; "
+                                "pass the served model's tokenizer (tokenizer=<its Hub id or folder>)")
 
     def close(self) -> None:
         """Close the client's connections and threads (:meth:`ServerClient.close`)."""

@@ -6,29 +6,40 @@
   ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (:mod:`styleeval.http_pools`; an ``https://`` proxy is spoken to
   over TLS).
 - A total deadline per attempt (``timeout``): the headers and the whole body must arrive within it, so a server that
-  drips its answer a byte at a time is cut off, not waited on forever. A body cut short (fewer bytes than its
-  ``Content-Length``, a chunked body without its last chunk) is an error, retried like a dropped connection.
+  drips its answer a byte at a time (its headers, ``100 Continue`` lines, its body) is cut off, not waited on
+  forever. A socket's timeout bounds each read only, so one watchdog thread (:class:`_Watchdog`) shuts down the
+  socket of an attempt past its deadline: the read blocked on it returns at once. A body cut short (fewer bytes than
+  its ``Content-Length``, a chunked body without its last chunk) is an error, retried like a dropped connection.
+- A size limit per answer (``limit``, sized by the caller from its request): a body that decodes to more, a gzip bomb
+  or a flood, is refused as soon as it passes the limit, with no more than that held (urllib3 2.6 and later decode
+  at most what each read asks for; older ones a whole 64 KiB read of compressed bytes, up to about 66 MB).
 - Retries as the official ``openai`` client makes them, counted and slept by urllib3's ``Retry``: 408, 409, 429 and
   5xx answers, timeouts and connection errors, at most ``max_retries`` times, after ``Retry-After`` /
   ``retry-after-ms`` when the server gives one of at most 60 s, else 0.5 s doubling up to 8 s with up to 25% jitter;
   ``x-should-retry: true|false`` decides where present.
 - Credentials in ``base_url`` (``http://user:password@host/v1``) are sent as ``Authorization: Basic`` (instead of
-  the API key's ``Bearer``, as httpx does) and never printed: messages show ``user:***@``. A redirect is not followed
-  (the API key would go to another URL): it is an error naming where the server points.
+  the API key's ``Bearer``, as httpx does) and never printed: messages show ``***@`` (a user name alone may be the
+  token). A redirect is not followed (the API key would go to another URL): it is an error naming where the server
+  points.
 - A gzip or deflate body is decoded. Failures are :class:`TransportError` with the HTTP status (``None``:
   unreachable or timed out) and a message that says what to do; the caller adds the row.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import random
 import re
+import socket
+import threading
 import time
 import urllib.parse
 from typing import Any
 
 import orjson
 import urllib3
+from urllib3 import connection, connectionpool
 from urllib3.exceptions import (
     HTTPError,
     InvalidHeader,
@@ -49,6 +60,8 @@ MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 READ_SIZE = 1 << 16
 RETRY_STATUSES = frozenset({408, 409, 429, *range(500, 600)})
+DEFAULT_LIMIT = 16 << 20
+"""The most bytes an answer may decode to when the request names no limit (``GET /models``)."""
 
 
 class TransportError(Exception):
@@ -66,6 +79,109 @@ class _Timeout(ReadTimeoutError):
 
 class _CutShort(ProtocolError):
     """The connection broke in the middle of an answer's body (fewer bytes than announced, a chunk missing)."""
+
+
+class _Watch:
+    """One attempt's deadline and, from the moment its request is sent, the socket its answer comes on."""
+
+    __slots__ = ("deadline", "sock", "fired")
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline, self.sock, self.fired = deadline, None, False
+
+
+class _Watchdog:
+    """One daemon thread for the process that shuts down the socket of every attempt past its deadline, so that a
+    read blocked on it returns at once (a socket's timeout bounds each read, not an answer that arrives a byte per
+    read). It sleeps until the nearest deadline of the attempts watched (the requests in flight)."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)  # the thread does not survive a fork
+
+    def _reset(self) -> None:
+        self._lock = threading.Condition()
+        self._watched: set[_Watch] = set()
+        self._wake_at = math.inf
+        self._thread: threading.Thread | None = None
+
+    def watch(self, watch: _Watch, sock: Any) -> None:
+        """Shut ``sock`` down when ``watch``'s deadline passes, unless :meth:`release` comes first."""
+        with self._lock:
+            watch.sock = sock
+            self._watched.add(watch)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="styleeval-deadlines", daemon=True)
+                self._thread.start()
+            if watch.deadline < self._wake_at:
+                self._lock.notify()
+
+    def release(self, watch: _Watch) -> bool:
+        """Stop watching ``watch``; whether its deadline had passed (its socket shut down) first."""
+        with self._lock:
+            self._watched.discard(watch)
+            watch.sock = None
+            return watch.fired
+
+    def _run(self) -> None:
+        with self._lock:
+            while True:
+                now = time.monotonic()
+                for late in [w for w in self._watched if w.deadline <= now]:
+                    self._watched.discard(late)
+                    late.fired = True
+                    _shut_down(late.sock)
+                    late.sock = None
+                self._wake_at = min((w.deadline for w in self._watched), default=math.inf)
+                self._lock.wait(None if self._wake_at == math.inf else self._wake_at - now)
+
+
+def _shut_down(sock: Any) -> None:
+    """Shut the socket under ``sock`` down for reading and writing (a TLS socket's own file descriptor: its
+    ``shutdown`` would unwrap TLS under the reading thread; urllib3's TLS-in-TLS ``SSLTransport`` holds its
+    socket as ``.socket``)."""
+    while sock is not None and not isinstance(sock, socket.socket):
+        sock = getattr(sock, "socket", None)
+    if sock is not None:
+        try:
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:  # closed already
+            pass
+
+
+_WATCHDOG = _Watchdog()
+_ATTEMPT = threading.local()
+"""The attempt the current thread is making (``.watch``: its :class:`_Watch`), for its connection to arm."""
+
+
+class _Watched:
+    """A connection that puts its socket under the current attempt's deadline as it starts reading the answer."""
+
+    def getresponse(self) -> Any:
+        watch = getattr(_ATTEMPT, "watch", None)
+        if watch is not None:
+            _WATCHDOG.watch(watch, self.sock)  # type: ignore[attr-defined]
+        return super().getresponse()  # type: ignore[misc]
+
+
+class HTTPConnection(_Watched, connection.HTTPConnection):
+    """urllib3's, under the attempt's deadline (named as urllib3's: its messages name the class)."""
+
+
+class HTTPSConnection(_Watched, connection.HTTPSConnection):
+    """urllib3's, under the attempt's deadline."""
+
+
+class HTTPConnectionPool(connectionpool.HTTPConnectionPool):
+    ConnectionCls = HTTPConnection
+
+
+class HTTPSConnectionPool(connectionpool.HTTPSConnectionPool):
+    ConnectionCls = HTTPSConnection
+
+
+WATCHED_POOLS = {"http": HTTPConnectionPool, "https": HTTPSConnectionPool}
+"""Pool classes by scheme whose connections are under the attempt's deadline (a proxy's pool too)."""
 
 
 class OpenAIRetry(Retry):
@@ -109,13 +225,12 @@ class Transport:
     """
 
     def __init__(self, base_url: str, api_key: str, timeout: float, max_retries: int, pool_size: int = 8) -> None:
-        url = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-        if url is None or url.scheme not in ("http", "https") or not url.hostname:
+        if not _is_http_url(base_url):
             shown = redacted(base_url) if isinstance(base_url, str) else base_url
             raise UserError(f"base_url must be an http(s) URL such as 'http://127.0.0.1:8000/v1', got {shown!r}")
         bare, basic = split_credentials(base_url.rstrip("/"))
         self.base_url = redacted(base_url.rstrip("/"))
-        """The API root as it may be printed (a password in it shown as ``***``)."""
+        """The API root as it may be printed (its user-info shown as ``***``)."""
         self._root = bare
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -127,19 +242,21 @@ class Transport:
                                   raise_on_status=False)
         self._timeouts = urllib3.Timeout(connect=self.timeout, read=self.timeout)
         self._pool = pool_manager(bare, maxsize=max(1, int(pool_size)), retries=False)
+        self._pool.pool_classes_by_scheme = WATCHED_POOLS
         self.proxy = proxy_for(bare)
         """The proxy URL requests go through (from the environment), or ``None``."""
 
-    def request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+    def request(self, method: str, path: str, body: bytes | None = None, limit: int = DEFAULT_LIMIT) -> bytes:
         """The body of a 2xx answer to ``method path`` (``body``: JSON bytes), after the retries the module docstring
-        describes; anything else raises :class:`TransportError`."""
+        describes; anything else raises :class:`TransportError`, an answer that decodes to more than ``limit`` bytes
+        (the most one to this request can take) at once, not retried."""
         url = self._root + path
         headers = self._headers if body is None else self._json_headers
         retry = self._retry
         reopened = False
         while True:
             try:
-                response, data = self._attempt(method, url, body, headers)
+                response, data = self._attempt(method, url, body, headers, limit)
             except HTTPError as err:  # not answered: unreachable, timed out, dropped, cut short
                 if not reopened and isinstance(err, ProtocolError) and not isinstance(err, _CutShort):
                     # the connection dropped before any answer: a kept connection the server was closing as it
@@ -168,33 +285,51 @@ class Transport:
                 raise TransportError(f"{self.base_url} answered {status}: {_error_message(data)}", status) from None
             retry.sleep(response)
 
-    def _attempt(self, method: str, url: str, body: bytes | None, headers: dict[str, str]
+    def _attempt(self, method: str, url: str, body: bytes | None, headers: dict[str, str], limit: int
                  ) -> tuple[Any, bytes]:
-        """One exchange within the deadline: the answer and its whole (decoded) body."""
-        deadline = time.monotonic() + self.timeout
-        response = self._pool.urlopen(method, url, body=body, headers=headers, redirect=False, retries=False,
-                                      timeout=self._timeouts, preload_content=False, assert_same_host=False)
-        parts = []
+        """One exchange within the deadline (headers and body: :class:`_Watchdog`): the answer and its whole decoded
+        body, at most ``limit`` bytes."""
+        watch = _Watch(time.monotonic() + self.timeout)
+        _ATTEMPT.watch = watch  # armed by the connection once the request is sent
         try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise _Timeout(None, url, f"no complete answer within {self.timeout:g} s")
-                sock = getattr(response.connection, "sock", None)
-                if sock is not None:
-                    sock.settimeout(left)  # each read waits at most until the deadline
-                part = response.read1(READ_SIZE)
-                if not part:
-                    break
-                parts.append(part)
+            response = self._pool.urlopen(method, url, body=body, headers=headers, redirect=False, retries=False,
+                                          timeout=self._timeouts, preload_content=False, assert_same_host=False)
         except BaseException as err:
+            if _WATCHDOG.release(watch):
+                raise self._late(url) from err
+            raise
+        finally:
+            _ATTEMPT.watch = None
+        try:
+            data = self._body(response, limit)
+            if _WATCHDOG.release(watch):  # the socket was shut down: its end is no end of the body
+                raise self._late(url)
+        except BaseException as err:
+            late = _WATCHDOG.release(watch)
             response.close()  # the connection is dropped, not handed to the next request
             response.release_conn()
+            if late and not isinstance(err, _Timeout):
+                raise self._late(url) from err
             if isinstance(err, HTTPError) and not isinstance(err, UrllibTimeout):
                 raise _CutShort(_describe(err)) from err
             raise
         response.release_conn()
-        return response, b"".join(parts)
+        return response, data
+
+    def _body(self, response: Any, limit: int) -> bytes:
+        """``response``'s decoded body; one that passes ``limit`` bytes raises :class:`TransportError` there."""
+        parts, size = [], 0
+        while part := response.read1(READ_SIZE):  # at most READ_SIZE decoded bytes a read, a gzip bomb's too
+            size += len(part)
+            if size > limit:
+                raise TransportError(f"{self.base_url} sent an answer larger than {limit / 1e6:.1f} MB for this "
+                                     "request: refused (an answer to it takes far less; is an OpenAI-compatible "
+                                     "server answering at this URL?)", response.status)
+            parts.append(part)
+        return b"".join(parts)
+
+    def _late(self, url: str) -> _Timeout:
+        return _Timeout(None, url, f"no complete answer within {self.timeout:g} s")
 
     def _unanswered(self, err: HTTPError) -> TransportError:
         if isinstance(err, UrllibTimeout) and not isinstance(err, NewConnectionError):
@@ -215,6 +350,16 @@ class Transport:
     def close(self) -> None:
         """Close the kept connections (a later request opens new ones)."""
         self._pool.clear()
+
+
+def _is_http_url(url: Any) -> bool:
+    """Whether ``url`` is an http(s) URL with a host that ``urllib.parse`` reads (``http://[::1`` is none)."""
+    try:
+        parts = urllib.parse.urlsplit(url) if isinstance(url, str) else None
+        return parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname) and (
+            parts.port is None or parts.port > 0)
+    except ValueError:  # an unclosed IPv6 bracket, a port out of range
+        return False
 
 
 _OBJECT = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>: ")

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from styleeval.errors import UserError
+from styleeval.http_pools import redacted, redacted_text
 from styleeval.metrics.base import Metric
 
 Factory = Callable[..., Metric]
@@ -111,6 +112,24 @@ def available_metrics() -> list[str]:
 
 
 _OPTION_SPLIT = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
+_SECRET_OPTION = re.compile(r"(?i)(?:^|_)(?:api_?key|key|token|secret|password|auth|authorization)$")
+"""Options whose value is a secret (``api_key``, a plugin's ``hf_token``...; not ``tokenizer`` or ``max_tokens``)."""
+
+
+def shown_spec(spec: str) -> str:
+    """``spec`` (or a piece of one) as it may be printed in a message: a secret option's value (``api_key=``) as
+    ``***``, the user-info of a URL in it (``base_url=http://token@host/v1``; a ``*_url`` option's value also without
+    a scheme) as ``***@``."""
+    name, *parts = _OPTION_SPLIT.split(spec)
+    shown = [name]
+    for part in parts:
+        key, _, value = part.partition("=")
+        if _SECRET_OPTION.search(key.strip()) and value.strip():
+            value = value.replace(value.strip(), "***", 1)
+        elif key.strip().lower().endswith("url"):
+            value = redacted(value)
+        shown.append(f"{key}={value}")
+    return redacted_text(":".join(shown))
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
@@ -124,11 +143,12 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     if ":" in name:
         _discover()  # namespaces are registered by the metric modules
     if ":" in name and name.split(":", 1)[0] not in NAMESPACES:  # a colon not followed by key=value (lai:comet is ok)
-        raise UserError(f"metric spec {spec!r}: option {name.split(':', 1)[1]!r} is not key=value")
+        raise UserError(f"metric spec {shown_spec(spec)!r}: option {shown_spec(name.split(':', 1)[1])!r} is not "
+                        "key=value")
     opts: dict[str, str] = {}
     for part in parts:
         if "=" not in part:
-            raise UserError(f"metric spec {spec!r}: option {part!r} is not key=value")
+            raise UserError(f"metric spec {shown_spec(spec)!r}: option {shown_spec(part)!r} is not key=value")
         key, value = part.split("=", 1)
         opts[key.strip()] = value.strip()
     return name.strip(), opts
@@ -194,13 +214,13 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
     name, opts = parse_spec(spec)
     alias = opts.pop("as", None)
     if alias is not None and not alias.strip():
-        raise UserError(f"metric {spec!r}: as= needs a name")
+        raise UserError(f"metric {shown_spec(spec)!r}: as= needs a name")
     _discover()
     namespace, _, member = name.partition(":")
     if member and namespace in NAMESPACES:
         factory, known, _ = NAMESPACES[namespace]
         if set(opts) - set(known):
-            raise UserError(f"metric {spec!r}: unknown options {sorted(set(opts) - set(known))} (known: "
+            raise UserError(f"metric {shown_spec(spec)!r}: unknown options {sorted(set(opts) - set(known))} (known: "
                             f"{', '.join(known) or 'none'})")
         if "data_dir" in known:
             opts["data_dir"] = opts.get("data_dir") or data_dir
@@ -220,7 +240,7 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
     except UserError as err:
         if str(err).startswith(("cannot", "unknown metric")):
             raise
-        raise UserError(f"metric {spec!r}: {err}") from err
+        raise UserError(f"metric {shown_spec(spec)!r}: {err}") from err
     metric.spec = spec.strip()  # type: ignore[attr-defined]
     if alias is not None:
         metric.alias = alias.strip()
