@@ -245,7 +245,7 @@ class Demo:
         import pandas as pd
 
         from styleeval.files.records import read_rows
-        from styleeval.systems.evaluation import compare_systems
+        from styleeval.systems.evaluation import compare_systems, given_text
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
@@ -284,20 +284,6 @@ def carried_columns(rows: Sequence[Any]) -> list[str]:
     """The upload's other columns (``system`` aside), in order of first appearance over every row: a JSONL row may
     add a column that earlier rows lack (their cell is empty), as in ``styleeval score``'s output."""
     return [k for k in dict.fromkeys(k for r in rows for k in r.extra) if k != "system"]
-
-
-def given_text(value: Any) -> str | None:
-    """A ``system`` or ``source_id`` cell as text, ``None`` where it is missing (None, blank text, or JSON's
-    ``NaN``: no system is named "nan"); an integral float as the integer's text (``1.0`` is source ``1``), as
-    ``evaluate_systems`` reads ids."""
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if value.is_integer():
-            return str(int(value))
-    return str(value)
 
 
 def write_scored_csv(rows: Sequence[dict[str, Any]], path: str) -> str:

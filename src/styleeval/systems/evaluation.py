@@ -116,9 +116,9 @@ def magnitude_limit(rows: int) -> float:
     return math.sqrt(sys.float_info.max / (4 * max(rows, 1)))
 
 
-def _source_id(value: Any) -> str | None:
-    """A ``source_id`` cell as text: ``None`` when missing (empty, None, NaN); an integral float (what pandas makes
-    of integer ids beside a gap) as the integer's text."""
+def given_text(value: Any) -> str | None:
+    """A ``source_id`` (or ``system``) cell as text: ``None`` when missing (empty, None, NaN: no system is named
+    "nan"); an integral float (what pandas makes of integer ids beside a gap) as the integer's text."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, float):
@@ -141,7 +141,7 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     seen: dict[tuple[str, str], str] = {}
     texts: dict[str, tuple[str, str, str]] = {}  # source_id -> (source, style, first row)
     refs: dict[str, tuple[list[str], str]] = {}  # source_id -> (references, first row)
-    ids = [_source_id(r.get("source_id")) for r in records]
+    ids = [given_text(r.get("source_id")) for r in records]
     limit = magnitude_limit(len(records))
     if any(i is not None for i in ids) and any(i is None for i in ids):
         gaps = [str(r.get("_where") or f"row {k}") for k, (r, i) in enumerate(zip(records, ids)) if i is None]
