@@ -10,7 +10,7 @@
   missing), decided at start without loading the model; :func:`visitor_message`: any error in the page's words.
 
 The model comes from the argument or ``STYLEEVAL_MODEL`` (preset, Hub id, local folder or ``.gguf`` file; default
-:data:`APP_MODEL`, the real 135M preset ``smollm2-135m``, which needs no Hub account); ``STYLEEVAL_BASE_URL`` points
+the backend's ``app_model``: locally the real 135M preset ``smollm2-135m``, which needs no Hub account); ``STYLEEVAL_BASE_URL`` points
 LogProb and the autorater at a vLLM server instead (default: the server's only model; ``STYLEEVAL_TOKENIZER`` names
 the tokenizer). Every bad input raises a :class:`~styleeval.errors.UserError` (a ``ValueError``) with a message a user
 can act on. What a web visitor reads names no command-line flag and no path of the server: advice that only the
@@ -82,29 +82,25 @@ def reading_style(value: float) -> str:
     return "about neutral: the style change is small (typical values are close to 0)"
 
 
-APP_MODEL = REAL_WEIGHTS
-"""The apps' model when none is set (no ``STYLEEVAL_MODEL``, no server): ``smollm2-135m``, HuggingFaceTB's
-SmolLM2-135M-Instruct (Apache-2.0, Q4_1 GGUF), fetched once from the package index or the Hub (no account, no GPU):
-a visitor sees readings of a real model. Its numbers follow the paper's pattern, weaker (README.md, "Quick start");
-the paper's models are ``1b``/``3b``/``8b``."""
-
-
 def _settings(model: str | None = None, base_url: str | None = None, tokenizer: str | None = None) -> dict[str, Any]:
-    """The arguments given, else the environment's variables, else :data:`APP_MODEL` where no server is named (a
+    """The arguments given, else the environment's variables, else the backend's ``app_model`` (locally the real
+    135M preset ``smollm2-135m``, HuggingFaceTB's SmolLM2-135M-Instruct: a visitor sees readings of a real model; a
     server without a model name: its only model)."""
     given = {"model": model, "base_url": base_url, "tokenizer": tokenizer}
     chosen = {"model": os.environ.get("STYLEEVAL_MODEL") or None,
               "base_url": os.environ.get("STYLEEVAL_BASE_URL") or None,
               "tokenizer": os.environ.get("STYLEEVAL_TOKENIZER") or None,
               **{k: v for k, v in given.items() if v}}
-    if chosen["model"] is None and chosen["base_url"] is None:
-        chosen["model"] = APP_MODEL
+    if chosen["model"] is None:  # the backend's choice for the apps: the real preset locally, a server's only model
+        from styleeval.backends import backend_class
+
+        chosen["model"] = backend_class(None, chosen["base_url"]).app_model
     return chosen
 
 
 def model_from_env() -> dict[str, Any]:
     """The model the apps use, from the environment: ``STYLEEVAL_MODEL`` (preset, Hub id, local path or ``.gguf``
-    file; default :data:`APP_MODEL` locally, the server's only model on a server), ``STYLEEVAL_BASE_URL`` (a server
+    file; default ``smollm2-135m`` locally, the server's only model on a server), ``STYLEEVAL_BASE_URL`` (a server
     instead of a local model) and ``STYLEEVAL_TOKENIZER``; keyword arguments of
     :func:`styleeval.logprob.shared_logprob` and :func:`styleeval.autorater.rater.shared_autorater` (``None``: not
     given)."""
@@ -146,7 +142,7 @@ class Demo:
     def real_preset(self) -> bool:
         """Whether the model is the real-weights preset :data:`~styleeval.gguf_files.REAL_WEIGHTS` (``smollm2-135m``)
         run here: a real 135M model, whose readings the banner qualifies."""
-        return self.base_url is None and str(self.model).lower() == REAL_WEIGHTS
+        return str(self.model).lower() == REAL_WEIGHTS == self.backend_class().app_model
 
     def weights_error(self) -> UserError | None:
         """Why the model's weights cannot be had here (not on this machine and not downloadable), asked of the

@@ -595,12 +595,14 @@ def test_the_apps_default_to_the_real_preset(monkeypatch):
     read); STYLEEVAL_MODEL or an argument overrides; a server named without a model keeps the server's model."""
     import runpy
 
+    from styleeval.backends import backend_class
     from styleeval.cli import build_parser
-    from styleeval.demo import APP_MODEL, Demo, model_from_env
+    from styleeval.demo import Demo, model_from_env
 
     for var in ("STYLEEVAL_MODEL", "STYLEEVAL_BASE_URL", "STYLEEVAL_TOKENIZER"):
         monkeypatch.delenv(var, raising=False)
-    assert APP_MODEL == "smollm2-135m"
+    assert backend_class(None, None).app_model == "smollm2-135m"
+    assert backend_class(None, "http://127.0.0.1:9/v1").app_model is None
     assert model_from_env() == {"model": "smollm2-135m", "base_url": None, "tokenizer": None}
     assert Demo().model == "smollm2-135m" and Demo().real_preset and not Demo().random_weights
     assert Demo(model="3b").model == "3b" and not Demo(model="3b").real_preset

@@ -133,6 +133,8 @@ class Backend(ABC):
         options: the options this backend takes besides the model (:class:`~styleeval.optiontypes.Option`); the CLI,
             the evaluate modules and the metric specs offer them, and :meth:`from_options` rejects any other.
         kind: what signatures record (``backend:<kind>``); never branched on by callers.
+        app_model: the model the apps (the Space, the metric modules' apps) run when none is named; ``None``: the
+            backend's own choice (a server's only model).
         capabilities: optional calls this backend supports (:data:`TREE_LOGPROBS`, :data:`CANDIDATE_LOGPROBS`,
             :data:`PREFIX_REUSE`, :data:`SERVER_CHAT`).
         tokenizer: the tokenizer prompts are rendered with (``None`` only for a server used through
@@ -144,6 +146,7 @@ class Backend(ABC):
     name: ClassVar[str] = "abstract"
     options: ClassVar[tuple[Option, ...]] = ()
     kind: str = "abstract"
+    app_model: ClassVar[str | None] = None
     capabilities: frozenset[str] = frozenset()
     tokenizer: Any = None
     _shared: ClassVar[dict[tuple, Backend]]

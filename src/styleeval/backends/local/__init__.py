@@ -25,7 +25,7 @@ from styleeval.backends.base import (
 )
 from styleeval.errors import UserError
 from styleeval.gguf_files import PRESETS as GGUF_PRESETS
-from styleeval.gguf_files import is_gguf_name
+from styleeval.gguf_files import REAL_WEIGHTS, is_gguf_name
 from styleeval.gguf_files import label as gguf_label
 from styleeval.gguf_files import resolve as resolve_gguf
 from styleeval.hub import DEFAULT_MODEL, TINY_RANDOM, available_here, check_downloadable, hub_id
@@ -101,6 +101,7 @@ class LocalBackend(Backend):
                "(default yes)", cli=False),
     )
     kind = "local"
+    app_model = REAL_WEIGHTS  # a real model that needs no Hub account (styleeval.gguf_files)
     capabilities = frozenset({TREE_LOGPROBS, CANDIDATE_LOGPROBS, PREFIX_REUSE})
     _weights: dict[tuple, tuple[Any, Any, str, str]] = {}  # shared(): loaded weights, per load key
     _backends: dict[tuple, Backend] = {}  # shared(): backends around them, per option set
