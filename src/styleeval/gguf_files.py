@@ -175,7 +175,7 @@ def _header(path: str) -> dict[str, str]:
             quantization = f"type{kind}"
     else:  # no file type: the most common tensor type
         types = [t.tensor_type.name for t in reader.tensors]
-        quantization = max(set(types), key=types.count) if types else "unknown"
+        quantization = max(sorted(set(types)), key=types.count) if types else "unknown"  # ties: the same everywhere
     architecture = str(field("general.architecture") or "unknown")
     parts = [str(p) for p in (field("general.basename"), field("general.size_label")) if p]
     name = "-".join(parts) or str(field("general.name") or architecture)
