@@ -195,7 +195,7 @@ from styleeval.metrics import get_metric
 rows = json.loads(open(sys.argv[1]).read())
 data = RatedData.from_rows(rows, "toy")
 metric = get_metric("logprob_content:model=" + sys.argv[2])
-score_dataset(metric, data, ScoresCache(sys.argv[3]), flush_seconds=1e-9)
+score_dataset(metric, data, ScoresCache(sys.argv[3]), flush_seconds=1e-9, min_chunk_rows=1)
 """
 
 

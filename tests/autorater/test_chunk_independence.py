@@ -73,7 +73,7 @@ def test_the_authors_fill_is_over_the_whole_dataset(judge_model_dir):
     metric = get_metric(f"autorater_meaning:model={judge_model_dir}:mode=paper")
     got = {}
     for flush in (1e-9, 1e9):  # one row per chunk, then everything in one chunk
-        got[flush] = score_dataset(metric, data, cache=None, flush_seconds=flush)
+        got[flush] = score_dataset(metric, data, cache=None, flush_seconds=flush, min_chunk_rows=1)
     assert np.array_equal(got[1e-9], got[1e9])
     assert got[1e9].tolist() == pytest.approx(want)
     assert "fill:mean" in metric.signature

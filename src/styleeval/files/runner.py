@@ -2,7 +2,8 @@
 work, one loop (:func:`run_file`). Input and output are read as the work goes: memory does not grow with either
 (:data:`READ_AHEAD` validated rows ahead, one bit per finished row).
 
-Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is appended to
+Rows are scored in chunks of about ``flush_seconds`` of work (at least :data:`FULL_CHUNK_ROWS`, at most ``chunk_size``
+rows); each chunk is appended to
 OUT and flushed before the next starts. A rerun skips the rows already in OUT after checking that they were written
 for this input and with this run's whole signature (also when OUT is already complete). Errors about a row
 (:class:`~styleeval.errors.RowError`, a backend's :class:`~styleeval.backends.BackendError`) carry the
@@ -100,18 +101,43 @@ class FileJob:
         return self.scorer
 
 
-def timed_chunks(items: Iterable[Any], seconds: float, cap: int, first: int = 8) -> Iterator[list[Any]]:
+FULL_CHUNK_ROWS = 32
+"""Fewest rows in a chunk of ``score``, ``autorate`` and the meta-evaluation's LLM metrics (unless the caller's cap
+is lower): an LLM backend batches a chunk's rows together, and smaller chunks leave its batches part-empty, which
+makes each row slower, which made the next chunk smaller still (measured on SmolLM2-135M, a loaded machine: chunks
+of 2 rows after the first; docs/benchmarks.md, "Chunks")."""
+
+
+def timed_chunks(items: Iterable[Any], seconds: float, cap: int, first: int = 8, floor: int = 1,
+                 weight: Callable[[Any], int] | None = None) -> Iterator[list[Any]]:
     """Consecutive chunks of ``items`` (any iterable, read as the chunks are asked for): the first of ``first``
-    items, then each sized to about ``seconds`` of the caller's work on the previous one (timed between yields), at
-    most ``cap``. Used wherever finished rows are saved as they come (``score``, ``autorate``, the
-    meta-evaluation's LLM metrics). Scores never depend on it."""
+    rows, then each sized to about ``seconds`` of the caller's work on the previous one (timed between yields), never
+    fewer than ``floor`` rows (but the last chunk) nor more than ``cap`` (``cap`` wins over ``floor``). An item counts
+    as ``weight(item)`` rows (default 1; a source's run of rows counts its rows, and a chunk ends with the item that
+    brings it to its size: it may pass the size by less than one item). Used wherever finished rows are
+    saved as they come (``score``, ``autorate``, the meta-evaluation's LLM metrics). Scores never depend on it.
+
+    >>> [len(c) for c in timed_chunks(range(10), seconds=3600, cap=4, first=2)]
+    [2, 4, 4]
+    >>> [[len(run) for run in c] for c in timed_chunks([[1, 2], [3, 4], [5]], seconds=3600, cap=3, weight=len)]
+    [[2, 2], [1]]
+    """
+    count = weight or (lambda _: 1)
     it = iter(items)
-    size = max(1, min(cap, first))
-    while chunk := list(itertools.islice(it, size)):
+    size = max(1, min(cap, max(first, floor)))
+    while True:
+        chunk, rows = [], 0
+        for item in it:  # up to the first item that brings the chunk to ``size`` rows: a run is never split
+            chunk.append(item)
+            rows += count(item)
+            if rows >= size:
+                break
+        if not chunk:
+            return
         start = time.perf_counter()
         yield chunk
-        rate = len(chunk) / max(time.perf_counter() - start, 1e-6)
-        size = max(1, min(cap, int(rate * seconds)))
+        rate = rows / max(time.perf_counter() - start, 1e-6)
+        size = max(1, min(cap, max(floor, int(rate * seconds))))
 
 
 class _Sink:
@@ -385,8 +411,8 @@ def _shard_size(rows: int, shard: Shard | None) -> int:
 def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_path, out_fmt, extra_columns,
                 overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk, keep_index,
                 out_digest) -> ScoreFileResult:
-    """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at most ``chunk_size``
-    rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``, with OUT's
+    """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at least
+    :data:`FULL_CHUNK_ROWS`, at most ``chunk_size`` rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``, with OUT's
     hash ``out_digest`` kept up to date) when OUT holds exactly the run's rows up to the chunk's last; and once more
     at the end when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input
     is read as the work goes (``ahead``); OUT is opened with the first chunk."""
@@ -425,7 +451,8 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
     scorer = job.get_scorer() if signature is not None else None
     checked = _Checkpoint(None, None, time.monotonic())  # the last point the weights were verified
     try:
-        for chunk in timed_chunks(todo(), flush_seconds, chunk_size):
+        fill = min(chunk_size, FULL_CHUNK_ROWS)
+        for chunk in timed_chunks(todo(), flush_seconds, chunk_size, first=fill, floor=fill):
             if sink is None:
                 fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
                 sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
@@ -546,8 +573,8 @@ def score_file(
 ) -> ScoreFileResult:
     """Score every row of ``input`` with LogProb and append the results to ``output``, resumably.
 
-    Rows are scored in chunks of about ``flush_seconds`` of work (at most ``chunk_size`` rows); each chunk is
-    appended to ``output`` (JSONL, or CSV when it ends in ``.csv``) and flushed to disk before the next one starts,
+    Rows are scored in chunks of about ``flush_seconds`` of work (at least 32 rows, at most ``chunk_size``); each
+    chunk is appended to ``output`` (JSONL, or CSV when it ends in ``.csv``) and flushed to disk before the next one starts,
     and the progress bar moves with it. Rows already in ``output`` are skipped after checking that their
     ``source``, ``rewrite`` and ``style`` match the input and that their signature equals this run's (also when the
     file is complete), so an interrupted run can simply be started again. Scores do not depend on the chunking

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from styleeval.errors import RowError, UserError
+from styleeval.files.runner import FULL_CHUNK_ROWS, timed_chunks
 from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
 from styleeval.scoring.cache import ScoresCache
@@ -15,13 +16,15 @@ from styleeval.scoring.inputs import ScoringInputs
 
 
 def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None = None, progress: bool = False,
-                  flush_seconds: float = 5.0, shard: Shard | None = None) -> np.ndarray:
+                  flush_seconds: float = 5.0, shard: Shard | None = None,
+                  min_chunk_rows: int = FULL_CHUNK_ROWS) -> np.ndarray:
     """The metric's score of every row of ``data`` (NaN for rows a reference-based metric cannot score).
 
     Served from ``cache`` when it holds (signature, fingerprint); otherwise computed and written at once. Metrics
-    marked ``incremental`` (the LLM metrics) are scored in chunks of about ``flush_seconds`` of work, each chunk
-    appended to the cache's partial file as it finishes, so a killed run loses at most the chunk in flight and the
-    next run starts after the last saved row.
+    marked ``incremental`` (the LLM metrics) are scored in chunks of about ``flush_seconds`` of work, at least
+    ``min_chunk_rows`` rows (so that the backend's batches stay full however slow the machine is) and at most 256
+    rows, never splitting a source's rows; each chunk is appended to the cache's partial file as it finishes, so a
+    killed run loses at most the chunk in flight and the next run starts after the last saved row.
 
     With ``shard`` (``K/N``, an incremental metric and a cache), only the shard's rows are scored, into the shard's
     own file, and NaN is returned for the rest: N jobs share the work with no coordinator (a source's rows stay in
@@ -32,7 +35,6 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     A :class:`~styleeval.errors.RowError` names the row by its position in ``data`` (whatever the chunk it was in);
     callers that reordered their rows into ``data`` map it back.
     """
-    from styleeval.files.runner import timed_chunks
 
     signature, fingerprint = metric.signature, data.fingerprint
     if shard is not None and (cache is None or cache.root is None or not getattr(metric, "incremental", False)):
@@ -79,7 +81,8 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
         with tqdm(total=len(rows), initial=len(rows) - sum(map(len, todo)), unit="row", leave=False,
                   disable=not progress, desc=f"{metric.label} on {data.name}" + (f" (shard {shard})" if shard else "")
                   ) as bar:
-            for picked in timed_chunks(todo, flush_seconds, cap=256):
+            for picked in timed_chunks(todo, flush_seconds, cap=max(256, min_chunk_rows), floor=min_chunk_rows,
+                                       first=min_chunk_rows, weight=len):
                 idx = np.concatenate(picked)
                 values = compute(idx)
                 scores[idx] = values

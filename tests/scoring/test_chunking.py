@@ -1,0 +1,74 @@
+"""Chunks keep the backend's batches full, and no chunking changes a score (issue 45)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from styleeval.files.runner import FULL_CHUNK_ROWS, timed_chunks
+from styleeval.metaeval.data import RatedData
+from styleeval.metrics import get_metric
+from styleeval.scoring import ScoresCache, score_dataset
+
+SOURCES = ["I need the report now.", "Send it.", "we r late again lol", "Stop calling me.", "This is fine."]
+
+
+def _rows(n: int) -> list[dict]:
+    """``n`` rows, 1 to 3 rewrites per source (a source's rows adjacent, as in the corpora)."""
+    rows, i = [], 0
+    while len(rows) < n:
+        for k in range(1 + i % 3):
+            if len(rows) == n:
+                break
+            j = len(rows)
+            rows.append({"id": f"toy/{j}", "dataset": "toy", "task": "formality", "target_style": "formal",
+                         "source_id": str(i), "source": SOURCES[i % len(SOURCES)] + f" ({i})",
+                         "rewrite": f"Rewrite {k} of sentence {i}, kindly." if k else "", "reference": None,
+                         "system": f"s{k}", "is_reference_rewrite": False, "content_mean": float(j % 5),
+                         "style_mean": None, "fluency_mean": None})
+        i += 1
+    return rows
+
+
+def test_a_slow_machine_keeps_chunks_full():
+    """The spiral of issue 45: a slow first chunk (a loaded machine) made the next chunks 2 rows, which were slower per
+    row. Whatever the time per row, a chunk holds at least ``floor`` rows (the last excepted) and at most ``cap``."""
+    sizes = []
+    for chunk in timed_chunks(range(100), seconds=1e-9, cap=40, first=8, floor=32):
+        time.sleep(0.001)  # far more than 1e-9 s of work per row: the time-based size is 0
+        sizes.append(len(chunk))
+    assert sizes == [32, 32, 32, 4]
+    assert [len(c) for c in timed_chunks(range(10), seconds=1e-9, cap=3, floor=32)] == [3, 3, 3, 1]  # cap wins
+
+
+def test_runs_of_a_source_are_counted_by_rows_and_never_split():
+    runs = [list(range(n)) for n in (3, 1, 2, 5, 1, 1, 4)]
+    chunks = list(timed_chunks(runs, seconds=1e-9, cap=100, first=4, floor=4, weight=len))
+    assert [sum(map(len, c)) for c in chunks] == [4, 7, 6]  # a run that would pass the size starts a new chunk...
+    assert [run for c in chunks for run in c] == runs  # ... unless the chunk is empty: no run is split or lost
+
+
+def test_no_chunking_changes_a_logprob_score(tiny_model_dir, tmp_path):
+    """score_dataset in chunks of one source, of 32 rows (the default floor), and all rows at once: bit-identical
+    content and style scores, and the cache written in chunks serves the same array."""
+    data = RatedData.from_rows(_rows(45), "toy")
+    got = {}
+    for metric_name in ("logprob_content", "logprob_style"):
+        metric = get_metric(f"{metric_name}:model={tiny_model_dir}")
+        one_source = score_dataset(metric, data, flush_seconds=1e-9, min_chunk_rows=1)
+        default = score_dataset(metric, data, ScoresCache(tmp_path / metric_name), flush_seconds=1e-9)
+        whole = score_dataset(metric, data, flush_seconds=1e9, min_chunk_rows=len(data))
+        assert np.isfinite(whole).all()
+        assert np.array_equal(one_source, whole) and np.array_equal(default, whole)
+        cached = score_dataset(metric, data, ScoresCache(tmp_path / metric_name))
+        assert np.array_equal(cached, whole)
+        got[metric_name] = whole
+    assert not np.array_equal(got["logprob_content"], got["logprob_style"])
+    assert FULL_CHUNK_ROWS == 32
+
+
+@pytest.mark.parametrize("floor", [1, 7])
+def test_the_floor_is_the_callers(floor):
+    assert {len(c) for c in timed_chunks(range(7 * 5), seconds=1e-9, cap=64, first=floor, floor=floor)} == {floor}
