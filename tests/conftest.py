@@ -9,10 +9,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
+BESIDE = ROOT.parent / "shared"
+"""The project's shared folder where a clone has it, beside the repository (README.md, "Tests")."""
+DATA_VARIABLE, SHARED_VARIABLE = "STYLEEVAL_DATA_DIR", "STYLEEVAL_SHARED_DIR"
+if os.environ.get(DATA_VARIABLE):  # the corpus mirror: $STYLEEVAL_DATA_DIR, else ../shared/data beside the repository
+    SHARED_DATA = Path(os.environ[DATA_VARIABLE]).expanduser().resolve()
+    DATA_ORIGIN = f"${DATA_VARIABLE}"
+else:
+    SHARED_DATA = (BESIDE / "data").resolve()
+    DATA_ORIGIN = f"the default when {DATA_VARIABLE} is not set, ../shared/data beside the repository"
+if os.environ.get(SHARED_VARIABLE):  # the chat templates: $STYLEEVAL_SHARED_DIR, else beside the mirror or the repository
+    SHARED_DIRS = [Path(os.environ[SHARED_VARIABLE]).expanduser().resolve()]
+else:
+    SHARED_DIRS = list(dict.fromkeys([*([SHARED_DATA.parent] if SHARED_DATA.name == "data" else []),
+                                      BESIDE.resolve()]))
 
-# Tests never touch the network: every loader reads the local mirror, every hub client is offline.
-os.environ.setdefault("STYLEEVAL_DATA_DIR", str(SHARED_DATA))
+# Tests never touch the network: every loader reads the local mirror, every hub client is offline. The mirror's path
+# is absolute: the tests' subprocesses run in other folders.
+os.environ[DATA_VARIABLE] = str(SHARED_DATA)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
@@ -26,10 +40,25 @@ if "STYLEEVAL_CACHE" not in os.environ:  # model fingerprints, downloads, METEOR
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The local mirror of the public corpora (``../shared/data``)."""
+    """The local mirror of the public corpora: ``$STYLEEVAL_DATA_DIR``, else ``../shared/data`` beside the
+    repository."""
     if not SHARED_DATA.is_dir():
-        pytest.fail(f"the shared data mirror is missing at {SHARED_DATA}")
+        pytest.fail(f"no corpus mirror at {SHARED_DATA} ({DATA_ORIGIN}): set {DATA_VARIABLE} to a local mirror of "
+                    "the corpora laid out like the download (README.md, \"Tests\")", pytrace=False)
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def chat_templates() -> Path:
+    """The real chat templates (``chat_templates/`` of the shared folder): ``$STYLEEVAL_SHARED_DIR/chat_templates``,
+    else beside the corpus mirror when ``$STYLEEVAL_DATA_DIR`` ends in ``/data``, else ``../shared/chat_templates``
+    beside the repository."""
+    for folder in SHARED_DIRS:
+        if (folder / "chat_templates").is_dir():
+            return folder / "chat_templates"
+    looked = ", ".join(str(folder / "chat_templates") for folder in SHARED_DIRS)
+    pytest.fail(f"no chat templates at {looked}: set {SHARED_VARIABLE} to the shared folder that holds "
+                "chat_templates/ (README.md, \"Tests\")", pytrace=False)
 
 
 @pytest.fixture(scope="session")

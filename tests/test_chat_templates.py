@@ -1,10 +1,9 @@
-"""The real chat templates of Llama 3.1/3.2, Qwen2.5, Phi-3.5 and Gemma-2 (../shared/chat_templates, verbatim):
+"""The real chat templates of Llama 3.1/3.2, Qwen2.5, Phi-3.5 and Gemma-2 (the shared folder's chat_templates/,
+verbatim: conftest's ``chat_templates`` fixture finds it, README.md "Tests"):
 LogProb equals a slow per-row reference (apply_chat_template + one forward pass per row and instruction) with the
 family's end-of-turn token scored; Gemma's template has no system role, so the system prompt is folded."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,16 +13,15 @@ from styleeval.chat import CONTEXTS, SYSTEM_PROMPT, user_message
 from styleeval.logprob import logprob_equations
 from styleeval.testing import FAMILIES, build_model, build_tokenizer
 
-TEMPLATES = Path(__file__).resolve().parents[1].parent / "shared" / "chat_templates"
 ROWS = [("give me the report now.", "Could you send me the report, please?", "polite"),
         ("the food was cold.", "The food was wonderfully warm.", "positive"),
         ("ur ready 4 the party??", "Are you ready for the party tonight?", "formal")]
 
 
 @pytest.fixture(scope="module", params=sorted(FAMILIES))
-def family(request):
+def family(request, chat_templates):
     spec = FAMILIES[request.param]
-    template = (TEMPLATES / spec["template"]).read_text(encoding="utf-8")
+    template = (chat_templates / spec["template"]).read_text(encoding="utf-8")
     tok = build_tokenizer(family=request.param, chat_template=template)
     model = build_model("tiny", vocab_size=len(tok), head_scale=30.0)
     return request.param, spec, tok, model

@@ -1,11 +1,10 @@
 """The Hub probe (styleeval.hub.check_downloadable) through huggingface_hub's own call and errors, against a local
 fake Hub endpoint answering as the Hub does (HF_ENDPOINT): a mistyped id is "not found" although the Hub answers 401
 to a client not logged in, a gated model names its licence, offline mode (either variable) and an unreachable Hub
-are said in one line, each within the probe's 1.5-s bound and decided once per process."""
+are said in one line, each with at most one request bounded by the probe's 1.5 s and decided once per process."""
 
 from __future__ import annotations
 
-import time
 from http.server import BaseHTTPRequestHandler
 
 import pytest
@@ -24,6 +23,8 @@ class FakeHub:
 
     def __init__(self) -> None:
         self.requests: list[str] = []
+        self.probes: list[float | None] = []
+        """The timeout of each metadata request huggingface_hub was asked for (the ``online`` fixture records them)."""
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -79,38 +80,51 @@ def online(fake_hub, monkeypatch, tmp_path):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_ENDPOINT", fake_hub.endpoint)
     fake_hub.requests.clear()
+    fake_hub.probes.clear()
+    import huggingface_hub
+
+    real = huggingface_hub.get_hf_file_metadata
+
+    def recorded(*args, **kwargs):  # the probe's one call, and the bound it sets
+        fake_hub.probes.append(kwargs.get("timeout"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "get_hf_file_metadata", recorded)
     return fake_hub
 
 
-def _decided(name: str) -> str | None:
-    start = time.monotonic()
+def _decided(online: FakeHub, name: str) -> str | None:
+    """The probe's decision on ``name``, taken without waiting on the Hub client: at most one metadata request,
+    bounded by PROBE_SECONDS, and at most one request reaching the Hub (no retries)."""
+    probes, requests = len(online.probes), len(online.requests)
     try:
         check_downloadable(name)
         message = None
     except ModelLoadError as err:
         message = str(err)
-    assert time.monotonic() - start < 2
+    assert online.probes[probes:] in ([], [hub.PROBE_SECONDS]) and hub.PROBE_SECONDS == 1.5, online.probes
+    assert len(online.requests) - requests <= 1, online.requests
     return message
 
 
 def test_a_mistyped_id_is_not_found_although_the_hub_answers_401(online):
-    message = _decided("meta-llama/Llama-3.2-1B-Instruk")
+    message = _decided(online, "meta-llama/Llama-3.2-1B-Instruk")
     assert message is not None and "not found on the Hub" in message and "gated" not in message
-    assert _decided("mirror/missing").endswith("check the id (a private repository also needs `hf auth login` or "
+    assert _decided(online, "mirror/missing").endswith("check the id (a private repository also needs `hf auth login` or "
                                                "HF_TOKEN), or pass a local path")
 
 
 def test_a_gated_model_says_where_to_accept_its_licence(online):
-    assert _decided(GATED) == (
+    assert _decided(online, GATED) == (
         f"cannot load model '{GATED}': it is gated: accept its licence at {online.endpoint}/{GATED}, then log in "
         "(`hf auth login` or HF_TOKEN); an ungated model that works now: --model qwen-1.5b (Qwen/Qwen2.5-1.5B-Instruct)")
 
 
 def test_a_public_model_passes_and_each_id_is_asked_once_per_process(online):
-    assert _decided("someone/public") is None
+    assert _decided(online, "someone/public") is None
     for _ in range(3):
-        assert _decided("someone/public") is None
-        assert "not found" in _decided("someone/typo")
+        assert _decided(online, "someone/public") is None
+        assert "not found" in _decided(online, "someone/typo")
     assert sorted(online.requests) == ["/someone/public/resolve/main/config.json",
                                        "/someone/typo/resolve/main/config.json"]
 
@@ -119,27 +133,27 @@ def test_a_public_model_passes_and_each_id_is_asked_once_per_process(online):
 def test_offline_mode_is_said_without_a_request(online, monkeypatch, variable):
     monkeypatch.setenv(variable, "1")
     assert f"the Hub cannot be reached ({variable} is set): download it once with network access (unset " \
-           f"{variable})" in _decided("someone/public")
+           f"{variable})" in _decided(online, "someone/public")
     assert online.requests == []
 
 
 @pytest.mark.parametrize("variable", ["HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"])
 def test_the_other_clients_offline_switches_do_not_keep_a_model_offline(online, monkeypatch, variable):
     monkeypatch.setenv(variable, "1")  # datasets' and evaluate's: the Hub probe of a model never reads them
-    assert _decided("someone/public") is None and len(online.requests) == 1
+    assert _decided(online, "someone/public") is None and len(online.requests) == 1
 
 
 def test_huggingface_hubs_own_offline_flag_is_honoured(online, monkeypatch):
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # set when it was imported
-    assert "HF_HUB_OFFLINE is set" in _decided("someone/public") and online.requests == []
+    assert "HF_HUB_OFFLINE is set" in _decided(online, "someone/public") and online.requests == []
 
 
 def test_an_unreachable_hub_is_said_in_one_line(online, monkeypatch):
     from _servers import free_port
 
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
-    message = _decided("someone/public")
+    message = _decided(online, "someone/public")
     assert message is not None and "the Hub cannot be reached" in message and "the connection failed, ConnectError" in message \
         and "no answer within" not in message  # refused at once: not a timeout

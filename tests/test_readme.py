@@ -2,7 +2,8 @@
 
 Each ```bash block of README.md is preceded by a marker (an HTML comment, not rendered):
 
-- ``<!-- readme-test: run -->``: run as written, the blocks in order in one scratch folder beside ``shared/`` (the
+- ``<!-- readme-test: run -->``: run as written, the blocks in order in one scratch folder beside ``shared/data`` (a
+  link to the corpus mirror, ``$STYLEEVAL_DATA_DIR``, wherever the clone is) (the
   inputs a block names but does not make, e.g. ``rewrites.csv``, are made first); options in ``[brackets]`` are left
   out. Model presets (``1b``, ``3b``...) are the tiny random test model, placed in a scratch Hugging Face cache under
   each preset's Hub id, offline: the commands run verbatim through the real loading and scoring code, without
@@ -96,15 +97,16 @@ def test_every_shell_block_is_marked_and_parses():
 
 
 @pytest.fixture(scope="module")
-def scratch(tiny_model_dir, real_backend, tmp_path_factory):
-    """A folder beside a link to shared/, a Hugging Face cache holding the tiny model under every preset's id, and a
+def scratch(tiny_model_dir, real_backend, data_dir, tmp_path_factory):
+    """A folder beside shared/data (a link to the corpus mirror: the blocks' ``../shared/data``), a Hugging Face cache holding the tiny model under every preset's id, and a
     styleeval cache whose gguf/ is the session's (the smollm2-135m preset fetched and converted once per run)."""
     from styleeval.paths import cache_path
 
     root = tmp_path_factory.mktemp("readme")
     (root / "cache").mkdir()
     (root / "cache" / "gguf").symlink_to(cache_path("gguf"))
-    (root / "shared").symlink_to(ROOT.parent / "shared")
+    (root / "shared").mkdir()
+    (root / "shared" / "data").symlink_to(data_dir)
     work = root / "work"
     work.mkdir()
     for name, content in INPUTS.items():
@@ -114,9 +116,8 @@ def scratch(tiny_model_dir, real_backend, tmp_path_factory):
         shutil.copytree(tiny_model_dir, repo / "snapshots" / ("0" * 40))
         (repo / "refs").mkdir()
         (repo / "refs" / "main").write_text("0" * 40)
-    data = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
     env = {**os.environ, "HF_HOME": str(root / "hf"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "STYLEEVAL_DATA_DIR": data, "STYLEEVAL_CACHE": str(root / "cache"),
+           "STYLEEVAL_DATA_DIR": str(data_dir), "STYLEEVAL_CACHE": str(root / "cache"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return work, env
 

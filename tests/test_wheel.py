@@ -35,7 +35,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
+def installed(data_dir, tmp_path_factory):
     """A fresh virtualenv with the wheel installed (``--no-deps``) and a ``.pth`` naming this environment's
     site-packages after its own, so torch & co. are found without reinstalling them; an environment for running
     it that drops ``PYTHONPATH`` (the repository's ``src/``). The editable install's ``__editable__*.pth`` in those
@@ -57,14 +57,14 @@ def installed(tmp_path_factory):
     ours = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
     ours = list(dict.fromkeys([sysconfig.get_paths()["purelib"], *ours]))
     (Path(purelib) / "zz_test_environment.pth").write_text("\n".join(ours) + "\n", encoding="utf-8")
-    work = tmp / "work"  # outside the repository, beside shared/ as a clone is (the README's ../shared/data)
+    work = tmp / "work"  # outside the repository, beside shared/data as a clone is (the README's ../shared/data)
     work.mkdir()
-    (tmp / "shared").symlink_to(ROOT.parent / "shared")
+    (tmp / "shared").mkdir()
+    (tmp / "shared" / "data").symlink_to(data_dir)  # the corpus mirror, wherever it is
     env.update({"PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}", "HF_HOME": str(tmp / "hf"),
                 "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1",
                 "GRADIO_ANALYTICS_ENABLED": "False",
-                "STYLEEVAL_DATA_DIR": str(Path(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
-                                          .resolve())})
+                "STYLEEVAL_DATA_DIR": str(data_dir)})
     return python, purelib, work, env
 
 

@@ -173,10 +173,9 @@ def _metaeval():
     extra = []
     if os.environ.get("STYLEEVAL_METAEVAL_LLM", "0") == "1":  # LogProb's correlations too (500 rows: GPU advised)
         extra = [f"logprob_content{DEMO.metric_options}"]
-    data_dir = os.environ.get("STYLEEVAL_DATA_DIR") or None
-    try:
-        rows, fig = metaeval_summary(data_dir, extra_metrics=extra)
-        board = metaeval_leaderboard(data_dir, extra_metrics=extra)
+    try:  # the corpus from STYLEEVAL_DATA_DIR, which the loaders read themselves (and name when it is wrong)
+        rows, fig = metaeval_summary(extra_metrics=extra)
+        board = metaeval_leaderboard(extra_metrics=extra)
         return rows, fig, board, ""
     except Exception as err:  # the demo still works without the corpus: the tab says why, in a paragraph
         return [], None, [], metaeval_unavailable(err)

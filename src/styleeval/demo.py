@@ -424,13 +424,37 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
 def metaeval_unavailable(error: BaseException) -> str:
     """The Meta-evaluation tab's message when the rated corpora cannot be loaded (Markdown, said in full in the
     page: a visitor can open no file of the repository), in the page's words: no command-line flag, no path of the
-    server (``error``, which has both, goes to the Space's log: :func:`log_for_owner`)."""
-    log_for_owner("the meta-evaluation tab has no data", error)
+    server (``error``, which has both, goes to the Space's log: :func:`log_for_owner`, worded for the Space: what
+    to set for it, never the meta-evaluation command's flags)."""
+    log_for_owner("the meta-evaluation tab has no data", for_the_space_owner(error))
     return ("**The meta-evaluation is not available in this Space**: it correlates metrics with the human content "
             "ratings of Pauli et al.'s 500-row test set, and this Space could not load those ratings when it "
             "started. The other tabs work without them. *For the Space's owner*: set the variable "
             "`STYLEEVAL_DATA_DIR` to a copy of the corpora on the Space's disk, or give the Space network access so "
             "that it downloads them from their original URLs when it starts; the Space's log says what was missing.")
+
+
+SPACE_DATA_ADVICE = ("set STYLEEVAL_DATA_DIR (`styleeval space --data-dir DIR`) to a copy of the corpora laid out as "
+                     "they download (the test set's files in DIR/style_gap_testset/data/), or give the Space network "
+                     "access so that it downloads them from their original URLs when it starts; the other tabs work "
+                     "without them")
+"""What the Space's owner can do when the meta-evaluation's corpus cannot be loaded."""
+
+
+def for_the_space_owner(error: BaseException) -> BaseException:
+    """The meta-evaluation's failure to load its corpus, worded for the Space's owner (a
+    :class:`~styleeval.errors.UserError`: what failed, the file and path included, and :data:`SPACE_DATA_ADVICE`),
+    instead of ``metaeval``'s advice (``--datasets``, ``--allow-missing``: flags of a command the Space does not
+    run); any other error as it is."""
+    from styleeval.corpora import CorpusError
+
+    cause = error if isinstance(error, CorpusError) else error.__cause__
+    if not isinstance(cause, (CorpusError, OSError)):
+        return error
+    reason = cause.reason if isinstance(cause, CorpusError) else str(cause)
+    where = f" ({cause.file})" if isinstance(cause, CorpusError) and cause.file else ""
+    return UserError(f"the ratings of the paper's test set (style_gap_testset) could not be loaded{where}: {reason}. "
+                     f"To fix: {SPACE_DATA_ADVICE}")
 
 
 def log_for_owner(what: str, error: BaseException) -> None:

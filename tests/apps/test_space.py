@@ -33,8 +33,7 @@ class App:
                  env: dict[str, str] | None = None) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
-        data_dir = os.path.abspath(os.environ.get("STYLEEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
-        env = {**os.environ, "STYLEEVAL_DATA_DIR": data_dir,  # the app runs in its own folder: an absolute path
+        env = {**os.environ,  # STYLEEVAL_DATA_DIR: the corpus mirror, made an absolute path by conftest
                "STYLEEVAL_MODEL": str(model or ""), "GRADIO_SERVER_NAME": "127.0.0.1",
                "GRADIO_SERVER_PORT": str(self.port), "GRADIO_ANALYTICS_ENABLED": "False", **(env or {})}
         self.log = log
@@ -377,6 +376,64 @@ def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path, caps
     assert "docs/" not in message and "\n" not in message  # said in the page, not a link to a file of the repo
     app = (ROOT / "spaces" / "style_eval_demo" / "app.py").read_text(encoding="utf-8")
     assert "docs/" not in app and 'gr.Markdown(m_message, elem_id="metaeval-status")' in app
+
+
+@pytest.mark.parametrize("mirror", ["no-mirror", "empty-mirror"])
+def test_the_spaces_log_without_corpora_advises_what_works_for_the_space(tmp_path, monkeypatch, capsys, mirror):
+    """Issue 47: the owner's line in the Space's log, when the test set cannot be loaded, says what to set for the
+    Space (STYLEEVAL_DATA_DIR, `styleeval space --data-dir`, network access), never metaeval's advice (--datasets,
+    --allow-missing: flags of a command the Space does not run); one line, naming the folder and the variable."""
+    from styleeval.demo import metaeval_summary, metaeval_unavailable
+
+    folder = tmp_path / mirror
+    if mirror == "empty-mirror":
+        folder.mkdir()
+    monkeypatch.setenv("STYLEEVAL_DATA_DIR", str(folder))  # as the Space reads it
+    with pytest.raises(Exception) as info:
+        metaeval_summary()
+    metaeval_unavailable(info.value)
+    log = capsys.readouterr().err.strip().splitlines()
+    assert len(log) == 1 and log[0].startswith("styleeval Space: the meta-evaluation tab has no data: UserError: the "
+                                               "ratings of the paper's test set (style_gap_testset) could not be loaded")
+    assert str(folder) in log[0] and "STYLEEVAL_DATA_DIR" in log[0] and "`styleeval space --data-dir DIR`" in log[0]
+    assert "network access" in log[0] and _cli_flags(log[0]) == ["--data-dir"], _cli_flags(log[0])
+    if mirror == "no-mirror":
+        assert f"the local data mirror {folder} (from $STYLEEVAL_DATA_DIR) is not a directory" in log[0]
+
+
+def test_styleeval_space_on_a_taken_port_is_one_line_naming_the_port_and_the_flag(monkeypatch, capsys):
+    """Issue 47: `styleeval space --port N` with N taken: one line naming the port, --port and a free one, before the
+    app loads (it computes the meta-evaluation tab first: tens of seconds); not Gradio's 30-line traceback advising
+    GRADIO_SERVER_PORT. A port taken while the app loads (a race) is said the same way."""
+    import runpy
+
+    from styleeval.cli import main
+
+    started: list[str] = []  # the app is never run for a port known to be taken
+    monkeypatch.setattr(runpy, "run_path", lambda path, **kw: started.append(path))
+    for name in ("STYLEEVAL_MODEL", "GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT"):
+        monkeypatch.setenv(name, "before")  # restored afterwards, whatever the command sets
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["space", "--model", "tiny-random", "--port", str(port)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and re.fullmatch(
+            rf"styleeval space: error: port {port} on 127\.0\.0\.1 is already in use \(another Space or server\?\): "
+            r"choose a free one with --port, e\.g\. --port \d+", err[0]), err
+        free = int(err[0].rsplit(" ", 1)[1])
+        assert free != port and started == [] and os.environ["GRADIO_SERVER_PORT"] == "before"
+
+    def gradio_refuses(path, **kw):  # what Gradio raises when the port is taken after the check
+        raise OSError(f"Cannot find empty port in range: {free}-{free}. You can specify a different port by setting "
+                      "the GRADIO_SERVER_PORT environment variable or passing the `server_port` parameter to `launch()`.")
+
+    monkeypatch.setattr(runpy, "run_path", gradio_refuses)
+    assert main(["space", "--model", "tiny-random", "--port", str(free)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"styleeval space: error: port {free} on 127.0.0.1 is already in use")
+    assert "GRADIO_SERVER_PORT" not in err[0] and "Traceback" not in err[0]
 
 
 def test_metaeval_leaderboard_rows(data_dir):

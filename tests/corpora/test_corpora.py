@@ -1,6 +1,7 @@
 """The human-rated corpora: counts, hand-checked means against the raw files, schema, and error cases.
 
-Every loader reads the local mirror (``../shared/data``, set by conftest); nothing touches the network.
+Every loader reads the local mirror (``$STYLEEVAL_DATA_DIR``, else ``../shared/data``, set by conftest); nothing
+touches the network.
 """
 
 from __future__ import annotations

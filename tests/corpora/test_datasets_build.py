@@ -160,14 +160,12 @@ def test_push_dry_run_and_guards(built, tmp_path, capsys):
 
 
 def test_build_reports_missing_sources(data_dir, tmp_path, capsys):
-    # a file absent from the mirror (Ziegenbein's ratings) is a clear note, not a failed build; but when nothing asked
-    # for could be built the run fails and says what to set (issue 22)
+    # a file absent from the mirror (Ziegenbein's ratings) is a clear note; when nothing asked for could be built the
+    # run fails and says what to set (issue 22)
     status = build(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness"])
     err = capsys.readouterr().err
     assert "note: ziegenbein_appropriateness skipped" in err and "study_abs_results.csv" in err
     assert status == 1 and "nothing was built" in err
-    status = build(["--out", str(tmp_path), "--data-dir", str(data_dir), "ziegenbein_appropriateness", "mir_yelp"])
-    assert status == 0 and "note: ziegenbein_appropriateness skipped" in capsys.readouterr().err
     # a corrupt file is a failure
     mirror = tmp_path / "mirror"
     bad = mirror / "asset" / "human_ratings" / "human_ratings.csv"
@@ -177,6 +175,26 @@ def test_build_reports_missing_sources(data_dir, tmp_path, capsys):
     assert status == 1 and "not built: asset" in capsys.readouterr().err
     assert build(["--out", str(tmp_path), "nonsense"]) == 2
     assert "build-datasets: error: unknown datasets nonsense; choose from style_gap_testset, " in capsys.readouterr().err
+
+
+def test_build_datasets_that_skips_a_corpus_fails_unless_allowed(data_dir, tmp_path, capsys):
+    """Issue 47: a dataset skipped for missing sources (Ziegenbein's ratings, absent from the mirror) is said and
+    fails the command (status 1), the others built, unless --allow-missing (as metaeval and evaluate treat a metric
+    that could not be computed)."""
+    argv = ["--data-dir", str(data_dir), "ziegenbein_appropriateness", "style_gap_testset"]
+    assert build(["--out", str(tmp_path / "a"), *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("note: ziegenbein_appropriateness skipped: missing from the local data mirror")
+    assert err[-1] == (f"styleeval build-datasets: error: ziegenbein_appropriateness not built: its sources are "
+                       f"missing (see above). The other datasets are in {tmp_path / 'a'}; get the missing files (from "
+                       "their source URLs, or point --data-dir at a mirror that has them), leave it out of the names, "
+                       "or pass --allow-missing to accept the folders without it")
+    assert (tmp_path / "a" / "style_gap_testset" / "data" / "all.parquet").is_file()  # the others are built
+    assert not (tmp_path / "a" / "ziegenbein_appropriateness" / "data").exists()
+    assert build(["--out", str(tmp_path / "b"), *argv, "--allow-missing"]) == 0
+    err = capsys.readouterr().err
+    assert "note: ziegenbein_appropriateness skipped" in err and "error" not in err
+    assert (tmp_path / "b" / "style_gap_testset" / "data" / "all.parquet").is_file()
 
 
 def test_build_ziegenbein_with_ratings_file(data_dir, tmp_path, monkeypatch):

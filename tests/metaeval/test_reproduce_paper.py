@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from styleeval.metaeval import paper
@@ -28,3 +29,60 @@ def test_a_row_whose_data_cannot_be_had_says_so_in_its_cells(tmp_path, data_dir)
     text, counts = paper.render("Table 4", [("ALL", "style_gap_testset", "all")], {"S-Meteor": "-0.05*"}, values,
                                 failures)
     assert f"| S-Meteor | -0.05* / – | {why} |" in text and counts["not computed"] == 1
+
+
+def _unreachable(monkeypatch, tmp_path) -> None:
+    """No corpus mirror, and every download refused at once: a proxy on a port nothing listens on, no retries (the
+    command's three retries with backoff cost seconds per file); a fresh cache, and no corpus loaded before."""
+    import socket
+
+    from styleeval.corpora import _files
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    for name in ("STYLEEVAL_DATA_DIR", "no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(_files, "DOWNLOAD_RETRIES", 0)
+    monkeypatch.setattr(paper, "_LOADED", {})
+
+
+def test_without_any_corpus_it_exits_2_with_one_short_line_per_corpus(monkeypatch, tmp_path, capsys):
+    """Issue 47: offline without --data-dir, every download fails: one short line per corpus and exit status 2, as
+    metaeval's; no table of "not computed" cells each repeating a 3,100-character download error, and --write's
+    file left alone."""
+    from styleeval.cli import main
+
+    _unreachable(monkeypatch, tmp_path)
+    doc = tmp_path / "reproduction.md"
+    doc.write_text("# by hand\n", encoding="utf-8")
+    assert main(["reproduce-paper", "-q", "--cache-dir", str(tmp_path / "scores"), "--write", str(doc)]) == 2
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    why = r"download failed \(raw\.githubusercontent\.com via the proxy: ProxyError: \[Errno \d+\] Connection refused\)"
+    corpora = [("mir_yelp", "sentiment.test.0"), ("lai_formality", "BART.human.txt"),
+               ("ziegenbein_appropriateness", "study_pairs.csv"), ("asset", "human_ratings.csv"),
+               ("style_gap_testset", "syntest_anno1.csv")]
+    assert len(lines) == len(corpora) + 1, lines
+    for line, (name, file) in zip(lines, corpora):
+        assert re.fullmatch(rf"styleeval reproduce-paper: corpus {name} not loaded: {re.escape(file)}: {why}", line), line
+    assert lines[-1].startswith("styleeval reproduce-paper: error: no corpus could be loaded") and \
+        "--data-dir (or STYLEEVAL_DATA_DIR)" in lines[-1] and "network access" in lines[-1]
+    assert out == "" and doc.read_text(encoding="utf-8") == "# by hand\n"
+
+
+def test_a_corpus_that_cannot_be_loaded_is_said_once_and_its_cells_say_not_computed():
+    """A corpus missing from the tables' run (Ziegenbein's ratings, absent from the mirror): its cells say "not
+    computed (corpus not loaded)", never the load error, which the report says once below the tables."""
+    columns = [("Mir", "mir_yelp", "all"), ("Ze.", "ziegenbein_appropriateness", "system")]
+    text, counts = paper.render("Table 3", columns, {"S-Bleu": "0.51 0.63"}, {("S-Bleu", "mir_yelp", "all"): (0.51, 0.0)},
+                                {}, {"ziegenbein_appropriateness": "study_abs_results.csv: missing from the mirror"})
+    assert "| S-Bleu | 0.51 / 0.51 | 0.63 / – | not computed (corpus not loaded), ok |" in text
+    assert "missing from the mirror" not in text and counts == {"ok": 1, "close": 0, "differs": 0, "not computed": 1}
+    args = paper.Options(unloaded={"ziegenbein_appropriateness": "why"}, no_cache=True, no_progress=True)
+    values, failures = paper.run_table({"S-Bleu": "s_paper_bleu"}, ["S-Bleu"], "content", ["ziegenbein_appropriateness"],
+                                       args)  # no corpus left: no load attempted, the row says why in a few words
+    assert values == {} and failures == {"S-Bleu": paper.NOT_LOADED}

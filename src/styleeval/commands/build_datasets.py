@@ -4,6 +4,7 @@ dataset card.
     styleeval build-datasets                                # every dataset into ./datasets/
     styleeval build-datasets asset stel --out /tmp/ds       # the cards are copied into /tmp/ds/<name>/
     styleeval build-datasets stel --include-restricted      # + STEL formality/simplicity (local use only)
+    styleeval build-datasets --allow-missing                # exit 0 although a dataset's sources are missing
 
 The cards come with the package (:func:`styleeval.bundled.dataset_card`); the work is
 :func:`styleeval.corpora.configs.write_dataset_folder`.
@@ -17,11 +18,15 @@ from pathlib import Path
 
 SUMMARY = "build the Hub dataset folders (Parquet files beside each dataset card)"
 """What ``styleeval --help`` says of this command."""
+MISSING_EXIT = 1
+"""The exit status when a dataset was skipped for missing sources (without ``--allow-missing``), as ``metaeval`` and
+``evaluate`` exit for a metric that could not be computed."""
 
 EPILOG = """\
 Sources come from --data-dir / $STYLEEVAL_DATA_DIR (a local mirror) or are downloaded and checksummed. Afterwards
 datasets.load_dataset("<out>/<name>", "<config>") works offline. A dataset whose sources are missing (e.g. the
-Ziegenbein ratings file) is reported and skipped; the command exits with status 1 when a dataset fails or none is
+Ziegenbein ratings file, absent from a mirror) is reported and skipped, the others are built, and the command exits
+with status 1 unless --allow-missing; it exits with status 1 too when a dataset fails (a corrupt file) or none is
 built.
 """
 
@@ -43,6 +48,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--include-restricted", action="store_true",
                    help=f"also write STEL's licence-restricted samples to <name>/{RESTRICTED_DIR}/ "
                    "(local use only; never published)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="exit 0 when a dataset is skipped because its sources are missing (e.g. the Ziegenbein "
+                   "ratings file, absent from a mirror); without it the other datasets are still built, the skipped "
+                   f"ones are named on stderr and the exit status is {MISSING_EXIT}")
     p.set_defaults(func=run)
 
 
@@ -63,15 +72,16 @@ def run(args: argparse.Namespace) -> int:
     disable_progress_bars()
     check_out_dir(args.out)
     local_data_dir(args.data_dir)  # a data folder that is not there: one line now (a CorpusError)
-    failed, built = [], []
+    failed, built, skipped = [], [], []
     for name in args.names or list(corpus_names()):
         print(f"{name}:")
         try:
             write_dataset_folder(name, args.out, dataset_card(name), args.data_dir,
                                  include_restricted=args.include_restricted)
             built.append(name)
-        except MissingFileError as err:  # e.g. Ziegenbein's ratings, absent from a mirror: not a failed build
+        except MissingFileError as err:  # e.g. Ziegenbein's ratings, absent from a mirror: skipped, the rest built
             print(f"  note: {name} skipped: {err}", file=sys.stderr)
+            skipped.append(name)
         except CorpusError as err:
             print(f"  FAILED: {err}", file=sys.stderr)
             failed.append(name)
@@ -83,4 +93,11 @@ def run(args: argparse.Namespace) -> int:
               "--data-dir (or STYLEEVAL_DATA_DIR) at a local mirror laid out like ../shared/data, or run with network "
               "access", file=sys.stderr)
         return 1
+    if skipped and not args.allow_missing:
+        them, its = ("it", "its") if len(skipped) == 1 else ("them", "their")
+        print(f"styleeval build-datasets: error: {', '.join(skipped)} not built: {its} sources are missing (see "
+              f"above). The other datasets are in {args.out}; get the missing files (from their source URLs, or point "
+              f"--data-dir at a mirror that has them), leave {them} out of the names, or pass --allow-missing to "
+              f"accept the folders without {them}", file=sys.stderr)
+        return MISSING_EXIT
     return 0

@@ -19,8 +19,8 @@ SUMMARY = "the demo Space (Gradio) in a browser: score, compare, batch, meta-eva
 EPILOG = """\
 Each option sets the variable the Space reads (as on a Hugging Face Space): --model STYLEEVAL_MODEL, --base-url
 STYLEEVAL_BASE_URL, --tokenizer STYLEEVAL_TOKENIZER, --data-dir STYLEEVAL_DATA_DIR, --no-autorater
-STYLEEVAL_AUTORATER=0, --metaeval-llm STYLEEVAL_METAEVAL_LLM=1, --host/--port GRADIO_SERVER_NAME/_PORT. Needs the
-space extra (pip install 'styleeval[space]'). Stop it with Ctrl-C.
+STYLEEVAL_AUTORATER=0, --metaeval-llm STYLEEVAL_METAEVAL_LLM=1, --host/--port GRADIO_SERVER_NAME/_PORT. A port in
+use is one line, before anything loads. Needs the space extra (pip install 'styleeval[space]'). Stop it with Ctrl-C.
 """
 
 
@@ -52,9 +52,11 @@ def run(args: argparse.Namespace) -> int:
     import runpy
 
     from styleeval.bundled import space_app
+    from styleeval.errors import UserError
     from styleeval.extras import require
 
     require("gradio", "the Space")  # one line naming the extra, before anything starts
+    check_port(args.host, args.port)  # one line naming the port and the flag, before the app loads (tens of seconds)
     settings = {"STYLEEVAL_MODEL": args.model, "STYLEEVAL_BASE_URL": args.base_url,
                 "STYLEEVAL_TOKENIZER": args.tokenizer,
                 "STYLEEVAL_DATA_DIR": os.path.abspath(args.data_dir) if args.data_dir else None,
@@ -62,5 +64,54 @@ def run(args: argparse.Namespace) -> int:
                 "STYLEEVAL_METAEVAL_LLM": "1" if args.metaeval_llm else None,
                 "GRADIO_SERVER_NAME": args.host, "GRADIO_SERVER_PORT": str(args.port)}
     os.environ.update({k: v for k, v in settings.items() if v is not None})
-    runpy.run_path(str(space_app()), run_name="__main__")
+    try:
+        runpy.run_path(str(space_app()), run_name="__main__")
+    except OSError as err:  # taken while the app loaded: Gradio's advice names its variable, not our flag
+        if "Cannot find empty port" not in str(err):
+            raise
+        raise UserError(_port_in_use(args.host, args.port)) from None
     return 0
+
+
+def _port_in_use(host: str, port: int) -> str:
+    return (f"port {port} on {host} is already in use (another Space or server?): choose a free one with --port, e.g. "
+            f"--port {_free_port_after(host, port)}")
+
+
+def _free_port_after(host: str, port: int) -> int | str:
+    """The first port after ``port`` that can be bound on ``host`` (``N`` when none of the next 100 can)."""
+    for candidate in range(port + 1, min(port + 101, 65536)):
+        if _bind_error(host, candidate) is None:
+            return candidate
+    return "N"
+
+
+def _bind_error(host: str, port: int) -> OSError | None:
+    """Why ``port`` cannot be bound on ``host`` as Gradio binds it (``SO_REUSEADDR``: a port in TIME_WAIT is free);
+    ``None`` when it can."""
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as err:  # socket.gaierror too
+        return err
+    return None
+
+
+def check_port(host: str, port: int) -> None:
+    """A :class:`~styleeval.errors.UserError` in one line when the Space could not listen on ``host``:``port``: the
+    port in use (which flag to change, and a free port), or the address itself refused."""
+    import errno
+
+    from styleeval.errors import UserError
+
+    err = _bind_error(host, port)
+    if err is None:
+        return
+    if err.errno == errno.EADDRINUSE:
+        raise UserError(_port_in_use(host, port))
+    raise UserError(f"cannot listen on {host}, port {port} ({err.strerror or err}): choose another --host (default "
+                    "127.0.0.1) or --port")

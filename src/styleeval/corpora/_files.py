@@ -35,6 +35,8 @@ class CorpusError(UserError):
     """
 
     def __init__(self, message: str, *, file: str | os.PathLike[str], url: str, line: int | None = None):
+        self.reason = message
+        """What is wrong, without the file and the URL (a one-line summary names the corpus instead)."""
         self.file = str(file)
         self.url = url
         self.line = line
@@ -53,8 +55,8 @@ class MissingFileError(CorpusError, FileNotFoundError):
 class MissingMirrorError(MissingFileError):
     """The local data mirror named by ``data_dir`` or ``$STYLEEVAL_DATA_DIR`` is not a directory."""
 
-    def __init__(self, message: str) -> None:
-        self.file, self.url, self.line = "", "", None
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        self.reason, self.file, self.url, self.line = reason or message, "", "", None
         ValueError.__init__(self, message)
 
 
@@ -83,8 +85,9 @@ def local_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | Non
     else:
         return None
     if not path.is_dir():
-        raise MissingMirrorError(f"the local data mirror {path} (from {origin}) is not a directory: point it at a folder "
-                               f"laid out like ../shared/data (see its README), or unset it to download the corpora")
+        what = f"the local data mirror {path} (from {origin}) is not a directory"
+        raise MissingMirrorError(f"{what}: point it at a folder laid out like ../shared/data (see its README), or unset "
+                                 "it to download the corpora", reason=what)
     return path
 
 
@@ -165,7 +168,7 @@ def download(url: str, dest: Path) -> None:
         except urllib3.exceptions.HTTPError as err:
             tmp.close()
             tmp_path.unlink(missing_ok=True)
-            raise OSError(f"{type(err).__name__}: {err}") from err
+            raise OSError(network_reason(err, url)) from err
         except BaseException:
             tmp.close()
             tmp_path.unlink(missing_ok=True)
@@ -173,6 +176,27 @@ def download(url: str, dest: Path) -> None:
         finally:
             pool.clear()
     shutil.move(str(tmp_path), dest)
+
+
+def network_reason(err: Exception, url: str) -> str:
+    """A failed request in a few words: the host, the innermost cause's type and its system error (``raw.githubusercontent.com:
+    NameResolutionError: [Errno -2] Name or service not known``), never urllib3's whole chain (its ``MaxRetryError``
+    repeats the URL and each wrapper's text: several hundred characters per file)."""
+    import re
+
+    import urllib3
+
+    reason = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None else err
+    text = str(reason)
+    errno = re.search(r"\[Errno -?\d+\] [^\"')\]]+", text)
+    if errno:
+        what = errno.group().strip()
+    else:  # e.g. "HTTPSConnectionPool(host='...', port=443): Read timed out. (read timeout=60.0)": the pool's name dropped
+        what = re.sub(r"^\w+\(host=[^)]*\): ", "", text).strip()
+        what = what if len(what) <= 160 else what[:157].rsplit(" ", 1)[0] + " ..."
+    proxy = " via the proxy" if isinstance(reason, urllib3.exceptions.ProxyError) else ""
+    host = urllib3.util.parse_url(url).host or url
+    return f"{host}{proxy}: {type(reason).__name__}: {what}"
 
 
 def resolve(source: Source, path: str, data_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -31,6 +31,8 @@ class Options:
     write: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     """Metric spec -> why its data cannot be had (found before any work: METEOR's WordNet)."""
+    unloaded: dict[str, str] = field(default_factory=dict)
+    """Corpus -> why it could not be loaded (found before any work, said once: its cells say "not computed")."""
 
 
 # Published values, transcribed from the paper. "*" = not significant at the 0.05 level.
@@ -144,9 +146,12 @@ def needs_weights(spec: str) -> str | None:
     return None if missing is None else f"needs weights ({missing})"
 
 MISSING_DATA = {
-    "ziegenbein_appropriateness": "ratings file not in the local mirror",
     None: "ratings not public / not in the mirror",
 }
+NOT_LOADED = "not computed (corpus not loaded)"
+"""A cell (or a row) whose corpus could not be loaded; why is said once, below the tables and on stderr."""
+CORPORA = ["mir_yelp", "lai_formality", "ziegenbein_appropriateness", "asset", "style_gap_testset"]
+"""The corpora of the three tables: Table 3 and Table 5 use the first four, Table 4 the test set."""
 DATA_CAVEATS = {"asset": "ASSET release: 100 pairs x 15 raters, not the paper's 135 x 11 (Scialom et al.)"}
 
 
@@ -183,10 +188,10 @@ What the rows use:
   cache without any network request) or methods outside this package (QuestEval, COMET-Kiwi). With the weights in
   the Hugging Face cache (or `--online`), the same script fills them in.
 
-Data caveats: Ziegenbein et al.'s ratings file is not in the local mirror (the harness skips the corpus with a
-note); Cao et al. and Scialom et al. ratings are not public / not in the mirror; **Alv.** is the ASSET
-release (100 pairs x 15 raters), not the paper's 135 x 11 subset of Scialom et al.'s release, so those cells
-are expected to differ slightly (S-Bleu 0.68 vs 0.66, S-Meteor 0.68 vs 0.64).
+Data caveats: Ziegenbein et al.'s ratings file is not in the local mirror (its cells say "not computed (corpus
+not loaded)", and why is said once below the tables); Cao et al. and Scialom et al. ratings are not public / not
+in the mirror; **Alv.** is the ASSET release (100 pairs x 15 raters), not the paper's 135 x 11 subset of Scialom
+et al.'s release, so those cells are expected to differ slightly (S-Bleu 0.68 vs 0.66, S-Meteor 0.68 vs 0.64).
 
 """
 
@@ -198,21 +203,27 @@ def parse(value: str) -> tuple[float, bool] | None:
     return float(value.rstrip("*")), not value.endswith("*")
 
 
-_LOADED: dict[str, object] = {}
+_LOADED: dict[tuple[str | None, str], object] = {}
 
 
 def _cached_loader(data_dir: str | None):
-    """``load_corpus`` with each corpus loaded once per process (load errors are re-raised every time)."""
+    """``load_corpus`` with each corpus loaded once per process and data folder (load errors are re-raised every
+    time)."""
+    import os
+
     from styleeval.corpora import load_corpus
+    from styleeval.corpora._files import ENV_DATA_DIR
     from styleeval.metaeval import RatedData
 
+    where = os.fspath(data_dir) if data_dir else os.environ.get(ENV_DATA_DIR) or None
+
     def load(name: str):
-        if name not in _LOADED:
+        if (where, name) not in _LOADED:
             try:
-                _LOADED[name] = RatedData.from_rows(load_corpus(name, data_dir), name)
+                _LOADED[where, name] = RatedData.from_rows(load_corpus(name, data_dir), name)
             except (OSError, ValueError, KeyError) as err:
-                _LOADED[name] = err
-        value = _LOADED[name]
+                _LOADED[where, name] = err
+        value = _LOADED[where, name]
         if isinstance(value, Exception):
             raise value
         return value
@@ -220,9 +231,36 @@ def _cached_loader(data_dir: str | None):
     return load
 
 
+def corpus_reason(err: BaseException) -> str:
+    """Why a corpus could not be loaded, in one short line: the file and what is wrong with it (a download's cause in
+    a few words: :func:`styleeval.corpora._files.network_reason`), without the URL."""
+    import textwrap
+
+    from styleeval.corpora import CorpusError
+
+    if isinstance(err, CorpusError):
+        text = f"{Path(err.file).name}: {err.reason}" if err.file else err.reason
+    else:
+        text = f"{type(err).__name__}: {err}"
+    return textwrap.shorten(" ".join(text.split()), 300, placeholder=" ...")
+
+
+def load_corpora(args: Options, corpora: list[str] = CORPORA) -> None:
+    """Load every corpus once, before any work: each that cannot be loaded is put in ``args.unloaded`` and said in one
+    line on stderr (its cells then say :data:`NOT_LOADED`, never the error again)."""
+    loader = _cached_loader(args.data_dir)
+    for name in corpora:
+        try:
+            loader(name)
+        except (OSError, ValueError, KeyError) as err:
+            args.unloaded[name] = corpus_reason(err)
+            print(f"styleeval reproduce-paper: corpus {name} not loaded: {args.unloaded[name]}", file=sys.stderr)
+
+
 def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, datasets: list[str],
               args: Options) -> tuple[dict, dict]:
-    """Correlations per (row, dataset, subset), and why a row could not be computed."""
+    """Correlations per (row, dataset, subset), and why a row could not be computed (the corpora in
+    ``args.unloaded`` are left out: their cells say so)."""
     from styleeval.metaeval import run_metaeval
     from styleeval.metrics import get_metric
     from styleeval.scoring import ScoresCache
@@ -231,6 +269,7 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
     loader = _cached_loader(args.data_dir)
     values: dict[tuple[str, str, str], tuple[float, float]] = {}
     failures: dict[str, str] = {r: NOT_IMPLEMENTED[r] for r in rows if metrics.get(r) is None}
+    datasets = [d for d in datasets if d not in args.unloaded]
     for row in rows:
         spec = metrics.get(row)
         if spec is None:
@@ -241,6 +280,9 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
             continue
         if spec in args.unavailable:
             failures[row] = args.unavailable[spec]
+            continue
+        if not datasets:
+            failures[row] = NOT_LOADED
             continue
         started = time.perf_counter()
         notes: list[str] = []
@@ -278,8 +320,10 @@ def cell(paper: str, ours: tuple[float, float] | None, reason: str | None) -> tu
 
 
 def render(title: str, columns: list[tuple[str, str | None, str | None]], table: dict[str, str],
-           values: dict, failures: dict[str, str]) -> tuple[str, dict[str, int]]:
-    """A markdown table: one line per row, cells 'paper / ours'; plus counts of cell statuses."""
+           values: dict, failures: dict[str, str], unloaded: dict[str, str] | None = None) -> tuple[str, dict[str, int]]:
+    """A markdown table: one line per row, cells 'paper / ours'; plus counts of cell statuses. A column whose corpus
+    is in ``unloaded`` says :data:`NOT_LOADED` (why is said once, by :func:`reproduce`)."""
+    unloaded = unloaded or {}
     header = ["row"] + [c[0] for c in columns] + ["status"]
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     counts = {"ok": 0, "close": 0, "differs": 0, "not computed": 0}
@@ -289,6 +333,8 @@ def render(title: str, columns: list[tuple[str, str | None, str | None]], table:
             if dataset is None or (dataset in MISSING_DATA and (row, dataset, subset) not in values):
                 reason = MISSING_DATA.get(dataset, MISSING_DATA[None])
                 ours = None
+            elif dataset in unloaded:
+                reason, ours = NOT_LOADED, None
             else:
                 reason = failures.get(row)
                 ours = values.get((row, dataset, subset))
@@ -303,7 +349,7 @@ def render(title: str, columns: list[tuple[str, str | None, str | None]], table:
             statuses.append(s)
         why = failures.get(row)
         summary = why if why and all(c.endswith("/ –") or c == "–" for c in cells) else (
-            ", ".join(sorted({s.split(" (")[0] for s in statuses})))
+            ", ".join(sorted({s if s == NOT_LOADED else s.split(" (")[0] for s in statuses})))
         lines.append("| " + " | ".join([row, *cells, summary]) + " |")
     return "\n".join(lines), counts
 
@@ -344,8 +390,14 @@ def reproduce(args: Options) -> int:
                 args.unavailable[spec] = f"needs data ({err.__cause__})"
     args.cache_dir = args.cache_dir or default_cache_dir()
     started = time.perf_counter()
+    load_corpora(args)  # one line per corpus that cannot be loaded, now; never again in a cell
+    if len(args.unloaded) == len(CORPORA):  # nothing to compare (as metaeval: "no dataset could be used", status 2)
+        print("styleeval reproduce-paper: error: no corpus could be loaded, so no table can be computed: point "
+              "--data-dir (or STYLEEVAL_DATA_DIR) at a local mirror of the corpora laid out like the download, or run "
+              "with network access" + (f"; {args.write} is left as it was" if args.write else ""), file=sys.stderr)
+        return 2
 
-    t3_datasets = ["mir_yelp", "lai_formality", "ziegenbein_appropriateness", "asset"]
+    t3_datasets = CORPORA[:4]
     print("Table 3 (content, system / reference)", file=sys.stderr)
     v3, f3 = run_table(CONTENT_METRICS, list(TABLE3), "content", t3_datasets, args)
     print("Table 4 (content, test set)", file=sys.stderr)
@@ -362,10 +414,13 @@ def reproduce(args: Options) -> int:
         ("Table 4: content preservation, the constructed test set", cols4, TABLE4, v4, f4),
         ("Table 5: style strength", TABLE5_COLUMNS, TABLE5, v5, f5),
     ):
-        text, counts = render(title, cols, table, values, failures)
+        text, counts = render(title, cols, table, values, failures, args.unloaded)
         parts.append(text)
         for k, v in counts.items():
             totals[k] += v
+    if args.unloaded:  # why, once
+        parts.append("Not computed: " + "; ".join(f"{name}, not loaded ({why})" for name, why in args.unloaded.items())
+                     + ".")
     body = "\n\n".join(parts)
     summary = (f"Published cells: {sum(totals.values())}; reproduced to ±0.01 with the same significance: "
                f"{totals['ok']}; within ±0.05: {totals['close']}; further off: {totals['differs']}; "
