@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from styleeval._version import __version__
 from styleeval.backends import Backend, BackendError, given_or_open, shared_backend, split_options
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
-from styleeval.errors import RowError, RowsWarning, UserError
+from styleeval.errors import RowError, RowsWarning, UserError, option_advice
+from styleeval.progress import enabled
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
@@ -106,7 +107,7 @@ class LogProb:
             default: ``"openai"`` when ``base_url`` is given, else ``"local"``).
         base_url: an OpenAI-compatible server that returns prompt log-probabilities (vLLM:
             ``http://host:port/v1``) instead of a local model; prompts are tokenized here and sent as token ids.
-        progress: show a progress bar.
+        progress: show progress bars; ``None`` (default): where stderr is a terminal.
         pipeline_rows: rows are scored in pieces of about this many (a source's rewrites never split), the next
             piece tokenized while the current one is scored; results do not depend on it.
         **backend_options: the backend's options. Local: ``device``, ``dtype`` (``"float32"`` default,
@@ -129,7 +130,7 @@ class LogProb:
         system_prompt: str | None = None,
         backend: Backend | str | None = None,
         base_url: str | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
         pipeline_rows: int = PIPELINE_ROWS,
         **backend_options: Any,
     ) -> None:
@@ -148,7 +149,8 @@ class LogProb:
         self.pipeline_rows = int(pipeline_rows)
         self.variant = variant
         self.on_overflow = on_overflow
-        self.backend = backend = given_or_open(backend, model, base_url, tokenizer=tokenizer, progress=progress,
+        self.backend = backend = given_or_open(backend, model, base_url, tokenizer=tokenizer,
+                                               progress=enabled(progress),
                                                **backend_options)
         self.tokenizer = backend.tokenizer
         if variant == "authors":
@@ -166,7 +168,7 @@ class LogProb:
     def signature(self) -> Signature:
         """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
         behind its URL), variant, dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
-        scored, backend, version."""
+        scored, backend, the backend's build where its kernels depend on it (llama.cpp), version."""
         from styleeval.models import tokenizer_fingerprint
 
         identity = self.backend.identity
@@ -183,6 +185,7 @@ class LogProb:
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",
                 "backend": identity.kind,
+                **({"build": identity.build} if identity.build else {}),
                 "version": __version__,
             },
         )
@@ -288,12 +291,14 @@ class LogProb:
             if longest > limit:
                 if self.on_overflow == "error":
                     raise RowError(i, f"prompt + rewrite is {longest} tokens, longer than the model's context of "
-                                      f"{limit}; shorten it or pass on_overflow='skip'")
+                                      f"{limit}; shorten it{option_advice('on_overflow', 'skip')}")
                 skipped.add(i)
         if skipped:
+            one = len(skipped) == 1
             warnings.warn(RowsWarning(
-                "{count} rows longer than the model's context of " + str(limit) + " tokens were skipped "
-                "(NaN scores): rows {rows}", skipped), stacklevel=4)
+                f"{{count}} row{'' if one else 's'} longer than the model's context of {limit} tokens "
+                f"{'was' if one else 'were'} skipped (NaN scores): row{'' if one else 's'} {{rows}}", skipped),
+                stacklevel=4)
         return skipped
 
 

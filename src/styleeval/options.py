@@ -25,8 +25,8 @@ _MODEL = [
            "use, no Hub account; tiny-random: random weights), Hub id, local path or .gguf file; on a server the "
            "served model name (default: 1b locally, the server's only model on a server)", short="-m",
            aliases=("model_id",)),
-    Option("backend", str, "what computes the log-probabilities: a registered backend (built in: local, openai; "
-           "default: openai when --base-url is given, else local)"),
+    Option("backend", str, "what computes the log-probabilities: a registered backend (built in: local, openai, "
+           "llamacpp; default: openai when --base-url is given, else local)"),
 ]
 _SYSTEM_PROMPT = Option("system_prompt", str, "auto (default): a system turn where the chat template has one, else "
                         "folded into the user turn (Gemma); system or fold to force either",

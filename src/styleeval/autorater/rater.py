@@ -47,6 +47,7 @@ from styleeval.backends import (
 )
 from styleeval.backends.base import common_prefix_length
 from styleeval.errors import RowError, UserError
+from styleeval.progress import enabled
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_texts
 
@@ -137,7 +138,7 @@ class Autorater:
         backend: a :class:`~styleeval.backends.Backend` to use (then ``model``, ``base_url``, ``tokenizer`` and the
             backend options must not be given), or a registered backend's name (``"local"``, ``"openai"``).
         base_url: an OpenAI-compatible server (``http://host:port/v1``) instead of a local model.
-        progress: show progress bars.
+        progress: show progress bars; ``None`` (default): where stderr is a terminal.
         **backend_options: the backend's options. Local: ``device``, ``dtype``, ``revision``,
             ``trust_remote_code``, ``generate_batch_size`` (prompts per generated batch, paper mode), ``batch_tokens``
             (expected mode). Server: ``api_key``, ``max_concurrency``, ``timeout``, ``max_retries``, ``revision``
@@ -158,7 +159,7 @@ class Autorater:
         chat_template: str | None = None,
         system_prompt: str = "auto",
         backend: Backend | str | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
         **backend_options: Any,
     ) -> None:
         if mode not in MODES:
@@ -176,7 +177,7 @@ class Autorater:
             self.decoding = replace(self.decoding, max_new_tokens=int(max_new_tokens))
         self.seed = int(seed)
         self.backend = backend = given_or_open(
-            backend, model, base_url, tokenizer=tokenizer, progress=progress, need_tokenizer=mode == "expected",
+            backend, model, base_url, tokenizer=tokenizer, progress=enabled(progress), need_tokenizer=mode == "expected",
             **backend_options)
         self.tokenizer = self.chat = None
         self._end_of_turn_id: int | None = None
@@ -220,7 +221,10 @@ class Autorater:
             fields["tok"] = tokenizer_fingerprint(self.tokenizer)
             if self.chat.folds:
                 fields["sys"] = "folded"
-        fields.update(backend=identity.kind, version=__version__)
+        fields["backend"] = identity.kind
+        if identity.build:
+            fields["build"] = identity.build
+        fields["version"] = __version__
         return Signature.build("autorater", fields)
 
     # -- rating -------------------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Backends: what computes log-probabilities and replies, behind one interface (:class:`Backend`).
 
-A backend is chosen by name from a registry (``backend="local" | "openai"``, or any registered name; when no name
-is given, ``openai`` where a ``base_url`` is given, else ``local``): :func:`backend_class` is the only place that
-decides. Everything above (LogProb, the autorater, the metrics, the CLI, the evaluate modules, the apps) passes the
-name and the options through, asks a backend for capabilities, never for its type, and catches only
-:class:`BackendError`.
+A backend is chosen by name from a registry (``backend="local" | "openai" | "llamacpp"``, or any registered
+name; when no name is given, ``openai`` where a ``base_url`` is given, else ``local``): :func:`backend_class` is the
+only place that decides. Everything above (LogProb, the autorater, the metrics, the CLI, the evaluate modules, the
+apps) passes the name and the options through, asks a backend for capabilities, never for its type, and catches
+only :class:`BackendError`.
 
 Registering a backend: :func:`register_backend` (in code), or an entry point in the ``styleeval.backends`` group
 (``name = "package.module:Class"``), found the first time the registry is read. Its declared ``options`` join the
@@ -163,11 +163,14 @@ def clear_shared() -> None:
 
 
 def _register_builtin() -> None:
+    # llamacpp imports llama_cpp (an optional extra) only when a model is opened
+    from styleeval.backends.llamacpp import LlamaCppBackend
     from styleeval.backends.local import LocalBackend
     from styleeval.backends.openai_server import ServerBackend
 
     register_backend(LocalBackend)
     register_backend(ServerBackend)
+    register_backend(LlamaCppBackend)
 
 
 _register_builtin()

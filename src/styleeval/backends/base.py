@@ -110,14 +110,16 @@ class Decoding:
 class Identity:
     """What identifies the numbers a backend gives: the model name, its ``revision`` (a Hub commit, ``local-<hash>``
     of a local folder, ``local`` for a model object, ``server-<hash>`` for what a server reports and computes),
-    the weights' ``dtype`` (``server`` when the server decides), the backend ``kind`` and the precision ``head`` of
-    the LM head and log-softmax."""
+    the weights' ``dtype`` (``server`` when the server decides), the backend ``kind``, the precision ``head`` of
+    the LM head and log-softmax, and the ``build`` of a compute library whose kernels change the numbers with how it
+    was compiled (llama.cpp: its version and instruction sets; ``""`` where the other fields say it all)."""
 
     model: str
     revision: str
     dtype: str
     kind: str
     head: str = "float32"
+    build: str = ""
 
     @property
     def model_field(self) -> str:
