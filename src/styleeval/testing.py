@@ -125,6 +125,16 @@ SHAPES: dict[str, dict[str, int | float | bool]] = {
         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
         rope_theta=500000.0, tie_word_embeddings=True,
     ),
+    "llama-3.2-3b": dict(
+        vocab_size=128256, hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
+        num_attention_heads=24, num_key_value_heads=8, max_position_embeddings=131072,
+        rope_theta=500000.0, tie_word_embeddings=True,
+    ),
+    "llama-3.1-8b": dict(
+        vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+        num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
+        rope_theta=500000.0, tie_word_embeddings=False,
+    ),
 }
 
 
