@@ -69,8 +69,35 @@ def test_no_progress_silences_the_libraries_bars_too(tmp_path, tiny_model_dir):
     quiet = subprocess.run([*argv, str(tmp_path / "b"), "--no-progress"], capture_output=True, text=True, env=env,
                            timeout=300)
     assert loud.returncode == quiet.returncode == 0, loud.stderr + quiet.stderr
-    assert "Loading weights" in loud.stderr  # the bar exists where stderr is not a terminal...
-    assert "Loading weights" not in quiet.stderr and "it/s" not in quiet.stderr, quiet.stderr  # ...and is silenced
+    assert "Loading weights" not in quiet.stderr and "it/s" not in quiet.stderr, quiet.stderr
+    # and where stderr is a pipe, without being asked: bars only where a person watches (the README; issue 47)
+    assert "Loading weights" not in loud.stderr and "it/s" not in loud.stderr, loud.stderr
+
+
+def test_logprob_and_the_autorater_show_bars_only_where_stderr_is_a_terminal(monkeypatch, tiny_model_dir):
+    """The README: in Python, ``progress=None`` is the default (issue 47: ``LogProb()`` defaulted to ``True``)."""
+    import inspect
+
+    from styleeval import Autorater, LogProb
+
+    assert inspect.signature(LogProb).parameters["progress"].default is None
+    assert inspect.signature(Autorater).parameters["progress"].default is None
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert LogProb(tiny_model_dir, device="cpu").backend.progress is False
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert LogProb(tiny_model_dir, device="cpu").backend.progress is True
+    assert LogProb(tiny_model_dir, device="cpu", progress=False).backend.progress is False
+
+
+def test_evaluate_and_metaeval_take_q(tmp_path):
+    """``-q`` / ``--quiet``, as the other commands take it (issue 47: `evaluate -q` was refused)."""
+    from styleeval.cli import build_parser
+
+    for command in ("evaluate", "metaeval", "stel"):
+        extra = {"evaluate": ["in.csv"], "metaeval": [], "stel": ["--method", "char3gram"]}[command]
+        for flag in ("-q", "--quiet", "--no-progress"):
+            args = build_parser([command]).parse_args([command, *extra, "--out", str(tmp_path), flag])
+            assert args.no_progress is True
 
 
 def test_evaluate_says_when_a_metric_loads_its_model_once_and_not_when_quiet(monkeypatch, tmp_path, tiny_model_dir):

@@ -133,8 +133,8 @@ def test_evaluate_marks_every_output(tmp_path, capsys, capture_figures):
     stdout = capsys.readouterr().out.splitlines()
     assert stdout[0].startswith(f"{RANDOM_WEIGHTS}: LogProb content, LogProb style were computed with the tiny-random")
     tables = "\n".join(stdout[stdout.index("") + 1:])  # below the warning (wrapped to the terminal's width)
-    assert "LogProb content [random weights] ↑" in tables and "S-Bleu ↑" in tables
-    assert "S-Bleu [random weights]" not in tables
+    assert "LogProb content [random weights] ↑" in tables and "S-BLEU ↑" in tables
+    assert "S-BLEU [random weights]" not in tables
     report = (out / "report.md").read_text(encoding="utf-8")
     assert report.splitlines()[2].startswith(f"> **{RANDOM_WEIGHTS}**: LogProb content, LogProb style")
     assert "| LogProb style [random weights] ↑ |" in report
@@ -174,7 +174,7 @@ def test_metaeval_and_the_leaderboard_mark_every_output(tmp_path, capture_figure
     write_report(result, tmp_path)
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert report.splitlines()[2].startswith(f"> **{RANDOM_WEIGHTS}**: LogProb content was computed")
-    assert "| LogProb content [random weights] |" in report and "| S-Ter (negated) |" in report
+    assert "| LogProb content [random weights] |" in report and "| S-TER (negated) |" in report
     for name in ("correlations.csv", "wmt_kendall.csv"):
         frame = pd.read_csv(tmp_path / name, keep_default_na=False)
         assert len(frame) and (frame["warning"] == frame["metric"].map(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 
 from styleeval._version import __version__
 
@@ -37,23 +38,49 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
     from styleeval.backends import BackendError
-    from styleeval.errors import UserError
+    from styleeval.errors import UserError, advising
     from styleeval.escaping import terminal_text
+    from styleeval.progress import enabled, quiet_libraries
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[:1] if argv and argv[0] in COMMANDS else ())
     args = parser.parse_args(argv)
-    if getattr(args, "quiet", False) or getattr(args, "no_progress", False):  # every bar, the libraries' too
-        from styleeval.progress import quiet_libraries
-
-        quiet_libraries()
+    if getattr(args, "quiet", False) or getattr(args, "no_progress", False) or not enabled(None):
+        quiet_libraries()  # every bar, the libraries' too; none where stderr is no terminal (a file, a pipe)
     try:
-        return int(args.func(args) or 0)
+        with advising("cli"), warnings.catch_warnings():
+            warnings.showwarning = _command_warning(args.command, warnings.showwarning)
+            return int(args.func(args) or 0)
     except (UserError, BackendError, FileNotFoundError, IsADirectoryError, PermissionError) as err:
         # input refused, a file that is not there or cannot be read, a failing backend: one clear line, no traceback;
         # anything else is a bug (a ValueError from numpy or pandas too) and keeps its traceback
         print(f"styleeval {args.command}: error: {terminal_text(err, lines=True)}", file=sys.stderr)
         return 2
+
+
+def _command_warning(command: str, fallback: Callable[..., None]) -> Callable[..., None]:
+    """A ``warnings.showwarning`` that writes styleeval's own warnings as the command's lines
+    (``styleeval score: warning: 1 row longer than ...``), not as Python's ``file:line: Category: message`` with the
+    source line; other libraries' warnings go to ``fallback``."""
+    import os
+
+    from styleeval.errors import RowsWarning
+    from styleeval.escaping import terminal_text
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001 - warnings' signature
+        ours = issubclass(category, RowsWarning) or (
+            issubclass(category, UserWarning) and os.path.abspath(str(filename)).startswith(package))
+        if not ours:
+            return fallback(message, category, filename, lineno, file, line)
+        stream = sys.stderr if file is None else file
+        try:
+            print(f"styleeval {command}: warning: {terminal_text(message, lines=True)}", file=stream)
+        except OSError:  # a closed stderr: as warnings itself does, say nothing
+            pass
+
+    return show
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,10 +28,18 @@ from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from styleeval.errors import RowError, UserError
+from styleeval.errors import RowError, UserError, advising
 from styleeval.gguf_files import REAL_WEIGHTS
 from styleeval.hub import TINY_RANDOM, ModelLoadError
-from styleeval.labels import RANDOM_MARK, RANDOM_WEIGHTS, has_random_weights, mark_figure, warning_field
+from styleeval.labels import (
+    RANDOM_MARK,
+    RANDOM_WEIGHTS,
+    has_random_weights,
+    mark_figure,
+    metric_label,
+    shown_label,
+    warning_field,
+)
 
 MAX_CHARS = 1000
 """Longest source / rewrite / style the demo scores (characters)."""
@@ -193,7 +201,8 @@ class Demo:
         source, style = check_text("source", source), check_text("target style", style)
         rewrite = check_text("rewrite", rewrite)
         try:
-            row = self.logprob().score([source], [rewrite], [style], return_tokens=True)[0]
+            with advising("space"):  # advice a web visitor can follow: no option to pass
+                row = self.logprob().score([source], [rewrite], [style], return_tokens=True)[0]
         except RowError as err:  # one row: "row 0: " says nothing here
             raise UserError(f"The source and rewrite are too long for this Space's model: {err.reason}") from None
         tokens = token_table(row)
@@ -230,7 +239,7 @@ class Demo:
         if "autorater" in a:
             rows += [["Autorater meaning" + mark, a["autorater"]["meaning"], b["autorater"]["meaning"]],
                      ["Autorater style" + mark, a["autorater"]["style"], b["autorater"]["style"]]]
-        rows += [["S-BLEU (vs source)", a["s_bleu"], b["s_bleu"]], ["S-chrF (vs source)", a["s_chrf"], b["s_chrf"]]]
+        rows += [[f"{metric_label(name)} (vs source)", a[name], b[name]] for name in ("s_bleu", "s_chrf")]
         return [[name, readable(x), readable(y), prefers(x, y)] for name, x, y in rows]
 
     # -- a file ---------------------------------------------------------------------------------------------------
@@ -257,7 +266,9 @@ class Demo:
             for name, value in (("source", r.source), ("rewrite", r.rewrite), ("style", r.style)):
                 if len(value) > MAX_CHARS:
                     raise UserError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
-        scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
+        with advising("space"):
+            scores = self.logprob().score([r.source for r in rows], [r.rewrite for r in rows],
+                                          [r.style for r in rows])
         warning = {"warning": RANDOM_WEIGHTS} if self.warning else {}  # a column of the scored file
         carried = carried_columns(rows)
         out = []
@@ -309,7 +320,6 @@ LARGER_FILES = "For larger files, use the styleeval package on your own machine 
 _CLI_ADVICE = {  # what the library says to a command-line user -> what a web visitor can do
     " or pass the file's encoding (--encoding latin-1, encoding='latin-1')": " and upload it again",
     "; give the style with --style": "; add a style column",
-    "; shorten it or pass on_overflow='skip'": "; shorten it",
 }
 
 
@@ -399,8 +409,8 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
     result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                           n_boot=0)
     corr = result.correlations
-    mark = {m: RANDOM_MARK if m in result.random_weights else "" for m in result.metrics}
-    rows = [[r.metric + mark[r.metric], r.subset, int(r.n), round(float(r.spearman), 3), p_text(r.spearman_p)]
+    mark = {m: metric_label(m) + (RANDOM_MARK if m in result.random_weights else "") for m in result.metrics}
+    rows = [[mark[r.metric], r.subset, int(r.n), round(float(r.spearman), 3), p_text(r.spearman_p)]
             for r in corr.itertuples()]
     fig, ax = plt.subplots(figsize=(8, 3.5))
     subsets = list(dict.fromkeys(corr.subset))
@@ -410,7 +420,7 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_b
         vals = [float(corr[(corr.metric == m) & (corr.subset == s)].spearman.iloc[0])
                 if len(corr[(corr.metric == m) & (corr.subset == s)]) else math.nan for s in subsets]
         ax.bar([i + (k - (len(result.metrics) - 1) / 2) * width for i in range(len(subsets))], vals, width,
-               label=m + mark[m], color=colors[m])
+               label=mark[m], color=colors[m])
     ax.set_xticks(range(len(subsets)))
     ax.set_xticklabels(subsets, rotation=20, ha="right")
     ax.axhline(0, color="black", linewidth=0.8)
@@ -555,6 +565,6 @@ def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = (
     result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                           n_boot=0)
     board = build_leaderboard([result], trials=trials)
-    return [[r.statistic, r.metric + (RANDOM_MARK if r.metric in result.random_weights else ""),
+    return [[r.statistic, shown_label(r.metric, random_weights=r.metric in result.random_weights),
              float(f"{r.value:.4g}"), int(r.rank),
              int(r.cluster) if math.isfinite(r.cluster) else "", int(r.n)] for r in board.itertuples()]

@@ -10,11 +10,79 @@ A scorer raises :class:`RowError` with the index of the row in *its caller's* li
 slice of a bigger input (the file runner, a piece of rows) maps ``row`` to its own numbering with
 :meth:`RowError.at`, never by rewriting message text. :class:`RowsWarning` does the same for warnings about
 several rows (rows skipped because they are too long).
+
+Advice names an option as the caller's interface takes it (:func:`option_advice`): ``--on-overflow skip`` on the
+command line, ``on_overflow='skip'`` in Python, ``logprob_content:on_overflow=skip`` in a metric spec (``evaluate``,
+``metaeval``), nothing in the Space (a web visitor sets no option). Whoever knows the interface says it once with
+:func:`advising` (the CLI's ``main``, the metric loops of ``evaluate`` and ``metaeval``, the Space's requests);
+messages are built where the error is raised, in that context.
+
+>>> option_advice("on_overflow", "skip")
+" or pass on_overflow='skip'"
+>>> with advising("cli"):
+...     option_advice("on_overflow", "skip")
+' or pass --on-overflow skip'
+>>> with advising("spec", metric="logprob_content"):
+...     option_advice("on_overflow", "skip")
+' or add on_overflow=skip to the metric spec (logprob_content:on_overflow=skip)'
+>>> with advising("space"):
+...     option_advice("on_overflow", "skip")
+''
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+INTERFACES = ("python", "cli", "spec", "space")
+"""Where a user meets styleeval: Python calls (the default), the command line, metric specs, the Space."""
+
+_INTERFACE: ContextVar[tuple[str, str | None]] = ContextVar("styleeval_interface", default=("python", None))
+
+
+@contextmanager
+def advising(interface: str, metric: str | None = None) -> Iterator[None]:
+    """Within it, advice is phrased for ``interface`` (one of :data:`INTERFACES`; ``"spec"`` names the ``metric``
+    whose spec takes the option). Per thread and task, as a context variable."""
+    if interface not in INTERFACES:
+        raise ValueError(f"interface must be one of {', '.join(INTERFACES)}, got {interface!r}")
+    token = _INTERFACE.set((interface, metric))
+    try:
+        yield
+    finally:
+        _INTERFACE.reset(token)
+
+
+def current_interface() -> str:
+    """The interface advice is phrased for here (:func:`advising`; ``"python"`` outside any)."""
+    return _INTERFACE.get()[0]
+
+
+def option_text(name: str, value: object) -> str | None:
+    """Option ``name`` set to ``value`` as the current interface takes it (``None`` in the Space, which takes no
+    option): ``--on-overflow skip``, ``on_overflow='skip'``, ``logprob_content:on_overflow=skip``."""
+    interface, metric = _INTERFACE.get()
+    if interface == "cli":
+        return f"--{name.replace('_', '-')} {value}"
+    if interface == "spec":
+        return f"{metric}:{name}={value}" if metric else f"{name}={value}"
+    if interface == "space":
+        return None
+    return f"{name}={value!r}"
+
+
+def option_advice(name: str, value: object) -> str:
+    """`` or pass <option>`` (:func:`option_text`) to end a message's advice; in a metric spec, where to add it;
+    ``""`` where the interface takes no option (the Space)."""
+    text = option_text(name, value)
+    if text is None:
+        return ""
+    interface, metric = _INTERFACE.get()
+    if interface == "spec":
+        return f" or add {name}={value} to the metric spec" + (f" ({text})" if metric else "")
+    return f" or pass {text}"
 
 
 class UserError(ValueError):

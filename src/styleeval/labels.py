@@ -23,6 +23,15 @@ NEGATED_MARK = " (negated)"
 """Appended to a lower-is-better metric's label where its scores are negated (higher = better)."""
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and the noun, singular for one: every count a report or a command prints goes through it.
+
+    >>> counted(1, "row"), counted(2, "row"), counted(0, "system"), counted(1, "was", "were")
+    ('1 row', '2 rows', '0 systems', '1 was')
+    """
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def dataset_label(name: str) -> str:
     """A corpus's label in tables, as its module declares it (the name itself for a dataset that is no corpus)."""
     # imported here: the corpora import ``datasets`` (seconds), which no other label needs (the Space's readings)
@@ -32,12 +41,22 @@ def dataset_label(name: str) -> str:
     return spec.label if spec is not None else name
 
 
+_WORDS = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "meteor": "METEOR", "pinc": "PINC", "bleurt": "BLEURT",
+          "comet": "COMET", "bertscore": "BERTScore"}
+"""How the metrics' own names are written (as their authors and sacrebleu write them); other words are capitalized."""
+
+
 def metric_label(name: str) -> str:
-    """``s_bleu`` -> ``S-Bleu``, ``r_ter`` -> ``R-Ter``, ``logprob_content`` -> ``LogProb content``."""
-    if name.startswith(("s_", "r_")):
-        return f"{name[0].upper()}-{name[2:].replace('_', ' ').title().replace(' ', '-')}"
-    if name.startswith("rs_"):
-        return f"RS-{name[3:].title()}"
+    """A metric's one display name, in every report, table, plot and the Space: ``s_bleu`` -> ``S-BLEU``, ``r_chrf``
+    -> ``R-chrF``, ``s_paper_bleu`` -> ``S-Paper-BLEU``, ``logprob_content`` -> ``LogProb content``.
+
+    >>> [metric_label(n) for n in ("s_bleu", "s_chrf", "r_ter", "s_paper_bleu", "rs_comet", "s_cosine")]
+    ['S-BLEU', 'S-chrF', 'R-TER', 'S-Paper-BLEU', 'RS-COMET', 'S-Cosine']
+    """
+    for prefix in ("rs_", "s_", "r_"):
+        if name.startswith(prefix):
+            words = name[len(prefix):].split("_")
+            return f"{prefix[:-1].upper()}-" + "-".join(_WORDS.get(w.lower(), w.title()) for w in words)
     if name.startswith("logprob_"):
         return f"LogProb {name[8:]}"
     return name
@@ -48,7 +67,7 @@ def shown_label(name: str, negated: bool = False, random_weights: bool = False) 
     scores, :data:`RANDOM_MARK` where they come from random weights.
 
     >>> shown_label("s_ter", negated=True)
-    'S-Ter (negated)'
+    'S-TER (negated)'
     >>> shown_label("logprob_content", random_weights=True)
     'LogProb content [random weights]'
     """

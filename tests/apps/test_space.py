@@ -226,9 +226,9 @@ def test_space_in_headless_chromium(space, tmp_path):
         deadline = time.time() + 30
         while "acc_eq" not in board.inner_text() and time.time() < deadline:
             time.sleep(0.2)
-        assert "acc_eq" in board.inner_text() and "spearman" in board.inner_text() and "s_chrf" in board.inner_text()
+        assert "acc_eq" in board.inner_text() and "spearman" in board.inner_text() and "S-chrF" in board.inner_text()
         cells = [c.strip() for c in page.locator("#metaeval-table").last.inner_text().splitlines()]  # one a line
-        p_values = [cells[i + 4] for i, c in enumerate(cells) if c in ("s_bleu", "s_chrf", "s_paper_bleu")]
+        p_values = [cells[i + 4] for i, c in enumerate(cells) if c in ("S-BLEU", "S-chrF", "S-Paper-BLEU")]
         assert "< 0.0001" in p_values and "0" not in p_values and len(p_values) == 21, cells  # sentiment: p < 1e-4
         page.screenshot(path=str(tmp_path / "leaderboard.png"), full_page=True)
         browser.close()
@@ -350,7 +350,7 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
     rows, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",),
                                  extra_metrics=(f"logprob_content:model={tiny_model_dir}",))
     metrics = {r[0] for r in rows}
-    assert metrics == {"s_bleu", "logprob_content"} and fig is not None
+    assert metrics == {"S-BLEU", "LogProb content"} and fig is not None  # the reports' names (issue 47)
     assert {r[1] for r in rows} >= {"all", "politeness", "formality"}
     assert all(isinstance(r[4], str) and r[4] != "0" for r in rows)  # p-values as text, with a floor
     # each metric has the colour the CLI's figures give it, whatever else the CLI's run compares
@@ -359,8 +359,9 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
 
     cli = metric_colors([*DEFAULT_METRICS, "logprob_content", "autorater_meaning"])
     bars = {c.get_label(): c.patches[0].get_facecolor() for c in fig.axes[0].containers}
-    assert set(bars) == {"s_bleu", "logprob_content"}
-    assert all(bars[m] == pytest.approx(cli[m]) for m in bars), (bars, cli)
+    assert set(bars) == {"S-BLEU", "LogProb content"}
+    names = {"S-BLEU": "s_bleu", "LogProb content": "logprob_content"}
+    assert all(bars[m] == pytest.approx(cli[names[m]]) for m in bars), (bars, cli)
 
 
 def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path, capsys):
@@ -440,7 +441,7 @@ def test_metaeval_leaderboard_rows(data_dir):
     from styleeval.demo import metaeval_leaderboard
 
     rows = metaeval_leaderboard(str(data_dir), metrics=("s_bleu", "s_chrf"), trials=20)
-    assert {(r[0], r[1]) for r in rows} == {(s, m) for s in ("acc_eq", "spearman") for m in ("s_bleu", "s_chrf")}
+    assert {(r[0], r[1]) for r in rows} == {(s, m) for s in ("acc_eq", "spearman") for m in ("S-BLEU", "S-chrF")}
     assert all(r[5] == 500 and r[3] in (1, 2) for r in rows)
 
 

@@ -248,12 +248,47 @@ def test_overflow_names_the_input_row_or_is_skipped(tmp_path, tiny_model_dir, ca
     assert "in.csv: row 3: prompt + rewrite is" in _error(capsys)  # row 1 of the second chunk, named as in IN
     assert [r["row"] for r in read_scores(tmp_path / "out.jsonl")] == [0, 1]  # the first chunk was kept
 
-    with pytest.warns(UserWarning, match="skipped"):
-        assert _score(inp, tmp_path / "out.csv", tiny_model_dir, "--on-overflow", "skip", "-q") == 0
+    assert _score(inp, tmp_path / "out.csv", tiny_model_dir, "--on-overflow", "skip", "-q") == 0
+    err = capsys.readouterr().err  # a styleeval line, not Python's "file:line: RowsWarning: ..." and its source line
+    assert err.startswith("styleeval score: warning: 1 row longer than the model's context"), err
+    assert "was skipped (NaN scores): row [3]" in err and "Warning" not in err and "runner.py" not in err
     records = read_scores(tmp_path / "out.csv")
     assert [r["row"] for r in records] == list(range(5))
     assert math.isnan(records[3]["content"]) and math.isnan(records[3]["style_strength"])
     assert not math.isnan(records[4]["content"])
+
+
+def test_a_first_row_too_long_advises_the_flag_and_leaves_no_empty_out(tmp_path, tiny_model_dir, capsys):
+    """Issue 47: a 10,000-character rewrite in the first row said "pass on_overflow='skip'" (Python) on the command
+    line and left a 0-byte OUT."""
+    rows = _rows(3)
+    rows[0]["rewrite"] = "x" * 10_000
+    inp = _write_csv(tmp_path / "in.csv", rows)
+    out = tmp_path / "out.jsonl"
+    assert _score(inp, out, tiny_model_dir, "-q") == 2
+    error = _error(capsys)
+    assert "in.csv: row 0: prompt + rewrite is" in error and error.endswith("shorten it or pass --on-overflow skip")
+    assert "on_overflow" not in error
+    assert not out.exists() and not Path(str(out) + ".lock").exists()
+    out.write_text("", encoding="utf-8")  # an OUT that was there before the run is the user's: left as it was
+    assert _score(inp, out, tiny_model_dir, "-q") == 2
+    assert out.exists()
+
+
+def test_one_row_is_counted_as_one_row(tmp_path, tiny_model_dir, capsys):
+    """Issue 47: "1 rows"."""
+    inp = _write_csv(tmp_path / "in.csv", _rows(1))
+    assert _score(inp, tmp_path / "out.jsonl", tiny_model_dir) == 0
+    err = capsys.readouterr().err
+    assert "1 row scored now" in err and "(1 row)" in err and "1 rows" not in err, err
+
+
+def test_no_progress_bar_into_a_file_or_a_pipe(tmp_path, tiny_model_dir, capsys):
+    """The README: bars only where stderr is a terminal (issue 47: `score` wrote its bar into logs and pipes)."""
+    inp = _write_csv(tmp_path / "in.csv", _rows(3))
+    assert _score(inp, tmp_path / "out.jsonl", tiny_model_dir) == 0
+    err = capsys.readouterr().err
+    assert "3 rows scored now" in err and "row/s" not in err and "\r" not in err, err
 
 
 def test_a_scorer_and_the_options_to_build_one_are_not_given_together(tmp_path, tiny_model, tiny_tokenizer):

@@ -36,8 +36,8 @@ def test_the_heatmap_shows_the_computed_metrics_readably_and_says_what_it_pools(
     assert ("toy", "r_bleu") not in toy_result.scores and "r_bleu" in toy_result.metrics
     fig = metric_heatmap_figure(toy_result)
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["S-Bleu", "S-Ter (negated)", "S-Chrf"]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["S-Bleu", "S-Ter (negated)", "S-Chrf"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["S-BLEU", "S-TER (negated)", "S-chrF"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["S-BLEU", "S-TER (negated)", "S-chrF"]
     cells = [t for t in ax.texts]
     assert len(cells) == 9 and min(t.get_fontsize() for t in cells) >= 9
     assert min(t.get_fontsize() for t in ax.get_yticklabels()) >= 9

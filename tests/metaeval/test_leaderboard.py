@@ -55,7 +55,7 @@ def test_cli_leaderboard_on_the_mirror(tmp_path, capsys):
     grid = [ax for ax in fig.axes if ax.get_subplotspec() is not None]
     assert len(grid) == 3 and [ax.get_title() for ax in grid] == ["content", "style", "fluency"]
     assert grid[0].get_ylabel() == "Lai" and grid[0].get_xlabel() == "acc_eq (95% CI)"
-    assert {t.get_text() for t in grid[0].get_yticklabels()} == {"S-Bleu", "S-Chrf", "R-Chrf"}
+    assert {t.get_text() for t in grid[0].get_yticklabels()} == {"S-BLEU", "S-chrF", "R-chrF"}
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     clusters = sorted({int(c) for c in board[board.statistic == "acc_eq"].cluster})
     assert legend == [f"cluster {c}" + (" (best)" if c == 1 else "") for c in clusters]
@@ -161,10 +161,10 @@ def test_every_metric_is_ranked_on_the_rows_all_of_them_score(data_dir):
                                                                                     10, 0)
     assert rho.loc["s_ter", "negated"] and not rho.loc["s_bleu", "negated"]
     text = leaderboard_markdown(board)
-    assert "Every metric on the same 100 rows" in text and "| S-Ter (negated) | " in text
-    assert "Lower is better for S-Ter: ranked by the negated scores" in text
+    assert "Every metric on the same 100 rows" in text and "| S-TER (negated) | " in text
+    assert "Lower is better for S-TER: ranked by the negated scores" in text
     own = text[text.index("Each metric on its own rows"):]
-    assert "| S-Bleu | 0.390 | -0.132 | 500 |" in own and "| R-Bleu | 0.303 | -0.468 | 100 |" in own
+    assert "| S-BLEU | 0.390 | -0.132 | 500 |" in own and "| R-BLEU | 0.303 | -0.468 | 100 |" in own
     fig = leaderboard_figure(board)
     assert [ax.get_title(loc="right") for ax in fig.axes if ax.get_subplotspec() is not None] == ["n = 100 rows"]
     # the per-task and per-dataset plots: per column, the metrics that score it on the rows all of them score

@@ -211,14 +211,14 @@ def test_a_score_column_named_like_a_spec_is_read_as_that_column(tmp_path):
     bad.write_text("id,a|b\nc/0,1\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"the column 'a\|b' holds '\|', '\[' or '\]'"):
         _score_file_metrics(str(bad))
-    named = tmp_path / "named.csv"  # random numbers in a column s_bleu were shown and ranked as "S-Bleu"
+    named = tmp_path / "named.csv"  # random numbers in a column s_bleu were shown and ranked as "S-BLEU"
     named.write_text("id,s_bleu\nc/0,0.3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"the column 's_bleu' is the name of styleeval's metric s_bleu, so its "
                                          r"scores would be labelled as that metric's; rename the column"):
         _score_file_metrics(str(named))
-    named.write_text("id,s_BLEU\nc/0,0.3\n", encoding="utf-8")  # another case, the same label: S-Bleu
+    named.write_text("id,s_BLEU\nc/0,0.3\n", encoding="utf-8")  # another case, the same label: S-BLEU
     with pytest.raises(ValueError, match=r"the column 's_BLEU' is the name of styleeval's metric s_bleu, .* both are "
-                                         r"shown as S-Bleu"):
+                                         r"shown as S-BLEU"):
         _score_file_metrics(str(named))
     with pytest.raises(ValueError, match=r"the name 's_CHRF' is the name of styleeval's metric s_chrf"):
         get_metric(f"precomputed:file={path}:column=rand2:name=s_CHRF")

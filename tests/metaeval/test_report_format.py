@@ -23,14 +23,14 @@ def test_report_md_names_the_rows_of_every_number(cut_result, whole_result, tmp_
 
     write_report(cut_result, tmp_path / "cut", plots=False)
     report = (tmp_path / "cut" / "report.md").read_text(encoding="utf-8")
-    assert "R-Bleu 8 of 24 in ALL (Test set)" in report and "R-Bleu 16 of 24 in toy" in report
+    assert "R-BLEU 8 of 24 in ALL (Test set)" in report and "R-BLEU 16 of 24 in toy" in report
     same = report[report.index("## Every metric on the same rows (the figures' numbers)"):].split("\n\n")[2]
     header, _, *rows = same.splitlines()
     assert header == ("| metric | ALL (Test set): sentiment: rows with a reference, n = 8 of 24 | "
                       "toy: rows with a reference, n = 16 of 24 |")
     like = cut_result.shared_correlations.set_index(["dataset", "subset", "metric"])
-    s_bleu = [r for r in rows if r.startswith("| S-Bleu |")][0]
-    assert s_bleu == (f"| S-Bleu | {like.loc[('style_gap_testset', 'all', 's_bleu'), 'spearman']:.2f}* | "
+    s_bleu = [r for r in rows if r.startswith("| S-BLEU |")][0]
+    assert s_bleu == (f"| S-BLEU | {like.loc[('style_gap_testset', 'all', 's_bleu'), 'spearman']:.2f}* | "
                       f"{like.loc[('toy', 'all', 's_bleu'), 'spearman']:.2f}* |")
     assert rows[-1] == "| n | 8 | 16 |"
     write_report(whole_result, tmp_path / "whole", plots=False)

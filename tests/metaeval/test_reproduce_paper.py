@@ -86,3 +86,27 @@ def test_a_corpus_that_cannot_be_loaded_is_said_once_and_its_cells_say_not_compu
     values, failures = paper.run_table({"S-Bleu": "s_paper_bleu"}, ["S-Bleu"], "content", ["ziegenbein_appropriateness"],
                                        args)  # no corpus left: no load attempted, the row says why in a few words
     assert values == {} and failures == {"S-Bleu": paper.NOT_LOADED}
+
+
+def test_progress_only_where_stderr_is_a_terminal_unless_quiet(monkeypatch, data_dir):
+    """Issue 47: reproduce-paper passed progress=True (bars into files and pipes): ``None`` lets a terminal decide."""
+    import styleeval.metaeval as metaeval
+
+    seen = []
+
+    def fake(*args, progress=True, **kwargs):
+        seen.append(progress)
+        raise ValueError("stop")
+
+    monkeypatch.setattr(metaeval, "run_metaeval", fake)
+    for quiet in (False, True):
+        args = paper.Options(no_cache=True, data_dir=str(data_dir), no_progress=quiet)
+        paper.run_table({"S-Bleu": "s_paper_bleu"}, ["S-Bleu"], "content", ["style_gap_testset"], args)
+    assert seen == [None, False]
+
+
+def test_table_headers_are_capitalized_as_the_others():
+    """Issue 47: Table 4's last column was headed "formal" beside "Polite", "Persuasive"."""
+    assert [name for name, _ in paper.TABLE4_COLUMNS][-1] == "Formal"
+    assert all(name[0].isupper() for name, *_ in [*paper.TABLE3_COLUMNS, *paper.TABLE4_COLUMNS,
+                                                   *paper.TABLE5_COLUMNS])

@@ -79,16 +79,16 @@ def test_the_same_statistic_on_the_same_data_is_the_same_number_in_metaeval(lai_
 
 def test_the_tables_show_n_and_say_what_they_negate(lai_report):
     """report.md, the stdout table and report.json show each table's systems and rows; TER's agreement is of its
-    negation and every format says so (before: S-Ter r = +0.151 with nothing saying it was -TER)."""
+    negation and every format says so (before: S-TER r = +0.151 with nothing saying it was -TER)."""
     ter = lai_report.agreement.set_index(["human", "metric"]).loc[("human_content", "s_ter")]
     assert ter["negated"] and ter["pearson"] > 0  # -TER agrees with the humans; TER itself correlates negatively
     text = lai_report.to_markdown()
     section = text[text.index("## Agreement with the human ratings"):text.index("## Signatures")]
     assert "### Agreement with human_content: 8 systems, 640 rows (left out: reference (no r_chrf score))" in section
-    assert "Lower is better for S-Ter: negated here" in section and "| S-Ter (negated) | corpus |" in section
+    assert "Lower is better for S-TER: negated here" in section and "| S-TER (negated) | corpus |" in section
     assert "| metric | system score | Pearson r | pairwise accuracy | r, own systems |" in section
     stdout = lai_report.to_text()
-    assert "Agreement with human_style: 8 systems, 640 rows" in stdout and "S-Ter (negated)" in stdout
+    assert "Agreement with human_style: 8 systems, 640 rows" in stdout and "S-TER (negated)" in stdout
     records = json.loads(json.dumps(lai_report.to_dict(), default=str))["agreement"]
     assert {(r["metric"], r["negated"], r["n_systems"], r["n_rows"]) for r in records if r["human"] ==
             "human_content"} == {(m, m == "s_ter", 8, 640) for m in ("s_bleu", "s_chrf", "r_chrf", "s_ter",

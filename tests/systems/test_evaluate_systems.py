@@ -105,7 +105,7 @@ def test_lai_systems_copy_and_references(lai_rows):
     assert set(report.agreement["metric"]) == {"s_chrf", "r_chrf"}
     assert any("no score (no reference)" in n for n in report.notes)  # the references have no reference
     text = report.to_markdown()
-    assert "| RAO |" in text and "S-Chrf ↑" in text and "## Agreement with the human ratings" in text
+    assert "| RAO |" in text and "S-chrF ↑" in text and "## Agreement with the human ratings" in text
 
 
 def test_bad_input_is_named():
@@ -228,3 +228,21 @@ def test_a_model_error_names_the_input_row_not_its_place_in_the_scoring_order(tm
                  str(tmp_path / "out"), "--no-plots", "--no-progress"]) == 1  # a requested metric is missing
     assert f"logprob_content: not computed ({tmp_path / 'in.jsonl'}, line 5: prompt + rewrite is " in \
         capsys.readouterr().err
+
+
+def test_a_row_too_long_advises_the_metric_spec_option(tmp_path, tiny_model_dir, capsys):
+    """Issue 47: `evaluate` advised "pass on_overflow='skip'" (Python) and takes no such flag: the advice is the
+    metric spec's option, which works there, in Python (evaluate_systems takes specs) and on the command line (-q
+    accepted, as the other commands take it); the advice it names works."""
+    long = "the cat sat on the mat " * 120  # longer than the tiny model's 512 positions
+    rows = _rows({"A": [SOURCES[0], long, SOURCES[2]], "B": SOURCES[:3]}, SOURCES[:3])
+    metrics = [f"logprob_content:model={tiny_model_dir}:device=cpu", "s_chrf"]
+    report = evaluate_systems(rows, metrics, progress=False)
+    why = report.not_computed["logprob_content"]
+    assert why.endswith("shorten it or add on_overflow=skip to the metric spec (logprob_content:on_overflow=skip)")
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["evaluate", str(tmp_path / "in.jsonl"), "--out", str(tmp_path / "out"), "--no-plots", "-q", "--metrics"]
+    assert main([*args, ",".join(metrics)]) == 1
+    err = capsys.readouterr().err
+    assert "(logprob_content:on_overflow=skip)" in err and "on_overflow='skip'" not in err and "--on-" not in err
+    assert main([*args, metrics[0] + ":on_overflow=skip"]) == 0  # what it advised

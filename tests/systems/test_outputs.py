@@ -128,7 +128,7 @@ def test_evaluate_prints_the_systems_table_or_json(tmp_path, capsys):
     assert _evaluate(table, tmp_path / "report") == 0
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
-    assert lines[0].split() == ["system", "S-Bleu", "↑"] and set(lines[1]) <= {"-", " "}
+    assert lines[0].split() == ["system", "S-BLEU", "↑"] and set(lines[1]) <= {"-", " "}
     assert {line.split()[0] for line in lines[2:]} == {"A", "B"} and "[" in lines[2] and "(1)" in lines[2]
     assert "2 systems, 12 rows, 1 metric," in captured.err
     assert _evaluate(table, tmp_path / "report", "--format", "json") == 0

@@ -81,7 +81,7 @@ def test_crowded_names_cover_nothing_and_the_axes_are_named():
     fig = tradeoff_figure(report, style="s_ter")
     ax = fig.axes[0]
     assert ax.get_xlabel() == "content preservation: LogProb content (higher is better)"
-    assert ax.get_ylabel() == "style strength: S-Ter (lower is better)"
+    assert ax.get_ylabel() == "style strength: S-TER (lower is better)"
     assert "no LogProb" not in ax.get_title()  # asked for: nothing to say
     assert {t.get_text() for t in ax.texts} == names
     assert_names_cover_nothing(fig)

@@ -35,6 +35,14 @@ def progress_choice(args: argparse.Namespace) -> bool | None:
     return False if args.no_progress else None
 
 
+def file_progress(args: argparse.Namespace) -> bool:
+    """The progress bar of ``score`` / ``autorate``: none with ``-q``, else only where stderr is a terminal (never
+    into a file or a pipe)."""
+    from styleeval.progress import enabled
+
+    return enabled(False if args.quiet else None)
+
+
 def check_out_dir(out: Path) -> None:
     """``--out`` must be (or be creatable as) a folder: no part of it is a file (checked before any work, which would
     otherwise be lost at the end)."""
@@ -70,8 +78,14 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
                      summary: Callable[[Any], str | None]) -> int:
     """Run a resumable file command: ``run()`` returns a result with ``output``, ``scored``, ``skipped``,
     ``remaining``, ``complete`` and ``signature``; ``summary(result)`` is printed once the file is complete."""
+    out = None if str(args.out) == "-" else Path(args.out)
+    new = out is not None and not out.exists() and not out.is_symlink()
     try:
-        result = run()
+        try:
+            result = run()
+        except BaseException:
+            _drop_empty(out, new)  # the first chunk failed (a row too long, a server error): leave no 0-byte OUT
+            raise
     except FileNotFoundError as err:
         raise UserError(str(err)) from err
     except KeyboardInterrupt:
@@ -80,7 +94,9 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
         return 130
     if args.quiet:
         return 0
-    log = f"{result.output}: {result.scored} rows {verb} now, {result.skipped} already there"
+    from styleeval.labels import counted
+
+    log = f"{result.output}: {counted(result.scored, 'row')} {verb} now, {result.skipped} already there"
     if not result.complete:
         log += f", {result.remaining} left (run the same command again to continue)"
     print(log, file=sys.stderr)
@@ -94,6 +110,29 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     if result.signature:
         print(f"signature: {result.signature}", file=sys.stderr)
     return 0
+
+
+def _drop_empty(out: Path | None, new: bool) -> None:
+    """Remove OUT when this run created it and wrote nothing to it (its first chunk failed), under OUT's lock; an
+    OUT that existed before, or that another run has taken or written meanwhile, is left alone."""
+    if not new or out is None:
+        return
+    from styleeval.files.resume import _lock
+
+    try:
+        if not out.is_file() or out.stat().st_size:
+            return
+        lock = _lock(out.resolve())
+    except (OSError, UserError):
+        return
+    try:
+        if out.is_file() and out.stat().st_size == 0:
+            out.unlink()
+    except OSError:
+        pass
+    finally:
+        Path(lock.lock_file).unlink(missing_ok=True)
+        lock.release()
 
 
 def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],

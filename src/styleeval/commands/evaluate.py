@@ -74,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
                    "or report.json's content (json); the files in --out are the same either way")
     add_allow_missing(p)
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--no-progress", "--quiet", "-q", action="store_true", dest="no_progress",
+                   help="hide progress bars")
     p.add_argument("--shard", metavar="K/N", default=None,
                    help="job arrays: score only the LLM metrics' rows of every source j with j mod N = K (0 <= K < N) "
                    "into OUT/cache, and write no report; then run the same command without --shard (same --out) "

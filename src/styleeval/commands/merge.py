@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from styleeval.errors import UserError
+from styleeval.labels import counted
 
 EPILOG = """\
 The shard files must carry one signature, no row twice and, together, every row (up to the largest row, or every
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         result = merge_shards(args.shards, args.out, input=args.input, style=args.style, encoding=args.encoding)
     except FileNotFoundError as err:
         raise UserError(str(err)) from err
-    print(f"{result.output}: {result.rows} rows from {len(result.files)} files", file=sys.stderr)
+    print(f"{result.output}: {counted(result.rows, 'row')} from {counted(len(result.files), 'file')}",
+          file=sys.stderr)
     print(f"signature: {result.signature}", file=sys.stderr)
     return 0

@@ -16,6 +16,7 @@ import time
 
 from styleeval.errors import UserError
 from styleeval.escaping import terminal_text
+from styleeval.labels import counted
 
 
 def _csv_list(value: str) -> list[str]:
@@ -93,7 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="PERM-BOTH permutations behind the leaderboard's clusters (default 200; WMT uses 1000, which "
                    "takes about 5x as long)")
     add_figure_options(p, "groups, tasks, datasets, metrics_heatmap; leaderboard; lai_figure3/4")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--no-progress", "--quiet", "-q", action="store_true", dest="no_progress",
+                   help="hide progress bars")
     p.set_defaults(func=run)
 
 
@@ -177,7 +179,7 @@ def _leaderboard(args: argparse.Namespace, first, cache) -> None:
                               n_boot=args.leaderboard_bootstrap, progress=progress_choice(args),
                               cache_dir=None if cache.root is None else cache.root / "leaderboard")
     paths = write_leaderboard(board, args.out, plots=not args.no_plots, figure_format=args.figure_format)
-    print(f"leaderboard: {len(board)} rows -> {paths['md']}")
+    print(f"leaderboard: {counted(len(board), 'row')} -> {paths['md']}")
 
 
 def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:

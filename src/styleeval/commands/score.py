@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from styleeval.commands._options import add_file_arguments, column_means, run_file_command
+from styleeval.commands._options import add_file_arguments, column_means, file_progress, run_file_command
 from styleeval.options import LOGPROB_OPTIONS
 
 EPILOG = """\
@@ -52,16 +52,18 @@ def run(args: argparse.Namespace) -> int:
     options = LOGPROB_OPTIONS.from_args(args)
     model = options.pop("model", None)
 
+    from styleeval.labels import counted
+
     def summary(result) -> str:
         means = column_means(iter_scores(result.output, LOGPROB_RECORDS, TornTail()), ("content", "style_strength"))
         n = means["rows"]
         return (f"mean content {_number(means['content'])}  mean style_strength {_number(means['style_strength'])}"
-                f"  ({n} row{'' if n == 1 else 's'})")
+                f"  ({counted(n, 'row')})")
 
     return run_file_command(
         args,
         lambda: score_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
-                           max_rows=args.max_rows, overwrite=args.overwrite, progress=not args.quiet,
+                           max_rows=args.max_rows, overwrite=args.overwrite, progress=file_progress(args),
                            encoding=args.encoding, shard=args.shard, **options),
         "scored", summary,
     )

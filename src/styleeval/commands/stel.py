@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, help="device of model-based methods")
     p.add_argument("--data-dir", default=None, help="local corpus mirror (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--no-progress", action="store_true",
+    p.add_argument("--no-progress", "--quiet", "-q", action="store_true", dest="no_progress",
                    help="hide the progress lines and bars (a model loading, texts embedded)")
     p.set_defaults(func=run)
 

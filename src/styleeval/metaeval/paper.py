@@ -69,7 +69,7 @@ TABLE3 = {  # row: 8 values in TABLE3_COLUMNS order ("" = "–" in the paper)
 }
 TABLE4_COLUMNS = [("ALL", "all"), ("Sentiment", "sentiment"), ("Detoxify", "detoxification"),
                   ("Catchy", "catchy"), ("Polite", "politeness"), ("Persuasive", "persuasiveness"),
-                  ("formal", "formality")]
+                  ("Formal", "formality")]
 TABLE4 = {
     "S-Bleu": "-0.13 -0.79 -0.51 -0.14* -0.07* -0.15* -0.1*",
     "R-Bleu": "– -0.49 -0.51 – – – –",
@@ -288,7 +288,8 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
         notes: list[str] = []
         try:
             result = run_metaeval(datasets, [get_metric(spec)], dimension, cache=cache, loader=loader,
-                                  n_boot=0, progress=not args.no_progress, log=notes.append, allow_missing=True)
+                                  n_boot=0, progress=False if args.no_progress else None, log=notes.append,
+                                  allow_missing=True)
         except ValueError as err:
             failures[row] = str(err)
             continue

@@ -121,7 +121,7 @@ def _column_name(result: MetaevalResult, dataset: str, subset: str) -> str:
 
 
 def fewer_rows_note(result: MetaevalResult, columns: list[tuple[str, str]]) -> str | None:
-    """Under a table of each metric's own rows: which metrics saw fewer rows than others in a column (``R-Bleu: 100
+    """Under a table of each metric's own rows: which metrics saw fewer rows than others in a column (``R-BLEU: 100
     of 500 rows in ALL (Test set)``), so that no cell reads as computed on its column's full ``n``."""
     corr = result.correlations
     parts = []

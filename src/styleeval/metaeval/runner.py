@@ -15,7 +15,7 @@ import pandas as pd
 
 from styleeval import progress as shown
 from styleeval.corpora import rating_corpora
-from styleeval.errors import UserError
+from styleeval.errors import UserError, advising
 from styleeval.labels import random_weight_metrics, shown_label
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
@@ -251,8 +251,9 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
             result.missing.append((data.name, metric.label, failed[metric.label]))
             continue
         try:
-            result.signatures.setdefault(metric.label, metric.signature)
-            scores[data.name, metric.label] = score_dataset(metric, data, cache, progress=progress)
+            with advising("spec", metric.name):  # advice names the option as a metric spec takes it
+                result.signatures.setdefault(metric.label, metric.signature)
+                scores[data.name, metric.label] = score_dataset(metric, data, cache, progress=progress)
         except (UserError, BackendError) as err:  # a metric that cannot be computed; a bug keeps its traceback
             if metric.label not in result.signatures:  # it could not even be set up: skip it everywhere
                 failed[metric.label] = str(err)

@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from styleeval.errors import UserError
-from styleeval.labels import metric_label
+from styleeval.labels import counted, metric_label
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import label_clash, register, register_namespace
 from styleeval.signature import Signature
@@ -45,7 +45,8 @@ class PrecomputedMetric(Metric):
         """The score of each row id (``ValueError`` naming the first id the file lacks)."""
         missing = [i for i in ids if i not in self.scores]
         if missing:
-            raise UserError(f"{self.name}: {len(missing)} rows have no precomputed score in {self.origin}, "
+            raise UserError(f"{self.name}: {counted(len(missing), 'row')} {'has' if len(missing) == 1 else 'have'} no "
+                            f"precomputed score in {self.origin}, "
                             f"e.g. {missing[0]!r}")
         if ids:  # ids of this dataset that the dataset does not have: a typo or another version of the corpus
             prefix = str(ids[0]).split("/", 1)[0] + "/"

@@ -155,7 +155,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def label_clash(name: str) -> str | None:
-    """The registered metric shown under the same label as ``name`` (``s_BLEU`` and ``s_bleu`` are both "S-Bleu"),
+    """The registered metric shown under the same label as ``name`` (``s_BLEU`` and ``s_bleu`` are both "S-BLEU"),
     or ``None``: scores computed elsewhere must not be shown as one of styleeval's metrics.
 
     >>> label_clash("s_BLEU"), label_clash("my_bleu")

@@ -36,7 +36,8 @@ import numpy as np
 import pandas as pd
 
 from styleeval import stats
-from styleeval.errors import RowError, UserError
+from styleeval.errors import RowError, UserError, advising
+from styleeval.labels import counted
 from styleeval.metrics.registry import SYSTEM_METRICS
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 
@@ -265,7 +266,8 @@ def evaluate_systems(
     for metric in metrics_bar:
         metrics_bar.set_postfix_str(metric.label)  # shown while its model loads, before its rows' bar
         try:
-            with shown.watched(progress):  # "loading model ..." where a metric's model loads (torch, weights)
+            # "loading model ..." where a metric's model loads (torch, weights); advice as a metric spec takes it
+            with shown.watched(progress), advising("spec", metric.name):
                 signatures[metric.label] = str(metric.signature)
                 system_signatures[metric.label] = str(metric.system_signature)
                 values = score_dataset(metric, data, cache, progress=progress)
@@ -290,7 +292,8 @@ def evaluate_systems(
         missing = int(np.isnan(column).sum())
         if missing:
             why = " (no reference)" if metric.needs_references else ""
-            note(f"{metric.label}: {missing} of {len(column)} rows have no score{why}; they are left out and counted")
+            note(f"{metric.label}: {missing} of {counted(len(column), 'row')} {'has' if missing == 1 else 'have'} no "
+                 f"score{why}; {'it is' if missing == 1 else 'they are'} left out and counted")
     _check_unchanged(objs, signatures, cache, data.fingerprint)
     for column in sorted({k for r in checked for k in r.human}):
         scores[column] = [r.human.get(column, np.nan) for r in checked]
@@ -369,7 +372,7 @@ def score_shard(
     for metric in objs:
         if getattr(metric, "incremental", False):
             try:
-                with shown.watched(progress):
+                with shown.watched(progress), advising("spec", metric.name):
                     values = score_dataset(metric, data, cache, progress=progress, shard=part)
             except RowError as err:
                 raise _input_row(err, checked, order) from err
@@ -574,7 +577,7 @@ def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],
     left_out = {s: int((of_system[s] & ~shared).sum()) for s in scored}
     if any(left_out.values()):
         note(f"{label}: systems are compared on the {len(common)} sources every scored system has; left out: "
-             + ", ".join(f"{s} {k} rows" for s, k in left_out.items() if k))
+             + ", ".join(f"{s} {counted(k, 'row')}" for s, k in left_out.items() if k))
     return {s: frame[of_system[s] & shared] for s in scored}
 
 

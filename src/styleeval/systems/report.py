@@ -18,6 +18,7 @@ from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
 from styleeval.labels import (
     RANDOM_WEIGHTS,
+    counted,
     mark_figure,
     metric_label,
     random_weight_metrics,
@@ -179,7 +180,7 @@ def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[
         return out
     for human, part in report.agreement.groupby("human", sort=False):
         first = part.iloc[0]
-        title = (f"Agreement with {human}: {first.n_systems} systems, {first.n_rows} rows"
+        title = (f"Agreement with {human}: {counted(first.n_systems, 'system')}, {counted(first.n_rows, 'row')}"
                  + (f" (left out: {first.left_out})" if first.left_out else ""))
         own = bool((part["n_systems_own"] != part["n_systems"]).any())
         header = ["metric", "system score", "Pearson r", "pairwise accuracy"]
@@ -213,7 +214,7 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
         "# System evaluation", "",
         *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')}; they test the pipeline, their "
            "values mean nothing.", ""] if warning else []),
-        f"{report.scores['system'].nunique()} systems, {len(report.scores)} rows. Each cell: score [95% bootstrap CI] "
+        f"{counted(report.scores['system'].nunique(), 'system')}, {counted(len(report.scores), 'row')}. Each cell: score [95% bootstrap CI] "
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
