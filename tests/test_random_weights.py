@@ -213,7 +213,7 @@ def test_the_space_readings_carry_the_warning(tmp_path, data_dir):
     assert RANDOM_WEIGHTS in report.to_markdown()
     summary, fig = metaeval_summary(str(data_dir), metrics=("s_bleu",),
                                     extra_metrics=(f"logprob_content:model={TINY}",))
-    assert {r[0] for r in summary} == {"s_bleu", f"logprob_content{RANDOM_MARK}"}
+    assert {r[0] for r in summary} == {"S-BLEU", f"LogProb content{RANDOM_MARK}"}
     assert any(t.get_text().startswith(RANDOM_WEIGHTS) for t in fig.texts)
     assert all(math.isfinite(r[3]) for r in summary)
     plain = Demo(model=TINY, autorater=False)  # the reading itself is unchanged after the warning

@@ -119,7 +119,8 @@ class RowsWarning(UserWarning):
     def __init__(self, template: str, rows: Sequence[int]) -> None:
         self.template = template
         self.rows = sorted(int(r) for r in rows)
-        super().__init__(template.format(rows=self.rows[:10], count=len(self.rows)))
+        shown = str(self.rows[0]) if len(self.rows) == 1 else str(self.rows[:10])  # row 9, rows [3, 9]
+        super().__init__(template.format(rows=shown, count=len(self.rows)))
 
     def mapped(self, to: Callable[[int], int]) -> RowsWarning:
         """The same warning with every row mapped by ``to``."""

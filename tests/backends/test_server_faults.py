@@ -111,7 +111,7 @@ def test_a_row_of_exactly_max_model_len_tokens(vllm_server, judge_model_dir):
         served.score(["short", exact[0]], ["a", exact[1]], "polite")
     skipping = LogProb("judge", tokenizer=str(judge_model_dir), base_url=vllm_server.base_url, progress=False,
                        on_overflow="skip")
-    with pytest.warns(RowsWarning, match=r"1 rows longer .* rows \[1\]"):
+    with pytest.warns(RowsWarning, match=r"1 row longer .* row 1$"):
         got = skipping.score(["short", exact[0], fits[0]], ["a", exact[1], fits[1]], "polite")
     assert math.isnan(got[1]["content"]) and all(math.isfinite(got[i]["content"]) for i in (0, 2))
 

@@ -251,7 +251,7 @@ def test_overflow_names_the_input_row_or_is_skipped(tmp_path, tiny_model_dir, ca
     assert _score(inp, tmp_path / "out.csv", tiny_model_dir, "--on-overflow", "skip", "-q") == 0
     err = capsys.readouterr().err  # a styleeval line, not Python's "file:line: RowsWarning: ..." and its source line
     assert err.startswith("styleeval score: warning: 1 row longer than the model's context"), err
-    assert "was skipped (NaN scores): row [3]" in err and "Warning" not in err and "runner.py" not in err
+    assert "was skipped (NaN scores): row 3" in err and "Warning" not in err and "runner.py" not in err
     records = read_scores(tmp_path / "out.csv")
     assert [r["row"] for r in records] == list(range(5))
     assert math.isnan(records[3]["content"]) and math.isnan(records[3]["style_strength"])

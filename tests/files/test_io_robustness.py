@@ -160,7 +160,7 @@ def test_overflow_warning_names_the_input_row(tmp_path, tiny_model, tiny_tokeniz
         warnings.simplefilter("always")
         score_file(inp, tmp_path / "o.jsonl", scorer=lp, progress=False, chunk_size=8, flush_seconds=3600)
     messages = [str(w.message) for w in caught if "longer than the model's context" in str(w.message)]
-    assert messages and "rows [9]" in messages[0]
+    assert messages and "row 9" in messages[0]
     assert math.isnan(read_scores(tmp_path / "o.jsonl")[9]["content"])
 
 

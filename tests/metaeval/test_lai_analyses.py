@@ -114,7 +114,7 @@ def test_precomputed_scores_as_metrics(tmp_path, data_dir):
     assert {"s_bleu", "mine", "other"} == set(pd.read_csv(out / "correlations.csv").metric)
 
     cases = {
-        "missing row": ("id,mine\n" + "".join(f"{i},1\n" for i in ids[:-1]), "1 rows have no precomputed score"),
+        "missing row": ("id,mine\n" + "".join(f"{i},1\n" for i in ids[:-1]), "1 row has no precomputed score"),
         "non-numeric": ("id,mine\n" + "".join(f"{i},{'x' if k == 3 else 1}\n" for k, i in enumerate(ids)),
                         "is not a number: 'x'"),
         "unknown id": ("id,mine\n" + "".join(f"{i},1\n" for i in ids) + "lai_formality/NOPE/1,2\n",

@@ -60,12 +60,12 @@ def test_cli_writes_the_three_outputs(tmp_path, capsys):
 
     report = (out / "report.md").read_text()
     assert "## Constructed test set" in report and "## System-generated output" in report
-    assert "| S-Paper-Bleu | -0.13 | -0.79 | -0.51 | -0.14* | -0.07* | -0.15* | -0.10* |" in report
+    assert "| S-Paper-BLEU | -0.13 | -0.79 | -0.51 | -0.14* | -0.07* | -0.15* | -0.10* |" in report
     assert "ziegenbein_appropriateness" in report  # the skip note
-    assert "## Missing cells" in report and "- Ze. / S-Bleu: dataset unavailable" in report
+    assert "## Missing cells" in report and "- Ze. / S-Paper-BLEU: dataset unavailable" in report
     # the test set: ALL (R-BLEU sees only the 100 rows with a reference), then per task
     assert "| n | 100-500 | 50 | 50 | 100 | 100 | 100 | 100 |  |  |" in report
-    assert "## Metric signatures" in report and "- S-Ter: `s_ter|" in report
+    assert "## Metric signatures" in report and "- S-TER: `s_ter|" in report
     for png in ("groups.png", "tasks.png", "datasets.png", "metrics_heatmap.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -32,7 +32,7 @@ def test_means_pairs_and_missing_rows():
     want = np.mean(report.scores.loc[common, "s_chrf"])
     assert table.loc["A", "mean"] == pytest.approx(want) == table.loc["A", "score"] and table.loc["A", "n"] == 11
     assert table.loc["A", "aggregate"] == "mean" and table.loc["A", "n_missing"] == 1
-    assert any("compared on the 11 sources every scored system has; left out: A 1 rows, B 1 rows" in n
+    assert any("compared on the 11 sources every scored system has; left out: A 1 row, B 1 row" in n
                for n in report.notes)
     pair = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "C")].iloc[0]
     assert pair.n_pairs == 11 and pair.delta == pytest.approx(0.0) and not pair.significant
