@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from styleeval.cli import main
+from styleeval.errors import UserError
 from styleeval.files import read_scores, score_file
 
 N = 10
@@ -273,6 +274,24 @@ def test_a_first_row_too_long_advises_the_flag_and_leaves_no_empty_out(tmp_path,
     out.write_text("", encoding="utf-8")  # an OUT that was there before the run is the user's: left as it was
     assert _score(inp, out, tiny_model_dir, "-q") == 2
     assert out.exists()
+
+
+def test_python_score_file_whose_first_chunk_fails_leaves_out_as_it_was(tmp_path, tiny_model_dir):
+    """Issue 47: the CLI removed a 0-byte OUT after a failed first chunk; ``score_file`` from Python left it. OUT is
+    now opened at its first write: a new OUT is not created, an existing one (overwrite or not) keeps its bytes."""
+    rows = _rows(3)
+    rows[0]["rewrite"] = "x" * 10_000
+    inp = _write_csv(tmp_path / "in.csv", rows)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(UserError, match="row 0"):
+        score_file(inp, out, model=str(tiny_model_dir), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+    for overwrite, before in ((False, b""), (True, b"the user's old file\n")):
+        out.write_bytes(before)
+        with pytest.raises(UserError, match="row 0"):
+            score_file(inp, out, model=str(tiny_model_dir), progress=False, overwrite=overwrite)
+        assert out.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "out.jsonl"]
 
 
 def test_one_row_is_counted_as_one_row(tmp_path, tiny_model_dir, capsys):

@@ -78,14 +78,8 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
                      summary: Callable[[Any], str | None]) -> int:
     """Run a resumable file command: ``run()`` returns a result with ``output``, ``scored``, ``skipped``,
     ``remaining``, ``complete`` and ``signature``; ``summary(result)`` is printed once the file is complete."""
-    out = None if str(args.out) == "-" else Path(args.out)
-    new = out is not None and not out.exists() and not out.is_symlink()
     try:
-        try:
-            result = run()
-        except BaseException:
-            _drop_empty(out, new)  # the first chunk failed (a row too long, a server error): leave no 0-byte OUT
-            raise
+        result = run()  # a run whose first chunk fails leaves no OUT (files.runner opens OUT at its first write)
     except FileNotFoundError as err:
         raise UserError(str(err)) from err
     except KeyboardInterrupt:
@@ -110,29 +104,6 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     if result.signature:
         print(f"signature: {result.signature}", file=sys.stderr)
     return 0
-
-
-def _drop_empty(out: Path | None, new: bool) -> None:
-    """Remove OUT when this run created it and wrote nothing to it (its first chunk failed), under OUT's lock; an
-    OUT that existed before, or that another run has taken or written meanwhile, is left alone."""
-    if not new or out is None:
-        return
-    from styleeval.files.resume import _lock
-
-    try:
-        if not out.is_file() or out.stat().st_size:
-            return
-        lock = _lock(out.resolve())
-    except (OSError, UserError):
-        return
-    try:
-        if out.is_file() and out.stat().st_size == 0:
-            out.unlink()
-    except OSError:
-        pass
-    finally:
-        Path(lock.lock_file).unlink(missing_ok=True)
-        lock.release()
 
 
 def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],

@@ -17,6 +17,7 @@ import functools
 import hashlib
 import itertools
 import os
+import sys
 import time
 import warnings
 from collections import deque
@@ -142,29 +143,31 @@ def timed_chunks(items: Iterable[Any], seconds: float, cap: int, first: int = 8,
 
 class _Sink:
     """Where finished records go: OUT appended in place, a temporary file that replaces OUT once the first chunk
-    is safely written (``overwrite``), or standard output (``-``)."""
+    is safely written (``overwrite``), or standard output (``-``). No file is opened before the first write: a run
+    whose first chunk fails leaves no OUT behind (nor an empty one)."""
 
     def __init__(self, output: Path | None, fmt: Format, header: bool, replace: bool) -> None:
-        import sys
-
         self.output, self.fmt, self.header = output, fmt, header
-        self.target = output
-        if output is None:
-            self.file = sys.stdout
+        self.target = output if output is None or not replace else output.with_name(output.name + ".partial")
+        self.file: Any = sys.stdout if output is None else None
+        if output is not None:
+            output.parent.mkdir(parents=True, exist_ok=True)  # fails before any row is scored
+
+    def _open(self) -> Any:
+        assert self.output is not None and self.target is not None
+        if self.target != self.output:
+            self.file = open(self.target, "w", encoding="utf-8", newline="")
+            os.fchmod(self.file.fileno(), os.stat(self.output).st_mode & 0o7777)  # OUT keeps its mode
         else:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            if replace:
-                self.target = output.with_name(output.name + ".partial")
-                self.file = open(self.target, "w", encoding="utf-8", newline="")
-                os.fchmod(self.file.fileno(), os.stat(output).st_mode & 0o7777)  # OUT keeps its mode, as open() would
-            else:
-                self.file = open(output, "a", encoding="utf-8", newline="")
+            self.file = open(self.output, "a", encoding="utf-8", newline="")
+        return self.file
 
     def write(self, text: str) -> None:
-        self.file.write(text)
-        self.file.flush()
+        file = self.file if self.file is not None else self._open()
+        file.write(text)
+        file.flush()
         if self.output is not None:
-            os.fsync(self.file.fileno())
+            os.fsync(file.fileno())
             if self.target != self.output:  # the first chunk of an --overwrite run is safe: it becomes OUT
                 os.replace(self.target, self.output)
                 self.target = self.output
@@ -177,17 +180,23 @@ class _Sink:
 
     def size(self) -> int | None:
         """Bytes of OUT written so far (``None`` for standard output)."""
-        return None if self.output is None else self.file.tell()
+        if self.output is None:
+            return None
+        if self.file is None:  # nothing written yet: OUT as it is (an overwrite starts from nothing)
+            return 0 if self.replacing or not self.output.exists() else self.output.stat().st_size
+        return self.file.tell()
 
     def cut(self, size: int) -> None:
         """OUT back to its first ``size`` bytes (rows written after a point that turned out to be unsafe)."""
+        if self.file is None:  # nothing written by this run
+            return
         self.file.flush()
         os.ftruncate(self.file.fileno(), size)
         self.file.seek(size)
         os.fsync(self.file.fileno())
 
     def close(self) -> None:
-        if self.output is not None:
+        if self.output is not None and self.file is not None:
             try:
                 self.file.close()
             except OSError:  # a full disk fails the last flush too; what was written before stays
