@@ -1,5 +1,5 @@
 """The ``styleeval`` command line: one sub-command per job (``score``, ``autorate``, ``merge``, ``evaluate``,
-``metaeval``, ``stel``, ``reproduce-paper``, ``build-datasets``, ``space``)."""
+``metaeval``, ``stel``, ``reproduce-paper``, ``build-datasets``, ``space``, ``list``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from styleeval._version import __version__
 
-COMMANDS = ("score", "autorate", "merge", "evaluate", "metaeval", "stel", "reproduce-paper", "build-datasets", "space")
+COMMANDS = ("score", "autorate", "merge", "evaluate", "metaeval", "stel", "reproduce-paper", "build-datasets", "space",
+            "list")
 """The sub-commands, each a module of :mod:`styleeval.commands` (``reproduce-paper``: ``reproduce_paper.py``) with
 ``SUMMARY``, ``register`` and ``run``."""
 

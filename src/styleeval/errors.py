@@ -32,6 +32,7 @@ messages are built where the error is raised, in that context.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -88,6 +89,37 @@ def option_advice(name: str, value: object) -> str:
 class UserError(ValueError):
     """Input or settings refused, with a message that names the problem (the file, the row, the option) and what to
     do; raised where input is checked, caught only where it is shown to the user."""
+
+
+def listing_advice(cli: str, python: str) -> str:
+    """Where every valid name is listed, as the current interface reaches it: `` (styleeval list corpora)`` on the
+    command line (and in metric specs), `` (styleeval.corpora.corpus_names())`` in Python, ``""`` in the Space."""
+    interface = current_interface()
+    if interface == "space":
+        return ""
+    return f" ({cli if interface in ('cli', 'spec') else python})"
+
+
+def unknown_names(what: str, names: Sequence[str], known: Sequence[str], cli: str, python: str,
+                  plural: str | None = None) -> UserError:
+    """The error for ``names`` that are not among ``known``: the closest known name of each (difflib), the known ones
+    where no name is close, and where all are listed (:func:`listing_advice`).
+
+    >>> with advising("cli"):
+    ...     print(unknown_names("corpus", ["lai_formalty"], ["lai_formality", "mir_yelp"], "styleeval list corpora",
+    ...                         "corpus_names()", "corpora"))
+    unknown corpus 'lai_formalty'; did you mean 'lai_formality'? (styleeval list corpora)
+    >>> print(unknown_names("corpus", ["x", "mir_yep"], ["lai_formality", "mir_yelp"], "styleeval list corpora",
+    ...                     "corpus_names()", "corpora"))
+    unknown corpora 'x', 'mir_yep' (did you mean 'mir_yelp'?); choose from lai_formality, mir_yelp (corpus_names())
+    """
+    close = {n: difflib.get_close_matches(n, list(known), 1) for n in names}
+    advice = listing_advice(cli, python)
+    if len(names) == 1 and close[names[0]]:
+        return UserError(f"unknown {what} {names[0]!r}; did you mean {close[names[0]][0]!r}?{advice}")
+    shown = ", ".join(f"{n!r}" + (f" (did you mean {close[n][0]!r}?)" if close[n] else "") for n in names)
+    return UserError(f"unknown {what if len(names) == 1 else plural or what + 's'} {shown}; choose from "
+                     f"{', '.join(known)}{advice}")
 
 
 class RowError(UserError):

@@ -8,6 +8,7 @@ field says so, on every machine)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -46,17 +47,29 @@ _WORDS = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "meteor": "METEOR", "pin
 """How the metrics' own names are written (as their authors and sacrebleu write them); other words are capitalized."""
 
 
+def _word(word: str) -> str:
+    """One word of a metric name as its authors write it; chrF's variants as sacrebleu names them (``chrf++`` ->
+    ``chrF++``, ``chrf1`` -> ``chrF1``)."""
+    variant = re.fullmatch(r"chrf(\d*\+*)", word.lower())
+    if variant:
+        return "chrF" + variant.group(1)
+    return _WORDS.get(word.lower(), word.title())
+
+
 def metric_label(name: str) -> str:
     """A metric's one display name, in every report, table, plot and the Space: ``s_bleu`` -> ``S-BLEU``, ``r_chrf``
-    -> ``R-chrF``, ``s_paper_bleu`` -> ``S-Paper-BLEU``, ``logprob_content`` -> ``LogProb content``.
+    -> ``R-chrF``, ``s_chrf++`` (``s_chrf:word_order=2``) -> ``S-chrF++``, ``s_paper_bleu`` -> ``S-Paper-BLEU``,
+    ``logprob_content`` -> ``LogProb content``.
 
     >>> [metric_label(n) for n in ("s_bleu", "s_chrf", "r_ter", "s_paper_bleu", "rs_comet", "s_cosine")]
     ['S-BLEU', 'S-chrF', 'R-TER', 'S-Paper-BLEU', 'RS-COMET', 'S-Cosine']
+    >>> [metric_label(n) for n in ("s_chrf++", "r_chrf1+")]
+    ['S-chrF++', 'R-chrF1+']
     """
     for prefix in ("rs_", "s_", "r_"):
         if name.startswith(prefix):
             words = name[len(prefix):].split("_")
-            return f"{prefix[:-1].upper()}-" + "-".join(_WORDS.get(w.lower(), w.title()) for w in words)
+            return f"{prefix[:-1].upper()}-" + "-".join(_word(w) for w in words)
     if name.startswith("logprob_"):
         return f"LogProb {name[8:]}"
     return name

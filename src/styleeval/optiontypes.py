@@ -60,7 +60,7 @@ class Option:
             else:
                 out = self.type(value)
         except (TypeError, ValueError):
-            kind = "yes or no" if self.type is bool else f"a {self.type.__name__}"
+            kind = "yes or no" if self.type is bool else f"{'an' if self.type is int else 'a'} {self.type.__name__}"
             raise UserError(f"{self.name} must be {kind}, got {value!r}") from None
         if self.choices is not None and out not in self.choices:
             raise UserError(f"{self.name} must be one of {', '.join(self.choices)}, got {out!r}")

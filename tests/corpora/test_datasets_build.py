@@ -174,7 +174,8 @@ def test_build_reports_missing_sources(data_dir, tmp_path, capsys):
     status = build(["--out", str(tmp_path / "o2"), "--data-dir", str(mirror), "asset"])
     assert status == 1 and "not built: asset" in capsys.readouterr().err
     assert build(["--out", str(tmp_path), "nonsense"]) == 2
-    assert "build-datasets: error: unknown datasets nonsense; choose from style_gap_testset, " in capsys.readouterr().err
+    assert ("build-datasets: error: unknown corpus 'nonsense'; choose from style_gap_testset, "
+            in capsys.readouterr().err)
 
 
 def test_build_datasets_that_skips_a_corpus_fails_unless_allowed(data_dir, tmp_path, capsys):

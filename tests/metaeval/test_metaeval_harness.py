@@ -155,7 +155,8 @@ def test_score_dataset_fills_nan_where_no_reference(tmp_path):
 def test_all_datasets_missing_is_an_error():
     with pytest.raises(ValueError, match="no dataset could be used"):
         run_metaeval(["missing"], [CountingLength()], loader=loader, allow_missing=True)
-    with pytest.raises(ValueError, match=r"unknown dataset\(s\) 'lai_formalty' \(did you mean 'lai_formality'\?\)"):
+    with pytest.raises(ValueError, match=r"^unknown corpus 'lai_formalty'; did you mean 'lai_formality'\? "
+                                         r"\(styleeval.corpora.corpus_names\(\)\)$"):
         run_metaeval(["lai_formalty"], [CountingLength()])
     with pytest.raises(ValueError, match="dimension must be one of"):
         run_metaeval(["toy_a"], [CountingLength()], dimension="humour", loader=loader)

@@ -61,14 +61,11 @@ def run(args: argparse.Namespace) -> int:
 
     from styleeval.bundled import dataset_card
     from styleeval.commands._options import check_out_dir
-    from styleeval.corpora import CorpusError, MissingFileError, corpus_names
+    from styleeval.corpora import CorpusError, MissingFileError, check_corpus_names, corpus_names
     from styleeval.corpora._files import local_data_dir
     from styleeval.corpora.configs import write_dataset_folder
-    from styleeval.errors import UserError
 
-    unknown = [n for n in args.names if n not in corpus_names()]
-    if unknown:
-        raise UserError(f"unknown datasets {', '.join(unknown)}; choose from {', '.join(corpus_names())}")
+    check_corpus_names(args.names)
     disable_progress_bars()
     check_out_dir(args.out)
     local_data_dir(args.data_dir)  # a data folder that is not there: one line now (a CorpusError)

@@ -21,7 +21,7 @@ from datasets import Dataset, concatenate_datasets
 from styleeval.corpora._files import ChecksumError, CorpusError, MissingFileError
 from styleeval.corpora.schema import RATING_FEATURES, STEL_FEATURES
 from styleeval.corpora.spec import Config, CorpusSpec
-from styleeval.errors import UserError
+from styleeval.errors import UserError, unknown_names
 
 
 def _discover() -> dict[str, CorpusSpec]:
@@ -71,10 +71,29 @@ def rating_corpora() -> tuple[str, ...]:
     return tuple(n for n, spec in SPECS.items() if spec.kind == "rating")
 
 
+def check_corpus_names(names: Any, rating: bool = False) -> None:
+    """Every name of ``names`` is a corpus (``rating``: a rating corpus), else one :class:`UserError` naming each
+    unknown one with the closest name (``unknown corpus 'lai_formalty'; did you mean 'lai_formality'? (styleeval
+    list corpora)``) and a corpus of the wrong kind with what it is."""
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in SPECS]
+    if unknown:
+        known = rating_corpora() if rating else corpus_names()
+        raise unknown_names("corpus", unknown, known, "styleeval list corpora", "styleeval.corpora.corpus_names()",
+                            "corpora")
+    if rating:
+        other = [n for n in names if SPECS[n].kind != "rating"]
+        if other:
+            verb = "is not a rating corpus" if len(other) == 1 else "are not rating corpora"
+            raise UserError(f"{', '.join(other)} {verb} (kind {SPECS[other[0]].kind}: no rated rewrites); choose from "
+                            f"{', '.join(rating_corpora())}")
+
+
 __all__ = [
     "SPECS",
     "corpus_names",
     "rating_corpora",
+    "check_corpus_names",
     "register_corpus",
     "unregister_corpus",
     "Config",
@@ -106,11 +125,10 @@ def load_corpus(name: str, data_dir: str | os.PathLike[str] | None = None, **opt
         string). ``stel``: one row per task with :data:`STEL_FEATURES`.
 
     Raises:
-        ValueError: unknown name.
+        UserError: unknown name (with the closest one).
         CorpusError: a source file is missing, fails its checksum, or has a malformed row.
     """
-    if name not in SPECS:
-        raise UserError(f"unknown corpus {name!r}; choose from {', '.join(SPECS)}")
+    check_corpus_names([name])
     return SPECS[name].loader(data_dir, **options)
 
 
@@ -123,7 +141,5 @@ def load_rating_corpora(
     ratings = rating_corpora()
     if names is None:
         names = [n for n in ratings if SPECS[n].public_ratings]
-    unknown = [n for n in names if n not in ratings]
-    if unknown:
-        raise UserError(f"not rating corpora: {unknown}; choose from {', '.join(ratings)}")
+    check_corpus_names(names, rating=True)
     return concatenate_datasets([load_corpus(n, data_dir) for n in names])

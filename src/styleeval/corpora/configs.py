@@ -15,17 +15,15 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from styleeval.corpora import SPECS, load_corpus
+from styleeval.corpora import SPECS, check_corpus_names, load_corpus
 from styleeval.corpora.spec import Config
-from styleeval.errors import UserError
 
 SPLIT = "test"
 RESTRICTED_DIR = "data/restricted"
 
 def corpus_configs(name: str) -> tuple[Config, ...]:
     """The configs of corpus ``name``, as its module declares them (``ValueError`` for an unknown name)."""
-    if name not in SPECS:
-        raise UserError(f"unknown dataset {name!r}; choose from {', '.join(SPECS)}")
+    check_corpus_names([name])
     return SPECS[name].configs
 
 

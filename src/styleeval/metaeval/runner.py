@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval import progress as shown
-from styleeval.corpora import rating_corpora
+from styleeval.corpora import check_corpus_names, rating_corpora
 from styleeval.errors import UserError, advising
 from styleeval.labels import random_weight_metrics, shown_label
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
@@ -194,14 +194,7 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
     present_only = datasets is None
     datasets = list(dict.fromkeys(rating_corpora() if datasets is None else datasets))
     if loader is None:
-        known = rating_corpora()
-        unknown = [d for d in datasets if d not in known]
-        if unknown:
-            import difflib
-
-            hints = [f"{d!r}" + (f" (did you mean {m[0]!r}?)" if (m := difflib.get_close_matches(d, known, 1))
-                                 else "") for d in unknown]
-            raise UserError(f"unknown dataset(s) {', '.join(hints)}; choose from {', '.join(known)}")
+        check_corpus_names(datasets, rating=True)
     from styleeval.corpora import MissingFileError
 
     loaded: list[RatedData] = []

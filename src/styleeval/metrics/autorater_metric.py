@@ -30,6 +30,16 @@ class AutoraterMetric(Metric):
     inputs = "source"
     takes_model = True
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        from styleeval.options import AUTORATER_OPTIONS
+
+        return ("fill", *(n for n, o in AUTORATER_OPTIONS.options.items() if o.type is not dict))
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        return f"LLM-as-autorater 1-5 rating of {fixed['dimension']} with the authors' prompts."
+
     def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
         from styleeval.options import AUTORATER_OPTIONS
 

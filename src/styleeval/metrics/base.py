@@ -70,6 +70,19 @@ class Metric:
     """How a system's score is made from its rows: ``"mean"`` of the row scores, or ``"corpus"``: the metric's corpus
     statistic (:meth:`corpus_metric`; sacrebleu's BLEU, chrF and TER, as papers report them)."""
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...] | None:
+        """The options a metric spec of this class takes (``name:key=value``; ``fixed``: what the registry fixes,
+        ``inputs="source"``...), for ``styleeval list metrics``; ``None``: its constructor's (or ``from_spec``'s)
+        keyword arguments, which the registry reads."""
+        return None
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str | None:
+        """One line saying what the metric registered with ``fixed`` computes, for ``styleeval list metrics``;
+        ``None``: the first sentence of the class docstring."""
+        return None
+
     def corpus_metric(self) -> Any:
         """The sacrebleu ``Metric`` object whose corpus score is the system score (``aggregate == "corpus"``), else
         ``None``."""

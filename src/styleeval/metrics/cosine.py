@@ -75,6 +75,15 @@ def cosine_similarities(
 class CosineMetric(Metric):
     """Cosine similarity of the rewrite's embedding with the source's (``s_``) or the references' (``r_``)."""
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        return ("model", "device", "batch_size")
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        return (f"cosine of the sentence embeddings of the rewrite and its {fixed['inputs']}"
+                f"{'s' if fixed['inputs'] == 'reference' else ''} (sentence-transformers; model=...).")
+
     def __init__(self, inputs: str = "source", model: str = DEFAULT_MODEL, device: str | None = None,
                  batch_size: int = 64) -> None:
         if inputs not in ("source", "reference"):
@@ -89,7 +98,7 @@ class CosineMetric(Metric):
     @classmethod
     def from_spec(cls, inputs: str, **opts: str) -> CosineMetric:
         """From a spec's options: ``model``, ``device``, ``batch_size``."""
-        check_options(opts, {"model", "device", "batch_size"})
+        check_options(opts, cls.spec_options())
         return cls(inputs, model=opts.get("model", DEFAULT_MODEL), device=opts.get("device"),
                    batch_size=int(opts.get("batch_size", 64)))
 

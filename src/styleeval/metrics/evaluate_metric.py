@@ -30,6 +30,16 @@ NEEDS_SOURCES = {"comet"}
 class EvaluateMetric(Metric):
     """Wrap ``evaluate.load(module)``: predictions are rewrites, references the source or the references."""
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        return (*(() if "module" in fixed else ("module",)), "key", "config")
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        module = fixed.get("module", "any evaluate module (module=NAME)")
+        against = "source" if fixed["inputs"] == "source" else "references"
+        return f"{module} of the rewrite against its {against}, through evaluate.load; other options go to compute."
+
     def __init__(self, module: str, inputs: str = "source", key: str | None = None, config: str | None = None,
                  **compute_kwargs: str) -> None:
         if not module:

@@ -29,6 +29,17 @@ class LogProbMetric(Metric):
     inputs = "source"
     takes_model = True
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        from styleeval.options import LOGPROB_OPTIONS
+
+        return tuple(n for n, o in LOGPROB_OPTIONS.options.items() if o.type is not dict)
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        what = {"content": "content preservation", "style": "style strength"}[str(fixed["dimension"])]
+        return f"{what} (Pauli et al. 2025), from an LLM's log-probabilities of the source and the rewrite."
+
     def __init__(self, dimension: str, **options: object) -> None:
         from styleeval.options import LOGPROB_OPTIONS
 

@@ -112,6 +112,16 @@ class MaskedMetric(Metric):
         self.name = f"{prefix}_masked_{rest}"
 
     @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        from styleeval.metrics.registry import metric_options
+
+        return ("mask", "min_valence", *metric_options(str(fixed["inner"])))
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        return f"{fixed['inner']} on texts whose style words (VADER's lexicon) are masked (Mukherjee et al. 2022)."
+
+    @classmethod
     def from_spec(cls, inner: str, mask: str = "placeholder", min_valence: str = "0", **opts: str) -> MaskedMetric:
         """From a spec's options: ``mask``, ``min_valence``; the others go to the inner metric."""
         from styleeval.metrics.registry import REGISTRY

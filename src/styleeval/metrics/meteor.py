@@ -230,6 +230,15 @@ class Meteor(Metric):
     ``gamma`` 0.5). Raises :class:`~styleeval.metrics._nltk_data.MissingNLTKDataError` (one line naming what to
     install) when built without WordNet 3.0 or the Punkt model to be had."""
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        return ("tok", "alpha", "beta", "gamma")
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        against = "the source" if fixed["inputs"] == "source" else "each reference (the maximum)"
+        return f"NLTK's METEOR of the rewrite against {against}, as the evaluate module calls it (WordNet 3.0)."
+
     def __init__(self, inputs: str = "source", tok: str = "nltk3.9", alpha: float = 0.9, beta: float = 3.0,
                  gamma: float = 0.5) -> None:
         if inputs not in ("source", "reference"):
@@ -260,7 +269,7 @@ class Meteor(Metric):
     @classmethod
     def from_spec(cls, inputs: str, **opts: str) -> Meteor:
         """From a spec's options: ``tok`` (``nltk3.9`` or ``installed``), ``alpha``, ``beta``, ``gamma``."""
-        check_options(opts, {"tok", "alpha", "beta", "gamma"})
+        check_options(opts, cls.spec_options())
         numbers = {}
         for key in ("alpha", "beta", "gamma"):
             if key in opts:

@@ -24,13 +24,17 @@ class Perplexity(Metric):
     incremental = True
     takes_model = True
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        return ("model", "device", "dtype")
+
     def __init__(self, model: str = "1b", device: str | None = None, dtype: str = "float32") -> None:
         self.options = {"model": str(model), "device": device, "dtype": str(dtype)}
 
     @classmethod
     def from_spec(cls, **opts: str) -> Perplexity:
         """From a spec's options: ``model``, ``device``, ``dtype``."""
-        check_options(opts, {"model", "device", "dtype"})
+        check_options(opts, cls.spec_options())
         return cls(**opts)
 
     def _lp(self):

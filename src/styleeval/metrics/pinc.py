@@ -52,6 +52,10 @@ class SourcePINC(Metric):
     inputs = "source"
     higher_is_better = False  # novelty: higher = less overlap with the source
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        return ("n", "lowercase")
+
     def __init__(self, max_n: int = 4, lowercase: bool = False) -> None:
         self.max_n = int(max_n)
         self.lowercase = bool(lowercase)

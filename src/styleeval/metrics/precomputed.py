@@ -69,13 +69,29 @@ def _digest(scores: Mapping[str, float]) -> str:
     return h.hexdigest()[:12]
 
 
+PRECOMPUTED_OPTIONS = ("file", "column", "lower_is_better", "name")
+
+
 @register("precomputed")
 def from_spec(**opts: str) -> PrecomputedMetric:
     """``precomputed:file=FILE:column=COLUMN[:lower_is_better=yes][:name=NAME]``."""
-    known = {"file", "column", "lower_is_better", "name"}
+    known = set(PRECOMPUTED_OPTIONS)
     if set(opts) - known or not {"file", "column"} <= set(opts):
         raise UserError(f"precomputed needs file= and column= (options: {sorted(known)}), got {sorted(opts)}")
     return from_file(**opts)
+
+
+def _spec_options(**fixed: object) -> tuple[str, ...]:
+    return PRECOMPUTED_OPTIONS
+
+
+def _spec_summary(**fixed: object) -> str:
+    return "scores read from a CSV/JSONL file, keyed by the corpus row id (the meta-evaluation)."
+
+
+# what a metric class declares (Metric.spec_options, spec_summary), for ``styleeval list metrics``
+from_spec.spec_options = _spec_options  # type: ignore[attr-defined]
+from_spec.spec_summary = _spec_summary  # type: ignore[attr-defined]
 
 
 def from_file(file: str, column: str, lower_is_better: bool | str = False, name: str | None = None) -> PrecomputedMetric:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from styleeval.errors import UserError
+from styleeval.errors import UserError, listing_advice
 from styleeval.http_pools import redacted, redacted_text
 from styleeval.metrics.base import Metric
 
@@ -22,6 +22,10 @@ REGISTRY: dict[str, Factory] = {}
 defined; :func:`_discover` imports every module of :mod:`styleeval.metrics` so that all are known."""
 _CLASSES: dict[str, object] = {}
 """Metric name -> the registered class (or function), for what it declares (``takes_model``)."""
+_FIXED: dict[str, dict[str, object]] = {}
+"""Metric name -> the keyword arguments :func:`register` fixes (``inputs="source"``), for :func:`metric_options`."""
+_NAMED: dict[str, tuple[str, ...]] = {}
+"""Metric name -> the keyword arguments its factory names (the spec's options where the class declares none)."""
 
 
 def register(name: str, **fixed: object) -> Callable:
@@ -49,6 +53,8 @@ def register(name: str, **fixed: object) -> Callable:
 
         REGISTRY[name] = factory
         _CLASSES[name] = obj
+        _FIXED[name] = dict(fixed)
+        _NAMED[name] = tuple(named)
         return obj
 
     return decorate
@@ -109,6 +115,43 @@ def available_metrics() -> list[str]:
     """Every registered metric name."""
     _discover()
     return sorted(REGISTRY)
+
+
+def metric_options(name: str) -> tuple[str, ...]:
+    """The options a spec of metric ``name`` takes (besides ``as=``, which every metric takes): what its class
+    declares (``spec_options(**fixed)``: :meth:`Metric.spec_options`), else its constructor's (or ``from_spec``'s)
+    keyword arguments.
+
+    >>> metric_options("s_chrf")
+    ('agg', 'char_order', 'word_order', 'beta', 'lowercase', 'whitespace', 'eps_smoothing')
+    """
+    _discover()
+    if name not in REGISTRY:
+        raise UserError(f"unknown metric {name!r}")
+    declare = getattr(_CLASSES[name], "spec_options", None)
+    declared = declare(**_FIXED[name]) if callable(declare) else None
+    return tuple(declared) if declared is not None else _NAMED[name]
+
+
+def metric_summary(name: str) -> str:
+    """One line saying what metric ``name`` computes (``styleeval list metrics``): what its class declares
+    (:meth:`Metric.spec_summary`), else the first sentence of its class (or function) docstring, as plain text,
+    without a leading ``name:``.
+
+    >>> metric_summary("s_bleu")
+    'sentence BLEU of the rewrite with the source as the only reference.'
+    """
+    _discover()
+    if name not in REGISTRY:
+        raise UserError(f"unknown metric {name!r}")
+    declare = getattr(_CLASSES[name], "spec_summary", None)
+    declared = declare(**_FIXED[name]) if callable(declare) else None
+    if declared:
+        return declared
+    doc = " ".join((getattr(_CLASSES[name], "__doc__", None) or "").split("\n\n")[0].split())
+    first = re.split(r"(?<=[a-z0-9)\]`'\"])\.\s", doc, maxsplit=1)[0].replace("``", "")
+    first = re.sub(rf"^{re.escape(name)}:\s*", "", first)
+    return first if first.endswith(".") or not first else first + "."
 
 
 _OPTION_SPLIT = re.compile(r":(?=\s*[A-Za-z_][A-Za-z0-9_]*\s*=)")
@@ -234,7 +277,8 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         spaces = "".join(f", {ns}:<{m}>" for ns, (_, _, m) in NAMESPACES.items())
         raise UserError(f"unknown metric {name!r}{hint}; available: {', '.join(available_metrics())}{spaces}, "
-                        "precomputed:file=...:column=...")
+                        "precomputed:file=...:column=..."
+                        + listing_advice("styleeval list metrics", "styleeval.metrics.available_metrics()"))
     try:
         metric = build()
     except UserError as err:

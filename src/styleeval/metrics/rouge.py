@@ -36,6 +36,15 @@ def rouge(target: str, prediction: str, kind: str = "rougeL", stem: bool = False
 class ROUGE(Metric):
     """``s_rouge*`` (against the source) and ``r_rouge*`` (best over the references)."""
 
+    @classmethod
+    def spec_options(cls, **fixed: object) -> tuple[str, ...]:
+        return ("stem",)
+
+    @classmethod
+    def spec_summary(cls, **fixed: object) -> str:
+        against = "the source" if fixed["inputs"] == "source" else "the references (the best)"
+        return f"{fixed['kind']} F-measure of the rewrite against {against} (Google's rouge-score)."
+
     def __init__(self, kind: str, inputs: str, stem: bool | str = False) -> None:
         if kind not in KINDS:
             raise UserError(f"ROUGE kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -47,7 +56,7 @@ class ROUGE(Metric):
     @classmethod
     def from_spec(cls, kind: str, inputs: str, **opts: str) -> ROUGE:
         """From a spec's options: ``stem``."""
-        check_options(opts, {"stem"})
+        check_options(opts, cls.spec_options())
         return cls(kind, inputs, **opts)
 
     @property
