@@ -21,8 +21,9 @@ EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
 optionally source_id (pairs rows across systems; default: the source text), reference or references (for r_*
 metrics) and human_<dimension> ratings (added as rows of the report, with each metric's system-level agreement).
-Instead of IN, --dataset NAME compares the systems of a rated corpus ({corpora}: every system's rewrites, the
-corpus's references, its human ratings as human_* columns).
+Instead of IN, --dataset NAME compares the systems of a rated corpus: every system's rewrites, the corpus's
+references, its human ratings as human_* columns; NAME is one of
+{corpora}.
 --limit N evaluates the first N sources only (every system's rows of them), as the report says.
 OUT gets rows.jsonl (every row's texts: source, rewrite, style, references; its scores and the metrics'
 signatures), systems.csv (system, metric, aggregate, n, n_missing, score, mean, ci_low, ci_high, cluster; a warning
