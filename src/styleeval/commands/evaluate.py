@@ -2,6 +2,7 @@
 
     styleeval evaluate outputs.csv --metrics s_bleu,s_chrf,logprob_content,logprob_style --out report/
     styleeval evaluate sysA.jsonl sysB.jsonl --system-from-filename --style formal --out report/
+    styleeval evaluate --dataset lai_formality --metrics s_bleu,s_chrf,r_chrf --limit 20 --out report/
 
 The work is :func:`styleeval.systems.evaluate_systems`; this command reads the files and writes the report.
 """
@@ -20,10 +21,14 @@ EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
 optionally source_id (pairs rows across systems; default: the source text), reference or references (for r_*
 metrics) and human_<dimension> ratings (added as rows of the report, with each metric's system-level agreement).
-OUT gets rows.jsonl (every row's scores and the metrics' signatures), systems.csv (system, metric, aggregate, n,
-n_missing, score, mean, ci_low, ci_high, cluster; a warning column with random weights), pairs.csv (paired tests,
-Holm-adjusted per metric), report.md, report.json and tradeoff.png (or .pdf / .svg: --figure-format) when a content
-and a style metric were computed. Per-row scores are kept in OUT/cache: a killed run resumes, a rerun
+Instead of IN, --dataset NAME compares the systems of a rated corpus: every system's rewrites, the corpus's
+references, its human ratings as human_* columns; NAME is one of
+{corpora}.
+--limit N evaluates the first N sources only (every system's rows of them), as the report says.
+OUT gets rows.jsonl (every row's texts: source, rewrite, style, references; its scores and the metrics'
+signatures), systems.csv (system, metric, aggregate, n, n_missing, score, mean, ci_low, ci_high, cluster; a warning
+column with random weights), pairs.csv (paired tests, Holm-adjusted per metric), report.md, report.json and
+tradeoff.png (or .pdf / .svg: --figure-format) when a content and a style metric were computed. Per-row scores are kept in OUT/cache: a killed run resumes, a rerun
 with more metrics computes only the new ones. The tables on stdout fit the terminal's width ($COLUMNS; 100 columns
 when stdout is a file or a pipe): metrics that do not fit go into tables below, or systems become the columns.
 """
@@ -40,16 +45,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_figure_options,
         add_model_argument,
         non_negative_int,
+        positive_int,
     )
+    from styleeval.corpora import systems_corpora
     from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # not systems/: pandas, scipy
     from styleeval.stats.resampling import SEED
 
+    corpora = ", ".join(systems_corpora())
     p = subparsers.add_parser(
         "evaluate", help=SUMMARY,
-        description="Evaluate and compare style-transfer systems on per-row metric scores.", epilog=EPILOG,
+        description="Evaluate and compare style-transfer systems on per-row metric scores.", epilog=EPILOG.format(corpora=corpora),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("inputs", nargs="+", metavar="IN", help="CSV or JSONL files of system outputs")
+    p.add_argument("inputs", nargs="*", metavar="IN", help="CSV or JSONL files of system outputs (or --dataset)")
+    p.add_argument("--dataset", metavar="NAME", default=None,
+                   help=f"instead of IN: the systems of a rated corpus, with its references and human ratings "
+                   f"({corpora}), read from --data-dir")
+    p.add_argument("--limit", type=positive_int, metavar="N", default=None,
+                   help="evaluate only the first N sources (in input order), every system's rows of them")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="folder for the report files")
     p.add_argument("--metrics", default=None,
                    help=f"comma-separated metric specs (default: {','.join(DEFAULT_METRICS)}); as in metaeval, "
@@ -67,8 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "metrics' p-values are those sacrebleu --paired-ar / --paired-bs prints where no shuffle ties)")
     p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8)")
     p.add_argument("--data-dir", default=None,
-                   help="local corpus mirror for metrics that read corpus files (lai:<score>; default: "
-                   "$STYLEEVAL_DATA_DIR or download)")
+                   help="local corpus mirror for --dataset and for metrics that read corpus files (lai:<score>; "
+                   "default: $STYLEEVAL_DATA_DIR or download)")
     add_figure_options(p, "tradeoff.png")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
@@ -110,6 +123,23 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def input_rows(args: argparse.Namespace) -> list[dict]:
+    """The rows to evaluate: IN's (:func:`read_inputs`) or the corpus ``--dataset`` names; exactly one of them."""
+    if args.dataset is None:
+        if not args.inputs:
+            raise UserError("give the files of system outputs (IN ...) or --dataset NAME (a rated corpus's systems)")
+        return read_inputs(args.inputs, args.system_from_filename, args.encoding)
+    if args.inputs:
+        raise UserError(f"give IN files or --dataset {args.dataset}, not both ({' '.join(args.inputs)})")
+    for given, option in ((args.system_from_filename, "--system-from-filename"), (args.style, "--style")):
+        if given:
+            raise UserError(f"{option} with --dataset: the corpus names each row's system and target style; "
+                            f"leave {option} out")
+    from styleeval.systems.dataset import dataset_rows
+
+    return dataset_rows(args.dataset, args.data_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.commands._options import (
@@ -127,18 +157,19 @@ def run(args: argparse.Namespace) -> int:
     # built once, before the inputs are read: unknown names, bad options and missing extras fail at once
     specs = DEFAULT_METRICS if args.metrics is None else args.metrics.split(",")
     metrics = [get_metric(spec, data_dir=args.data_dir) for spec in metric_specs(specs, args.model)]
-    rows = read_inputs(args.inputs, args.system_from_filename, args.encoding)
+    rows = input_rows(args)
     start = time.perf_counter()
     if args.shard is not None:
         from styleeval.systems.evaluation import score_shard
 
         done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=progress_choice(args),
-                           data_dir=args.data_dir)
+                           data_dir=args.data_dir, limit=args.limit)
         scored = ", ".join(f"{label} {n}" for label, n in done.items()) or "no LLM metric: nothing to shard"
         print(f"shard {args.shard}: rows scored: {scored} ({time.perf_counter() - start:.1f}s) -> {out / 'cache'}; "
               "when every shard is done, run the same command without --shard", file=sys.stderr)
         return 0
-    report = evaluate_systems(rows, metrics, style=args.style, test=args.test, alpha=args.alpha, seed=args.seed,
+    report = evaluate_systems(rows, metrics, limit=args.limit, style=args.style, test=args.test, alpha=args.alpha,
+                              seed=args.seed,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=progress_choice(args),
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
@@ -150,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
         print(paths["json"].read_text(encoding="utf-8"))
     else:
         print(report.to_text())
-    print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}, "
+    subset = f": {terminal_text(report.subset)};" if report.subset else ","
+    print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}{subset} "
           f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
     return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing,

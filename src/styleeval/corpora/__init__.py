@@ -89,11 +89,18 @@ def check_corpus_names(names: Any, rating: bool = False) -> None:
                             f"{', '.join(rating_corpora())}")
 
 
+def systems_corpora() -> tuple[str, ...]:
+    """The rating corpora in which several systems rewrote every source (:attr:`CorpusSpec.compares_systems`: what
+    ``styleeval evaluate --dataset`` takes), in order."""
+    return tuple(n for n, spec in SPECS.items() if spec.kind == "rating" and spec.compares_systems)
+
+
 __all__ = [
     "SPECS",
     "corpus_names",
     "rating_corpora",
     "check_corpus_names",
+    "systems_corpora",
     "register_corpus",
     "unregister_corpus",
     "Config",

@@ -127,4 +127,4 @@ def load(data_dir: str | os.PathLike[str] | None = None, references: int = 1) ->
     return rating_dataset(rows)
 
 
-SPEC = CorpusSpec(NAME, "Lai", "rating", 1, load)
+SPEC = CorpusSpec(NAME, "Lai", "rating", 1, load, compares_systems=True)

@@ -123,4 +123,4 @@ def load(data_dir: str | os.PathLike[str] | None = None) -> Dataset:
     return rating_dataset(rows)
 
 
-SPEC = CorpusSpec(NAME, "Mir", "rating", 2, load)
+SPEC = CorpusSpec(NAME, "Mir", "rating", 2, load, compares_systems=True)

@@ -30,7 +30,9 @@ class CorpusSpec:
     ``kind`` (``"rating"``: the long rating schema, in the meta-evaluation; ``"stel"``: STEL's tasks), ``order``
     (its place in lists), its Hub ``configs``, the ``authors_style_words`` their scripts used where the corpus's
     words differ, ``public_ratings`` (``False`` where the ratings file is not public: the corpus is then left out of
-    :func:`~styleeval.corpora.load_rating_corpora`'s default), and ``loader(data_dir, **options) -> Dataset``."""
+    :func:`~styleeval.corpora.load_rating_corpora`'s default), ``compares_systems`` (``True`` where several systems
+    rewrote every source, each rewrite a row: ``styleeval evaluate --dataset`` takes the corpus as its systems), and
+    ``loader(data_dir, **options) -> Dataset``."""
 
     name: str
     label: str
@@ -40,6 +42,7 @@ class CorpusSpec:
     configs: tuple[Config, ...] = (Config("default"),)
     authors_style_words: Mapping[str, str] = field(default_factory=dict)
     public_ratings: bool = True
+    compares_systems: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("rating", "stel"):

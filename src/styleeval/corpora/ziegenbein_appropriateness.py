@@ -168,4 +168,5 @@ def load(data_dir: str | os.PathLike[str] | None = None, *, ratings: bool = True
 
 
 SPEC = CorpusSpec(NAME, "Ze.", "rating", 4, load,
-                  authors_style_words={"appropriate": "appropriated"}, public_ratings=False)
+                  authors_style_words={"appropriate": "appropriated"}, public_ratings=False,
+                  compares_systems=True)

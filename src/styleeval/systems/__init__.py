@@ -1,5 +1,6 @@
 """Evaluating and comparing style-transfer systems (``styleeval evaluate``): :func:`evaluate_systems` and
-:class:`SystemsReport` (:mod:`.evaluation`), the statistics (:mod:`.stats`), the report files (:mod:`.report`)."""
+:class:`SystemsReport` (:mod:`.evaluation`), the statistics (:mod:`.stats`), the report files (:mod:`.report`), a rated
+corpus as the systems input (:mod:`.dataset`)."""
 
 from styleeval.systems.evaluation import DEFAULT_METRICS, SystemsReport, evaluate_systems
 

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from styleeval import stats
-from styleeval.errors import RowError, UserError, advising
+from styleeval.errors import RowError, UserError, advising, option_text
 from styleeval.labels import counted
 from styleeval.metrics.registry import SYSTEM_METRICS
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
@@ -206,9 +206,11 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
 
 
 def evaluate_systems(
-    rows: Iterable[Mapping[str, Any]] | pd.DataFrame,
+    rows: Iterable[Mapping[str, Any]] | pd.DataFrame | None = None,
     metrics: Sequence[str | Metric] | str = DEFAULT_METRICS,
     *,
+    dataset: str | None = None,
+    limit: int | None = None,
     style: str | None = None,
     test: str = "ar",
     alpha: float = 0.05,
@@ -228,6 +230,11 @@ def evaluate_systems(
             ``source_id``, ``reference``/``references`` (for ``r_*`` metrics) and ``human_<dimension>`` ratings.
         metrics: registry specs, as in the meta-evaluation (``logprob_content``, ``s_chrf``, ``precomputed:...``) or
             metric objects: a list, or one comma-separated string as on the command line.
+        dataset: instead of ``rows``, a rated corpus whose systems are compared (``"lai_formality"``: its 9 systems
+            with their references and human ratings; :func:`~styleeval.systems.dataset.dataset_rows`), read from
+            ``data_dir``.
+        limit: only the first ``limit`` sources (in the order the rows first give them), every system's rows of
+            them; the report says so.
         test: ``"ar"`` (paired approximate randomization, ``trials`` shufflings) or ``"bootstrap"`` (paired
             bootstrap, ``n_boot`` resamples).
         alpha: significance level of the Holm-adjusted p-values.
@@ -250,9 +257,12 @@ def evaluate_systems(
     if test not in TESTS:
         raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
     stats.check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)  # before any scoring
-    checked, objs, order, data = _prepare(rows, metrics, style, data_dir)
+    rows = _input_rows(rows, dataset, style, data_dir)
+    checked, objs, order, data, subset = _prepare(rows, metrics, style, data_dir, limit)
     notes: list[str] = []
     note = _noter(notes, log)
+    if subset:
+        note(f"evaluated on {subset}: every system's rows of them, {counted(len(checked), 'row')}")
     cache = ScoresCache(cache_dir)
     scores = pd.DataFrame({"row": [r.row for r in checked], "system": [r.system for r in checked],
                            "source_id": [r.source_id for r in checked]})
@@ -304,14 +314,53 @@ def evaluate_systems(
                              trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus,
                              progress=progress)
     report.not_computed = not_computed
+    report.texts = pd.DataFrame({"source": [r.source for r in checked], "rewrite": [r.rewrite for r in checked],
+                                 "style": [r.style for r in checked], "references": [r.references for r in checked]})
+    report.subset = subset
     return report
 
 
+def _input_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame | None, dataset: str | None, style: str | None,
+                data_dir: str | Path | None) -> Iterable[Mapping[str, Any]] | pd.DataFrame:
+    """``rows``, or the rows of corpus ``dataset`` (:func:`~styleeval.systems.dataset.dataset_rows`): exactly one
+    of them, and no ``style`` with a corpus (each of its rows has its target style)."""
+    if dataset is None:
+        if rows is None:
+            raise UserError("give the rows to evaluate, or dataset=NAME for a rated corpus's systems")
+        return rows
+    if rows is not None:
+        raise UserError(f"give rows or dataset={dataset!r}, not both")
+    if style is not None:
+        raise UserError(f"style={style!r} with dataset={dataset!r}: the corpus gives each row its target style; "
+                        "leave style out")
+    from styleeval.systems.dataset import dataset_rows
+
+    return dataset_rows(dataset, data_dir)
+
+
+def first_sources(checked: list[SystemRow], limit: int | None) -> tuple[list[SystemRow], str]:
+    """The rows of the first ``limit`` sources, in the order the rows first give them (every system's rows of
+    them), and what was kept, as the report says it (``"the first 5 of 80 sources (--limit 5)"``; ``""``: all of
+    them). ``limit`` must be a positive integer (``None``: no limit)."""
+    if limit is None:
+        return checked, ""
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 1:
+        raise UserError(f"limit must be a positive integer (the number of sources to evaluate), got {limit!r}")
+    sources = list(dict.fromkeys(r.source_id for r in checked))
+    if limit >= len(sources):
+        return checked, ""
+    kept = set(sources[:limit])
+    option = option_text("limit", int(limit)) or "limit"
+    return [r for r in checked if r.source_id in kept], f"the first {limit} of {len(sources)} sources ({option})"
+
+
 def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence[Any] | str, style: str | None,
-             data_dir: str | Path | None) -> tuple[list[SystemRow], list[Any], list[int], Any]:
-    """The checked rows, the metric objects (specs built here: unknown names and missing extras fail before the rows
-    are read; metric objects as given), and the scoring inputs: rows sorted by source, so that every system's rewrite
-    of a source lands in one scoring call (one prompt, one tree), with ``order`` mapping them back."""
+             data_dir: str | Path | None,
+             limit: int | None = None) -> tuple[list[SystemRow], list[Any], list[int], Any, str]:
+    """The checked rows (those of the first ``limit`` sources: :func:`first_sources`), the metric objects (specs
+    built here: unknown names and missing extras fail before the rows are read; metric objects as given), the
+    scoring inputs: rows sorted by source, so that every system's rewrite of a source lands in one scoring call (one
+    prompt, one tree), with ``order`` mapping them back; and what ``limit`` kept (``""``: every row)."""
     from styleeval.metrics import Metric, get_metric
     from styleeval.scoring import ScoringInputs
 
@@ -321,7 +370,7 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
         raise UserError("give at least one metric")
     objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=None if data_dir is None else str(data_dir))
             for m in metrics]
-    checked = check_rows(rows, style)
+    checked, subset = first_sources(check_rows(rows, style), limit)
     labels = [m.label for m in objs]
     dupes = sorted({label for label in labels if labels.count(label) > 1})
     if dupes:
@@ -333,7 +382,7 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
         rewrites=[checked[i].rewrite for i in order], references=[checked[i].references for i in order],
         styles=[checked[i].style for i in order], source_ids=[checked[i].source_id for i in order],
     )
-    return checked, objs, order, data
+    return checked, objs, order, data, subset
 
 
 def _input_row(err: Exception, checked: Sequence[SystemRow], order: Sequence[int]) -> Exception:
@@ -354,11 +403,13 @@ def score_shard(
     style: str | None = None,
     progress: bool | None = None,
     data_dir: str | Path | None = None,
+    limit: int | None = None,
 ) -> dict[str, int]:
     """Shard ``K/N`` of :func:`evaluate_systems`'s scoring, for job arrays: the LLM metrics' rows of every source
     ``j`` with ``j mod N == K`` are scored into the shard's own files in ``cache_dir`` (resumable); the other
     metrics are fast and left to the run that puts the shards together (``evaluate_systems`` with the same
-    ``cache_dir``, which names any shard not run or not finished). Returns metric label -> rows in this shard."""
+    ``cache_dir`` and ``limit``, which names any shard not run or not finished). Returns metric label -> rows in this
+    shard."""
     from styleeval import progress as shown
     from styleeval.files.shards import Shard
     from styleeval.scoring import ScoresCache, score_dataset
@@ -366,7 +417,7 @@ def score_shard(
     progress = shown.enabled(progress)
     part = Shard.parse(shard)
     assert part is not None
-    checked, objs, order, data = _prepare(rows, metrics, style, data_dir)
+    checked, objs, order, data, _ = _prepare(rows, metrics, style, data_dir, limit)
     cache = ScoresCache(cache_dir)
     done = {}
     for metric in objs:

@@ -57,6 +57,12 @@ class SystemsReport:
     not_computed: dict[str, str] = field(default_factory=dict)
     """metric -> why it could not be computed (asked for, absent from the tables; ``styleeval evaluate`` exits
     non-zero unless ``--allow-missing``)."""
+    texts: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """What was scored, one row per row of ``scores`` (same order): ``source``, ``rewrite``, ``style``,
+    ``references`` (a list, or ``None``); empty where the report was built from scores alone (``compare_systems``)."""
+    subset: str = ""
+    """Which sources were evaluated where not all of them (``"the first 5 of 80 sources (--limit 5)"``); ``""``:
+    every source of the input."""
 
     @property
     def metrics(self) -> list[str]:
@@ -109,7 +115,7 @@ class SystemsReport:
                 "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
                 "test_signatures": self.test_signatures, "systems": records(self.systems),
                 "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes,
-                "not_computed": self.not_computed}
+                "not_computed": self.not_computed, "subset": self.subset}
 
 
 def fmt(value: float, digits: int = 4) -> str:
@@ -214,7 +220,8 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
         "# System evaluation", "",
         *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')}; they test the pipeline, their "
            "values mean nothing.", ""] if warning else []),
-        f"{counted(report.scores['system'].nunique(), 'system')}, {counted(len(report.scores), 'row')}. Each cell: score [95% bootstrap CI] "
+        f"{counted(report.scores['system'].nunique(), 'system')}, {counted(len(report.scores), 'row')}"
+        f"{f': {md_cell(report.subset)}' if report.subset else ''}. Each cell: score [95% bootstrap CI] "
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
@@ -383,7 +390,7 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
     random = report.random_weights
 
     def rows(f) -> None:
-        for record in report.scores.to_dict("records"):
+        for record in row_records(report):
             clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
             clean["signatures"] = report.signatures
             if random:
@@ -411,6 +418,19 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
         if out / name not in paths.values():
             (out / name).unlink(missing_ok=True)
     return paths
+
+
+def row_records(report: SystemsReport) -> list[dict[str, Any]]:
+    """``rows.jsonl``'s records before the signatures: each row's ``row``, ``system`` and ``source_id``, what was
+    scored (``source``, ``rewrite``, ``style``, ``references``: :attr:`SystemsReport.texts`, where the report has
+    them), then every metric's score and the human ratings."""
+    scores = report.scores.to_dict("records")
+    if report.texts.empty:
+        return scores
+    keys = ("row", "system", "source_id")
+    return [{**{k: record[k] for k in keys if k in record}, **texts,
+             **{k: v for k, v in record.items() if k not in keys}}
+            for record, texts in zip(scores, report.texts.to_dict("records"), strict=True)]
 
 
 def _plain(value):
