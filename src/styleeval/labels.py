@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from styleeval.hub import TINY_RANDOM
@@ -73,6 +74,82 @@ def metric_label(name: str) -> str:
     if name.startswith("logprob_"):
         return f"LogProb {name[8:]}"
     return name
+
+
+SYSTEM_SCORE = "system score"
+"""The column, in every table of system-level agreement with humans (``styleeval evaluate``'s agreement tables,
+``metaeval``'s Lai table and ``wmt_kendall.csv``), that names how a metric's system scores were made from its rows
+(:func:`system_statistic`): one metric's r with the humans differs with it (S-BLEU on Lai's systems: corpus BLEU
+in ``evaluate``, mean sentence BLEU in ``metaeval``)."""
+
+_SACREBLEU = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER"}
+"""sacrebleu's metrics (the registry names ``s_bleu``, ``r_chrf``...: their row scores are sacrebleu's sentence
+scores), as sacrebleu writes them."""
+
+
+@dataclass(frozen=True)
+class SystemStatistic:
+    """How a system's score is made from its rows: ``label`` (the :data:`SYSTEM_SCORE` cell: ``corpus BLEU``) and
+    ``definition`` (what the legend under the table says of it): one wording for every report."""
+
+    label: str
+    definition: str
+
+
+CORPUS_SCORE = "sacrebleu's corpus_score of the system's rewrites (their statistics summed: what `sacrebleu -i` prints)"
+MEAN_SENTENCE = "the mean of the system's sentence scores (sacrebleu's sentence_score of each row)"
+MEAN_ROW = "the mean of the system's row scores"
+
+
+def system_statistic(aggregate: str, signature: Any = "") -> SystemStatistic:
+    """How a metric's system score is made from its rows, named as every report names it: ``aggregate`` ``corpus``
+    (sacrebleu's corpus score: ``corpus BLEU``) or ``mean`` (of the row scores: ``mean sentence BLEU`` for sacrebleu's
+    metrics, whose row scores are sentence scores, ``mean row score`` for the others). The metric's kind is read from
+    its ``signature``'s name (``s_bleu``, ``r_chrf``...: the registry name, which an ``as=NAME`` alias keeps).
+
+    >>> [system_statistic(a, s).label for a, s in (("corpus", "s_bleu|nrefs:1"), ("mean", "s_bleu|nrefs:1"),
+    ...                                               ("mean", "r_chrf|nc:6"), ("mean", "logprob|model:1b"))]
+    ['corpus BLEU', 'mean sentence BLEU', 'mean sentence chrF', 'mean row score']
+    """
+    try:
+        name = Signature.parse(signature).name
+    except ValueError:
+        name = ""
+    prefix, _, kind = name.partition("_")
+    word = _SACREBLEU.get(kind) if prefix in ("s", "r") else None
+    if aggregate == "corpus":
+        return SystemStatistic(f"corpus {word}" if word else "corpus score", CORPUS_SCORE)
+    if aggregate != "mean":
+        raise ValueError(f"aggregate must be 'corpus' or 'mean', got {aggregate!r}")
+    return SystemStatistic(f"mean sentence {word}", MEAN_SENTENCE) if word else SystemStatistic("mean row score",
+                                                                                                  MEAN_ROW)
+
+
+def system_score_legend(statistics: Iterable[SystemStatistic]) -> str:
+    """The legend of a :data:`SYSTEM_SCORE` column: each definition once, after the statistics it defines, and, where
+    one metric kind is shown both ways (corpus and mean sentence BLEU), that they are different statistics.
+
+    >>> print(system_score_legend([system_statistic("corpus", "s_bleu|tok:13a"), system_statistic("corpus", "s_ter|a:b"),
+    ...                            system_statistic("mean", "s_bleu|tok:13a")]))  # doctest: +NORMALIZE_WHITESPACE
+    System score: corpus BLEU, corpus TER = sacrebleu's corpus_score of the system's rewrites (their statistics
+    summed: what `sacrebleu -i` prints); mean sentence BLEU = the mean of the system's sentence scores (sacrebleu's
+    sentence_score of each row). Corpus and mean sentence BLEU are different statistics: their system scores, and
+    their r with the humans, differ.
+    """
+    shown = list(dict.fromkeys(statistics))
+    if not shown:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for statistic in shown:
+        groups.setdefault(statistic.definition, []).append(statistic.label)
+    text = "System score: " + "; ".join(f"{', '.join(labels)} = {definition}"
+                                        for definition, labels in groups.items()) + "."
+    words = [s.label.removeprefix("corpus ").removeprefix("mean sentence ") for s in shown]
+    both = [w for w in dict.fromkeys(words) if words.count(w) > 1 and w in _SACREBLEU.values()]
+    if both:
+        text += (f" Corpus and mean sentence {', '.join(both)} are different statistics: their system scores, and "
+                 "their r with the humans, differ.")
+    return text
 
 
 def shown_label(name: str, negated: bool = False, random_weights: bool = False) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import sacrebleu
 
@@ -67,6 +68,9 @@ def test_the_same_statistic_on_the_same_data_is_the_same_number_in_metaeval(lai_
     assert wmt.loc["s_chrf", "n_systems"] == agreement.loc["chrf_mean", "n_systems"] == 8
     assert agreement.loc["chrf_mean", "pearson"] == pytest.approx(wmt.loc["s_chrf", "system_pearson"], abs=1e-12)
     assert round(wmt.loc["s_chrf", "system_pearson"], 3) == 0.712 != round(agreement.loc["s_chrf", "pearson"], 3)
+    # one statistic, one name: the same number is labelled alike in both reports, the other one not
+    assert wmt.loc["s_chrf", "system_score"] == agreement.loc["chrf_mean", "system_score"] == "mean sentence chrF"
+    assert agreement.loc["s_chrf", "system_score"] == "corpus chrF"
     human = result.human["lai_formality"]
     rows, _ = shared_rows(human, {m: result.scores["lai_formality", m] for m in ("s_chrf", "r_chrf")},
                           np.arange(len(human)))
@@ -85,7 +89,7 @@ def test_the_tables_show_n_and_say_what_they_negate(lai_report):
     text = lai_report.to_markdown()
     section = text[text.index("## Agreement with the human ratings"):text.index("## Signatures")]
     assert "### Agreement with human_content: 8 systems, 640 rows (left out: reference (no r_chrf score))" in section
-    assert "Lower is better for S-TER: negated here" in section and "| S-TER (negated) | corpus |" in section
+    assert "Lower is better for S-TER: negated here" in section and "| S-TER (negated) | corpus TER |" in section
     assert "| metric | system score | Pearson r | pairwise accuracy | r, own systems |" in section
     stdout = lai_report.to_text()
     assert "Agreement with human_style: 8 systems, 640 rows" in stdout and "S-TER (negated)" in stdout
@@ -93,6 +97,49 @@ def test_the_tables_show_n_and_say_what_they_negate(lai_report):
     assert {(r["metric"], r["negated"], r["n_systems"], r["n_rows"]) for r in records if r["human"] ==
             "human_content"} == {(m, m == "s_ter", 8, 640) for m in ("s_bleu", "s_chrf", "r_chrf", "s_ter",
                                                                        "chrf_mean")}
+
+
+def test_s_bleu_s_two_system_level_numbers_are_labelled_as_two_statistics(lai_report, data_dir, tmp_path):
+    """Issue 47, item 7: S-BLEU's system-level r with human content on Lai's 8 systems is 0.420 in ``evaluate``
+    (sacrebleu's corpus BLEU per system) and 0.312 in ``metaeval``'s Lai table (the mean of sentence BLEU per
+    system). Each report names its statistic in a ``system score`` column, with the same words
+    (``styleeval.labels.system_statistic``), and a legend under it says what each is; the terminal too."""
+    from styleeval.labels import system_statistic
+    from styleeval.metaeval import run_metaeval, write_report
+
+    agreement = lai_report.agreement.set_index(["human", "metric"]).loc["human_content"]
+    assert agreement.loc["s_bleu", "system_score"] == "corpus BLEU" and round(agreement.loc["s_bleu", "pearson"], 3) \
+        == 0.42
+    result = run_metaeval(["lai_formality"], ["s_bleu", "r_chrf"], dimension="content", data_dir=data_dir, n_boot=0)
+    wmt = result.wmt.set_index("metric")
+    assert wmt.loc["s_bleu", "n_systems"] == agreement.loc["s_bleu", "n_systems"] == 8  # the same systems
+    assert wmt.loc["s_bleu", "system_score"] == "mean sentence BLEU" and round(wmt.loc["s_bleu", "system_pearson"],
+                                                                             3) == 0.312
+    # the mean-sentence number is what it says: Pearson of the 8 systems' mean sentence BLEU
+    mean_bleu = lai_report.scores.groupby("system")["s_bleu"].mean().drop("reference")
+    human = lai_report.scores.groupby("system")["human_content"].mean().drop("reference")
+    assert wmt.loc["s_bleu", "system_pearson"] == pytest.approx(np.corrcoef(mean_bleu, human)[0, 1], abs=1e-12)
+    # evaluate: report.md and the terminal
+    text = lai_report.to_markdown()
+    section = text[text.index("## Agreement with the human ratings"):text.index("## Signatures")]
+    assert "| S-BLEU | corpus BLEU | 0.42 | 0.643 |" in section and "| chrf_mean | mean sentence chrF |" in section
+    legend = ("System score: corpus BLEU, corpus chrF, corpus TER = sacrebleu's corpus_score of the system's rewrites "
+              "(their statistics summed: what `sacrebleu -i` prints); mean sentence chrF = the mean of the system's "
+              "sentence scores (sacrebleu's sentence_score of each row). Corpus and mean sentence chrF are different "
+              "statistics: their system scores, and their r with the humans, differ.")
+    assert legend in section
+    stdout = lai_report.to_text(width=100)
+    assert "S-BLEU           corpus BLEU         0.42" in stdout and legend in " ".join(stdout.split())
+    # metaeval: report.md and wmt_kendall.csv, in the same words
+    paths = write_report(result, tmp_path, plots=False)
+    report = paths["report"].read_text(encoding="utf-8")
+    assert "| dataset | metric | Kendall tau-like | pairs | system score | system-level r | systems |" in report
+    assert "| Lai | S-BLEU | 0.290 | 1810 | mean sentence BLEU | 0.31* | 8 |" in report
+    assert ("System score: mean sentence BLEU, mean sentence chrF = the mean of the system's sentence scores "
+            "(sacrebleu's sentence_score of each row).") in report
+    assert "its default S-BLEU correlates `corpus BLEU`, another statistic" in report
+    csv = pd.read_csv(paths["wmt"]).set_index("metric")
+    assert csv.loc["s_bleu", "system_score"] == system_statistic("mean", result.signatures["s_bleu"]).label
 
 
 def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():

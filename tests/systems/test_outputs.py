@@ -213,3 +213,60 @@ def test_systems_csv_writes_clusters_as_integers(tmp_path):
     clusters = pd.read_csv(out / "systems.csv", dtype=str, keep_default_na=False).set_index(["system", "metric"])
     assert clusters["cluster"].to_dict() == {("A", "s_bleu"): "1", ("B", "s_bleu"): "1", ("C", "s_bleu"): "1",
                                              ("A", "r_chrf"): "1", ("C", "r_chrf"): "2", ("B", "r_chrf"): ""}
+
+
+def _layout(text: str) -> list[tuple[str, list[str], list[str]]]:
+    """The systems table's blocks in a terminal output (before the agreement tables): each block's key column, its
+    other columns and its row keys."""
+    lines = text[:text.index("Agreement")].splitlines()
+    blocks = []
+    for i, line in enumerate(lines[:-1]):
+        if lines[i + 1] and set(lines[i + 1]) <= {"-", " "}:
+            key, *columns = re.split(r" {2,}", line)
+            body = []
+            for row in lines[i + 2:]:
+                if not row:
+                    break
+                body.append(re.split(r" {2,}", row)[0])
+            blocks.append((key, columns, body))
+    return blocks
+
+
+def test_two_systems_that_do_not_fit_side_by_side_are_compared_in_every_table(tmp_path, monkeypatch, capsys):
+    """Issue 47, item 7: with 2 systems on a terminal too narrow for both as columns, the terminal printed one table
+    per system (metrics as rows: ``copy``'s table, then ``UPPER``'s), nothing compared; now systems are the rows, as
+    with 3 systems at that width, every table showing both. 1 and 3 systems, and 2 where both fit, are unchanged."""
+    from styleeval.systems.evaluation import evaluate_systems
+
+    rewrites = {"copy": SOURCES, "UPPER": [s.upper() for s in SOURCES], "dog": [s.replace("cat", "dog") for s in SOURCES]}
+    rows = [{"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
+             "human_content": float((i + k) % 4)}
+            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts))]
+    metrics = ["S-BLEU ↑", "S-chrF ↑", "S-TER ↓", "human_content ↑"]
+    layouts = {}
+    for systems in (["copy"], ["copy", "UPPER"], ["copy", "UPPER", "dog"]):
+        report = evaluate_systems([r for r in rows if r["system"] in systems], ["s_bleu", "s_chrf", "s_ter"],
+                                  trials=50, n_boot=20)
+        for width in (60, 100):
+            text = report.to_text(width=width)
+            assert max(map(len, text.splitlines())) <= width
+            layouts[len(systems), width] = _layout(text)
+    ranked = ["copy", "dog", "UPPER"]  # by S-BLEU: 100, 75.06, 1.244
+    assert layouts[2, 60] == [("system", ["S-BLEU ↑"], ["copy", "UPPER"]),
+                              ("system", ["S-chrF ↑", "S-TER ↓"], ["copy", "UPPER"]),
+                              ("system", ["human_content ↑"], ["copy", "UPPER"])]  # was 2 tables: copy, UPPER
+    assert layouts[2, 100] == [("metric", ["copy", "UPPER"], metrics)]
+    assert layouts[1, 60] == [("metric", ["copy"], metrics)] and layouts[1, 100] == [("system", metrics, ["copy"])]
+    assert layouts[3, 60] == [("system", ["S-BLEU ↑"], ranked), ("system", ["S-chrF ↑"], ranked),
+                              ("system", ["S-TER ↓", "human_content ↑"], ranked)]
+    assert layouts[3, 100] == [("metric", ranked, metrics)]
+    # the command itself, on a 60-column terminal
+    table = tmp_path / "in.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows if r["system"] != "dog"), encoding="utf-8")
+    monkeypatch.setenv("COLUMNS", "60")
+    capsys.readouterr()
+    assert main(["evaluate", str(table), "--metrics", "s_bleu,s_chrf,s_ter", "--out", str(tmp_path / "out"),
+                 "--no-progress"]) == 0
+    shown = _layout(capsys.readouterr().out)
+    assert len(shown) > 1 and {(key, tuple(body)) for key, _, body in shown} == {("system", ("copy", "UPPER"))}
+    assert [column for _, columns, _ in shown for column in columns] == metrics

@@ -10,7 +10,16 @@ import pandas as pd
 
 from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.figures import FIGURE_FORMATS, figure_link
-from styleeval.labels import RANDOM_WEIGHTS, dataset_label, random_weights_warning, with_warning
+from styleeval.labels import (
+    RANDOM_WEIGHTS,
+    SYSTEM_SCORE,
+    counted,
+    dataset_label,
+    random_weights_warning,
+    system_score_legend,
+    system_statistic,
+    with_warning,
+)
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
 from styleeval.metaeval.runner import MetaevalResult
 
@@ -156,35 +165,40 @@ def shared_table(result: MetaevalResult) -> str | None:
 
 
 def wmt_table(result: MetaevalResult) -> str:
-    """Lai et al.'s segment-level Kendall tau-like and system-level Pearson, per dataset and metric."""
+    """Lai et al.'s segment-level Kendall tau-like and system-level Pearson, per dataset and metric, with the
+    statistic its system scores are (the ``system score`` column, ``styleeval evaluate``'s wording), then its legend."""
     rows = [
-        [dataset_label(r.dataset), result.label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs),
+        [dataset_label(r.dataset), result.label(r.metric), f"{r.kendall_like:.3f}", str(r.n_pairs), r.system_score,
          format_correlation(r.system_pearson, r.system_pearson_p), str(r.n_systems)]
         for r in result.wmt.itertuples()
     ]
-    return _md_table(["dataset", "metric", "Kendall tau-like", "pairs", "system-level r (system means)", "systems"],
-                     rows)
+    table = _md_table(["dataset", "metric", "Kendall tau-like", "pairs", SYSTEM_SCORE, "system-level r", "systems"],
+                      rows)
+    legend = system_score_legend(system_statistic("mean", result.signatures.get(m, ""))
+                                 for m in dict.fromkeys(result.wmt["metric"]))
+    return f"{table}\n\n{legend}"  # fixed words (labels.system_statistic), no name in it
 
 
 def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05) -> str | None:
     """Williams test of every pair of metrics on a dataset's rated rows: a cell says whether the row's metric
     correlates significantly better (Pearson, one-sided p < alpha) than the column's.
 
-    Exactly the metrics and rows of the correlation table it sits under: a metric the table skipped (NaN scores,
-    constant) is not tested, each pair is tested on the rows both metrics were correlated on, and the last row
-    gives each metric's n."""
+    Exactly the metrics of the correlation table it sits under (a metric the table skipped, NaN scores or constant,
+    is not tested); each pair is tested on the rows both metrics score (and the humans rate), and the n shown is the
+    pair's: one line under the table where every pair has the same n, else each cell's own (``0.03 (n = 100)``)."""
     from styleeval.stats.compare import significance_matrix
 
     human = result.human.get(dataset)
     table = result.correlations
     in_table = table[(table["dataset"] == dataset) & (table["subset"] == "all")] if len(table) else table
-    n_of = dict(zip(in_table["metric"], in_table["n"])) if len(in_table) else {}
-    names = [m for m in result.metrics if (dataset, m) in result.scores and m in n_of]
+    tested = set(in_table["metric"]) if len(in_table) else set()
+    names = [m for m in result.metrics if (dataset, m) in result.scores and m in tested]
     if human is None or len(names) < 2:
         return None
     rated = np.isfinite(human)
     scores = {m: result.scores[dataset, m][rated] for m in names}
     matrix = significance_matrix(human[rated], scores, alpha)
+    sizes = {c.n for c in matrix.values()}
     rows = []
     for a in names:
         row = [result.label(a)]
@@ -193,10 +207,14 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
                 row.append("")
                 continue
             c = matrix[a, b]
-            row.append(f"**{c.p:.3f}**" if c.p < alpha else f"{c.p:.2f}" if math.isfinite(c.p) else "–")
+            p = f"**{c.p:.3f}**" if c.p < alpha else f"{c.p:.2f}" if math.isfinite(c.p) else "–"
+            row.append(p if len(sizes) == 1 else f"{p} (n = {c.n})")
         rows.append(row)
-    rows.append(["n"] + [str(int(n_of[m])) for m in names])
-    return _md_table(["A \\ B"] + [result.label(m) for m in names], rows)
+    text = _md_table(["A \\ B"] + [result.label(m) for m in names], rows)
+    if len(sizes) == 1:
+        return f"{text}\n\nEvery pair on the same {counted(sizes.pop(), 'row')} (rated, and scored by both metrics)."
+    return (f"{text}\n\nEach pair on the rated rows both metrics score, n in its cell: fewer where one of them "
+            "scores fewer rows (a reference-based metric: the rows with a reference).")
 
 
 def hybrid_table(result: MetaevalResult, folds: int = 5, seed: int = 0) -> str | None:
@@ -303,16 +321,18 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     if len(result.wmt):
         lines += ["", "## Lai et al. (2022): segment-level Kendall's tau-like and system-level Pearson", "",
                   "Pairs of system outputs for the same source; human ties skipped, metric ties discordant; "
-                  "tau averaged over sources. System level: Pearson of the per-system means of the row scores (the "
-                  "number `styleeval evaluate`'s agreement table gives a metric whose system score is the mean, on "
-                  "the same systems; for BLEU/chrF/TER it correlates sacrebleu's corpus scores instead). Every metric "
-                  "of a dataset on the same rows: the system outputs that every metric and the humans rate.", "",
+                  "tau averaged over sources. System level: Pearson of the per-system means of the row scores, "
+                  "named in the `system score` column (`mean sentence BLEU`: the number `styleeval evaluate`'s "
+                  "agreement table gives `s_bleu:agg=mean` on the same systems; its default S-BLEU correlates "
+                  "`corpus BLEU`, another statistic, and so for chrF and TER). Every metric of a dataset on the same "
+                  "rows: the system outputs that every metric and the humans rate.", "",
                   wmt_table(result)]
     sig_tables = [(d, significance_table(result, d)) for d in result.dataset_kinds]
     if any(t for _, t in sig_tables):
         lines += ["", "## Is metric A better than metric B?", "",
-                  "Williams test for dependent correlations (Pearson, all rated rows of a dataset): one-sided p that the "
-                  "row's metric correlates better with the humans than the column's; **bold** = significant at 0.05. "
+                  "Williams test for dependent correlations (Pearson, each pair on the rated rows both metrics score: "
+                  "its n under the table or in its cell): one-sided p that the row's metric correlates better with "
+                  "the humans than the column's; **bold** = significant at 0.05. "
                   "`styleeval.stats.compare.paired_bootstrap_correlation` gives a bootstrap CI of the difference."]
         for d, t in sig_tables:
             if t:

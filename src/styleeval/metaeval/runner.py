@@ -16,7 +16,7 @@ import pandas as pd
 from styleeval import progress as shown
 from styleeval.corpora import check_corpus_names, rating_corpora
 from styleeval.errors import UserError, advising
-from styleeval.labels import random_weight_metrics, shown_label
+from styleeval.labels import random_weight_metrics, shown_label, system_statistic
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
 from styleeval.scoring import ScoresCache, score_dataset
@@ -25,8 +25,10 @@ from styleeval.stats.resampling import check_settings
 
 CSV_COLUMNS = ["dataset", "subset", "metric", "dimension", "n", "spearman", "spearman_p", "pearson", "pearson_p",
                "kendall", "kendall_p", "ci_low", "ci_high", "signature"]
-WMT_COLUMNS = ["dataset", "subset", "metric", "dimension", "n_pairs", "kendall_like", "n_systems",
+WMT_COLUMNS = ["dataset", "subset", "metric", "dimension", "n_pairs", "kendall_like", "n_systems", "system_score",
                "system_pearson", "system_pearson_p"]
+"""``wmt_kendall.csv``: ``system_score`` names what ``system_pearson`` correlates (the mean of each system's row scores:
+``mean sentence BLEU``, ``mean row score``; :func:`~styleeval.labels.system_statistic`)."""
 
 Loader = Callable[[str], Any]
 
@@ -304,7 +306,7 @@ def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
                     shared_records.append(record)
         system_rows, names = shared_rows(human, oriented, np.flatnonzero(~data.is_reference))
         for name in names:
-            wmt = _wmt_row(data, name, dimension, human, oriented[name], system_rows)
+            wmt = _wmt_row(data, name, dimension, human, oriented[name], system_rows, result.signatures.get(name, ""))
             if wmt is not None:
                 wmt_records.append(wmt)
     result.correlations = pd.DataFrame(records, columns=CSV_COLUMNS)
@@ -351,10 +353,11 @@ def _correlation(data: RatedData, subset: str, metric: str, dimension: str, huma
 
 
 def _wmt_row(data: RatedData, metric: str, dimension: str, human: np.ndarray, values: np.ndarray,
-             rows: np.ndarray) -> dict[str, Any] | None:
+             rows: np.ndarray, signature: str = "") -> dict[str, Any] | None:
     """Lai et al.'s segment-level tau-like and system-level Pearson on the system outputs at ``rows`` (>= 3 systems):
     the rows every metric of the dataset scores (:func:`shared_rows`), so that the metrics of one table are compared
-    on the same rows and systems. System level: Pearson of the per-system means of the row scores.
+    on the same rows and systems. System level: Pearson of the per-system means of the row scores, named in
+    ``system_score`` from the metric's ``signature`` (mean sentence BLEU for S-BLEU, not ``evaluate``'s corpus BLEU).
 
     Not computed on the constructed test set, whose "systems" are construction types, not systems.
     """
@@ -370,5 +373,6 @@ def _wmt_row(data: RatedData, metric: str, dimension: str, human: np.ndarray, va
         return None
     subset = "system" if data.kind == "mixed" else "all"
     return {"dataset": data.name, "subset": subset, "metric": metric, "dimension": dimension, "n_pairs": n_pairs,
-            "kendall_like": tau, "n_systems": n_sys, "system_pearson": r,
+            "kendall_like": tau, "n_systems": n_sys, "system_score": system_statistic("mean", signature).label,
+            "system_pearson": r,
             "system_pearson_p": p if math.isfinite(p) else math.nan}

@@ -24,7 +24,8 @@ from styleeval.stats.correlation import pearson, spearman
 
 @dataclass(frozen=True)
 class Comparison:
-    """A's correlation minus B's, and whether the difference is significant."""
+    """A's correlation minus B's, and whether the difference is significant; ``n``: the rows it was computed on
+    (those where the human score and both metrics have a value)."""
 
     r_a: float
     r_b: float
@@ -32,6 +33,7 @@ class Comparison:
     p: float
     ci_low: float = math.nan
     ci_high: float = math.nan
+    n: int = 0
 
 
 def _corr(x: np.ndarray, y: np.ndarray, method: str) -> float:
@@ -64,7 +66,7 @@ def williams_test(human: Sequence[float], a: Sequence[float], b: Sequence[float]
     h, x, y = h[keep], x[keep], y[keep]
     r12, r13, r23 = _corr(h, x, method), _corr(h, y, method), _corr(x, y, method)
     t, p = williams_t(r12, r13, r23, len(h))
-    return Comparison(r12, r13, t, p)
+    return Comparison(r12, r13, t, p, n=len(h))
 
 
 def paired_bootstrap_correlation(human: Sequence[float], a: Sequence[float], b: Sequence[float],
@@ -84,7 +86,7 @@ def paired_bootstrap_correlation(human: Sequence[float], a: Sequence[float], b: 
     r_a, r_b = _corr(h, x, method), _corr(h, y, method)
     p = float(np.mean(arr <= 0)) if len(arr) else math.nan
     low, high = (np.percentile(arr, [2.5, 97.5]) if len(arr) else (math.nan, math.nan))
-    return Comparison(r_a, r_b, r_a - r_b, p, float(low), float(high))
+    return Comparison(r_a, r_b, r_a - r_b, p, float(low), float(high), len(h))
 
 
 def significance_matrix(human: Sequence[float], scores: dict[str, Sequence[float]], alpha: float = 0.05,

@@ -37,7 +37,7 @@ import pandas as pd
 
 from styleeval import stats
 from styleeval.errors import RowError, UserError, advising, option_text
-from styleeval.labels import counted
+from styleeval.labels import counted, system_statistic
 from styleeval.metrics.registry import SYSTEM_METRICS
 from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
 
@@ -718,7 +718,7 @@ def _clusters(report: SystemsReport, metric: str) -> dict[str, int]:
     return stats.significance_clusters(report.ranking(metric), lambda a, b: (a, b) in better)
 
 
-AGREEMENT_COLUMNS = ["human", "metric", "aggregate", "negated", "n_systems", "n_rows", "pearson", "pairwise_accuracy",
+AGREEMENT_COLUMNS = ["human", "metric", "aggregate", "system_score", "negated", "n_systems", "n_rows", "pearson", "pairwise_accuracy",
                      "left_out", "n_systems_own", "pearson_own", "pairwise_accuracy_own"]
 
 
@@ -729,7 +729,8 @@ def _agreement(report: SystemsReport, corpus: Mapping[str, CorpusInputs]) -> pd.
     and why). A system's score there is what the systems table computes (``aggregate``: sacrebleu's corpus score or
     the mean of the row scores), recomputed on those rows where they are fewer than the table's; ``pearson`` is
     Pearson's r of the system scores, ``pairwise_accuracy`` the share of system pairs ordered as the humans order
-    them (human ties as WMT's Agreement). Lower-is-better metrics are negated (``negated``). ``*_own``: each metric
+    them (human ties as WMT's Agreement); ``system_score`` names the statistic (``corpus BLEU``, ``mean sentence
+    BLEU``, ``mean row score``: :func:`~styleeval.labels.system_statistic`). Lower-is-better metrics are negated (``negated``). ``*_own``: each metric
     on its own systems and rows (the systems table's scores), comparable across metrics only where
     ``n_systems_own`` equals ``n_systems``."""
     humans = [m for m in report.metrics if m.startswith(HUMAN_PREFIX)]
@@ -747,7 +748,9 @@ def _agreement(report: SystemsReport, corpus: Mapping[str, CorpusInputs]) -> pd.
             r, accuracy = _system_agreement(human_scores, sign * values)
             both = own[[human, metric]].dropna()
             r_own, accuracy_own = _system_agreement(both[human], sign * both[metric])
-            rows.append({"human": human, "metric": metric, "aggregate": report.aggregates.get(metric, "mean"),
+            aggregate = report.aggregates.get(metric, "mean")
+            rows.append({"human": human, "metric": metric, "aggregate": aggregate,
+                         "system_score": system_statistic(aggregate, report.signatures.get(metric, "")).label,
                          "negated": sign < 0, "n_systems": len(human_scores), "n_rows": int(mask.sum()),
                          "pearson": r, "pairwise_accuracy": accuracy, "left_out": left_out,
                          "n_systems_own": len(both), "pearson_own": r_own, "pairwise_accuracy_own": accuracy_own})

@@ -18,12 +18,16 @@ from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
 from styleeval.labels import (
     RANDOM_WEIGHTS,
+    SYSTEM_SCORE,
+    SystemStatistic,
     counted,
     mark_figure,
     metric_label,
     random_weight_metrics,
     random_weights_warning,
     shown_label,
+    system_score_legend,
+    system_statistic,
     with_warning,
 )
 
@@ -152,30 +156,55 @@ def to_text(report: SystemsReport, width: int | None = None) -> str:
     """The systems table aligned in columns (names as given, one line each), then the agreement with each human
     rating; a random-weights warning first where a metric has random weights. Fitted to ``width`` (default: the
     terminal's, :func:`~styleeval.terminal.terminal_width`): metrics that do not fit go into tables stacked below,
-    each repeating the system column, or, where that makes fewer tables (many metrics, few systems), systems are the
-    columns and metrics the rows; the agreement tables likewise (the metric column repeated), prose wrapped."""
-    from styleeval.terminal import table_blocks, terminal_width, text_table, wrap_text
+    each repeating the system column, or, where that makes fewer tables (many metrics, few systems) each comparing
+    two systems or more, systems are the columns and metrics the rows (:func:`_systems_blocks`); the agreement tables
+    likewise (the metric column repeated), then the legend of their system score column; prose wrapped."""
+    from styleeval.terminal import terminal_width, text_table, wrap_text
 
     width = terminal_width() if width is None else width
     warning = random_weights_warning(report.random_weights)
     out = [*wrap_text(warning, width), ""] if warning else []
     header, rows = _cells(report)
-    by_system = table_blocks(header, rows, width)
-    by_metric = table_blocks(["metric", *(r[0] for r in rows)], [[m, *(r[k] for r in rows)]
-                                                                  for k, m in enumerate(header) if k], width)
-    for k, block in enumerate(by_metric if len(by_metric) < len(by_system) else by_system):
+    for k, block in enumerate(_systems_blocks(header, rows, width)):
         out += ([""] if k else []) + block
     for title, header, rows in _agreement_tables(report):
         out += ["", *wrap_text(title, width), *text_table(header, rows, width)]
+    if len(report.agreement):
+        out += ["", *wrap_text(agreement_legend(report), width)]
     return "\n".join(out)
+
+
+def _systems_blocks(header: list[str], rows: list[list[str]], width: int) -> list[list[str]]:
+    """The systems table's blocks fitted to ``width``: systems as rows, the metric columns that do not fit stacked
+    in tables below; or metrics as rows and systems as the columns where that makes fewer tables and each of them
+    compares systems (holds two or more; a table of one system beside another of the other is two lists, not a
+    comparison: two systems that do not fit side by side stay rows, every table showing both)."""
+    from styleeval.terminal import table_blocks
+
+    by_system = table_blocks(header, rows, width)
+    by_metric = table_blocks(["metric", *(r[0] for r in rows)], [[m, *(r[k] for r in rows)]
+                                                                  for k, m in enumerate(header) if k], width)
+    # a block's rule of dashes (its second line) has one run per column: the metric column and its systems
+    compares = len(by_metric) == 1 or all(len(block[1].split()) > 2 for block in by_metric)
+    return by_metric if len(by_metric) < len(by_system) and compares else by_system
 
 
 AGREEMENT_TEXT = (
     "Per human rating, every metric is compared on the same systems and rows: those that every metric and the "
     "rating score (systems with a row for every source the others have); n below. A system's score is the one of "
-    "the systems table ({aggregate}), computed on those rows. Pearson r of the system scores, and pairwise "
-    "accuracy: the share of system pairs ordered as the humans order them (a human tie counts as right only on a "
-    "metric tie, as WMT's Agreement).")
+    "the systems table (the system score column), computed on those rows. Pearson r of the system scores, and "
+    "pairwise accuracy: the share of system pairs ordered as the humans order them (a human tie counts as right "
+    "only on a metric tie, as WMT's Agreement).")
+
+
+def agreement_legend(report: SystemsReport) -> str:
+    """What each statistic of the agreement tables' system score column is (:func:`~styleeval.labels.
+    system_score_legend`: the wording ``metaeval``'s system-level r uses too)."""
+    return system_score_legend(_statistic(report, r.metric, r.aggregate) for r in report.agreement.itertuples())
+
+
+def _statistic(report: SystemsReport, metric: str, aggregate: str) -> SystemStatistic:
+    return system_statistic(aggregate, report.signatures.get(metric, ""))
 
 
 def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[list[str]]]]:
@@ -189,13 +218,13 @@ def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[
         title = (f"Agreement with {human}: {counted(first.n_systems, 'system')}, {counted(first.n_rows, 'row')}"
                  + (f" (left out: {first.left_out})" if first.left_out else ""))
         own = bool((part["n_systems_own"] != part["n_systems"]).any())
-        header = ["metric", "system score", "Pearson r", "pairwise accuracy"]
+        header = ["metric", SYSTEM_SCORE, "Pearson r", "pairwise accuracy"]
         if own:
             header += ["r, own systems", "accuracy, own systems", "own systems"]
         rows = []
         for r in part.itertuples():
-            row = [report.label(r.metric, bool(r.negated)), r.aggregate, fmt(r.pearson, 3),
-                   fmt(r.pairwise_accuracy, 3)]
+            row = [report.label(r.metric, bool(r.negated)), _statistic(report, r.metric, r.aggregate).label,
+                   fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3)]
             if own:
                 row += [fmt(r.pearson_own, 3), fmt(r.pairwise_accuracy_own, 3), str(r.n_systems_own)]
             rows.append(row)
@@ -244,9 +273,8 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
     tables = _agreement_tables(report)
     if tables:
         negated = [metric_label(m) for m in dict.fromkeys(report.agreement.loc[report.agreement["negated"], "metric"])]
-        out += ["## Agreement with the human ratings (system level)", "", AGREEMENT_TEXT.format(aggregate=(
-            f"{md_cell(', '.join(corpus))}: sacrebleu's corpus score; the others: the mean of the row scores" if corpus
-            else "the mean of the row scores"))]
+        out += ["## Agreement with the human ratings (system level)", "",
+                AGREEMENT_TEXT + " " + agreement_legend(report)]  # fixed words, no name in it
         if negated:
             out[-1] += (f" Lower is better for {md_cell(', '.join(negated))}: negated here (its r and accuracy are those of "
                         f"minus the score), so that higher agrees with the humans for every metric.")
