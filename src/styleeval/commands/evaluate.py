@@ -150,8 +150,7 @@ def run(args: argparse.Namespace) -> int:
         print(paths["json"].read_text(encoding="utf-8"))
     else:
         print(report.to_text())
-    print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}, "
-          f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
+    print(f"{terminal_text(report.coverage.summary())}, {_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
     return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing,
                                   defaults=args.metrics is None)
