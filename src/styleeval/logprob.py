@@ -32,7 +32,7 @@ from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.errors import RowError, RowsWarning, UserError, option_advice
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import broadcast_texts, check_texts
+from styleeval.validation import broadcast_texts, check_rewrites, check_texts
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -213,7 +213,7 @@ class LogProb:
         """
         sources = check_texts("sources", sources)
         n = len(sources)
-        rewrites = check_texts("rewrites", rewrites, n)
+        rewrites = check_rewrites(rewrites, n)
         styles = broadcast_texts("styles", styles, n, allow_empty=False)
         if n == 0:
             return LogProbScores([], self.signature)

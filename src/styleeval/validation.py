@@ -1,18 +1,71 @@
-"""Input checks shared by every public entry point: errors name the argument and the row."""
+"""Input checks shared by every public entry point: errors name the argument and the row.
+
+Missing and empty rewrites follow one rule, whatever the interface (a CSV or JSONL file, ``evaluate``'s rows or
+DataFrame, ``LogProb.score`` / ``Autorater.score`` / a metric's ``compute``): a *missing* rewrite (``None``, JSON's
+``null``, a float NaN such as pandas' missing value, ``pd.NA``) is refused with an error naming the row
+(:func:`text_value`); an *empty* one (``""``, an empty CSV cell) is a rewrite, scored as given, and said in a
+:class:`EmptyRewritesWarning` (:func:`warn_empty_rewrites`) with the count and the first rows. The text ``"NaN"`` is
+text: styleeval's CSV reader keeps it, as it keeps an empty cell as ``""`` (pandas' ``read_csv`` makes both NaN
+unless ``keep_default_na=False``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from styleeval.errors import UserError
+from styleeval.errors import RowsWarning, UserError
+
+PANDAS_HINT = ("pandas' read_csv makes an empty cell and the text NaN a NaN: read with "
+               "pd.read_csv(..., keep_default_na=False)")
+"""How a NaN rewrite usually comes about, and the fix."""
+
+
+class EmptyRewritesWarning(RowsWarning):
+    """Some rewrites are empty texts: scored as given (:func:`warn_empty_rewrites`)."""
+
+
+_QUIET: ContextVar[bool] = ContextVar("styleeval_empty_rewrites_told", default=False)
+
+
+def is_missing(value: Any) -> bool:
+    """Whether ``value`` is a missing value rather than a text: ``None``, a NaN number (pandas' and numpy's missing
+    value, JSON's NaN) or ``pd.NA``."""
+    if value is None or type(value).__name__ == "NAType":
+        return True
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value)
+
+
+def missing_text_error(where: str, value: Any) -> UserError:
+    """The refusal of a missing text at ``where`` (``"a.jsonl, line 3: 'rewrite'"``, ``"rewrites[3]"``): what it
+    is and the fix."""
+    what = "None (missing)" if value is None else f"{value!r} (missing)"
+    hint = f"; {PANDAS_HINT}" if value is not None else ""
+    return UserError(f'{where} is {what}; give every row its text (a rewrite that is really empty is "": scored, '
+                     f"with a warning){hint}")
+
+
+def text_value(value: Any, where: str) -> str:
+    """One input text by the rule of this module: a string as it is (empty included), a missing value refused
+    (:func:`missing_text_error`), anything else refused naming its type."""
+    if is_missing(value):
+        raise missing_text_error(where, value)
+    if not isinstance(value, str):
+        raise UserError(f"{where} is {type(value).__name__}, not str: {value!r:.60}")
+    return value
 
 
 def check_texts(name: str, values: Any, n: int | None = None, allow_empty: bool = True) -> list[str]:
     """Return ``values`` as a list of strings, or raise a ``ValueError`` naming ``name`` and the bad row.
 
     Any iterable of strings is accepted (a list, a tuple, a pandas Series, a NumPy array of ``str``...);
-    ``n`` is the expected length (``None``: any). Empty strings are accepted unless ``allow_empty`` is false.
+    ``n`` is the expected length (``None``: any). A missing value (None, NaN) is refused (:func:`text_value`); empty
+    strings are accepted unless ``allow_empty`` is false.
     """
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
         raise UserError(f"{name} must be a list of strings, got {type(values).__name__}")
@@ -20,13 +73,55 @@ def check_texts(name: str, values: Any, n: int | None = None, allow_empty: bool 
     if n is not None and len(values) != n:
         raise UserError(f"{name} has {len(values)} rows but {n} were expected (lengths must match)")
     for i, v in enumerate(values):
-        if v is None:
-            raise UserError(f"{name}[{i}] is None; every row needs a string")
-        if not isinstance(v, str):
-            raise UserError(f"{name}[{i}] is {type(v).__name__}, not str: {v!r:.60}")
+        text_value(v, f"{name}[{i}]")
         if not allow_empty and not v.strip():
             raise UserError(f"{name}[{i}] is empty")
     return values
+
+
+def check_rewrites(values: Any, n: int | None = None, stacklevel: int = 2) -> list[str]:
+    """``rewrites`` checked (:func:`check_texts`: a missing one refused) and the empty ones warned about
+    (:func:`warn_empty_rewrites`, rows numbered as given)."""
+    rewrites = check_texts("rewrites", values, n)
+    warn_empty_rewrites(rewrites, stacklevel=stacklevel + 1)
+    return rewrites
+
+
+def empty_rows(rewrites: Sequence[str]) -> list[int]:
+    """The positions of the empty rewrites (nothing but white space)."""
+    return [i for i, text in enumerate(rewrites) if not text.strip()]
+
+
+def empty_rewrites_warning(rows: Sequence[int], total: int, where: Sequence[str] = ()) -> EmptyRewritesWarning:
+    """The warning for the empty rewrites at ``rows`` (of ``total``); ``where``: the first rows as the input names
+    them (``"a.csv, line 3"``), shown instead of the numbers."""
+    one = len(rows) == 1
+    shown = "; ".join(where[:3]).replace("{", "{{").replace("}", "}}") + ("; ..." if len(where) > 3 else "")
+    return EmptyRewritesWarning(
+        f"{{count}} of {total} rewrites {'is' if one else 'are'} empty ({shown or 'row' + ('' if one else 's') + ' {rows}'}"
+        f"): scored as given, an empty text (LogProb scores only the end-of-turn token, BLEU and chrF give 0); give "
+        f"the text where it was lost, or leave it where the system really wrote nothing", rows)
+
+
+def warn_empty_rewrites(rewrites: Sequence[str], where: Sequence[str] = (), stacklevel: int = 2) -> list[int]:
+    """Warn (:class:`EmptyRewritesWarning`) when some ``rewrites`` are empty, unless an outer caller already has
+    (:func:`empty_rewrites_told`); returns their positions. ``where``: every row's name in the input."""
+    rows = empty_rows(rewrites)
+    if rows and not _QUIET.get():
+        named = [where[i] for i in rows] if where else []
+        warnings.warn(empty_rewrites_warning(rows, len(rewrites), named), stacklevel=stacklevel + 1)
+    return rows
+
+
+@contextmanager
+def empty_rewrites_told() -> Iterator[None]:
+    """Within it, :func:`warn_empty_rewrites` is silent: its caller has said it for the rows as the user gave them
+    (``evaluate``'s input rows), and a scorer called on them in another order must not say it again."""
+    token = _QUIET.set(True)
+    try:
+        yield
+    finally:
+        _QUIET.reset(token)
 
 
 def broadcast_texts(name: str, values: Any, n: int, allow_empty: bool = False) -> list[str]:

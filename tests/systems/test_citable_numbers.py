@@ -148,7 +148,10 @@ def test_systems_covering_different_sources_are_ranked_on_the_shared_ones():
     table = report.systems.set_index("system")
     assert table.loc["B", "cluster"] == 1 and table.loc["A", "cluster"] == 2
     assert table.loc["A", "n"] == 20 and table.loc["A", "n_missing"] == 80
-    assert any("compared on the 20 sources every scored system has; left out: A 80 rows" in n for n in report.notes)
+    assert any("B lacks 80 of 100 sources ('s20', 's21', 's22', ...); every metric compares the systems on the 20 of "
+               "100 sources that every system has: 40 of the 120 rows read" in n for n in report.notes)
+    assert report.coverage.summary() == "2 systems, 120 rows read, 40 compared (the 20 sources every system has; B " \
+        "lacks 80 of 100 sources)"
 
 
 def test_a_multi_reference_csv_cell_is_a_json_list_or_columns(tmp_path, lai):

@@ -32,8 +32,11 @@ def test_means_pairs_and_missing_rows():
     want = np.mean(report.scores.loc[common, "s_chrf"])
     assert table.loc["A", "mean"] == pytest.approx(want) == table.loc["A", "score"] and table.loc["A", "n"] == 11
     assert table.loc["A", "aggregate"] == "mean" and table.loc["A", "n_missing"] == 1
-    assert any("compared on the 11 sources every scored system has; left out: A 1 row, B 1 row" in n
-               for n in report.notes)
+    # the note names the system that caused the cut (C), not the complete ones, and what the statistics use
+    assert any(f"C lacks 1 of 12 sources ({SOURCES[3]!r}); every metric compares the systems on the 11 of 12 sources "
+               "that every system has: 33 of the 35 rows read" in n for n in report.notes)
+    assert not any("A lacks" in n or "B lacks" in n for n in report.notes)
+    assert report.coverage.shared_rows == 33 == 3 * table.loc["A", "n"]
     pair = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "C")].iloc[0]
     assert pair.n_pairs == 11 and pair.delta == pytest.approx(0.0) and not pair.significant
     ab = report.pairs[(report.pairs.system_a == "A") & (report.pairs.system_b == "B")].iloc[0]

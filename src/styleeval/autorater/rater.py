@@ -49,7 +49,7 @@ from styleeval.backends.base import common_prefix_length
 from styleeval.errors import RowError, UserError
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import broadcast_texts, check_texts
+from styleeval.validation import broadcast_texts, check_rewrites, check_texts
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -253,7 +253,7 @@ class Autorater:
             raise UserError(f"fallback must be 'mean' or None, got {fallback!r}")
         sources = check_texts("sources", sources)
         n = len(sources)
-        rewrites = check_texts("rewrites", rewrites, n)
+        rewrites = check_rewrites(rewrites, n)
         styles = broadcast_texts("styles", styles, n, allow_empty=False)
         if n == 0:
             return AutoraterResults([], self.signature)

@@ -182,8 +182,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report.to_text())
     subset = f": {terminal_text(report.subset)};" if report.subset else ","
-    print(f"{_count(report.scores['system'].nunique(), 'system')}, {_count(len(report.scores), 'row')}{subset} "
-          f"{_count(len(report.signatures), 'metric')}, {time.perf_counter() - start:.1f}s -> {paths['report']}",
+    print(f"{terminal_text(report.coverage.summary())}{subset} {_count(len(report.signatures), 'metric')}, "
+          f"{time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
     return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing,
                                   defaults=args.metrics is None)

@@ -31,6 +31,7 @@ from typing import Any, Literal, NamedTuple
 
 from styleeval.errors import UserError
 from styleeval.escaping import csv_text, csv_untext
+from styleeval.validation import is_missing, missing_text_error
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -418,6 +419,8 @@ def output_format(path: str | os.PathLike[str]) -> Format:
 
 def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = True) -> str:
     value = record.get(column)
+    if column == "rewrite" and is_missing(value):  # the one rule for a missing rewrite (styleeval.validation)
+        raise missing_text_error(f"{where}: {column!r}", value)
     if value is None:
         raise UserError(f"{where}: missing value for {column!r}")
     if not isinstance(value, str):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from styleeval.errors import RowError, UserError
 from styleeval.signature import Signature
-from styleeval.validation import broadcast_texts, check_texts
+from styleeval.validation import broadcast_texts, check_rewrites, check_texts, empty_rewrites_told
 
 Inputs = Literal["source", "reference", "source+reference"]
 
@@ -122,14 +122,15 @@ class Metric:
         Raises ``ValueError`` naming the argument and the row on bad input (wrong type, None, length mismatch,
         a missing reference for a reference-based metric, a missing style for a style-aware one).
         """
-        rewrites = check_texts("rewrites", rewrites)
+        rewrites = check_rewrites(rewrites)
         n = len(rewrites)
         sources = check_texts("sources", sources, n)
         refs = check_references(references, n) if self.needs_references else None
         style_list = broadcast_texts("styles", styles, n) if self.needs_styles else None
         if n == 0:
             return []
-        scores = [float(s) for s in self._score(sources, rewrites, refs, style_list)]
+        with empty_rewrites_told():  # said above, for the rows as given: a scorer inside says it no more
+            scores = [float(s) for s in self._score(sources, rewrites, refs, style_list)]
         if len(scores) != n:  # pragma: no cover - guards subclasses
             raise RuntimeError(f"{self.name} returned {len(scores)} scores for {n} rows")
         return scores

@@ -13,6 +13,7 @@ from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
 from styleeval.scoring.cache import ScoresCache
 from styleeval.scoring.inputs import ScoringInputs
+from styleeval.validation import empty_rewrites_told
 
 
 def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None = None, progress: bool = False,
@@ -24,7 +25,8 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     marked ``incremental`` (the LLM metrics) are scored in chunks of about ``flush_seconds`` of work, at least
     ``min_chunk_rows`` rows (so that the backend's batches stay full however slow the machine is) and at most 256
     rows, never splitting a source's rows; each chunk is appended to the cache's partial file as it finishes, so a
-    killed run loses at most the chunk in flight and the next run starts after the last saved row.
+    killed run loses at most the chunk in flight and the next run starts after the last saved row. Empty rewrites
+    are not warned about here (rows in scoring order): the caller says it of its input, as the input names its rows.
 
     With ``shard`` (``K/N``, an incremental metric and a cache), only the shard's rows are scored, into the shard's
     own file, and NaN is returned for the rest: N jobs share the work with no coordinator (a source's rows stay in
@@ -48,12 +50,13 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
 
     def compute(idx: np.ndarray) -> list[float]:
         try:
-            return metric.compute(
-                [data.sources[i] for i in idx],
-                [data.rewrites[i] for i in idx],
-                [data.references[i] for i in idx] if metric.needs_references else None,
-                [data.styles[i] for i in idx] if metric.needs_styles else None,
-            )
+            with empty_rewrites_told():  # its caller says it of the whole input, as the input names its rows
+                return metric.compute(
+                    [data.sources[i] for i in idx],
+                    [data.rewrites[i] for i in idx],
+                    [data.references[i] for i in idx] if metric.needs_references else None,
+                    [data.styles[i] for i in idx] if metric.needs_styles else None,
+                )
         except RowError as err:  # a row of the chunk: named as a row of ``data`` (its position)
             if not 0 <= err.row < len(idx):
                 raise

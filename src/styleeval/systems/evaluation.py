@@ -27,6 +27,7 @@ import itertools
 import json
 import math
 import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +37,11 @@ import numpy as np
 import pandas as pd
 
 from styleeval import stats
-from styleeval.errors import RowError, UserError, advising, option_text
+from styleeval.errors import RowError, RowsWarning, UserError, advising, option_text
 from styleeval.labels import counted, system_statistic
 from styleeval.metrics.registry import SYSTEM_METRICS
-from styleeval.systems.report import HUMAN_PREFIX, SystemsReport
+from styleeval.systems.report import HUMAN_PREFIX, Coverage, SystemsReport, coverage_of, lacking_sources
+from styleeval.validation import empty_rewrites_warning, empty_rows, text_value
 
 if TYPE_CHECKING:
     from styleeval.metrics import Metric
@@ -134,7 +136,8 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     """Input rows (dicts or a DataFrame) validated: ``source``, ``rewrite``, ``style`` (or ``style=``), ``system``;
     optional ``source_id`` (default: the source text; given for some rows, it must be given for all), references
     (``reference`` / ``references``: text, a list, or a JSON list in a CSV cell; ``reference_2``, ``reference_3``...
-    columns) and ``human_<dimension>`` ratings. A ``UserError`` names the row: a missing or empty value, a
+    columns) and ``human_<dimension>`` ratings. A ``UserError`` names the row: a missing or empty value (an empty
+    rewrite is a rewrite, warned about by :func:`evaluate_systems`; a missing one, None or NaN, is refused), a
     duplicate (system, source_id), one source_id with two source texts, two styles or two sets of references (a system
     without references is fine), a Python list repr as a reference, a non-finite rating, a rating too large to average (:func:`magnitude_limit`)."""
     records = rows.to_dict("records") if isinstance(rows, pd.DataFrame) else list(rows)
@@ -154,10 +157,13 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
         values = {}
         for column in ("source", "rewrite", "style", "system"):
             value = style if column == "style" and style is not None else record.get(column)
+            if column == "rewrite":  # missing: refused; empty: a rewrite, warned about (styleeval.validation)
+                values[column] = text_value(value, f"{where}: 'rewrite'")
+                continue
             if column == "system" and isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and not (isinstance(value, float) and math.isnan(value)):
                 value = str(value)
-            if not isinstance(value, str) or (column != "rewrite" and not value.strip()):
+            if not isinstance(value, str) or not value.strip():
                 hint = {"style": " (or give one style for all rows: --style / style=)",
                         "system": " (or one file per system: --system-from-filename)"}.get(column, "")
                 raise UserError(f"{where}: {column!r} is missing or empty{hint}")
@@ -202,6 +208,43 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
                              values["style"], references, human))
     if not out:
         raise UserError("no rows to evaluate")
+    return out
+
+
+class ReferenceCopyWarning(RowsWarning):
+    """A system's rewrites are its references (on at least :data:`COPY_SHARE` of its rows with references)."""
+
+
+COPY_SHARE = 0.9
+"""The share of a system's rows with references whose rewrite is one of them, from which it is warned about."""
+
+
+def input_warnings(checked: Sequence[SystemRow]) -> list[RowsWarning]:
+    """What the input's rows hold that the user should know before reading the numbers: empty rewrites (scored as
+    given: :func:`styleeval.validation.warn_empty_rewrites`'s rule) and systems whose rewrites are their own
+    references (:func:`reference_copies`)."""
+    out: list[RowsWarning] = []
+    empty = empty_rows([r.rewrite for r in checked])
+    if empty:
+        named = [checked[i].where for i in empty] if any(r.where != f"row {r.row}" for r in checked) else []
+        out.append(empty_rewrites_warning([checked[i].row for i in empty], len(checked), named))
+    return out + reference_copies(checked)
+
+
+def reference_copies(checked: Sequence[SystemRow]) -> list[ReferenceCopyWarning]:
+    """A warning for each system whose rewrite is one of the row's references on at least :data:`COPY_SHARE` of its
+    rows with references (the references themselves given as a system, carrying themselves as references): its
+    R-* scores are those of a perfect system (R-chrF 100) and mean nothing."""
+    out = []
+    for system in dict.fromkeys(r.system for r in checked):
+        rows = [r for r in checked if r.system == system and r.references]
+        same = [r.row for r in rows if r.rewrite.strip() in {ref.strip() for ref in r.references or []}]
+        if rows and len(same) >= COPY_SHARE * len(rows):
+            name = system.replace("{", "{{").replace("}", "}}")
+            out.append(ReferenceCopyWarning(
+                f"system {name}: rewrites equal its references on {{count}}/{len(rows)} rows; its reference-based "
+                "scores (R-*) are meaningless (those of a copy of the references); if these rows are the references, "
+                "leave their reference cells empty: a system without references is not scored by R-* metrics", same))
     return out
 
 
@@ -263,6 +306,9 @@ def evaluate_systems(
     note = _noter(notes, log)
     if subset:
         note(f"evaluated on {subset}: every system's rows of them, {counted(len(checked), 'row')}")
+    for warning in input_warnings(checked):  # shown as warnings (the CLI: "styleeval evaluate: warning: ...")
+        warnings.warn(warning, stacklevel=2)
+        notes.append(str(warning))  # and kept in the report's notes
     cache = ScoresCache(cache_dir)
     scores = pd.DataFrame({"row": [r.row for r in checked], "system": [r.system for r in checked],
                            "source_id": [r.source_id for r in checked]})
@@ -550,6 +596,9 @@ def compare_systems(
     systems = sorted(scores["system"].unique())
     if len(systems) == 1:
         note(f"only one system ({systems[0]}): nothing to compare, no pairs")
+    coverage = coverage_of(scores)
+    if coverage.cut:
+        note(coverage.note())
     settings = _Settings(test, alpha, n_boot, trials, seed)
     appearance = _first_appearance(scores)
     system_rows, pair_rows, aggregates = [], [], {}
@@ -558,7 +607,7 @@ def compare_systems(
         inputs = corpus.get(label)
         aggregates[label] = "corpus" if inputs is not None else "mean"
         per_system = {s: _in_input_order(part, appearance)  # every system's rows in one source order
-                      for s, part in _shared_sources(scores, label, systems, note).items()}
+                      for s, part in _shared_sources(scores, label, systems, coverage, note).items()}
         n = len(next(iter(per_system.values()))) if per_system else 0
         pairs = list(itertools.combinations(per_system, 2))
         if not n:
@@ -582,7 +631,7 @@ def compare_systems(
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
     pairs_frame = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
     report = SystemsReport(systems_frame, pairs_frame, scores, signatures, better, notes, test, alpha, sort_by,
-                           pd.DataFrame(), aggregates, test_signatures)
+                           pd.DataFrame(), aggregates, test_signatures, coverage=coverage)
     clusters = {m: _clusters(report, m) for m in labels}
     systems_frame["cluster"] = [clusters[m].get(s, np.nan) for s, m in zip(systems_frame["system"],
                                                                            systems_frame["metric"])]
@@ -611,10 +660,12 @@ def _in_input_order(part: pd.DataFrame, appearance: np.ndarray) -> pd.DataFrame:
     return part.iloc[np.argsort(appearance[part["_i"].to_numpy()], kind="stable")]
 
 
-def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],
+def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str], coverage: Coverage,
                     note: Callable[[str], None]) -> dict[str, pd.DataFrame]:
     """Each scored system's rows of ``label`` (columns system, source_id, the score, ``_i`` = the row's position in
-    ``scores``) on the sources every scored system has; a note names what is left out."""
+    ``scores``) on the sources every scored system has. Where the metric's own cut is not the input's (``coverage``,
+    said once for every metric), a note names the systems that cause it: those with no score on sources that other
+    scored systems have."""
     frame = scores[["system", "source_id", label]].assign(_i=np.arange(len(scores)))
     frame = frame[pd.to_numeric(frame[label], errors="coerce").notna()]
     source = pd.factorize(frame["source_id"])[0]  # sources as integers: set operations at numpy speed
@@ -625,10 +676,16 @@ def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str],
     common = functools.reduce(np.intersect1d, (source[of_system[s]] for s in scored)) if scored \
         else np.empty(0, dtype=source.dtype)
     shared = np.isin(source, common)
-    left_out = {s: int((of_system[s] & ~shared).sum()) for s in scored}
-    if any(left_out.values()):
-        note(f"{label}: systems are compared on the {len(common)} sources every scored system has; left out: "
-             + ", ".join(f"{s} {counted(k, 'row')}" for s, k in left_out.items() if k))
+    if (~shared).any() and len(common) != coverage.shared:
+        lacking = lacking_sources(frame["system"].astype(str).to_numpy(), frame["source_id"].astype(str).to_numpy(),
+                                  scored)
+        total = len(np.unique(source))
+        who = ", ".join(f"{s} has none on {len(m)}{f' of {total}' if not k else ''} ("
+                        f"{', '.join(repr(e) for e in m[:Coverage.EXAMPLES])}{', ...' if len(m) > Coverage.EXAMPLES else ''})"
+                        for k, (s, m) in enumerate(lacking.items()))
+        note(f"{label}: scores are missing on some sources: {who}; {label} compares the systems on the "
+             f"{len(common)} of {counted(total, 'scored source')} that every scored system has: "
+             f"{int(shared.sum())} of {counted(len(frame), 'scored row')}")
     return {s: frame[of_system[s] & shared] for s in scored}
 
 

@@ -38,6 +38,64 @@ CONTENT_METRICS = ("logprob_content", "autorater_meaning", "human_content")
 STYLE_METRICS = ("logprob_style", "autorater_style", "human_style")
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """Which sources the systems cover: ``rows`` read, ``sources`` (every source_id of any system), ``shared`` (those
+    every system has: the statistics use these, one row per system each) and ``lacking``: system -> the sources it
+    lacks (their count, the first ones in input order), for the systems that cause the cut."""
+
+    systems: int
+    rows: int
+    sources: int
+    shared: int
+    lacking: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
+
+    EXAMPLES = 3
+    """How many of a system's missing sources a note names."""
+
+    @property
+    def cut(self) -> bool:
+        """Whether some system lacks sources that others have (the statistics use fewer rows than were read)."""
+        return bool(self.lacking)
+
+    @property
+    def shared_rows(self) -> int:
+        """The rows on the shared sources: what the statistics use (one row per system and source)."""
+        return self.shared * self.systems
+
+    def who(self, examples: bool = True) -> str:
+        """``B lacks 2 of 12 sources ('s3', 's7'), C lacks 1 ('s5')``: the systems that cause the cut, with the
+        first sources each lacks (``examples``)."""
+        parts = []
+        for k, (system, (count, first)) in enumerate(self.lacking.items()):
+            shown = ", ".join(repr(e) for e in first[:self.EXAMPLES]) + (", ..." if count > self.EXAMPLES else "")
+            of = f" of {counted(self.sources, 'source')}" if not k else ""
+            parts.append(f"{system} lacks {count}{of}" + (f" ({shown})" if examples else ""))
+        return ", ".join(parts)
+
+    def summary(self) -> str:
+        """``9 systems, 680 rows`` or, with a cut, ``9 systems, 680 rows read, 360 compared (the 40 sources every
+        system has; lai_REF lacks 40 of 80 sources)``: what the statistics use."""
+        read = f"{counted(self.systems, 'system')}, {counted(self.rows, 'row')}"
+        if not self.cut:
+            return read
+        return (f"{read} read, {self.shared_rows} compared (the {counted(self.shared, 'source')} every system has; "
+                f"{self.who(examples=False)})")
+
+    def note(self) -> str:
+        """The note of a cut: which systems caused it, and what it costs."""
+        return (f"the systems do not all cover the same sources: {self.who()}; every metric compares the systems on "
+                f"the {self.shared} of {counted(self.sources, 'source')} that every system has: "
+                f"{self.shared_rows} of the {counted(self.rows, 'row')} read (give the missing rows, or leave the "
+                "incomplete system out, to compare on more)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """For ``report.json``."""
+        return {"systems": self.systems, "rows": self.rows, "sources": self.sources, "shared_sources": self.shared,
+                "shared_rows": self.shared_rows,
+                "lacking": {s: {"sources": n, "examples": e[:self.EXAMPLES]} for s, (n, e) in self.lacking.items()}}
+
+
 @dataclass
 class SystemsReport:
     """What :func:`evaluate_systems` found (see the module docstring). ``scores`` has one row per input row (input
@@ -67,6 +125,12 @@ class SystemsReport:
     subset: str = ""
     """Which sources were evaluated where not all of them (``"the first 5 of 80 sources (--limit 5)"``); ``""``:
     every source of the input."""
+    coverage: Coverage | None = None
+    """Which sources the systems cover (``None``: computed from ``scores``): the cut to the shared ones, said."""
+
+    def __post_init__(self) -> None:
+        if self.coverage is None:
+            self.coverage = coverage_of(self.scores)
 
     @property
     def metrics(self) -> list[str]:
@@ -118,8 +182,35 @@ class SystemsReport:
                 "test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
                 "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
                 "test_signatures": self.test_signatures, "systems": records(self.systems),
-                "pairs": records(self.pairs), "agreement": records(self.agreement), "notes": self.notes,
+                "pairs": records(self.pairs), "agreement": records(self.agreement),
+                "coverage": self.coverage.to_dict(), "notes": self.notes,
                 "not_computed": self.not_computed, "subset": self.subset}
+
+
+def lacking_sources(systems: np.ndarray, sources: np.ndarray, among: list[str]) -> dict[str, list[str]]:
+    """For each of the systems ``among`` that lacks some, the sources (of every row's ``sources``, in the order they
+    first appear) that other systems of ``among`` have and it has not: the systems that cut the shared sources."""
+    kept = np.isin(systems, among)
+    union = list(dict.fromkeys(sources[kept].tolist()))
+    out = {}
+    for system in among:
+        own = set(sources[systems == system].tolist())
+        missing = [source for source in union if source not in own]
+        if missing:
+            out[system] = missing
+    return out
+
+
+def coverage_of(scores: pd.DataFrame) -> Coverage:
+    """The :class:`Coverage` of the rows in ``scores`` (columns ``system``, ``source_id``; one row per pair)."""
+    systems = scores["system"].astype(str).to_numpy()
+    sources = scores["source_id"].astype(str).to_numpy()
+    names = sorted(set(systems.tolist()))
+    lacking = lacking_sources(systems, sources, names)
+    total = len(set(sources.tolist()))
+    shared = total - len(set().union(*lacking.values())) if lacking else total
+    return Coverage(len(names), len(scores), total, shared, {s: (len(m), m[:Coverage.EXAMPLES])
+                                                             for s, m in lacking.items()})
 
 
 def fmt(value: float, digits: int = 4) -> str:
@@ -249,8 +340,7 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
         "# System evaluation", "",
         *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')}; they test the pipeline, their "
            "values mean nothing.", ""] if warning else []),
-        f"{counted(report.scores['system'].nunique(), 'system')}, {counted(len(report.scores), 'row')}"
-        f"{f': {md_cell(report.subset)}' if report.subset else ''}. Each cell: score [95% bootstrap CI] "
+        f"{md_cell(report.coverage.summary())}{f': {md_cell(report.subset)}' if report.subset else ''}. Each cell: score [95% bootstrap CI] "
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
