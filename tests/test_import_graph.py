@@ -187,3 +187,18 @@ def test_every_module_is_named_in_the_map():
             if not re.search(rf"(?<![\w.]){re.escape(wanted)}", text):
                 missing.append(str(relative))
     assert missing == [], "modules docs/architecture.md's map does not name"
+
+
+def test_import_styleeval_imports_no_heavy_library():
+    """Issue 47: ``import styleeval`` must stay light (evaluate and datasets cost 17-22 s on a loaded machine): the
+    public names are lazy (module ``__getattr__``), and ``styleeval.LogProb`` still resolves. A fresh process; no
+    clock: the modules imported are listed."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, styleeval; heavy = ('evaluate', 'datasets', 'pandas', 'torch', 'transformers', 'pyarrow', "
+             "'matplotlib', 'scipy'); print(sorted(m for m in heavy if m in sys.modules)); "
+             "print(styleeval.LogProb.__name__, sorted(m for m in ('evaluate', 'datasets') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "LogProb []"], done.stdout

@@ -118,3 +118,40 @@ def test_evaluate_says_when_a_metric_loads_its_model_once_and_not_when_quiet(mon
             assert lines[1].startswith(f"loading model {name} (a local folder): ") and lines[1].endswith(" s")
         else:
             assert lines == []
+
+
+def test_steps_are_a_bar_in_a_terminal_a_line_each_elsewhere_and_nothing_when_quiet(monkeypatch):
+    """Issue 47: `metaeval --leaderboard` ran 23 minutes into a log without a line. Where no bar shows (stderr a
+    file or a pipe, ``progress=None``), one line per finished step."""
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    assert list(progress.steps(["a", "b"], desc="scoring", unit="metric", name=str.upper)) == ["a", "b"]
+    lines = stream.getvalue().splitlines()
+    assert [line.rsplit(",", 1)[0] for line in lines] == ["scoring: 1/2 metrics done (A)", "scoring: 2/2 metrics done (B)"]
+    assert all(line.endswith(" s") for line in lines)
+    stream.truncate(0)
+    assert list(progress.steps(["a"], desc="scoring", unit="metric", progress=False)) == ["a"]
+    assert stream.getvalue() == ""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert list(progress.steps(["a"], desc="scoring", unit="metric")) == ["a"]
+    assert "done" not in terminal.getvalue()  # a bar (tqdm's), not the log lines
+
+
+def test_metaeval_leaderboard_into_a_log_says_each_step_and_quiet_says_none(tmp_path, capsys, data_dir):
+    """`styleeval metaeval --leaderboard` with stderr a file: a line per corpus x metric scored, per corpus correlated
+    and per leaderboard table; `-q`: none of them."""
+    from styleeval.cli import main
+
+    args = ["metaeval", "--datasets", "style_gap_testset", "--metrics", "s_bleu,s_chrf", "--leaderboard",
+            "--leaderboard-dimensions", "content", "--leaderboard-trials", "10", "--leaderboard-bootstrap", "0",
+            "--bootstrap", "0", "--no-plots", "--data-dir", str(data_dir), "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    steps = [line.rsplit(",", 1)[0] for line in capsys.readouterr().err.splitlines() if " done (" in line]
+    assert steps == ["scoring: 1/2 corpus x metrics done (style_gap_testset, s_bleu)",
+                     "scoring: 2/2 corpus x metrics done (style_gap_testset, s_chrf)",
+                     "correlating: 1/1 corpus done (style_gap_testset)",
+                     "leaderboard: 1/2 tables done (style_gap_testset, content, acc_eq)",
+                     "leaderboard: 2/2 tables done (style_gap_testset, content, spearman)"], steps
+    assert main([*args, "--out", str(tmp_path / "b"), "-q"]) == 0
+    assert " done (" not in capsys.readouterr().err

@@ -4,8 +4,9 @@ All the work is done by :mod:`styleeval.demo`; this file only lays it out. Confi
 Hub id, local folder or .gguf file; default ``smollm2-135m``, a real 135M chat model fetched on first use with no Hub
 account; ``1b``/``3b``/``8b`` for the paper's models), ``STYLEEVAL_BASE_URL`` (a vLLM server instead of a local
 model; ``STYLEEVAL_TOKENIZER``), ``STYLEEVAL_AUTORATER=0`` (no autorater), ``STYLEEVAL_DATA_DIR`` (offline corpora for
-the meta-evaluation tab; ``STYLEEVAL_METAEVAL_LLM=1`` adds LogProb's correlations there, computed at start-up with the
-configured model). ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action
+the meta-evaluation tab; ``STYLEEVAL_METAEVAL_LLM=1`` adds LogProb's correlations there, with the configured model).
+The Meta-evaluation tab is computed once, after the URL is printed: in the background once the Space listens, or when
+a visitor first opens the tab, whichever comes first. ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action
 is also the API endpoint ``/score`` (source, rewrite, style) -> dict.
 """
 
@@ -24,6 +25,7 @@ except MissingExtraError as err:
     raise SystemExit(f"spaces/style_eval_demo/app.py: {err}") from None
 
 import gradio as gr  # noqa: E402
+import matplotlib.pyplot  # noqa: E402, F401  (whole before any thread: Gradio sets its backend on every request)
 
 from styleeval.demo import (  # noqa: E402
     EXAMPLES,
@@ -34,9 +36,10 @@ from styleeval.demo import (  # noqa: E402
     UNEXPLAINED_BELOW,
     UPLOAD_REFUSED_OVER,
     Demo,
-    metaeval_leaderboard,
-    metaeval_summary,
-    metaeval_unavailable,
+    Gate,
+    Later,
+    metaeval_note,
+    metaeval_tab,
     size_text,
     space_banner,
     visitor_message,
@@ -45,7 +48,8 @@ from styleeval.demo import (  # noqa: E402
 from styleeval.labels import RANDOM_WEIGHTS  # noqa: E402
 
 DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
-CSS = "#banner {border-left: 4px solid var(--color-accent); background: var(--block-background-fill); " \
+GATE = Gate()  # the Meta-evaluation tab is computed alone: no request imports the same libraries meanwhile
+CSS = "#banner, #banner-metaeval {border-left: 4px solid var(--color-accent); background: var(--block-background-fill); " \
       "padding: 0.25em 1em; border-radius: 4px}"
 COLORS = {"style": "#4c9be8", "paraphrase": "#7bc67b", "repeat": "#cccccc", "unexplained": "#ff6b6b"}
 
@@ -56,7 +60,8 @@ def _user_error(fn):
     @functools.wraps(fn)  # keeps the signature and type hints: gr.api reads them
     def wrapped(*args):
         try:
-            return fn(*args)
+            with GATE.request():
+                return fn(*args)
         except gr.Error:
             raise
         except Exception as err:
@@ -82,7 +87,8 @@ def _with_status(*cleared):
         @functools.wraps(fn)
         def wrapped(*args):
             try:
-                return ("", *fn(*args))
+                with GATE.request():
+                    return ("", *fn(*args))
             except gr.Error as err:
                 message = str(err.message)
             except Exception as err:  # never Gradio's own error badge
@@ -169,19 +175,48 @@ def batch_ui(file):
     return table, summary, plot, scored
 
 
-def _metaeval():
-    extra = []
-    if os.environ.get("STYLEEVAL_METAEVAL_LLM", "0") == "1":  # LogProb's correlations too (500 rows: GPU advised)
-        extra = [f"logprob_content{DEMO.metric_options}"]
-    try:  # the corpus from STYLEEVAL_DATA_DIR, which the loaders read themselves (and name when it is wrong)
-        rows, fig = metaeval_summary(extra_metrics=extra)
-        board = metaeval_leaderboard(extra_metrics=extra)
-        return rows, fig, board, ""
-    except Exception as err:  # the demo still works without the corpus: the tab says why, in a paragraph
-        return [], None, [], metaeval_unavailable(err)
+def _metaeval_metrics() -> list[str]:
+    """The tab's metrics beyond the sacrebleu ones: LogProb's correlations where the Space sets
+    ``STYLEEVAL_METAEVAL_LLM=1`` (500 rows: GPU advised)."""
+    return [f"logprob_content{DEMO.metric_options}"] if os.environ.get("STYLEEVAL_METAEVAL_LLM", "0") == "1" else []
 
 
-m_rows, m_fig, m_board, m_message = _metaeval()  # at start: the banner says whether the tab works
+def _metaeval_alone():
+    """The tab, computed with no request running (:class:`~styleeval.demo.Gate`)."""
+    with GATE.exclusive():
+        return metaeval_tab(_metaeval_metrics())
+
+
+METAEVAL = Later(_metaeval_alone)  # never computed while the app is built
+
+
+def metaeval_ui():
+    """The Meta-evaluation tab when it is opened: computed the first time (or waited for, where the background
+    computation is under way), the same value afterwards; the banner's line on it with it."""
+    tab = METAEVAL.get()
+    return (_metaeval_note(tab), gr.Markdown(tab.message, visible=not tab.available),
+            gr.Dataframe(value=tab.rows, visible=tab.available), gr.Plot(value=tab.figure, visible=tab.figure is not None),
+            gr.Markdown(visible=bool(tab.board)), gr.Dataframe(value=tab.board, visible=bool(tab.board)))
+
+
+def banner_ui():
+    """The banner's line on the Meta-evaluation tab when a page loads: said where the tab is computed, else nothing
+    yet (never waits)."""
+    tab = METAEVAL.peek()
+    return gr.skip() if tab is None else _metaeval_note(tab)
+
+
+def _metaeval_note(tab):
+    note = metaeval_note(tab.available)
+    return gr.Markdown(note, visible=bool(note))
+
+
+LEADERBOARD_NOTE = (
+    "**Leaderboard** (content, test set): each metric ranked per statistic and clustered (WMT's rule: walking down "
+    "the ranking, a metric opens a new cluster when any metric of the current one is significantly better, PERM-BOTH, "
+    "p <= 0.05). acc_eq is the tie-calibrated pairwise accuracy of Deutsch et al. (2023): the share of pairs of rows "
+    "that the metric orders as the humans do, a tie counted as agreeing when both tie, with the metric's tie "
+    "threshold chosen to maximise it.")
 
 with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(3600, 3600)) as demo:
     gr.Markdown(
@@ -190,7 +225,8 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         "(rewrite to the style / paraphrase / repeat): a token that **no** instruction explains (red) is a likely "
         "swapped, invented or dropped-context word. Limits: "
         f"{MAX_CHARS} characters per field, {MAX_BATCH_ROWS} rows per file.")
-    gr.Markdown(space_banner(DEMO, metaeval_available=not m_message), elem_id="banner")
+    gr.Markdown(space_banner(DEMO, metaeval_available=None), elem_id="banner")  # the model's note, at once
+    m_note = gr.Markdown(visible=False, elem_id="banner-metaeval")  # the Meta-evaluation's, once it is computed
     with gr.Tab("Score"):
         with gr.Row():
             source = gr.Textbox(label="Source", lines=3, elem_id="source")
@@ -241,25 +277,21 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
                           show_label=False)  # the label would sit over the figure's random-weights warning
         b_out = gr.File(label="Scored file", elem_id="batch-out")
         b_button.click(batch_ui, b_file, [b_status, b_table, b_means, b_plot, b_out], api_name=False)
-    with gr.Tab("Meta-evaluation"):
+    with gr.Tab("Meta-evaluation") as m_tab:
         gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
                     "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "
-                    "(computed when the Space starts).")
-        if m_message:
-            gr.Markdown(m_message, elem_id="metaeval-status")
-        else:
-            gr.Dataframe(value=m_rows, headers=["metric", "subset", "n", "spearman", "p"],
-                         elem_id="metaeval-table")
-        if m_fig is not None:
-            gr.Plot(value=m_fig)
-        if m_board:
-            gr.Markdown("**Leaderboard** (content, test set): each metric ranked per statistic and clustered "
-                        "(WMT's rule: walking down the ranking, a metric opens a new cluster when any metric of the "
-                        "current one is significantly better, PERM-BOTH, p <= 0.05). acc_eq is the tie-calibrated pairwise accuracy of Deutsch et al. "
-                        "(2023): the share of pairs of rows that the metric orders as the humans do, a tie counted "
-                        "as agreeing when both tie, with the metric's tie threshold chosen to maximise it.")
-            gr.Dataframe(value=m_board, headers=["statistic", "metric", "value", "rank", "cluster", "n"],
-                         elem_id="leaderboard")
+                    "(computed once, while the Space runs: the first visitor to open this tab may wait up to a "
+                    "minute).")
+        m_message = gr.Markdown("_Computing the correlations..._", elem_id="metaeval-status")
+        m_table = gr.Dataframe(headers=["metric", "subset", "n", "spearman", "p"], elem_id="metaeval-table",
+                               visible=False)
+        m_plot = gr.Plot(visible=False)
+        m_board_note = gr.Markdown(LEADERBOARD_NOTE, visible=False)
+        m_board = gr.Dataframe(headers=["statistic", "metric", "value", "rank", "cluster", "n"],
+                               elem_id="leaderboard", visible=False)
+    m_tab.select(metaeval_ui, None, [m_note, m_message, m_table, m_plot, m_board_note, m_board], api_name=False,
+                 concurrency_limit=None)  # waits on the one computation: never holds the scoring requests' slot
+    demo.load(banner_ui, None, m_note, api_name=False, concurrency_limit=None)
     gr.api(score_api, api_name="score")
 
 demo.queue(default_concurrency_limit=1, max_size=32)
@@ -267,4 +299,6 @@ demo.queue(default_concurrency_limit=1, max_size=32)
 if __name__ == "__main__":
     demo.launch(server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                 server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")), max_file_size=UPLOAD_REFUSED_OVER,
-                css=CSS)
+                css=CSS, prevent_thread_lock=True)  # the URL first
+    METAEVAL.start()  # then the Meta-evaluation tab, in the background
+    demo.block_thread()

@@ -5,7 +5,9 @@
   instruction that explains it best (``unexplained`` below :data:`UNEXPLAINED_BELOW`).
 - :meth:`Demo.compare`: two rewrites of one source, which one each metric prefers.
 - :meth:`Demo.batch`: a CSV/JSONL file scored row by row, per-system means.
-- :func:`metaeval_summary`: the test-set correlation table of the sacrebleu metrics (the Space computes it at start).
+- :func:`metaeval_summary`: the test-set correlation table of the sacrebleu metrics; :func:`metaeval_tab`: the whole
+  Meta-evaluation tab, which the Space computes once (:class:`Later`), in the background once it listens or when the
+  tab is first opened, never before its URL is printed.
 - :func:`space_banner`: what works in this Space (which model; random weights; weights that cannot be had; corpora
   missing), decided at start without loading the model; :func:`visitor_message`: any error in the page's words.
 
@@ -24,9 +26,11 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from styleeval.errors import RowError, UserError, advising
 from styleeval.gguf_files import REAL_WEIGHTS
@@ -492,19 +496,19 @@ REAL_MODEL_WORTH = ("Its readings follow the paper's pattern, weaker (LogProb co
 """What the real 135M preset's readings are worth, in the banner (numbers: README.md, "Quick start")."""
 
 
-def space_banner(demo: Demo, metaeval_available: bool = True) -> str:
+def space_banner(demo: Demo, metaeval_available: bool | None = True) -> str:
     """The one note at the top of the Space (Markdown): which model it runs and what works here. Decided when the
     Space starts, without loading the model (:meth:`Demo.weights_error` asks the backend): weights that cannot be
     had (which tabs do not work, and what the owner can set), random weights (``tiny-random``: not for numbers), the
     real 135M preset (``smollm2-135m``, the default: what its readings are worth), the meta-evaluation's corpora
-    missing."""
+    missing (``metaeval_available=None``: not known yet, nothing said of it; :func:`metaeval_note` says it later)."""
     label = demo.model_label
     missing = demo.weights_error()
     if missing is not None:
         log_for_owner(f"the model {label} cannot be loaded", missing)
         model = (f"**Scoring is not available in this Space**: its model, `{label}`, cannot be loaded here (its "
                  "weights are not on this machine and cannot be downloaded), so the Score, Compare and Batch tabs "
-                 "do not work" + ("; the Meta-evaluation tab does. " if metaeval_available else ". ")
+                 "do not work" + ("; the Meta-evaluation tab does. " if metaeval_available is True else ". ")
                  + (OWNER_REAL_MODEL_ADVICE if demo.real_preset else OWNER_MODEL_ADVICE))
     elif demo.random_weights:
         model = (f"**Random weights ({TINY_RANDOM}): not for numbers.** This Space runs styleeval's `{TINY_RANDOM}` "
@@ -524,11 +528,14 @@ def space_banner(demo: Demo, metaeval_available: bool = True) -> str:
                  + " (the first request loads it and takes longer).")
     if not demo.use_autorater:
         model += " The autorater is switched off in this Space."
-    parts = [model]
-    if not metaeval_available:
-        parts.append("**Meta-evaluation**: not available here (the human ratings could not be loaded; the tab says "
-                     "more).")
-    return "\n\n".join(parts)
+    return "\n\n".join(filter(None, [model, "" if metaeval_available is None else metaeval_note(metaeval_available)]))
+
+
+def metaeval_note(available: bool) -> str:
+    """The banner's line on the Meta-evaluation tab: ``""`` where it works, else that it does not (the tab says
+    why)."""
+    return "" if available else ("**Meta-evaluation**: not available here (the human ratings could not be loaded; the "
+                                 "tab says more).")
 
 
 def visitor_message(error: BaseException) -> str:
@@ -568,3 +575,101 @@ def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = (
     return [[r.statistic, shown_label(r.metric, random_weights=r.metric in result.random_weights),
              float(f"{r.value:.4g}"), int(r.rank),
              int(r.cluster) if math.isfinite(r.cluster) else "", int(r.n)] for r in board.itertuples()]
+
+
+@dataclass
+class MetaevalTab:
+    """What the Meta-evaluation tab shows: :func:`metaeval_summary`'s rows and figure, :func:`metaeval_leaderboard`'s
+    rows; ``message`` (:func:`metaeval_unavailable`) where the corpora could not be loaded, else ``""``."""
+
+    rows: list[list[Any]]
+    figure: Any
+    board: list[list[Any]]
+    message: str = ""
+
+    @property
+    def available(self) -> bool:
+        return not self.message
+
+
+def metaeval_tab(extra_metrics: Sequence[str] = ()) -> MetaevalTab:
+    """The Meta-evaluation tab, computed (the corpus from ``STYLEEVAL_DATA_DIR``, which the loaders read themselves
+    and name when it is wrong); any failure is the tab's message, in the page's words: the demo works without it."""
+    try:
+        rows, figure = metaeval_summary(extra_metrics=extra_metrics)
+        board = metaeval_leaderboard(extra_metrics=extra_metrics)
+        return MetaevalTab(rows, figure, board)
+    except Exception as err:
+        return MetaevalTab([], None, [], metaeval_unavailable(err))
+
+
+T = TypeVar("T")
+
+
+class Later(Generic[T]):
+    """A value computed once, when first asked for (:meth:`get`) or in a background thread (:meth:`start`), whichever
+    comes first: every caller gets that one value, callers who ask while it is computed wait for it. How the Space
+    puts its slow Meta-evaluation tab after its URL (a compute that raises is tried again by the next caller)."""
+
+    def __init__(self, compute: Callable[[], T]) -> None:
+        self._compute = compute
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._value: T | None = None
+
+    def get(self) -> T:
+        """The value, computed now if no one has yet (waiting for a computation under way)."""
+        with self._lock:
+            if not self._done.is_set():
+                self._value = self._compute()
+                self._done.set()
+        return self._value  # type: ignore[return-value]
+
+    def start(self) -> threading.Thread:
+        """Computes the value in a background thread (a daemon: it never holds the process open); returns it."""
+        thread = threading.Thread(target=self.get, name="styleeval-later", daemon=True)
+        thread.start()
+        return thread
+
+    def peek(self) -> T | None:
+        """The value where it is computed, else ``None`` (never waits)."""
+        return self._value if self._done.is_set() else None
+
+
+class Gate:
+    """Requests run side by side; one exclusive job (the Space's Meta-evaluation tab, computed while the Space is up)
+    runs alone: it waits for the requests under way, and requests that come meanwhile wait for it (a job waiting
+    goes first). Two threads importing the libraries a first request loads (torch, transformers, matplotlib) break
+    them: ``partially initialized module``."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0
+        self._exclusive = False
+        self._waiting = 0
+
+    @contextmanager
+    def request(self) -> Iterator[None]:
+        with self._cond:
+            self._cond.wait_for(lambda: not self._exclusive and not self._waiting)
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._active -= 1
+                self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            self._cond.wait_for(lambda: not self._exclusive and not self._active)
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()

@@ -34,6 +34,25 @@ def save_figure(fig: Any, path: str | Path, dpi: int = DPI, tight: bool = False)
     return path
 
 
+def fit_title(ax: Any, text: str, **kwargs: Any) -> Any:
+    """``text`` as the title of ``ax``, each line wrapped so that the whole title lies inside the figure (measured on
+    the rendered text, after ``fig.tight_layout()``, which is run again for the wrapped title); ``kwargs`` go to
+    ``set_title``. Returns the title's Text."""
+    import textwrap
+
+    fig = ax.figure
+    lines = text.split("\n")
+    width = max(len(line) for line in lines)
+    while True:
+        title = ax.set_title("\n".join(textwrap.fill(line, width) for line in lines), **kwargs)
+        fig.tight_layout()
+        renderer = fig.canvas.get_renderer()
+        box, frame = title.get_window_extent(renderer), fig.bbox
+        if width <= 20 or (frame.x0 <= box.x0 and box.x1 <= frame.x1 and box.y1 <= frame.y1):
+            return title
+        width -= max(1, width // 12)
+
+
 def figure_link(name: str, title: str) -> str:
     """A figure in a Markdown report: shown (``![title](name)``) where viewers show it (PNG, SVG), a link where they
     do not (PDF)."""

@@ -152,6 +152,34 @@ def system_score_legend(statistics: Iterable[SystemStatistic]) -> str:
     return text
 
 
+LAI_NAMES = {"comet": "COMET", "comet-w": "COMET-w", "bleurt": "BLEURT", "bertscore": "BERTScore", "meteor": "METEOR",
+             "chrf": "chrF", "wmd": "WMD", "bleu": "BLEU", "rouge-1": "ROUGE-1", "rouge-2": "ROUGE-2",
+             "rouge-l": "ROUGE-L", "c-pt16": "C-PT16", "c-gyafc": "C-GYAFC", "r-pt16": "R-PT16", "ppl": "GPT-2 PPL",
+             "chatgpt-content": "ChatGPT", "chatgpt-style": "ChatGPT style", "chatgpt-fluency": "ChatGPT fluency"}
+"""Lai et al.'s released scores (``lai:<score>``) as their paper names them."""
+
+
+def figure_metric_label(name: str) -> str:
+    """A metric's name on a figure of Lai et al.'s analyses: :func:`metric_label`, and Lai's released scores
+    (``lai:<score>``) as their paper names them, a content score against the source ``S-`` and against the reference
+    ``R-`` as ours, ``(Lai)`` after it.
+
+    >>> [figure_metric_label(n) for n in ("lai:comet", "lai:bertscore-ref", "lai:c-gyafc", "lai:chatgpt-content-ref", "r_chrf")]
+    ['S-COMET (Lai)', 'R-BERTScore (Lai)', 'C-GYAFC (Lai)', 'R-ChatGPT (Lai)', 'R-chrF']
+    """
+    if not name.startswith("lai:"):
+        return metric_label(name)
+    score = name.removeprefix("lai:")
+    reference = score.endswith("-ref")
+    base = score.removesuffix("-ref")
+    if base not in LAI_NAMES:
+        return name
+    content = base in {"comet", "comet-w", "bleurt", "bertscore", "meteor", "chrf", "wmd", "bleu", "rouge-1", "rouge-2",
+                       "rouge-l", "chatgpt-content"}
+    side = ("R-" if reference else "S-") if content else ""
+    return f"{side}{LAI_NAMES[base]} (Lai)"
+
+
 def shown_label(name: str, negated: bool = False, random_weights: bool = False) -> str:
     """:func:`metric_label` with what a reader must know beside it: ``(negated)`` where the table or plot negates the
     scores, :data:`RANDOM_MARK` where they come from random weights.

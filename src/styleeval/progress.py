@@ -1,5 +1,7 @@
 """Progress on long work, the same way everywhere: tqdm bars and stage lines on stderr, on by default where stderr
-is a terminal (``progress=None``), off with ``progress=False`` (the CLI's ``--no-progress`` / ``-q``).
+is a terminal (``progress=None``), off with ``progress=False`` (the CLI's ``--no-progress`` / ``-q``). The steps of
+the longest runs (:func:`steps`: the meta-evaluation's, minutes to hours) are never silent: where no bar shows
+(``progress=None``, stderr a file or a pipe), one line per finished step.
 
 >>> enabled(False), enabled(True)
 (False, True)
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -54,6 +56,22 @@ def bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc
     from tqdm.auto import tqdm
 
     return tqdm(iterable, total=total, desc=desc, unit=unit, leave=False, disable=not enabled(progress))
+
+
+def steps(items: Sequence[Any], *, desc: str, unit: str, progress: bool | None = None,
+          name: Callable[[Any], str] = str) -> Iterator[Any]:
+    """``items``, one step each: a :func:`bar` where :func:`enabled`; where ``progress`` is ``None`` and stderr is
+    not a terminal (a log file, a pipe: no bar), one line on stderr as each step ends, ``desc: k/n units done
+    (name(item)), t s`` (the time since the first step began), so that a long run written to a log is never silent;
+    nothing with ``progress=False``."""
+    if enabled(progress) or progress is not None:
+        yield from bar(items, desc=desc, unit=unit, progress=progress)
+        return
+    start, total = time.perf_counter(), len(items)
+    for k, item in enumerate(items, start=1):
+        yield item
+        print(f"{desc}: {k}/{total} {unit}{'s' if total != 1 else ''} done ({name(item)}), {time.perf_counter() - start:.1f} s",
+              file=sys.stderr, flush=True)
 
 
 @contextmanager

@@ -223,6 +223,7 @@ def test_space_in_headless_chromium(space, tmp_path):
 
         page.get_by_role("tab", name="Meta-evaluation").click()
         board = page.locator("#leaderboard").last  # Gradio puts the elem_id on the block and on the table
+        board.wait_for(timeout=180_000)  # computed once the URL is out, or now (issue 47): shown when it is
         deadline = time.time() + 30
         while "acc_eq" not in board.inner_text() and time.time() < deadline:
             time.sleep(0.2)
@@ -247,7 +248,7 @@ def test_space_without_weights_or_corpora_in_chromium(bare_space, tmp_path):
         assert banner.startswith("Scoring is not available in this Space: its model, SmolLM2-135M-Instruct (Q4_1 GGUF),")
         assert "the Score, Compare and Batch tabs do not work" in banner and "STYLEEVAL_MODEL=tiny-random" in banner
         assert "network access to the package index or the Hub" in banner
-        assert "For the Space's owner" in banner and "Meta-evaluation: not available here" in banner
+        assert "For the Space's owner" in banner  # the meta-evaluation's line: once it is computed, below
         page.screenshot(path=str(tmp_path / "banner.png"), full_page=True)
         page.locator("#source textarea").fill("Send me the report now.")
         page.locator("#rewrite textarea").fill("Could you send it?")
@@ -259,8 +260,11 @@ def test_space_without_weights_or_corpora_in_chromium(bare_space, tmp_path):
         assert page.locator(TOASTS).count() == 0
         page.screenshot(path=str(tmp_path / "score-error.png"), full_page=True)
         seen = [page.locator("body").inner_text()]
-        page.get_by_role("tab", name="Meta-evaluation").click()
+        page.get_by_role("tab", name="Meta-evaluation").click()  # computed after the URL (issue 47): waited for
+        page.locator("#metaeval-status").get_by_text("not available in this Space").wait_for(timeout=120_000)
         message = page.locator("#metaeval-status").inner_text()
+        page.locator("#banner-metaeval").get_by_text("not available here").wait_for(timeout=30_000)
+        assert "Meta-evaluation: not available here" in page.locator("#banner-metaeval").inner_text()
         assert message.startswith("The meta-evaluation is not available in this Space") and "STYLEEVAL_DATA_DIR" in message
         seen.append(page.locator("body").inner_text())
         page.screenshot(path=str(tmp_path / "metaeval.png"), full_page=True)
@@ -376,7 +380,8 @@ def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path, caps
     assert str(tmp_path / "no-mirror") in capsys.readouterr().err
     assert "docs/" not in message and "\n" not in message  # said in the page, not a link to a file of the repo
     app = (ROOT / "spaces" / "style_eval_demo" / "app.py").read_text(encoding="utf-8")
-    assert "docs/" not in app and 'gr.Markdown(m_message, elem_id="metaeval-status")' in app
+    assert "docs/" not in app and 'gr.Markdown("_Computing the correlations..._", elem_id="metaeval-status")' in app
+    assert "gr.Markdown(tab.message, visible=not tab.available)" in app  # the paragraph, once the tab is computed
 
 
 @pytest.mark.parametrize("mirror", ["no-mirror", "empty-mirror"])
@@ -404,7 +409,7 @@ def test_the_spaces_log_without_corpora_advises_what_works_for_the_space(tmp_pat
 
 def test_styleeval_space_on_a_taken_port_is_one_line_naming_the_port_and_the_flag(monkeypatch, capsys):
     """Issue 47: `styleeval space --port N` with N taken: one line naming the port, --port and a free one, before the
-    app loads (it computes the meta-evaluation tab first: tens of seconds); not Gradio's 30-line traceback advising
+    app loads (tens of seconds); not Gradio's 30-line traceback advising
     GRADIO_SERVER_PORT. A port taken while the app loads (a race) is said the same way."""
     import runpy
 
@@ -740,3 +745,98 @@ def test_errors_in_the_spaces_words(tiny_model_dir, monkeypatch, capsys):
     log = capsys.readouterr().err
     assert "10.0.0.7" in log and "RuntimeError: /home/owner/x.py went wrong" in log
     assert _cli_flags(failed + bug + said) == []
+
+
+def test_building_the_space_computes_no_meta_evaluation_until_its_tab_opens(monkeypatch, data_dir):
+    """Issue 47: the Space took 43 s to print its URL: it computed the Meta-evaluation tab first. Building the app
+    now runs none of it (counted calls); the tab's handler computes it once, however many visitors open it at once,
+    and says in the banner's line whether it works; the background start (after the URL) is the same one value."""
+    import runpy
+    import threading
+
+    pytest.importorskip("gradio")
+    import styleeval.demo as demo_module
+
+    calls = []
+    real = demo_module.metaeval_summary
+
+    def counted(*args, **kwargs):
+        calls.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(demo_module, "metaeval_summary", counted)
+    monkeypatch.setenv("STYLEEVAL_MODEL", "tiny-random")
+    monkeypatch.setenv("STYLEEVAL_DATA_DIR", str(data_dir))
+    app = runpy.run_path(str(SPACE), run_name="space_under_test")  # built, never launched
+    assert calls == [] and app["METAEVAL"].peek() is None
+    assert app["banner_ui"]() == {"__type__": "update"}  # a page loaded now: the banner's line left as it is
+    answers = []
+    visitors = [threading.Thread(target=lambda: answers.append(app["metaeval_ui"]())) for _ in range(3)]
+    for visitor in visitors:
+        visitor.start()
+    for visitor in visitors:
+        visitor.join()
+    assert len(calls) == 1 and len(answers) == 3
+    note, message, table, plot, _, board = answers[0]
+    assert not note.visible and not message.visible and table.visible and plot.visible and board.visible
+    assert {row[0] for row in table.value["data"]} == {"S-BLEU", "S-chrF", "S-Paper-BLEU"}
+    app["METAEVAL"].start().join()
+    assert len(calls) == 1 and app["METAEVAL"].peek() is app["METAEVAL"].get()
+    assert not app["banner_ui"]().visible  # the tab works: nothing to add to the banner
+
+
+def test_later_computes_once_and_retries_after_a_failure():
+    from styleeval.demo import Later
+
+    computed = []
+
+    def compute():
+        computed.append(len(computed))
+        if len(computed) == 1:
+            raise RuntimeError("the first try fails")
+        return len(computed)
+
+    later = Later(compute)
+    assert later.peek() is None
+    with pytest.raises(RuntimeError):
+        later.get()
+    later.start().join()
+    assert later.peek() == 2 and later.get() == 2 and computed == [0, 1]
+
+
+def test_the_gate_runs_the_exclusive_job_alone():
+    """The Meta-evaluation tab, computed while the Space serves, runs with no request under way (a first request
+    importing torch or matplotlib beside it broke both: `partially initialized module`); requests side by side."""
+    import threading
+
+    from styleeval.demo import Gate
+
+    gate, events = Gate(), []
+    first_in, release = threading.Event(), threading.Event()
+
+    def request(name, hold=None):
+        with gate.request():
+            events.append(f"{name} in")
+            if hold is not None:
+                first_in.set()
+                release.wait(10)
+            events.append(f"{name} out")
+
+    def job():
+        with gate.exclusive():
+            events.append("job")
+
+    first = threading.Thread(target=request, args=("a", True))
+    first.start()
+    first_in.wait(10)
+    request("b")  # side by side with a
+    worker = threading.Thread(target=job)
+    worker.start()
+    while not gate._waiting:  # the job waits for a
+        threading.Event().wait(0.01)
+    late = threading.Thread(target=request, args=("c",))  # comes while the job waits: after it
+    late.start()
+    release.set()
+    for thread in (first, worker, late):
+        thread.join(10)
+    assert events == ["a in", "b in", "b out", "a out", "job", "c in", "c out"], events

@@ -144,3 +144,104 @@ def test_lai_figure_3_names_the_aspect(tmp_path):
     assert fig._suptitle is not None and "style" in fig._suptitle.get_text()
     assert "human style ratings" in " ".join(fig._suptitle.get_text().split())
     plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def real_result(data_dir):
+    """The test set (six tasks, long names) and Lai's corpus with the metrics of the issue's figures (issue 47)."""
+    return run_metaeval(["style_gap_testset", "lai_formality"], ["s_bleu", "s_chrf", "s_paper_bleu"],
+                        dimension="content", data_dir=data_dir, n_boot=20)
+
+
+def _boxes(texts, renderer) -> list:
+    return [t.get_window_extent(renderer) for t in texts if t.get_text()]
+
+
+@pytest.mark.parametrize("figure", ["tasks_figure", "datasets_figure"])
+def test_titles_lie_inside_the_figure_and_tick_labels_apart(real_result, figure):
+    """Issue 47: datasets.png's title ran past the right edge; tasks.png's task names ran together
+    ("sentimentdetoxification"). Measured on the rendered text: the title inside the figure, no two x tick labels
+    touching (1 pixel apart at least)."""
+    import matplotlib.pyplot as plt
+
+    from styleeval.metaeval import plots
+
+    fig = getattr(plots, figure)(real_result)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    title, frame = ax.title.get_window_extent(renderer), fig.bbox
+    assert frame.x0 <= title.x0 and title.x1 <= frame.x1 and title.y1 <= frame.y1, (title, frame)
+    ticks = sorted(_boxes(ax.get_xticklabels(), renderer), key=lambda b: b.x0)
+    assert len(ticks) == len(ax.get_xticks()) >= 2
+    for left, right in zip(ticks, ticks[1:]):
+        assert left.x1 + 1 <= right.x0, [t.get_text() for t in ax.get_xticklabels()]
+    for box in ticks:
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1
+    plt.close(fig)
+
+
+def test_every_metric_has_a_colour_of_its_own():
+    """Issue 47: R-BLEU and S-Paper-BLEU were two near-identical greens (40 apart in RGB). Every two metrics of the
+    default run and the LLM metrics, and any two colours of the palette, at least 67 apart (0-255 RGB)."""
+    import itertools
+
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    from styleeval.metaeval.plots import PALETTE, metric_colors
+    from styleeval.metrics import DEFAULT_METRICS
+
+    names = [*DEFAULT_METRICS, "logprob_content", "logprob_style", "autorater_meaning", "autorater_style", "s_meteor",
+             "s_cosine"]
+    colors = metric_colors(names)
+
+    def distance(a, b) -> float:
+        return float(np.linalg.norm((np.array(to_rgb(a)) - np.array(to_rgb(b))) * 255))
+
+    assert min(distance(colors[a], colors[b]) for a, b in itertools.combinations(names, 2)) >= 67
+    assert min(distance(a, b) for a, b in itertools.combinations(PALETTE, 2)) >= 67
+    assert distance(colors["r_bleu"], colors["s_paper_bleu"]) > 100
+
+
+def test_the_leaderboards_n_lies_off_the_column_titles(data_dir):
+    """Issue 47: "n = 100 rows" (the panel's right title) overlapped the column's title (the dimension) in the first
+    row (one dimension: a narrow figure). Every panel: its n and its title apart, measured on the rendered text."""
+    import matplotlib.pyplot as plt
+
+    from styleeval.metaeval.leaderboard import build_leaderboard
+    from styleeval.metaeval.plots import leaderboard_figure
+
+    result = run_metaeval(["style_gap_testset", "lai_formality"], ["s_bleu", "r_bleu", "s_paper_bleu"],
+                          dimension="content", data_dir=data_dir, n_boot=0)
+    fig = leaderboard_figure(build_leaderboard([result], trials=10, n_boot=0))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    n_label, title = fig.axes[0]._right_title, fig.axes[0].title  # set_title(loc="right") holds the panel's n
+    assert n_label.get_text() == "n = 100 rows" and title.get_text() == "content"
+    assert not n_label.get_window_extent(renderer).padded(1).overlaps(title.get_window_extent(renderer))
+    plt.close(fig)
+
+
+def test_lai_figures_name_the_metrics_as_reports_do():
+    """Issue 47: lai_figure4's metrics were raw ids (``lai:bertscore-ref``, ``r_chrf``); Lai's released scores are named
+    as their paper does, against the source S- and the reference R- as ours."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from styleeval.metaeval.plots import lai_figure3, lai_figure4
+
+    rows = pd.DataFrame([{"table": "figure 4", "metric": m, "subset": "all", "level": level, "value": 0.5}
+                         for m in ("lai:bertscore-ref", "lai:comet", "r_chrf", "s_bleu") for level in ("system", "segment")]
+                        + [{"table": "figure 3", "metric": m, "dimension": "style", "subset": f"{end}-{n}",
+                            "level": "segment", "value": 0.2} for m in ("lai:c-gyafc", "lai:r-pt16")
+                           for end in ("top", "last") for n in (3, 5)])
+    fig = lai_figure4(rows)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["R-BERTScore (Lai)", "S-COMET (Lai)", "R-chrF",
+                                                                     "S-BLEU"]
+    colours = [bar.get_facecolor() for bar in fig.axes[0].patches]  # still by the id: the reference's in orange
+    assert colours[0] == colours[2] != colours[1] == colours[3]
+    plt.close(fig)
+    fig = lai_figure3(rows)
+    assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == ["C-GYAFC (Lai)", "R-PT16 (Lai)"]
+    plt.close(fig)

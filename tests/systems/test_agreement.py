@@ -165,3 +165,15 @@ def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():
     means = report.scores[report.scores["source_id"] != sources[0]].groupby("system")["s_bleu"].mean()
     assert again.agreement.iloc[0]["aggregate"] == "mean" and again.agreement.iloc[0].n_rows == 20
     assert again.agreement.iloc[0].pearson == pytest.approx(np.corrcoef(means, human)[0, 1], abs=1e-12)
+
+
+def test_the_readmes_best_s_chrf_system_is_the_runs(lai_report):
+    """Issue 47: the README's Lai paragraph named RAO the best S-chrF system; the run's is HIGH (80.02 vs RAO's
+    79.96), as the README's table and its paragraph now say."""
+    from pathlib import Path
+
+    chrf = lai_report.systems[lai_report.systems.metric == "s_chrf"].set_index("system")["score"]
+    assert chrf.idxmax() == "HIGH" and round(chrf["HIGH"], 2) == 80.02 and round(chrf["RAO"], 2) == 79.96
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8").split())
+    assert "| HIGH | 60.24 [55.43, 65.65] (1) | 80.02 " in readme and "| RAO | 63.21 [57.61, 68.68] (1) | 79.96 " in readme
+    assert "below the best S-chrF system on S-chrF (51.3 vs HIGH's 80.0;" in readme

@@ -58,8 +58,14 @@ def test_lai_names_cover_no_name_point_or_error_bar_and_the_axes_say_they_are_hu
     ax = fig.axes[0]
     assert sorted(t.get_text() for t in ax.texts) == sorted(lai_report.scores["system"].unique())
     assert ax.get_xlabel() == "content preservation: human content ratings (higher is better)"
-    assert ax.get_title().splitlines()[-1] == "axes: the human ratings (no LogProb scores in this run)"
+    assert ax.get_title().splitlines()[-1] == "axes: the human ratings"  # issue 47: no tool talk in the title
     assert_names_cover_nothing(fig)
+    from styleeval.systems.report import to_markdown
+
+    note = ("The figure's axes are the human ratings: this run has no LogProb scores, which the figure shows by "
+            "default (add `logprob_content` and `logprob_style` to the metrics to see them).")
+    assert note in to_markdown(lai_report, figure="tradeoff.png").splitlines()
+    assert "axes are" not in to_markdown(lai_report)  # no figure: nothing to say of its axes
 
 
 def _crowded_report(scale: float = 1.0, offset: float = 0.0):

@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "takes about 5x as long)")
     add_figure_options(p, "groups, tasks, datasets, metrics_heatmap; leaderboard; lai_figure3/4")
     p.add_argument("--no-progress", "--quiet", "-q", action="store_true", dest="no_progress",
-                   help="hide progress bars")
+                   help="hide progress (bars where stderr is a terminal, else one line per step done)")
     p.set_defaults(func=run)
 
 

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="local corpus mirror for the meta-evaluation tab (default: $STYLEEVAL_DATA_DIR or download)")
     p.add_argument("--no-autorater", action="store_true", help="no autorater ratings")
     p.add_argument("--metaeval-llm", action="store_true",
-                   help="add LogProb's correlations to the meta-evaluation tab (computed at start; a GPU is advised)")
+                   help="add LogProb's correlations to the meta-evaluation tab (computed once the Space listens; a GPU "
+                   "is advised)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
     p.set_defaults(func=run)

@@ -44,7 +44,8 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
     the humans rate), ranked by value (NaN values last, rank and cluster empty: they are never clustered),
     clustered by WMT's rule on PERM-BOTH p-values (``trials`` permutations, p <= ``alpha``), with a percentile
     bootstrap CI of ``n_boot`` resamples (sources where the corpus has several rows per source, else rows; the statistic recomputed in full on each, acc_eq's epsilon chosen again). ``n_boot=0``: no CIs.
-    ``progress``: a bar over the (corpus, dimension, statistic) tables (``None``: where stderr is a terminal). ``cache_dir``: each table is kept there
+    ``progress``: a bar over the (corpus, dimension, statistic) tables (``None``: where stderr is a terminal, else
+    one line per table done: :func:`styleeval.progress.steps`). ``cache_dir``: each table is kept there
     under a hash of everything it is computed from (the statistic and its code version, the settings, the metrics'
     signatures and scores, the ratings, the corpus's sources and systems), so a rerun on the same scores reads it
     back instead of recomputing its permutations and resamples; any change of input is another key."""
@@ -63,8 +64,9 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
             tasks += [(result, dataset, corpus, statistic, human, names) for statistic in STATISTICS.values()
                       if statistic.applies(corpus)]
     rows = []
-    for result, dataset, corpus, statistic, human, names in shown.bar(tasks, desc="leaderboard", unit="table",
-                                                                       progress=progress):
+    for result, dataset, corpus, statistic, human, names in shown.steps(
+            tasks, desc="leaderboard", unit="table", progress=progress,
+            name=lambda task: f"{task[1]}, {task[0].dimension}, {task[3].name}"):
         key = _table_key(result, dataset, corpus, statistic, human, names, (trials, seed, alpha, n_boot))
         path = Path(cache_dir) / f"{key}.json" if cache_dir is not None else None
         table = _read_table(path)

@@ -11,27 +11,41 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from styleeval.figures import save_figure
-from styleeval.labels import dataset_label, mark_figure, metric_label, random_weight_metrics, signed_label
+from styleeval.figures import fit_title, save_figure
+from styleeval.labels import (
+    dataset_label,
+    figure_metric_label,
+    mark_figure,
+    metric_label,
+    random_weight_metrics,
+    signed_label,
+)
 from styleeval.metaeval.data import DIMENSIONS
 from styleeval.metaeval.grouping import Group, group_averages
+
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#800000", "#fdae6b", "#f0027f", "#393b79", "#808000", "#6baed6", "#bcbddc", "#d6616b",
+           "#f032e6", "#7fc97f")
+"""The metrics' colours: matplotlib's tab10, then 10 colours each chosen among matplotlib's qualitative palettes as
+the farthest from those before it (none too light for a bar on white): any two at least 67 apart in 0-255 RGB (tab10's
+own closest pair; before, tab20c's darkest greens and blues sat 23-40 from tab10's: R-BLEU and S-Paper-BLEU were
+two near-identical greens)."""
 
 
 def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
     """One colour per metric, chosen by its name: a metric has the same colour in every figure of every run (the
-    CLI's and the Space's), whatever else is compared beside it. The palette is 20 strong colours (tab10, then the
-    darkest of each hue group of tab20b and tab20c); a name's colour is ``crc32(name) % 20``, and where two names
-    of ``metrics`` want the same colour, the later one in alphabetical order takes the next free one (the same
-    choice in every figure with both).
+    CLI's and the Space's), whatever else is compared beside it, and two metrics of one figure never share one (up to
+    20). The palette is :data:`PALETTE`; a name's colour is ``crc32(name) % 20``, and where two names of ``metrics``
+    want the same colour, the later one in alphabetical order takes the next free one (the same choice in every
+    figure with both).
 
     >>> colors = metric_colors(["s_bleu", "s_chrf", "s_paper_bleu"])
     >>> all(colors[m] == metric_colors(["logprob_content", "s_ter", m])[m] for m in colors)
     True
     """
-    import matplotlib
+    from matplotlib.colors import to_rgba
 
-    palette = [matplotlib.colormaps["tab10"](k) for k in range(10)] + [
-        matplotlib.colormaps[name](k) for name in ("tab20b", "tab20c") for k in range(0, 20, 4)]
+    palette = [to_rgba(c) for c in PALETTE]
     taken: dict[int, str] = {}
     for name in sorted(set(map(str, metrics))):
         slot = zlib.crc32(name.encode("utf-8")) % len(palette)
@@ -72,7 +86,9 @@ def _bars(matrix: pd.DataFrame, title: str, ylabel: str = "Spearman correlation"
 
     label = result.label if result is not None else metric_label
     n_bars = len(matrix.columns) * max(1, len(matrix))
-    fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 2.0 + 0.18 * n_bars)), 4.5))
+    longest = max(len(str(c)) for c in matrix.columns)  # a column's name is never wrapped: each needs its room
+    fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 2.0 + 0.18 * n_bars,
+                                                  1.6 + len(matrix.columns) * (0.075 * longest + 0.3))), 4.5))
     n_metrics = len(matrix)
     width = 0.8 / n_metrics
     x = np.arange(len(matrix.columns))
@@ -94,12 +110,23 @@ def _bars(matrix: pd.DataFrame, title: str, ylabel: str = "Spearman correlation"
     ax.axhline(0, color="black", linewidth=0.8)
     ax.legend(fontsize=7, ncol=2, frameon=False)
     ax.set_ylabel(ylabel)
-    columns = int(fig.get_size_inches()[0] * 72 / (12 * 0.55))  # characters on a line of the title
-    ax.set_title("\n".join(textwrap.fill(line, columns) for line in title.split("\n")))
-    fig.tight_layout()
+    fit_title(ax, title)  # wrapped to lie inside the figure
+    _separate_tick_labels(ax)
     if result is not None:
         mark_figure(fig, [m for m in result.random_weights if m in set(map(str, matrix.index))])
     return fig
+
+
+def _separate_tick_labels(ax) -> None:
+    """Tick labels of the x axis that overlap (columns too narrow for their names, on the widest figure) turned 30
+    degrees, anchored at their right end under their column."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
+    if any(a.x1 + 2 > b.x0 for a, b in zip(boxes, boxes[1:])):
+        for label in ax.get_xticklabels():
+            label.set(rotation=30, ha="right", rotation_mode="anchor")
+        fig.tight_layout()
 
 
 def _tick_label(column: str, rows: list[str] | None, inches: float) -> str:
@@ -284,23 +311,38 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path, figure_format: s
     if fig is not None:
         paths.append(save_figure(fig, out / f"lai_figure3.{figure_format}"))
         plt.close(fig)
-    fig4 = result[(result["table"].astype(str) == "figure 4") & (result["subset"] == "all")]
-    if not fig4.empty:
-        fig, axes = plt.subplots(1, 2, figsize=(10, max(3.0, 0.35 * fig4["metric"].nunique() + 1.5)), sharey=True)
-        metrics = list(dict.fromkeys(fig4["metric"]))
-        y = np.arange(len(metrics))
-        for ax, level, label in zip(axes, ("system", "segment"), ("System-level Pearson r", "Segment tau-like")):
-            values = fig4[fig4["level"] == level].set_index("metric")["value"].reindex(metrics)
-            ax.barh(y, values.to_numpy(), color=["tab:orange" if m.endswith("-ref") or m.startswith(("r_", "rs_"))
-                                                 else "tab:blue" for m in metrics])
-            ax.set_title(label)
-            ax.axvline(0, color="black", linewidth=0.5)
-        axes[0].set_yticks(y, metrics)
-        fig.suptitle("Content metrics against the source (blue) or the reference (orange)")
-        fig.tight_layout()
+    fig = lai_figure4(result)
+    if fig is not None:
         paths.append(save_figure(fig, out / f"lai_figure4.{figure_format}"))
         plt.close(fig)
     return paths
+
+
+def lai_figure4(result: pd.DataFrame):
+    """Lai et al.'s Figure 4 from ``lai.csv`` rows: each content metric's system-level r and segment tau-like, the
+    metrics named as on the other figures (:func:`~styleeval.labels.figure_metric_label`), blue against the source
+    and orange against the reference. ``None`` without ``figure 4`` rows. The caller saves and closes the figure."""
+    fig4 = result[(result["table"].astype(str) == "figure 4") & (result["subset"] == "all")]
+    if fig4.empty:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, max(3.0, 0.35 * fig4["metric"].nunique() + 1.5)), sharey=True)
+    metrics = list(dict.fromkeys(fig4["metric"]))
+    y = np.arange(len(metrics))
+    for ax, level, label in zip(axes, ("system", "segment"), ("System-level Pearson r", "Segment tau-like")):
+        values = fig4[fig4["level"] == level].set_index("metric")["value"].reindex(metrics)
+        ax.barh(y, values.to_numpy(), color=["tab:orange" if m.endswith("-ref") or m.startswith(("r_", "rs_"))
+                                             else "tab:blue" for m in metrics])
+        ax.set_title(label)
+        ax.axvline(0, color="black", linewidth=0.5)
+    axes[0].set_yticks(y, [figure_metric_label(m) for m in metrics])
+    fig.suptitle("Content metrics against the source (blue) or the reference (orange)")
+    fig.tight_layout()
+    return fig
 
 
 def lai_figure3(result: pd.DataFrame):
@@ -321,7 +363,7 @@ def lai_figure3(result: pd.DataFrame):
         for metric, rows in fig3[fig3["subset"].str.startswith(which)].groupby("metric", sort=False):
             n = rows["subset"].str.split("-").str[1].astype(int)
             order = np.argsort(-n.to_numpy())
-            ax.plot(n.to_numpy()[order], rows["value"].to_numpy()[order], marker="o", label=metric,
+            ax.plot(n.to_numpy()[order], rows["value"].to_numpy()[order], marker="o", label=figure_metric_label(metric),
                     color=colors[metric])
         ax.set_title(f"{which.capitalize()}-N systems")
         ax.set_xlabel("N (systems sorted by human score)")
@@ -361,8 +403,8 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
         for j, dimension in enumerate(dimensions):
             ax = axes[i][j]
             part = acc[(acc["corpus"] == corpus) & (acc["dimension"] == dimension)].sort_values("rank")
-            if i == 0:
-                ax.set_title(f"{dimension}", fontsize=10, fontweight="bold")
+            if i == 0:  # above the line of the panel's n (which sits at the default pad, 6 pt): never on it
+                ax.set_title(f"{dimension}", fontsize=10, fontweight="bold", pad=17)
             if j == 0:  # placed left of the metric names, however long they are
                 ax.set_ylabel(dataset_label(corpus), fontsize=10, fontweight="bold")
             if part.empty:

@@ -146,7 +146,8 @@ def run_metaeval(
         data_dir: local mirror of the corpora (default ``$STYLEEVAL_DATA_DIR`` or download).
         cache: scores cache (``None``: no caching).
         n_boot, seed: bootstrap resamples and seed of the Spearman confidence interval.
-        progress: progress bars on stderr (``None``: where stderr is a terminal).
+        progress: progress bars on stderr (``None``: where stderr is a terminal, else one line per corpus x metric
+            scored and per corpus correlated: :func:`styleeval.progress.steps`).
         loader: ``name -> rows`` replacing ``load_corpus`` (hand-made data in tests); may return a
             :class:`RatedData` directly (reused across runs).
         log: called with each note (skipped dataset, metric or subset) as it happens.
@@ -179,7 +180,6 @@ def run_metaeval(
 
     loaded = load_datasets(datasets, dimension, metric_objs, result, note, data_dir=data_dir, loader=loader,
                            style_words=style_words, allow_missing=allow_missing)
-    progress = shown.enabled(progress)
     scores = score_datasets(loaded, metric_objs, result, note, cache=cache, progress=progress)
     correlate_datasets(loaded, metric_objs, scores, result, note, n_boot=n_boot, seed=seed, progress=progress)
     return result
@@ -239,7 +239,8 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
     scores: dict[tuple[str, str], np.ndarray] = {}
     failed: dict[str, str] = {}
     pairs = [(d, m) for d in loaded for m in metrics]
-    for data, metric in shown.bar(pairs, desc="scoring", unit="metric", progress=progress):
+    for data, metric in shown.steps(pairs, desc="scoring", unit="corpus x metric", progress=progress,
+                                    name=lambda pair: f"{pair[0].name}, {pair[1].label}"):
         if metric.needs_references and not data.has_references.any():
             continue  # no references in this corpus: the paper's "–"
         if metric.label in failed:
@@ -248,7 +249,8 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
         try:
             with advising("spec", metric.name):  # advice names the option as a metric spec takes it
                 result.signatures.setdefault(metric.label, metric.signature)
-                scores[data.name, metric.label] = score_dataset(metric, data, cache, progress=progress)
+                scores[data.name, metric.label] = score_dataset(metric, data, cache,
+                                                                   progress=shown.enabled(progress))
         except (UserError, BackendError) as err:  # a metric that cannot be computed; a bug keeps its traceback
             if metric.label not in result.signatures:  # it could not even be set up: skip it everywhere
                 failed[metric.label] = str(err)
@@ -270,7 +272,8 @@ def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
     (lower-is-better metrics negated), human ratings, source ids and systems the leaderboard reads."""
     dimension = result.dimension
     records, wmt_records, shared_records = [], [], []
-    for data in shown.bar(loaded, desc="correlating", unit="dataset", progress=progress):
+    for data in shown.steps(loaded, desc="correlating", unit="corpus", progress=progress,
+                            name=lambda data: data.name):
         subsets = data.subsets(dimension)
         result.dataset_kinds[data.name] = data.kind
         result.task_subsets[data.name] = [s for s in subsets if s in set(data.tasks) and s != "all"]

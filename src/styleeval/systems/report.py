@@ -348,6 +348,10 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
         _table(header, rows + [n_row]), "",
         *([figure_link(figure, "Systems: content preservation vs style strength, with 95% CIs and the Pareto front"),
            ""] if figure else []),
+        *([f"The figure's axes are {md_cell(shown)}: this run has no LogProb scores, which the figure shows by default "
+           "(add `logprob_content` and `logprob_style` to the metrics to see them).", ""]
+          if figure and (shown := axes_instead(report, _pick(report.metrics, CONTENT_METRICS),
+                                               _pick(report.metrics, STYLE_METRICS))) else []),
         *([f"No tradeoff figure: {md_cell(reason)}.", ""] if figure is None and (reason := no_tradeoff_reason(report))
           else []),
     ]
@@ -464,17 +468,25 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
     ax.set_xlabel(_axis_name(report, content, "content preservation"))
     ax.set_ylabel(_axis_name(report, style, "style strength"))
     title = "Systems: content preservation vs style strength\n(95% CIs; red, joined by a dashed line: the Pareto front)"
-    instead = [m for m, asked, first in ((content, chosen[0], CONTENT_METRICS[0]), (style, chosen[1], STYLE_METRICS[0]))
-               if asked is None and m != first]
-    if instead:  # said where it is seen: the axes are not what they would be with LogProb
-        shown = ("the human ratings" if all(m.startswith(HUMAN_PREFIX) for m in instead)
-                 else " and ".join(_axis_name(report, m) for m in instead))
-        title += f"\naxes: {shown} (no LogProb scores in this run)"
+    shown = axes_instead(report, content if chosen[0] is None else None, style if chosen[1] is None else None)
+    if shown:  # said where it is seen: the axes are not LogProb's (report.md says why, in a note under the figure)
+        title += f"\naxes: {shown}"
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
     place_labels(ax, [(bars[s][0]["score"], bars[s][1]["score"]) for s in bars], list(bars))
     mark_figure(fig, [m for m in (content, style) if m in report.random_weights])
     return fig
+
+
+def axes_instead(report: SystemsReport, content: str | None, style: str | None) -> str:
+    """What the tradeoff figure's axes show where the run has no LogProb scores (``content`` / ``style``: the metrics
+    it picked by default, ``None`` where the caller chose one): ``the human ratings`` or the metrics' names; ``""``
+    where the axes are LogProb's or chosen."""
+    instead = [m for m, first in ((content, CONTENT_METRICS[0]), (style, STYLE_METRICS[0])) if m and m != first]
+    if not instead:
+        return ""
+    return ("the human ratings" if all(m.startswith(HUMAN_PREFIX) for m in instead)
+            else " and ".join(_axis_name(report, m) for m in instead))
 
 
 def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
