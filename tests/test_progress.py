@@ -148,10 +148,21 @@ def test_metaeval_leaderboard_into_a_log_says_each_step_and_quiet_says_none(tmp_
             "--bootstrap", "0", "--no-plots", "--data-dir", str(data_dir), "--cache-dir", str(tmp_path / "cache")]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
     steps = [line.rsplit(",", 1)[0] for line in capsys.readouterr().err.splitlines() if " done (" in line]
-    assert steps == ["scoring: 1/2 corpus x metrics done (style_gap_testset, s_bleu)",
-                     "scoring: 2/2 corpus x metrics done (style_gap_testset, s_chrf)",
-                     "correlating: 1/1 corpus done (style_gap_testset)",
+    assert steps == ["scoring (content): 1/2 corpus x metric pairs done (style_gap_testset, s_bleu)",
+                     "scoring (content): 2/2 corpus x metric pairs done (style_gap_testset, s_chrf)",
+                     "correlating (content): 1/1 corpus done (style_gap_testset)",
                      "leaderboard: 1/2 tables done (style_gap_testset, content, acc_eq)",
                      "leaderboard: 2/2 tables done (style_gap_testset, content, spearman)"], steps
     assert main([*args, "--out", str(tmp_path / "b"), "-q"]) == 0
     assert " done (" not in capsys.readouterr().err
+
+
+def test_a_step_line_says_its_unit_in_the_plural_given(capsys):
+    """Issue 47 review: "1/2 corpuss done"."""
+    from styleeval.progress import steps
+
+    assert list(steps(["a", "b"], desc="correlating", unit="corpus", units="corpora", progress=None)) == ["a", "b"]
+    assert list(steps(["c"], desc="scoring", unit="corpus", units="corpora", progress=None)) == ["c"]
+    lines = [line.rsplit(",", 1)[0] for line in capsys.readouterr().err.splitlines()]
+    assert lines == ["correlating: 1/2 corpora done (a)", "correlating: 2/2 corpora done (b)",
+                     "scoring: 1/1 corpus done (c)"]

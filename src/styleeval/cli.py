@@ -57,6 +57,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # anything else is a bug (a ValueError from numpy or pandas too) and keeps its traceback
         print(f"styleeval {args.command}: error: {terminal_text(err, lines=True)}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # styleeval evaluate ... | head: the reader has what it wanted (OUT is written)
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Standard output to /dev/null once its reader has gone, so that Python's flush at exit raises no second
+    ``BrokenPipeError`` (the way Python's documentation of SIGPIPE advises)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _command_warning(command: str, fallback: Callable[..., None]) -> Callable[..., None]:

@@ -59,18 +59,19 @@ def bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc
 
 
 def steps(items: Sequence[Any], *, desc: str, unit: str, progress: bool | None = None,
-          name: Callable[[Any], str] = str) -> Iterator[Any]:
+          name: Callable[[Any], str] = str, units: str | None = None) -> Iterator[Any]:
     """``items``, one step each: a :func:`bar` where :func:`enabled`; where ``progress`` is ``None`` and stderr is
     not a terminal (a log file, a pipe: no bar), one line on stderr as each step ends, ``desc: k/n units done
-    (name(item)), t s`` (the time since the first step began), so that a long run written to a log is never silent;
-    nothing with ``progress=False``."""
+    (name(item)), t s`` (the time since the first step began; ``units``: the plural, default ``unit + "s"``), so that
+    a long run written to a log is never silent; nothing with ``progress=False``."""
     if enabled(progress) or progress is not None:
         yield from bar(items, desc=desc, unit=unit, progress=progress)
         return
     start, total = time.perf_counter(), len(items)
     for k, item in enumerate(items, start=1):
         yield item
-        print(f"{desc}: {k}/{total} {unit}{'s' if total != 1 else ''} done ({name(item)}), {time.perf_counter() - start:.1f} s",
+        plural = unit if total == 1 else units or unit + "s"
+        print(f"{desc}: {k}/{total} {plural} done ({name(item)}), {time.perf_counter() - start:.1f} s",
               file=sys.stderr, flush=True)
 
 

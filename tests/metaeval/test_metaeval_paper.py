@@ -73,7 +73,7 @@ def test_cli_writes_the_three_outputs(tmp_path, capsys):
     assert main(["metaeval", "--datasets", "style_gap_testset", "--metrics", "s_paper_bleu", "--out",
                  str(tmp_path / "out2"), "--cache-dir", str(tmp_path / "cache"), "--bootstrap", "0",
                  "--no-progress", "--no-plots"]) == 0
-    assert "cache 1 hits / 0 misses" in capsys.readouterr().out
+    assert "cache 1 hit / 0 misses" in capsys.readouterr().out
 
 
 def test_cli_bad_metric_is_a_clear_error(tmp_path, capsys):

@@ -11,6 +11,7 @@ import pytest
 import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
+from styleeval.errors import UserError
 from styleeval.labels import metric_label
 from styleeval.metrics import get_metric
 from styleeval.metrics.bleu import SourceBLEU, sentence_bleu
@@ -198,3 +199,26 @@ def test_the_options_are_sacrebleus_constructor_arguments():
         arguments = set(inspect.signature(make).parameters) - left_out
         for name in (f"s_{kind}", f"r_{kind}"):
             assert set(metric_options(name)) == {"agg", *arguments}
+
+
+def test_an_option_given_twice_and_specs_shown_alike_are_refused_naming_them():
+    """Issue 47 review: `s_ter:case_sensitive=yes:case_sensitive=no` signed the last; `s_bleu,s_bleu:tokenize=intl`
+    said "s_bleu given twice"; `s_chrf,s_chrf:word_order=2:as=S-chrF` printed two columns headed S-chrF."""
+    from styleeval.metrics import get_metric
+    from styleeval.systems import evaluate_systems
+
+    with pytest.raises(UserError, match="option 'case_sensitive' given twice; give it once"):
+        get_metric("s_ter:case_sensitive=yes:case_sensitive=no")
+    rows = [{"system": s, "source": "the cat sat", "rewrite": f"the cat sat {s}", "style": "formal"} for s in "AB"]
+    for metrics, message in [
+        (["s_bleu", "s_bleu:tokenize=intl"], "s_bleu and s_bleu:tokenize=intl would both be shown as S-BLEU; give "
+                                             "each configuration its own name with as=NAME "
+                                             "(e.g. s_bleu:tokenize=intl:as=S-BLEU-2)"),
+        (["s_chrf", "s_chrf:word_order=2:as=S-chrF"], "s_chrf and s_chrf:word_order=2:as=S-chrF would both be shown "
+                                                      "as S-chrF"),
+    ]:
+        with pytest.raises(UserError) as err:
+            evaluate_systems(rows, metrics, trials=10, n_boot=0)
+        assert str(err.value).startswith(message), str(err.value)
+    report = evaluate_systems(rows, ["s_bleu", "s_bleu:tokenize=intl:as=S-BLEU-intl"], trials=10, n_boot=0)
+    assert sorted(set(report.systems["metric"])) == ["S-BLEU-intl", "s_bleu"]

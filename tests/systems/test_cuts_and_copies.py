@@ -132,3 +132,16 @@ def test_the_copy_warning_starts_at_nine_rows_in_ten(same, warned):
     _, told = _copies(rows, ["r_chrf"])
     assert [str(w).split(";")[0] for w in told] == (
         [f"system X: rewrites equal its references on {same}/10 rows"] if warned else [])
+
+
+def test_the_copy_warning_needs_a_reference_based_metric_and_ten_rows():
+    """A run without an R-* metric has no reference-based scores to warn about; 9 rows (``--limit`` on a few
+    sources, where a good system may rewrite as the reference did) are too few to call a system a copy."""
+    rows = [{"system": "X", "source": s, "rewrite": s.upper(), "style": "formal", "reference": s.upper()}
+            for s in SOURCES]
+    rows += [{**r, "system": "Y", "rewrite": "another text"} for r in rows]
+    assert [str(w).split(";")[0] for w in _copies(rows, ["r_chrf"])[1]] == [
+        "system X: rewrites equal its references on 10/10 rows"]
+    assert _copies(rows, ["s_chrf", "s_bleu"])[1] == []
+    few = [r for r in rows if r["source"] in SOURCES[:9]]
+    assert _copies(few, ["r_chrf"])[1] == []

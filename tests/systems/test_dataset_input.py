@@ -170,3 +170,23 @@ def test_sharded_runs_with_limit_put_together_what_one_run_with_limit_reports(da
     assert main(args("sharded")) == 0
     sharded = json.loads(capsys.readouterr().out)
     assert sharded["systems"] == whole["systems"] and {r["n"] for r in whole["systems"]} == {3}
+
+
+def test_a_reader_that_goes_away_ends_evaluate_quietly(tmp_path, data_dir):
+    """Issue 47 review: `styleeval evaluate ... | head -2` ended in a BrokenPipeError traceback (exit 1). Run as
+    `python -m styleeval` (the review found no __main__), its standard output a pipe closed before it prints."""
+    import os
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the table is printed
+    try:
+        proc = subprocess.run([sys.executable, "-m", "styleeval", "evaluate", "--dataset", "mir_yelp", "--metrics",
+                               "s_chrf", "--limit", "3", "--out", str(tmp_path / "out"), "--data-dir", str(data_dir),
+                               "--no-plots", "-q"], stdout=write, stderr=subprocess.PIPE, text=True, timeout=300,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")})
+    finally:
+        os.close(write)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert (tmp_path / "out" / "report.md").is_file()  # the report was written before the table was printed

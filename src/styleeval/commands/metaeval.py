@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if args.leaderboard:
         _leaderboard(args, result, cache)
     elapsed = time.perf_counter() - start
-    print(f"{len(result.correlations)} correlations, cache {cache.hits} hits / {cache.misses} misses, "
+    print(f"{len(result.correlations)} correlations, cache {counted(cache.hits, 'hit')} / {counted(cache.misses, 'miss', 'misses')}, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")
     return missing_metrics_status("metaeval", result.failed_metrics, paths["report"].parent, args.allow_missing,
                                   defaults=defaults)

@@ -19,6 +19,7 @@ from styleeval.errors import UserError, advising
 from styleeval.labels import random_weight_metrics, shown_label, system_statistic
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
 from styleeval.metrics import Metric, get_metric
+from styleeval.metrics.registry import check_distinct_labels
 from styleeval.scoring import ScoresCache, score_dataset
 from styleeval.stats.correlation import DegenerateScoresError, correlate, kendall_tau_like, system_level
 from styleeval.stats.resampling import check_settings
@@ -165,11 +166,8 @@ def run_metaeval(
         raise UserError(f"dimension must be one of {', '.join(DIMENSIONS)}, got {dimension!r}")
     check_settings(n_boot=n_boot, seed=seed)
     metric_objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=data_dir) for m in metrics]
+    check_distinct_labels(metrics, metric_objs)
     names = [m.label for m in metric_objs]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise UserError(f"metric names must be unique in one run, got duplicates: {', '.join(dupes)}; give each "
-                        "configuration its own name with as=NAME (e.g. logprob_content:model=3b:as=LP-3B)")
     result = MetaevalResult(dimension, names, pd.DataFrame(columns=CSV_COLUMNS), pd.DataFrame(columns=WMT_COLUMNS))
     result.negated = [m.label for m in metric_objs if not m.higher_is_better]
 
@@ -239,7 +237,8 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
     scores: dict[tuple[str, str], np.ndarray] = {}
     failed: dict[str, str] = {}
     pairs = [(d, m) for d in loaded for m in metrics]
-    for data, metric in shown.steps(pairs, desc="scoring", unit="corpus x metric", progress=progress,
+    for data, metric in shown.steps(pairs, desc=f"scoring ({result.dimension})", unit="corpus x metric",
+                                    units="corpus x metric pairs", progress=progress,
                                     name=lambda pair: f"{pair[0].name}, {pair[1].label}"):
         if metric.needs_references and not data.has_references.any():
             continue  # no references in this corpus: the paper's "–"
@@ -272,7 +271,8 @@ def correlate_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric],
     (lower-is-better metrics negated), human ratings, source ids and systems the leaderboard reads."""
     dimension = result.dimension
     records, wmt_records, shared_records = [], [], []
-    for data in shown.steps(loaded, desc="correlating", unit="corpus", progress=progress,
+    for data in shown.steps(loaded, desc=f"correlating ({dimension})", unit="corpus", units="corpora",
+                            progress=progress,
                             name=lambda data: data.name):
         subsets = data.subsets(dimension)
         result.dataset_kinds[data.name] = data.kind

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from styleeval.errors import UserError, listing_advice
 from styleeval.http_pools import redacted, redacted_text
@@ -193,8 +193,36 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
         if "=" not in part:
             raise UserError(f"metric spec {shown_spec(spec)!r}: option {shown_spec(part)!r} is not key=value")
         key, value = part.split("=", 1)
+        if key.strip() in opts:
+            raise UserError(f"metric spec {shown_spec(spec)!r}: option {key.strip()!r} given twice; give it once")
         opts[key.strip()] = value.strip()
     return name.strip(), opts
+
+
+def check_distinct_labels(given: Sequence[str | Metric], objs: Sequence[Metric]) -> None:
+    """One run shows each metric under its display name: two specs that would be shown alike (``s_bleu`` and
+    ``s_bleu:tokenize=intl`` both as S-BLEU; ``s_chrf`` and ``s_chrf:word_order=2:as=S-chrF``) are one
+    :class:`UserError` naming them, with the fix (``as=NAME`` on one of them).
+
+    >>> check_distinct_labels(["s_bleu", "s_bleu:tokenize=intl"], [get_metric("s_bleu"), get_metric("s_bleu:tokenize=intl")])
+    Traceback (most recent call last):
+    ...
+    styleeval.errors.UserError: s_bleu and s_bleu:tokenize=intl would both be shown as S-BLEU; give each configuration its own name with as=NAME (e.g. s_bleu:tokenize=intl:as=S-BLEU-2)
+    """
+    from styleeval.labels import metric_label
+
+    shown: dict[str, list[tuple[str, str]]] = {}  # display name, folded -> (spec as given, display name)
+    for spec, metric in zip(given, objs, strict=True):
+        label = metric_label(metric.label)
+        text = shown_spec((spec if isinstance(spec, str) else metric.label).strip())
+        shown.setdefault(label.casefold(), []).append((text, label))
+    for same in shown.values():
+        if len(same) > 1:
+            specs = [text for text, _ in same]
+            label = same[0][1]
+            names = ", ".join(specs[:-1]) + f" and {specs[-1]}"
+            raise UserError(f"{names} would {'both' if len(same) == 2 else 'all'} be shown as {label}; give each "
+                            f"configuration its own name with as=NAME (e.g. {specs[-1]}:as={label}-2)")
 
 
 def label_clash(name: str) -> str | None:

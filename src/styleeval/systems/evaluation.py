@@ -39,7 +39,7 @@ import pandas as pd
 from styleeval import stats
 from styleeval.errors import RowError, RowsWarning, UserError, advising, option_text
 from styleeval.labels import counted, system_statistic
-from styleeval.metrics.registry import SYSTEM_METRICS
+from styleeval.metrics.registry import SYSTEM_METRICS, check_distinct_labels
 from styleeval.systems.report import HUMAN_PREFIX, Coverage, SystemsReport, coverage_of, lacking_sources
 from styleeval.validation import empty_rewrites_warning, empty_rows, text_value
 
@@ -217,29 +217,32 @@ class ReferenceCopyWarning(RowsWarning):
 
 COPY_SHARE = 0.9
 """The share of a system's rows with references whose rewrite is one of them, from which it is warned about."""
+COPY_MIN_ROWS = 10
+"""A system is warned about only from this many rows with references (one row of ``--limit 1`` that a good system
+rewrote as the reference did is no copy)."""
 
 
-def input_warnings(checked: Sequence[SystemRow]) -> list[RowsWarning]:
+def input_warnings(checked: Sequence[SystemRow], references_used: bool = True) -> list[RowsWarning]:
     """What the input's rows hold that the user should know before reading the numbers: empty rewrites (scored as
-    given: :func:`styleeval.validation.warn_empty_rewrites`'s rule) and systems whose rewrites are their own
-    references (:func:`reference_copies`)."""
+    given: :func:`styleeval.validation.warn_empty_rewrites`'s rule) and, where a metric of the run reads the
+    references (``references_used``), systems whose rewrites are their own references (:func:`reference_copies`)."""
     out: list[RowsWarning] = []
     empty = empty_rows([r.rewrite for r in checked])
     if empty:
         named = [checked[i].where for i in empty] if any(r.where != f"row {r.row}" for r in checked) else []
         out.append(empty_rewrites_warning([checked[i].row for i in empty], len(checked), named))
-    return out + reference_copies(checked)
+    return out + (reference_copies(checked) if references_used else [])
 
 
 def reference_copies(checked: Sequence[SystemRow]) -> list[ReferenceCopyWarning]:
     """A warning for each system whose rewrite is one of the row's references on at least :data:`COPY_SHARE` of its
-    rows with references (the references themselves given as a system, carrying themselves as references): its
-    R-* scores are those of a perfect system (R-chrF 100) and mean nothing."""
+    rows with references, and on at least :data:`COPY_MIN_ROWS` rows (the references themselves given as a system,
+    carrying themselves as references): its R-* scores are those of a perfect system (R-chrF 100) and mean nothing."""
     out = []
     for system in dict.fromkeys(r.system for r in checked):
         rows = [r for r in checked if r.system == system and r.references]
         same = [r.row for r in rows if r.rewrite.strip() in {ref.strip() for ref in r.references or []}]
-        if rows and len(same) >= COPY_SHARE * len(rows):
+        if len(rows) >= COPY_MIN_ROWS and len(same) >= COPY_SHARE * len(rows):
             name = system.replace("{", "{{").replace("}", "}}")
             out.append(ReferenceCopyWarning(
                 f"system {name}: rewrites equal its references on {{count}}/{len(rows)} rows; its reference-based "
@@ -306,7 +309,7 @@ def evaluate_systems(
     note = _noter(notes, log)
     if subset:
         note(f"evaluated on {subset}: every system's rows of them, {counted(len(checked), 'row')}")
-    for warning in input_warnings(checked):  # shown as warnings (the CLI: "styleeval evaluate: warning: ...")
+    for warning in input_warnings(checked, any(m.needs_references for m in objs)):  # shown as warnings (the CLI: "styleeval evaluate: warning: ...")
         warnings.warn(warning, stacklevel=2)
         notes.append(str(warning))  # and kept in the report's notes
     cache = ScoresCache(cache_dir)
@@ -417,10 +420,8 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
     objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=None if data_dir is None else str(data_dir))
             for m in metrics]
     checked, subset = first_sources(check_rows(rows, style), limit)
+    check_distinct_labels(metrics, objs)
     labels = [m.label for m in objs]
-    dupes = sorted({label for label in labels if labels.count(label) > 1})
-    if dupes:
-        raise UserError(f"metric(s) {', '.join(dupes)} given twice; name configurations apart with as=NAME")
     check_labels(labels)
     order = sorted(range(len(checked)), key=lambda i: (checked[i].source_id, checked[i].source, checked[i].style))
     data = ScoringInputs(
