@@ -157,3 +157,37 @@ def test_an_unreachable_hub_is_said_in_one_line(online, monkeypatch):
     message = _decided(online, "someone/public")
     assert message is not None and "the Hub cannot be reached" in message and "the connection failed, ConnectError" in message \
         and "no answer within" not in message  # refused at once: not a timeout
+
+
+def test_a_bare_name_is_asked_of_the_hub_once_and_a_close_preset_suggested(online):
+    """A name without an owner (a mistyped preset: ``tiny-randm``) is a Hub id too (the Hub's oldest: ``gpt2``):
+    the probe decides it with one request, not transformers with its retries, and names the preset it is close to."""
+    message = _decided(online, "tiny-randm")
+    assert message is not None and message.startswith(
+        "cannot load model 'tiny-randm' (did you mean the preset tiny-random?): not found on the Hub")
+    assert online.requests == ["/tiny-randm/resolve/main/config.json"]
+
+
+def test_the_did_you_mean_names_a_close_preset_never_the_one_given():
+    assert hub.did_you_mean("tiny-randm") == " (did you mean the preset tiny-random?)"
+    assert hub.did_you_mean("smollm2") == " (did you mean the preset smollm2-135m?)"  # the GGUF preset too
+    assert hub.did_you_mean("Qwen-1.5") == " (did you mean the preset qwen-1.5b (Qwen/Qwen2.5-1.5B-Instruct)?)"
+    assert hub.did_you_mean("meta-llama/Llama-3.2-1B-Instruk") == \
+        " (did you mean the preset 1b (meta-llama/Llama-3.2-1B-Instruct)?)"  # close to the id a preset stands for
+    for given in ("tiny-random", "1B", GATED, "someone/some-model", "gpt2"):
+        assert hub.did_you_mean(given) == "", given
+    from styleeval.gguf_files import PRESETS as GGUF_PRESETS
+
+    assert set(hub.preset_names()) == {*GGUF_PRESETS, *hub.PRESETS, hub.TINY_RANDOM} == {
+        "smollm2-135m", "1b", "3b", "8b", "qwen-1.5b", "tiny-random"}  # those `styleeval list models` shows
+
+
+def test_an_unreachable_hub_with_a_bare_name_is_one_line_with_the_preset_it_is_close_to(online, monkeypatch):
+    from _servers import free_port
+
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{free_port()}")
+    message = _decided(online, "tiny-randm")
+    assert message is not None and message.startswith(
+        "cannot load model 'tiny-randm' (did you mean the preset tiny-random?): not in the local cache and the Hub "
+        "cannot be reached (http://127.0.0.1:")
+    assert "HF_HUB_OFFLINE" not in message and "or pass a local path (or the preset tiny-random" in message

@@ -447,6 +447,63 @@ def test_a_file_command_without_weights_fails_before_importing_torch(tmp_path, c
     assert not (tmp_path / "t.jsonl").exists() or (tmp_path / "t.jsonl").stat().st_size == 0
 
 
+def test_a_mistyped_preset_with_the_hub_unreachable_is_one_error_line_without_retries(tmp_path):
+    """`styleeval evaluate one.csv --metrics logprob_content --model tiny-randm` online (HF_HUB_OFFLINE not set) with
+    the Hub unreachable (HF_ENDPOINT: a closed local port) took a minute: the probe skipped a name without an owner,
+    and transformers asked the Hub with huggingface_hub's retries (12 "Retrying in" lines). Now: exit 2, one error
+    line naming the model, that the Hub cannot be reached and the preset it is close to, no offline hint; the
+    rewrite that is empty is a warning of its own, not a cause of the error."""
+    from _servers import free_port
+
+    rows = tmp_path / "one.csv"
+    rows.write_text("system,source,rewrite,style\n" + "".join(
+        f"A,give me report {i} now.,{'' if i == 3 else f'Could you send report {i}?'},polite\n" for i in range(12)),
+        encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT=f"http://127.0.0.1:{free_port()}")
+    cli = "import sys; from styleeval.cli import main; sys.exit(main(sys.argv[1:]))"
+    want = ("cannot load model 'tiny-randm' (did you mean the preset tiny-random?): not in the local cache and the Hub "
+            f"cannot be reached ({env['HF_ENDPOINT']}: the connection failed, ConnectError): download it once with "
+            "network access, or pass a local path (or the preset tiny-random to try the pipeline without weights: "
+            '--model tiny-random, model=tiny-random in a metric spec, LogProb("tiny-random") in Python)')
+    for command in (["score", str(rows), "--out", str(tmp_path / "t.jsonl")],
+                    ["evaluate", str(rows), "--metrics", "logprob_content", "--out", str(tmp_path / "z11"), "-q"]):
+        done = subprocess.run([sys.executable, "-c", cli, *command, "--model", "tiny-randm"], capture_output=True,
+                              text=True, env=env, timeout=120)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert "Retry" not in done.stderr and "HF_HUB_OFFLINE" not in done.stderr, done.stderr
+        if command[0] == "score":
+            assert lines == [f"styleeval score: error: {want}"]
+        else:  # the empty rewrite: warned, and not quoted as why no metric was computed
+            assert lines == [
+                f"styleeval evaluate: warning: 1 of 12 rewrites is empty ({rows}, line 5): scored as given, an empty "
+                "text (LogProb scores only the end-of-turn token, BLEU and chrF give 0); give the text where it was "
+                "lost, or leave it where the system really wrote nothing",
+                f"styleeval evaluate: error: no metric could be computed: logprob_content: not computed ({want})"]
+
+
+def test_a_load_error_says_unset_the_offline_switch_only_where_one_is_set(monkeypatch):
+    """transformers' own "cannot connect" (after the probe let a name through) advises unsetting HF_HUB_OFFLINE (or
+    TRANSFORMERS_OFFLINE) only where it is set, and names a close preset."""
+    import huggingface_hub.constants
+
+    from styleeval import models
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    failed = OSError("We couldn't connect to 'https://huggingface.co' to load the files")
+    online = str(models.explain_load_error("tiny-randm", failed))
+    assert online == ("cannot load model 'tiny-randm' (did you mean the preset tiny-random?): not in the local cache "
+                      "and the Hub cannot be reached: download it once with network access, or pass a local path (or "
+                      "the preset tiny-random to try the pipeline without weights: --model tiny-random, "
+                      'model=tiny-random in a metric spec, LogProb("tiny-random") in Python)')
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    assert "download it once with network access (unset TRANSFORMERS_OFFLINE), or pass" in \
+        str(models.explain_load_error("someone/model", failed))
+
+
 def test_the_parser_declares_every_command_for_help_and_only_the_one_it_runs(capsys):
     """`build_parser()` declares every command (docs, tests); `main` declares the one it runs and lists the others
     by their summary, so `styleeval --help` is unchanged."""

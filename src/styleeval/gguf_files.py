@@ -28,7 +28,7 @@ from pathlib import Path
 
 from styleeval.digests import file_sha256, remembered
 from styleeval.errors import UserError
-from styleeval.hub import PROBE_SECONDS, ModelLoadError, check_downloadable
+from styleeval.hub import PROBE_SECONDS, REAL_WEIGHTS, ModelLoadError, check_downloadable
 from styleeval.paths import cache_path
 from styleeval.progress import stage
 
@@ -57,8 +57,6 @@ class GGUFSource:
         return f"{self.package}=={self.version}"
 
 
-REAL_WEIGHTS = "smollm2-135m"
-"""The real-weights preset: a real chat model that needs no Hub account and no GPU."""
 
 PRESETS: dict[str, GGUFSource] = {
     REAL_WEIGHTS: GGUFSource(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -18,6 +19,10 @@ PRESETS: dict[str, str] = {
 """The paper's three backbones (appendix D.1; gated on the Hub: accept Meta's licence first); ``1b`` is the default.
 ``qwen-1.5b`` is an ungated chat model of the same size, for trying without the licence (not the paper's)."""
 
+REAL_WEIGHTS = "smollm2-135m"
+"""The real-weights preset: a real chat model that needs no Hub account and no GPU (a GGUF file:
+:mod:`styleeval.gguf_files` fetches it; named here, with the other presets)."""
+
 DEFAULT_MODEL = PRESETS["1b"]
 """The model of LogProb and the autorater when none is given (local backend)."""
 UNGATED_PRESET = "qwen-1.5b"
@@ -30,7 +35,9 @@ _REACHABLE: dict[str, Exception | None] = {}
 
 
 def check_downloadable(name: str, what: str = "model") -> None:
-    """Before loading a Hub id that is not in the local cache: decide once per process, in at most
+    """Before loading a Hub id (``owner/name`` or a bare ``name``: a mistyped preset such as ``tiny-randm`` too,
+    which transformers would ask the Hub about with its retries) that is not in the local cache: decide once per
+    process, in at most
     :data:`PROBE_SECONDS`, whether it can be had (offline mode, then one ``HEAD`` of its config through
     huggingface_hub), instead of the Hub client's retries (about a minute); a :class:`ModelLoadError` in one line
     otherwise: offline, unreachable, not found (a mistyped id: the Hub answers 401 to a client not logged in), or
@@ -57,7 +64,7 @@ OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 """The variables that put model downloads offline (huggingface_hub's and transformers' switches)."""
 
 
-def _offline() -> str | None:
+def offline_variable() -> str | None:
     """The variable that sets offline mode: ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` set now, or
     huggingface_hub's own flag (read from them when it was imported); ``None`` when online."""
     from huggingface_hub import constants
@@ -80,9 +87,9 @@ def _probe(name: str, what: str) -> Exception | None:
         RevisionNotFoundError,
     )
 
-    start = f"cannot load {what} {name!r}: not in the local cache and"
+    start = f"cannot load {what} {name!r}{did_you_mean(name)}: not in the local cache and"
     unreachable = f"download it once with network access, or pass a local path ({WITHOUT_WEIGHTS})"
-    variable = _offline()
+    variable = offline_variable()
     if variable is not None:
         return _offline_error(start, variable)
     endpoint = (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
@@ -120,7 +127,7 @@ def _offline_error(start: str, variable: str) -> ModelLoadError:
 
 
 def _not_found(name: str, what: str, endpoint: str) -> ModelLoadError:
-    return ModelLoadError(f"cannot load {what} {name!r}: not found on the Hub ({endpoint}): check the id (a private "
+    return ModelLoadError(f"cannot load {what} {name!r}{did_you_mean(name)}: not found on the Hub ({endpoint}): check the id (a private "
                           "repository also needs `hf auth login` or HF_TOKEN), or pass a local path")
 
 
@@ -155,5 +162,28 @@ class ModelLoadError(UserError):
 
 
 def looks_like_hub_id(name: str) -> bool:
-    """Whether ``name`` has the form of a Hub id (``owner/name``)."""
-    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name))
+    """Whether ``name`` has the form of a Hub id: ``owner/name``, or a bare ``name`` (the Hub's oldest ids, such as
+    ``gpt2``, and what a mistyped preset looks like: ``tiny-randm``)."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?", name))
+
+
+def preset_names() -> tuple[str, ...]:
+    """Every model preset, as ``styleeval list models`` shows them: the GGUF preset :data:`REAL_WEIGHTS`,
+    :data:`PRESETS` and :data:`TINY_RANDOM`."""
+    return (REAL_WEIGHTS, *PRESETS, TINY_RANDOM)
+
+
+def did_you_mean(name: str) -> str:
+    """`` (did you mean the preset tiny-random?)`` where ``name`` is close (:func:`difflib.get_close_matches`) to a
+    preset's name or to the Hub id a preset stands for, without being it; ``""`` otherwise."""
+    key = name.lower()
+    candidates = {preset: preset for preset in preset_names()}
+    candidates.update({hub_id.lower(): preset for preset, hub_id in PRESETS.items()})
+    if key in candidates:
+        return ""
+    close = difflib.get_close_matches(key, candidates, n=1)
+    if not close:
+        return ""
+    preset = candidates[close[0]]
+    stands_for = f" ({PRESETS[preset]})" if preset in PRESETS else ""
+    return f" (did you mean the preset {preset}{stands_for}?)"

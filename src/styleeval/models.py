@@ -17,8 +17,11 @@ from styleeval.hub import (  # noqa: F401  re-exported: the torch-free part of m
     PROBE_SECONDS,
     TINY_RANDOM,
     UNGATED_PRESET,
+    WITHOUT_WEIGHTS,
     ModelLoadError,
     check_downloadable,
+    did_you_mean,
+    offline_variable,
 )
 from styleeval.hub import looks_like_hub_id as _looks_like_hub_id
 
@@ -183,11 +186,13 @@ def explain_load_error(name: str, err: BaseException, what: str = "model") -> Mo
         hint = "not found on the Hugging Face Hub: check the id (and --revision), log in if it is private, or pass a local path"
     elif kind in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or any(
             w in text.lower() for w in ("offline", "connect", "resolve", "network", "internet")):
-        hint = ("not in the local cache and the Hub cannot be reached: download it once with network access "
-                "(unset HF_HUB_OFFLINE), or pass a local path")
+        variable = offline_variable()
+        unset = f" (unset {variable})" if variable else ""
+        hint = ("not in the local cache and the Hub cannot be reached: download it once with network access"
+                f"{unset}, or pass a local path ({WITHOUT_WEIGHTS})")
     else:
         hint = f"{kind}: {text}"
-    return ModelLoadError(f"cannot load {what} {name!r}: {hint}")
+    return ModelLoadError(f"cannot load {what} {name!r}{did_you_mean(name)}: {hint}")
 
 
 def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_code: bool = False) -> Any:

@@ -249,3 +249,22 @@ def test_a_row_too_long_advises_the_metric_spec_option(tmp_path, tiny_model_dir,
     err = capsys.readouterr().err
     assert "(logprob_content:on_overflow=skip)" in err and "on_overflow='skip'" not in err and "--on-" not in err
     assert main([*args, metrics[0] + ":on_overflow=skip"]) == 0  # what it advised
+
+
+def test_no_metric_computed_says_only_why_each_was_not(tmp_path):
+    """The error of a run where no metric could be computed lists each metric and its cause (a shared cause once,
+    after the metrics it stopped), not the run's other notes and warnings (an empty rewrite was quoted as a cause);
+    the last failure is not noted as well, the error says it once, an earlier one is noted as it happens."""
+    from styleeval.errors import UserError
+
+    rows = _rows({"A": SOURCES[:4], "B": [s.upper() for s in SOURCES[:4]]}, SOURCES[:4])
+    rows[1]["rewrite"] = ""
+    missing = tmp_path / "no-such-model"
+    cause = f"cannot load model '{missing}': no such local folder: check the path, or give a Hub id such as " \
+            "meta-llama/Llama-3.2-1B-Instruct"
+    logged: list[str] = []
+    with pytest.warns(UserWarning, match="1 of 8 rewrites is empty"), pytest.raises(UserError) as raised:
+        evaluate_systems(rows, [f"logprob_content:model={missing}", f"logprob_style:model={missing}"],
+                         progress=False, log=logged.append)
+    assert str(raised.value) == f"no metric could be computed: logprob_content, logprob_style: not computed ({cause})"
+    assert logged == [f"logprob_content: not computed ({cause})"]

@@ -338,7 +338,11 @@ def evaluate_systems(
             system_signatures.pop(metric.label, None)
             same = next((label for label, why in not_computed.items() if why == str(err)), None)
             not_computed[metric.label] = str(err)
-            note(f"{metric.label}: not computed ({f'the same cause as {same}' if same else err})")
+            message = f"{metric.label}: not computed ({f'the same cause as {same}' if same else err})"
+            if metric is objs[-1] and not better and not any(r.human for r in checked):
+                notes.append(message)  # nothing was computed: the error that ends the run says it, once
+            else:
+                note(message)
             continue
         column = np.full(len(checked), np.nan)
         column[order] = values
@@ -358,7 +362,7 @@ def evaluate_systems(
         scores[column] = [r.human.get(column, np.nan) for r in checked]
         better[column] = True
     if len(scores.columns) == 3:
-        raise UserError("no metric could be computed: " + "; ".join(notes))
+        raise UserError(_nothing_computed(not_computed))
     report = compare_systems(scores, system_signatures, better, test=test, alpha=alpha, n_boot=n_boot,
                              trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus,
                              progress=progress)
@@ -754,6 +758,17 @@ def _note_out_of_reach(label: str, n: int, pairs: int, floor: float, settings: _
         holm = f" ({pairs} pairs: {adjusted:.3g} after Holm's adjustment)" if pairs > 1 else ""
         note(f"{label}: with {n} paired sources the {settings.test} test cannot give p below {floor:.3g}{holm}, "
              f"above alpha = {settings.alpha:g}: no pair can be significant")
+
+
+def _nothing_computed(not_computed: dict[str, str]) -> str:
+    """The error of a run where no metric could be computed: each metric and why it was not (a cause shared by
+    several metrics said once, after them); the run's other notes and warnings are not causes, and are shown where
+    they are shown otherwise."""
+    causes: dict[str, list[str]] = {}
+    for label, why in not_computed.items():
+        causes.setdefault(why, []).append(label)
+    said = "; ".join(f"{', '.join(labels)}: not computed ({why})" for why, labels in causes.items())
+    return f"no metric could be computed: {said}" if said else "no metric could be computed"
 
 
 def _noter(notes: list[str], log: Callable[[str], None] | None) -> Callable[[str], None]:
