@@ -21,16 +21,24 @@ def prompt_ids(tokenizer, messages) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_of_turn_id) -> list[float]:
+def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_of_turn_id,
+                         float_head: bool = False) -> list[float]:
     """Log-probabilities of the rewrite's tokens and the end-of-turn token after the instruction ``context``: one
-    forward pass over prompt + rewrite, log-softmax over the whole vocabulary in float32."""
+    forward pass over prompt + rewrite, log-softmax over the whole vocabulary in float32. ``float_head``: the LM head
+    applied in float32 to the last hidden state (the upcast weights: what the engine's default head computes for a
+    bfloat16 model) instead of the model's own head, whose logits come out in the model's dtype."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": CONTEXT_INSTRUCTIONS[context].format(style=style, source=source)}]
     prompt = prompt_ids(tokenizer, messages)
     target = tokenizer(rewrite, add_special_tokens=False)["input_ids"] + [end_of_turn_id]
     ids = torch.tensor([prompt + target])
     with torch.no_grad():
-        logp = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+        if float_head:
+            hidden = model.get_decoder()(input_ids=ids).last_hidden_state[0]
+            logits = hidden.float() @ model.get_output_embeddings().weight.float().T
+        else:
+            logits = model(input_ids=ids).logits[0]
+        logp = torch.log_softmax(logits.float(), dim=-1)
     return [logp[len(prompt) - 1 + j, token].item() for j, token in enumerate(target)]
 
 

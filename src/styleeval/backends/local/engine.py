@@ -27,7 +27,14 @@ With ``share_prompts=True`` rows are first grouped by a longer shared prompt pre
 rows forms a group when its common prefix reaches ``min_shared`` tokens past the global one), each group's
 prefix is run once on top of the global cache, and batches are packed within groups.
 
-Results do not depend on batch size, order, grouping or padding (up to float32 rounding, ~1e-6).
+Results do not depend on batch size, order, grouping or padding (up to float32 rounding, ~1e-6) in float32. A bfloat16
+model's do, up to bfloat16 rounding: torch's CPU attention kernel sums over the batch's padded (or packed) key length
+in an order that depends on that length, and a flipped bfloat16 rounding grows through the layers. On SmolLM2-135M,
+48 test-set rows scored in reverse order moved content by up to 0.041 and style by up to 0.006 (float32: ~3e-6), in
+chunks of 5 content by 0.039; even one row per batch, 0.041 reversed and 0.015 in chunks of 5. A bfloat16 call is
+deterministic (the same rows in the same call give the same bits) and as close to exact as a naive bfloat16 loop
+(tests/backends/test_bfloat16.py), but a score depends on its batch-mates: use float32 where scores are cached,
+resumed or compared across runs.
 
 Calls may run in any number of threads: a call keeps its own state (its rows, batches, budget, KV caches, head
 queue) and never changes the model or the engine; what an engine keeps between calls is immutable and keyed by what
