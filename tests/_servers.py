@@ -28,19 +28,8 @@ def unavailable(message: str) -> None:
     import pytest
 
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message, allow_module_level=True)
-
-
-def need_module(name: str, what: str):  # noqa: ANN201 - the module
-    """``import name``, or :func:`unavailable` (``what``: how to install it): pytest.importorskip that fails under
-    ``CI=true``, at module level too."""
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        unavailable(f"{name} is not installed ({what})")
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def vllm_python() -> str | None:
@@ -311,7 +300,7 @@ class FakeOpenAI:
 
     def logprobs(self, prompt: list[int]) -> list[float | None]:
         """What the fake answers for ``prompt``'s tokens: ``None`` for the first, then each token's log-probability."""
-        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(self.rows(prompt), prompt[1:], strict=True)]
+        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(self.rows(prompt), prompt[1:])]
 
     def models(self) -> dict:
         return {"object": "list", "data": [{"id": n, "object": "model", "root": f"/weights/{self.name}",
@@ -327,7 +316,7 @@ class FakeOpenAI:
         choices = []
         for index, prompt in enumerate(prompts):
             entries: list = [None]
-            for row, token in zip(self.rows(prompt), prompt[1:], strict=True):
+            for row, token in zip(self.rows(prompt), prompt[1:]):
                 entry = {}
                 if k and not self.ignore_k:
                     for rank, top in enumerate(row.argsort()[::-1][:k], start=1):
