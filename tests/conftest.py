@@ -107,6 +107,13 @@ JUDGE_REPLIES = ['{"meaning": 4, "style": 2}', "A {'meaning':2,'style':5}", "I c
 
 
 @pytest.fixture(scope="session")
+def judge_rows() -> tuple[list[str], list[str], str]:
+    """The trained judge's rows (sources, rewrites, style): for test folders whose own conftest shadows this one's
+    names."""
+    return JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE
+
+
+@pytest.fixture(scope="session")
 def judge_model_dir(tiny_tokenizer, tmp_path_factory) -> Path:
     """A 'small'-shape random Llama overfit to answer the three JUDGE_* rows with JUDGE_REPLIES, saved to disk
     (end-of-sequence = the template's end of turn, so local generation and vLLM stop at the same token)."""

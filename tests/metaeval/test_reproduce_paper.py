@@ -18,7 +18,8 @@ def test_write_keeps_the_sections_after_the_generated_tables(tmp_path):
                    encoding="utf-8")
     assert paper.kept_sections(doc) == "\n# STEL\n\nby hand\n"
     real = paper.kept_sections(ROOT / "docs" / "reproduction.md")
-    assert real.startswith("\n# STEL") and "# Lai et al. (2022)" in real
+    assert real.startswith("\n## What the measured rows show")  # the commentary on the generated measured rows
+    assert "\n# STEL" in real and "# Lai et al. (2022)" in real
 
 
 def test_a_row_whose_data_cannot_be_had_says_so_in_its_cells(tmp_path, data_dir):

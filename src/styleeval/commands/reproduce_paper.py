@@ -39,6 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", "-q", action="store_true", help="no progress bars")
     p.add_argument("--write", default=None, metavar="FILE",
                    help="also write the comparison as Markdown to FILE (the sections after the tables are kept)")
+    p.add_argument("--model", default=None, metavar="MODEL",
+                   help="also measure the paper's LLM rows (LogProb, the autorater in paper and expected mode) with "
+                   "MODEL (a preset such as smollm2-135m, an id, a folder or a .gguf file): shown under the paper's "
+                   "rows as measured, never counted as reproduced, with the paper's claims answered; hours on a CPU "
+                   "for every corpus, resumable (the scores cache keeps every finished chunk)")
     p.set_defaults(func=run)
 
 
@@ -54,4 +59,5 @@ def run(args: argparse.Namespace) -> int:
 
     return reproduce(Options(data_dir=args.data_dir or os.environ.get("STYLEEVAL_DATA_DIR") or None,
                              cache_dir=args.cache_dir, no_cache=args.no_cache, online=args.online,
-                             no_progress=args.no_progress, write=args.write))
+                             no_progress=args.no_progress, write=args.write,
+                             model=args.model))
