@@ -28,8 +28,19 @@ def unavailable(message: str) -> None:
     import pytest
 
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
+def need_module(name: str, what: str):  # noqa: ANN201 - the module
+    """``import name``, or :func:`unavailable` (``what``: how to install it): pytest.importorskip that fails under
+    ``CI=true``, at module level too."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        unavailable(f"{name} is not installed ({what})")
 
 
 def vllm_python() -> str | None:
@@ -300,7 +311,7 @@ class FakeOpenAI:
 
     def logprobs(self, prompt: list[int]) -> list[float | None]:
         """What the fake answers for ``prompt``'s tokens: ``None`` for the first, then each token's log-probability."""
-        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(self.rows(prompt), prompt[1:])]
+        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(self.rows(prompt), prompt[1:], strict=True)]
 
     def models(self) -> dict:
         return {"object": "list", "data": [{"id": n, "object": "model", "root": f"/weights/{self.name}",
@@ -316,7 +327,7 @@ class FakeOpenAI:
         choices = []
         for index, prompt in enumerate(prompts):
             entries: list = [None]
-            for row, token in zip(self.rows(prompt), prompt[1:]):
+            for row, token in zip(self.rows(prompt), prompt[1:], strict=True):
                 entry = {}
                 if k and not self.ignore_k:
                     for rank, top in enumerate(row.argsort()[::-1][:k], start=1):

@@ -125,7 +125,7 @@ def judge_model_dir(tiny_tokenizer, tmp_path_factory) -> Path:
                         pad_token_id=tok.pad_token_id)
     judge = Autorater(model, tokenizer=tok, mode="paper", progress=False)
     prompts = judge.chat.conversation_ids(
-        [judge.prompt.messages(s, r, JUDGE_STYLE) for s, r in zip(JUDGE_SOURCES, JUDGE_REWRITES)]
+        [judge.prompt.messages(s, r, JUDGE_STYLE) for s, r in zip(JUDGE_SOURCES, JUDGE_REWRITES, strict=True)]
     )
     train_replies(model, tok, prompts, JUDGE_REPLIES, steps=400, lr=3e-3)
     model.generation_config.eos_token_id = tok.eos_token_id

@@ -53,9 +53,9 @@ def test_logprob_equals_the_slow_reference(family):
     lp = LogProb(model, tokenizer=tok, device="cpu", progress=False)
     assert lp.chat.end_of_turn_id == eot  # the family's own end of turn is scored
     assert lp.chat.folds == (name == "gemma-2") and ("|sys:folded|" in lp.signature) == (name == "gemma-2")
-    got = lp.score(*map(list, zip(*ROWS)))
+    got = lp.score(*map(list, zip(*ROWS, strict=True)))
     want = _reference(model, tok, eot, fold=name == "gemma-2")
-    for row, (content, style) in zip(got, want):
+    for row, (content, style) in zip(got, want, strict=True):
         assert row["content"] == pytest.approx(content, abs=1e-5)
         assert row["style"] == pytest.approx(style, abs=1e-5)
 

@@ -84,7 +84,7 @@ def test_metaeval_report_md(tmp_path):
                                         "e": np.sin(2 * i)})
                             + "\n" for i in range(30)), encoding="utf-8")
     metrics = []
-    for column, name in zip("abcde", MD_NAMES):
+    for column, name in zip("abcde", MD_NAMES, strict=True):
         metric = from_file(str(path), column)
         metric.alias = name
         metrics.append(metric)

@@ -42,8 +42,8 @@ def slow_token_logprobs(model, tokenizer, source, rewrite, style, context, end_o
 def slow_scores(model, tokenizer, source, rewrite, style, end_of_turn=True):
     lp = {c: slow_token_logprobs(model, tokenizer, source, rewrite, style, c, end_of_turn) for c in CONTEXT_INSTRUCTIONS}
     n = len(lp["style"])
-    content = sum(max(s, pa, r) for s, pa, r in zip(lp["style"], lp["paraphrase"], lp["repeat"])) / n
-    style = sum(math.exp(s) - max(math.exp(pa), math.exp(r)) for s, pa, r in zip(*lp.values())) / n
+    content = sum(max(s, pa, r) for s, pa, r in zip(lp["style"], lp["paraphrase"], lp["repeat"], strict=True)) / n
+    style = sum(math.exp(s) - max(math.exp(pa), math.exp(r)) for s, pa, r in zip(*lp.values(), strict=True)) / n
     return content, style, lp
 
 
@@ -62,7 +62,7 @@ def test_engine_equals_slow_path(tiny_model, tiny_tokenizer, rows, expected, bat
         tiny_model, tokenizer=tiny_tokenizer, device="cpu", max_batch_rows=batch_rows,
         reuse_prefix=reuse_prefix, progress=False,
     )
-    got = lp.score(*map(list, zip(*shuffled)), return_tokens=True)
+    got = lp.score(*map(list, zip(*shuffled, strict=True)), return_tokens=True)
     assert isinstance(got, LogProbScores) and len(got) == len(rows)
     worst = 0.0
     for k, i in enumerate(order):
@@ -70,7 +70,7 @@ def test_engine_equals_slow_path(tiny_model, tiny_tokenizer, rows, expected, bat
         tokens = got[k]["tokens"]
         assert len(tokens) == len(slow_lp["style"])
         for ctx in CONTEXT_INSTRUCTIONS:
-            worst = max(worst, max(abs(t[ctx] - s) for t, s in zip(tokens, slow_lp[ctx])))
+            worst = max(worst, max(abs(t[ctx] - s) for t, s in zip(tokens, slow_lp[ctx], strict=True)))
         assert got[k]["content"] == pytest.approx(content, abs=1e-4)
         assert got[k]["style"] == pytest.approx(style, abs=1e-6)
     assert worst <= 1e-4
@@ -79,7 +79,7 @@ def test_engine_equals_slow_path(tiny_model, tiny_tokenizer, rows, expected, bat
 
 
 def test_results_independent_of_batching(tiny_model, tiny_tokenizer, rows):
-    sources, rewrites, styles = map(list, zip(*rows))
+    sources, rewrites, styles = map(list, zip(*rows, strict=True))
     base = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
     tight = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=40, progress=False)
     other = tight.score(sources, rewrites, styles)
@@ -137,14 +137,14 @@ def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
 
 
 def test_model_path_equals_model_object(tiny_model, tiny_tokenizer, tiny_model_dir, rows):
-    sources, rewrites, styles = map(list, zip(*rows[:4]))
+    sources, rewrites, styles = map(list, zip(*rows[:4], strict=True))
     a = LogProb(str(tiny_model_dir), device="cpu", progress=False).score(sources, rewrites, styles)
     b = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
     assert a.content == pytest.approx(b.content, abs=1e-6)
 
 
 def test_bfloat16_runs_and_is_close(tiny_model_dir, rows):
-    sources, rewrites, styles = map(list, zip(*rows[:4]))
+    sources, rewrites, styles = map(list, zip(*rows[:4], strict=True))
     fp32 = LogProb(str(tiny_model_dir), device="cpu", progress=False).score(sources, rewrites, styles)
     bf16 = LogProb(str(tiny_model_dir), device="cpu", dtype="bfloat16", progress=False)
     assert "dtype:bfloat16" in bf16.signature
@@ -152,7 +152,7 @@ def test_bfloat16_runs_and_is_close(tiny_model_dir, rows):
 
 
 def test_out_of_memory_halves_the_batch(tiny_model, tiny_tokenizer, rows):
-    sources, rewrites, styles = map(list, zip(*rows))
+    sources, rewrites, styles = map(list, zip(*rows, strict=True))
     base = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(sources, rewrites, styles)
     lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=4096, progress=False)
     real = lp.backend.engine._score_batch
@@ -188,7 +188,7 @@ def test_engine_without_shared_prefix_and_empty_continuation(tiny_model):
     prompts, conts = [[5, 6, 7], [9], [5, 6]], [[10, 11], [12, 13, 14], []]
     got = engine.token_logprobs(prompts, conts)
     assert got[2].numel() == 0
-    for p, c, lp in zip(prompts[:2], conts[:2], got[:2]):
+    for p, c, lp in zip(prompts[:2], conts[:2], got[:2], strict=True):
         with torch.no_grad():
             logp = torch.log_softmax(tiny_model(torch.tensor([p + c])).logits[0], -1)
         slow = torch.tensor([logp[len(p) - 1 + j, t].item() for j, t in enumerate(c)])
@@ -294,7 +294,7 @@ def test_engine_on_other_architectures(arch, tiny_tokenizer):
     fast = LogProb(model, tokenizer=tiny_tokenizer, device="cpu", chat_template=CHATML_TEMPLATE, progress=False)
     got = fast.score(sources, rewrites, "polite", return_tokens=True)
     eot = tiny_tokenizer.convert_tokens_to_ids("<|im_end|>")
-    for k, (source, rewrite) in enumerate(zip(sources, rewrites)):
+    for k, (source, rewrite) in enumerate(zip(sources, rewrites, strict=True)):
         target = tiny_tokenizer(rewrite, add_special_tokens=False)["input_ids"] + [eot]
         for ctx, instruction in CONTEXT_INSTRUCTIONS.items():
             prompt = tiny_tokenizer.apply_chat_template(

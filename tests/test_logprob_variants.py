@@ -55,7 +55,7 @@ def test_authors_variant_equals_slow_reference(tiny_model, tiny_tokenizer, rows)
     for batch_tokens, max_rows in ((10**6, 1), (4096, None), (300, 3)):
         lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, variant="authors", device="cpu", batch_tokens=batch_tokens,
                      max_batch_rows=max_rows, progress=False)
-        got = lp.score(*map(list, zip(*shuffled)))
+        got = lp.score(*map(list, zip(*shuffled, strict=True)))
         for k, i in enumerate(order):
             want_c, want_s = expected[i]
             if math.isnan(want_c):  # the empty rewrite: only <|eot_id|>, which is context: nothing scored
@@ -68,10 +68,10 @@ def test_authors_variant_equals_slow_reference(tiny_model, tiny_tokenizer, rows)
 
 def test_authors_variant_differs_from_default(tiny_model, tiny_tokenizer, rows):
     live = [r for r in rows if r[1]]
-    default = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(*map(list, zip(*live)))
+    default = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(*map(list, zip(*live, strict=True)))
     authors = LogProb(tiny_model, tokenizer=tiny_tokenizer, variant="authors", device="cpu",
-                      progress=False).score(*map(list, zip(*live)))
-    diffs = [abs(a["content"] - b["content"]) for a, b in zip(default, authors)]
+                      progress=False).score(*map(list, zip(*live, strict=True)))
+    diffs = [abs(a["content"] - b["content"]) for a, b in zip(default, authors, strict=True)]
     assert min(diffs) > 1e-4
     assert default.signature != authors.signature
 
@@ -104,13 +104,13 @@ def test_bfloat16_head_rounds_probabilities_like_the_authors(tiny_model, tiny_to
     live = [r for r in rows if r[1]][:8]
     lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, variant="authors", head_dtype="bfloat16", device="cpu",
                  progress=False)
-    got = lp.score(*map(list, zip(*live)), return_tokens=True)
+    got = lp.score(*map(list, zip(*live, strict=True)), return_tokens=True)
     assert "|head:bfloat16|" in got.signature
     for row in got:  # every probability is a bfloat16 number
         for tok in row["tokens"]:
             p = torch.tensor([math.exp(tok["style"])], dtype=torch.float64)
             assert float(p.to(torch.bfloat16).double()) == pytest.approx(float(p), rel=1e-5)
-    for (source, rewrite, style), row in zip(live, got):
+    for (source, rewrite, style), row in zip(live, got, strict=True):
         want_c, want_s = slow_authors(tiny_model, tiny_tokenizer, source, rewrite, style, head_dtype=torch.bfloat16)
         assert row["content"] == pytest.approx(want_c, abs=2e-2)  # float32 rounding may flip a bfloat16 rounding
         assert row["style"] == pytest.approx(want_s, abs=2e-2)
@@ -126,11 +126,11 @@ def _plain_ids(tok, text):
 def test_ids_unchanged_on_rows_without_control_strings(tiny_tokenizer, rows):
     chat, authors = ChatFormat(tiny_tokenizer), AuthorsFormat(tiny_tokenizer)
     users = [INSTRUCTIONS["style"].format(style=st, source=s) for s, _, st in rows]
-    for user, ids in zip(users, chat.prompt_ids(users)):
+    for user, ids in zip(users, chat.prompt_ids(users), strict=True):
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
         text = tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         assert ids == _plain_ids(tiny_tokenizer, text)
-    for user, ids in zip(users, authors.prompt_ids(users)):
+    for user, ids in zip(users, authors.prompt_ids(users), strict=True):
         assert ids == tiny_tokenizer.convert_tokens_to_ids(tiny_tokenizer.tokenize(AUTHORS_PROMPT.format(SYSTEM_PROMPT,
                                                                                                          user)))
     eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")

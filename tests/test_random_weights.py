@@ -54,11 +54,11 @@ def test_the_preset_has_room_for_every_judge_prompt_of_the_bundled_corpora(tmp_p
         except CorpusError:  # not in the local mirror (Ziegenbein)
             continue
         checked.append(name)
-        rows = list(zip(corpus["source"], corpus["rewrite"], corpus["target_style"]))
+        rows = list(zip(corpus["source"], corpus["rewrite"], corpus["target_style"], strict=True))
         for prompt in PROMPTS.values():
             empty = len(chat.render(chat.fold(prompt.messages("", "", "")), add_generation_prompt=True).encode())
             count = {key: prompt.user.count("{" + key + "}") for key in ("source", "rewrite", "style")}
-            bound = [empty + sum(count[k] * len(v.encode()) for k, v in zip(count, row)) for row in rows]
+            bound = [empty + sum(count[k] * len(v.encode()) for k, v in zip(count, row, strict=True)) for row in rows]
             top = max(range(len(rows)), key=bound.__getitem__)
             assert len(chat.conversation_ids([prompt.messages(*rows[top])])[0]) <= bound[top]  # a true bound
             longest = max(longest, bound[top])

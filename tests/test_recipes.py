@@ -169,7 +169,7 @@ def test_a_backend_added_by_the_recipe_serves_everything_by_name(naive_backend, 
     from styleeval.cli import build_parser, main
     from styleeval.options import AUTORATER_OPTIONS, LOGPROB_OPTIONS
 
-    sources, rewrites, styles = map(list, zip(*ROWS))
+    sources, rewrites, styles = map(list, zip(*ROWS, strict=True))
     # LogProb by name, with the backend's own option; the same numbers as the local engine
     naive = LogProb(str(tiny_model_dir), backend="naive", max_tokens=4096, progress=False)
     local = LogProb(str(tiny_model_dir), device="cpu", progress=False)

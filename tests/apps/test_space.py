@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _servers import unavailable
+from _servers import need_module, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -754,7 +754,7 @@ def test_building_the_space_computes_no_meta_evaluation_until_its_tab_opens(monk
     import runpy
     import threading
 
-    pytest.importorskip("gradio")
+    need_module("gradio", "pip install -e '.[test]'")
     import styleeval.demo as demo_module
 
     calls = []

@@ -164,7 +164,7 @@ def test_expected_mode_equals_the_slow_hand_computation(tokenizer_kind, tiny_tok
         assert two_pass.meaning == pytest.approx(res.meaning, abs=1e-6)
         assert two_pass.style == pytest.approx(res.style, abs=1e-6)
         assert res.compliance_rate == 1.0
-        for row, i in zip(res, order):
+        for row, i in zip(res, order, strict=True):
             meaning, style, mp, sp = expected[i]
             assert row["meaning"] == pytest.approx(meaning, abs=1e-5)
             assert row["style"] == pytest.approx(style, abs=1e-5)
@@ -225,7 +225,7 @@ def test_engine_prompt_groups_are_exact(tiny_model, tiny_tokenizer):
     plain = ScoringEngine(tiny_model, batch_tokens=64).token_logprobs(prompts, conts)
     for budget in (16, 64, 4096):
         grouped = ScoringEngine(tiny_model, batch_tokens=budget, share_prompts=True, min_shared=2)
-        for a, b in zip(plain, grouped.token_logprobs(prompts, conts)):
+        for a, b in zip(plain, grouped.token_logprobs(prompts, conts), strict=True):
             assert torch.allclose(a, b, atol=1e-5)
         cands = grouped.candidate_logprobs(prompts, [5, 6, 7])
         ref = ScoringEngine(tiny_model, reuse_prefix=False).candidate_logprobs(prompts, [5, 6, 7])

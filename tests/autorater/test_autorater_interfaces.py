@@ -73,7 +73,7 @@ def test_metaeval_autorater_metrics_share_one_pass(judge_model_dir, monkeypatch)
         {"id": f"toy/{i}", "dataset": "toy", "task": "politeness", "target_style": JUDGE_STYLE,
          "source_id": str(i), "source": s, "rewrite": r, "reference": None, "system": f"s{i}",
          "is_reference_rewrite": False, "content_mean": float(c), "style_mean": float(5 - c), "fluency_mean": None}
-        for i, (s, r, c) in enumerate(zip(JUDGE_SOURCES * 2, JUDGE_REWRITES[::-1] + JUDGE_REWRITES, [1, 2, 3, 4, 5, 2]))
+        for i, (s, r, c) in enumerate(zip(JUDGE_SOURCES * 2, JUDGE_REWRITES[::-1] + JUDGE_REWRITES, [1, 2, 3, 4, 5, 2], strict=True))
     ]
     calls = []
     original = Autorater.rate

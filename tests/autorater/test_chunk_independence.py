@@ -40,7 +40,7 @@ def test_an_interrupted_sampled_run_equals_an_uninterrupted_one(tmp_path, tiny_m
 
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": JUDGE_STYLE}) + "\n"
-                           for s, r in zip(SOURCES, REWRITES)), encoding="utf-8")
+                           for s, r in zip(SOURCES, REWRITES, strict=True)), encoding="utf-8")
 
     def judge():
         return Autorater(tiny_model, tokenizer=tiny_tokenizer, mode="paper", prompt="paper-70b", max_new_tokens=6,
@@ -68,7 +68,7 @@ def test_the_authors_fill_is_over_the_whole_dataset(judge_model_dir):
     rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "politeness", "target_style": JUDGE_STYLE,
              "source_id": str(i), "source": s, "rewrite": r, "reference": None, "system": "s",
              "is_reference_rewrite": False, "content_mean": float(i % 5), "style_mean": 1.0, "fluency_mean": None}
-            for i, (s, r) in enumerate(zip(SOURCES, REWRITES))]
+            for i, (s, r) in enumerate(zip(SOURCES, REWRITES, strict=True))]
     data = RatedData.from_rows(rows, name="toy")
     metric = get_metric(f"autorater_meaning:model={judge_model_dir}:mode=paper")
     got = {}

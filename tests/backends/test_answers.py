@@ -19,9 +19,9 @@ from styleeval.backends.answers import AnswerError
 def _answer(prompts, values, order=None, model="m", compact=True) -> bytes:
     """vLLM's answer to a prompt_logprobs=0 request: ``values[k][i]`` is prompt k's token i's log-probability."""
     choices = []
-    for k, (prompt, logprobs) in enumerate(zip(prompts, values)):
+    for k, (prompt, logprobs) in enumerate(zip(prompts, values, strict=True)):
         entries = [None] + [{str(t): {"logprob": v, "rank": 1, "decoded_token": '}} {"7":{"logprob":-1}'}}
-                            for t, v in zip(prompt[1:], logprobs[1:])]
+                            for t, v in zip(prompt[1:], logprobs[1:], strict=True)]
         choices.append({"index": k, "text": "a", "logprobs": None, "finish_reason": "length",
                         "prompt_logprobs": entries})
     if order is not None:
@@ -32,7 +32,7 @@ def _answer(prompts, values, order=None, model="m", compact=True) -> bytes:
 
 def _read(body: bytes, prompts, tails, model="m"):
     chosen = answers.read(body, len(prompts), model)
-    return [answers.prompt_logprobs(c, p, t) for c, p, t in zip(chosen, prompts, tails)]
+    return [answers.prompt_logprobs(c, p, t) for c, p, t in zip(chosen, prompts, tails, strict=True)]
 
 
 @st.composite
@@ -53,7 +53,7 @@ def batches(draw):
 
 
 def _expected(prompts, values, tails):
-    return [v[len(p) - t if t else len(p):] for p, v, t in zip(prompts, values, tails)]
+    return [v[len(p) - t if t else len(p):] for p, v, t in zip(prompts, values, tails, strict=True)]
 
 
 @settings(max_examples=300, deadline=None)

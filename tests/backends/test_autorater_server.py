@@ -21,7 +21,7 @@ def test_expected_mode_server_equals_local(judge_model_dir, vllm_server):
     local = Autorater(str(judge_model_dir), mode="expected", progress=False).rate(sources, rewrites, JUDGE_STYLE)
     served = Autorater(vllm_server.name, tokenizer=str(judge_model_dir), mode="expected",
                        base_url=vllm_server.base_url, progress=False).rate(sources, rewrites, JUDGE_STYLE)
-    for a, b in zip(local, served):
+    for a, b in zip(local, served, strict=True):
         assert b["meaning"] == pytest.approx(a["meaning"], abs=1e-4)
         assert b["style"] == pytest.approx(a["style"], abs=1e-4)
         assert b["meaning_probs"] == pytest.approx(a["meaning_probs"], abs=1e-4)
@@ -36,7 +36,7 @@ def _greedy_gaps(model_dir, sources, rewrites):
     judge = Autorater(str(model_dir), mode="paper", progress=False)
     model, tok = AutoModelForCausalLM.from_pretrained(model_dir), AutoTokenizer.from_pretrained(model_dir)
     gaps = []
-    for s, r in zip(sources, rewrites):
+    for s, r in zip(sources, rewrites, strict=True):
         ids = judge.chat.conversation_ids([judge.prompt.messages(s, r, JUDGE_STYLE)])[0]
         out = model.generate(torch.tensor([ids]), max_new_tokens=20, do_sample=False, output_scores=True,
                              return_dict_in_generate=True, eos_token_id=tok.eos_token_id, pad_token_id=0)
@@ -54,7 +54,7 @@ def test_paper_mode_server_gives_the_local_replies(judge_model_dir, vllm_server)
     assert [r["reply"] for r in remote[:3]] == JUDGE_REPLIES
     gaps = _greedy_gaps(judge_model_dir, sources, rewrites)
     compared = 0
-    for a, b, gap in zip(local, remote, gaps):
+    for a, b, gap in zip(local, remote, gaps, strict=True):
         if gap > 1e-3:
             assert b["reply"] == a["reply"]
             compared += 1
@@ -167,7 +167,7 @@ def test_sampled_paper_mode_sends_each_row_its_own_seed(fault_proxy):
     fault_proxy.bodies.clear()
     judge.rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
     sent = [json.loads(b) for b in fault_proxy.bodies if b"messages" in b]
-    want = {row_seed(0, judge.prompt.messages(s, r, JUDGE_STYLE)) for s, r in zip(JUDGE_SOURCES, JUDGE_REWRITES)}
+    want = {row_seed(0, judge.prompt.messages(s, r, JUDGE_STYLE)) for s, r in zip(JUDGE_SOURCES, JUDGE_REWRITES, strict=True)}
     assert {body["seed"] for body in sent} == want and len(want) == 3
     fault_proxy.bodies.clear()
     judge.rate(JUDGE_SOURCES[1:2], JUDGE_REWRITES[1:2], JUDGE_STYLE)  # alone: the same seed as among the others

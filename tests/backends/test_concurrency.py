@@ -37,7 +37,7 @@ def test_eight_threads_of_mixed_requests_equal_the_sequential_answers(tiny_model
     requests = []
     for _ in range(8 * 40):
         picked = rng.sample(rows, rng.randint(1, 3))
-        requests.append((rng.choice(["logprob", "plain", "judge"]), [list(c) for c in zip(*picked)]))
+        requests.append((rng.choice(["logprob", "plain", "judge"]), [list(c) for c in zip(*picked, strict=True)]))
 
     def answer(request):
         kind, (sources, rewrites, styles) = request
@@ -49,7 +49,7 @@ def test_eight_threads_of_mixed_requests_equal_the_sequential_answers(tiny_model
     alone = [answer(r) for r in requests]
     with ThreadPoolExecutor(max_workers=8) as pool:
         together = list(pool.map(answer, requests))
-    differ = [i for i, (a, b) in enumerate(zip(alone, together)) if a != b]
+    differ = [i for i, (a, b) in enumerate(zip(alone, together, strict=True)) if a != b]
     assert differ == [], f"{len(differ)} of {len(requests)} answers differ, e.g. request {differ[:3]}"
 
 
@@ -110,7 +110,7 @@ def test_logprob_and_expected_autorater_on_one_backend_answer_as_alone(tiny_mode
 
     def answer(request):
         kind, picked = request
-        sources, rewrites, styles = (list(c) for c in zip(*picked))
+        sources, rewrites, styles = (list(c) for c in zip(*picked, strict=True))
         try:
             if kind in judges:
                 return [(r["meaning"], r["style"]) for r in judges[kind].rate(sources, rewrites, styles)]

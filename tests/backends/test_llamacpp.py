@@ -11,8 +11,9 @@ import sys
 import threading
 
 import pytest
+from _servers import need_module
 
-llama_cpp = pytest.importorskip("llama_cpp")
+llama_cpp = need_module("llama_cpp", "pip install -e '.[llamacpp]'; .ci/run builds it")
 
 import torch  # noqa: E402
 
@@ -84,7 +85,7 @@ def test_token_logprobs_equal_llama_cpp_pythons_own(lcpp, gguf_path, pairs):
     theirs = _direct(gguf_path, pairs)
     assert [len(m) for m in mine] == [len(c) for _, c in pairs]
     assert all(m.dtype == torch.float32 for m in mine)
-    worst = max(float((m.double() - t).abs().max()) for m, t in zip(mine, theirs) if len(t))
+    worst = max(float((m.double() - t).abs().max()) for m, t in zip(mine, theirs, strict=True) if len(t))
     assert worst < 1e-5
 
 
@@ -156,10 +157,10 @@ def test_logprob_is_within_quantization_distance_of_the_float32_engine(lcpp, rea
     """LogProb on real rows with the llama.cpp backend and with the float32 engine (the same file de-quantized): the
     numbers differ by quantization only, and the signatures tell them apart."""
     picked = rows[:4]
-    sources, rewrites, styles = (list(x) for x in zip(*picked))
+    sources, rewrites, styles = (list(x) for x in zip(*picked, strict=True))
     quantized = LogProb(backend=lcpp).score(sources, rewrites, styles)
     engine = LogProb(backend=real_backend).score(sources, rewrites, styles)
-    for a, b in zip(quantized, engine):
+    for a, b in zip(quantized, engine, strict=True):
         assert abs(a["content"] - b["content"]) < CONTENT_TOLERANCE
         assert abs(a["style"] - b["style"]) < STYLE_TOLERANCE
     fields = quantized.signature.fields
@@ -193,7 +194,7 @@ def test_generation_is_deterministic_and_sampling_follows_each_rows_seed(lcpp, p
     sampled = Decoding(do_sample=True, max_new_tokens=12, temperature=1.0, top_p=0.95)
     seeds = [11, 12, 13]
     together = lcpp.generate(prompts, sampled, seeds)
-    assert [lcpp.generate([p], sampled, [s])[0] for p, s in zip(prompts, seeds)] == together
+    assert [lcpp.generate([p], sampled, [s])[0] for p, s in zip(prompts, seeds, strict=True)] == together
     assert lcpp.generate(prompts[::-1], sampled, seeds[::-1]) == together[::-1]
     assert len({lcpp.generate([prompts[0]], sampled, [s])[0] for s in range(4)}) > 1
     first = lcpp.tokenizer.encode(alone[0], add_special_tokens=False)[1]
@@ -267,7 +268,7 @@ def test_the_cli_scores_a_file_with_it(lcpp, tmp_path):
                  "--n-threads", "1", "-q"])
     assert code == 0
     records = read_scores(out)
-    want = LogProb(backend=lcpp).score(*(list(x) for x in zip(*rows)))
+    want = LogProb(backend=lcpp).score(*(list(x) for x in zip(*rows, strict=True)))
     assert [r["row"] for r in records] == [0, 1, 2]
     assert [(r["content"], r["style_strength"]) for r in records] == [(w["content"], w["style"]) for w in want]
     assert {r["signature"] for r in records} == {want.signature}

@@ -27,7 +27,7 @@ def test_server_equals_local_engine(judge_model_dir, vllm_server, variant):
     with pytest.warns(UserWarning, match="no scored token") if variant == "authors" else nullcontext():
         got = served.score(SOURCES, REWRITES, STYLES, return_tokens=True)
     assert len(got) == len(want)
-    for a, b in zip(want, got):
+    for a, b in zip(want, got, strict=True):
         if math.isnan(a["content"]):
             assert math.isnan(b["content"]) and math.isnan(b["style"])
             continue
@@ -65,7 +65,7 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
     local = LogProb(str(judge_model_dir), device="cpu", progress=False).score(SOURCES[:4], REWRITES[:4], STYLES[:4])
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": st}) + "\n"
-                           for s, r, st in zip(SOURCES[:4], REWRITES[:4], STYLES[:4])), encoding="utf-8")
+                           for s, r, st in zip(SOURCES[:4], REWRITES[:4], STYLES[:4], strict=True)), encoding="utf-8")
     out = tmp_path / "out.jsonl"
     assert main(["score", str(inp), "--out", str(out), "--base-url", vllm_server.base_url, "--model",
                  vllm_server.name, "--tokenizer", str(judge_model_dir), "-q"]) == 0

@@ -196,7 +196,7 @@ def test_a_server_error_names_the_input_row_and_keeps_its_message(proxy_and_scor
     assert message in str(caught.value)
     inp = tmp_path / "in.jsonl"
     inp.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": "polite"}) + "\n"
-                           for s, r in zip(sources, "abcd")))
+                           for s, r in zip(sources, "abcd", strict=True)))
     with pytest.raises(ServerError) as caught:
         score_file(inp, tmp_path / "out.jsonl", scorer=lp, progress=False)
     assert caught.value.row == 2 and message in str(caught.value)

@@ -106,7 +106,7 @@ def test_lai_four_references(corpora, data_dir):
     differ = sorted({int(r["source_id"]) + 1 for r in four if r["reference"] and
                      r["reference"][0] != refs_files[0][int(r["source_id"])].strip()})
     assert differ == [22, 23, 35, 46, 50, 51, 60]
-    assert all(r is None for r, ref in zip(four["reference"], four["is_reference_rewrite"]) if ref)
+    assert all(r is None for r, ref in zip(four["reference"], four["is_reference_rewrite"], strict=True) if ref)
     with pytest.raises(ValueError, match="references must be 1 or 4"):
         load_corpus("lai_formality", str(data_dir), references=2)
 
@@ -212,7 +212,7 @@ def test_style_gap_rater_pseudonyms_are_consistent_and_hide_worker_ids(corpora, 
     for n in range(1, 7):
         for r in read_csv_rows(data_dir / f"style_gap_testset/data/syntest_anno{n}.csv"):
             got = rows[f"style_gap_testset/anno{n}/q{r['quest_nr']}"]["rater_ids"]
-            for k, pseudonym in zip((1, 2, 3), got):
+            for k, pseudonym in zip((1, 2, 3), got, strict=True):
                 assert mapping.setdefault(r[f"prolificID_{k}"], pseudonym) == pseudonym
     assert sorted(mapping.values()) == [f"style_gap_testset:rater{k}" for k in range(1, 6)]
     text = str(corpora["style_gap_testset"].to_list())
@@ -233,7 +233,7 @@ def test_style_gap_readme_examples(corpora):
     # the README's sanity check: content means of style vs substitution rows
     ds = corpora["style_gap_testset"]
     for system, expected in (("style", 4.64), ("substitution", 1.91)):
-        means = [m for m, s in zip(ds["content_mean"], ds["system"]) if s == system]
+        means = [m for m, s in zip(ds["content_mean"], ds["system"], strict=True) if s == system]
         assert np.mean(means) == pytest.approx(expected, abs=0.005)
 
 
@@ -278,7 +278,7 @@ def test_mir_means_from_raw(corpora, data_dir):
     nat = np.load(base / "naturalness/DAR_gamma_15.npz", allow_pickle=True)
     assert rows["mir_yelp/DAR_gamma_15/243"]["fluency_mean"] == nat["absolute"][243]
     # DAR gamma=15 style has 13 half-point means (even number of ratings behind them)
-    dar15 = [m for m, s in zip(corpora["mir_yelp"]["style_mean"], corpora["mir_yelp"]["system"]) if s == "DAR_gamma_15"]
+    dar15 = [m for m, s in zip(corpora["mir_yelp"]["style_mean"], corpora["mir_yelp"]["system"], strict=True) if s == "DAR_gamma_15"]
     assert sum((2 * m) % 1 == 0 and m % 1 != 0 for m in dar15) == 13
 
 

@@ -27,7 +27,7 @@ def test_simulation_oracle_finds_the_combination(synthetic):
     res = hybrid("simulation", scores, human, groups, lower_is_better=["c"], oracle=True)
     fold = res.folds[0]
     assert set(fold["metrics"][:2]) == {"a", "b"} or set(fold["metrics"]) >= {"a", "b"}
-    weights = dict(zip(fold["metrics"], fold["weights"]))
+    weights = dict(zip(fold["metrics"], fold["weights"], strict=True))
     assert weights["a"] == pytest.approx(0.7, abs=0.1)
     assert res.pearson > 0.99
 

@@ -26,7 +26,7 @@ def test_a_metric_the_table_skipped_is_not_tested(tmp_path):
     path = tmp_path / "scores.csv"
     path.write_text("id,good,sparse,noisy\n" + "".join(
         f"toy/{i},{g},{'' if np.isnan(s) else s},{n}\n"
-        for i, (g, s, n) in enumerate(zip(good, sparse, rng.normal(size=100)))), encoding="utf-8")
+        for i, (g, s, n) in enumerate(zip(good, sparse, rng.normal(size=100), strict=True))), encoding="utf-8")
     specs = [f"precomputed:file={path}:column={c}:as={c}" for c in ("good", "sparse", "noisy")]
     result = run_metaeval(["toy"], specs, dimension="content", loader=lambda name: rows, n_boot=0)
     assert "sparse" not in set(result.correlations["metric"])

@@ -37,7 +37,7 @@ def test_masked_bleu_equals_bleu_of_the_masked_texts():
     assert masked == pytest.approx(by_hand)
     assert masked[1] == pytest.approx(100.0)  # only the sentiment word changed
     plain = get_metric("s_bleu").compute(sources, rewrites)
-    assert all(m > p for m, p in zip(masked, plain))
+    assert all(m > p for m, p in zip(masked, plain, strict=True))
     refs = [["the food was lovely and the staff were kind"], ["good service , we waited an hour"]]
     r_masked = get_metric("r_masked_bleu:mask=remove").compute(sources, rewrites, refs)
     assert r_masked == pytest.approx(sentence_bleu([mask_style_words(r, "remove") for r in rewrites],

@@ -102,7 +102,7 @@ def test_equals_nltk_called_the_evaluate_way_row_by_row(testset, monkeypatch):
     sources, rewrites = testset["source"], testset["rewrite"]
     ours = get_metric("s_meteor:tok=installed").compute(sources, rewrites)
     theirs = [meteor_score.single_meteor_score(nltk.word_tokenize(src), nltk.word_tokenize(rw), alpha=0.9, beta=3,
-                                               gamma=0.5) for src, rw in zip(sources, rewrites)]
+                                               gamma=0.5) for src, rw in zip(sources, rewrites, strict=True)]
     assert ours == theirs  # exactly, row by row
     rows = [i for i, refs in enumerate(testset["reference"]) if refs]
     ours = get_metric("r_meteor:tok=installed").compute([sources[i] for i in rows], [rewrites[i] for i in rows],
@@ -115,7 +115,7 @@ def test_equals_nltk_called_the_evaluate_way_row_by_row(testset, monkeypatch):
 
     paper = get_metric("s_meteor").compute(sources[:50], rewrites[:50])
     assert paper == [single_meteor_score(word_tokenize(src), word_tokenize(rw), alpha=0.9, beta=3, gamma=0.5)
-                     for src, rw in zip(sources[:50], rewrites[:50])]
+                     for src, rw in zip(sources[:50], rewrites[:50], strict=True)]
 
 
 def test_the_nltk39_tokenizer_tokenizes_as_nltk_3_9_did():

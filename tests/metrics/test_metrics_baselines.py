@@ -23,8 +23,8 @@ REFERENCES = [["a cat is on the mat", "the cat is on a mat"], ["I love this plac
 def test_sacrebleu_metrics_equal_sacrebleu_sentence_functions(name, fn):
     s = get_metric(f"s_{name}")(SOURCES, REWRITES)
     r = get_metric(f"r_{name}")(SOURCES, REWRITES, REFERENCES)
-    assert s == pytest.approx([fn(h, [src]).score for h, src in zip(REWRITES, SOURCES)])
-    assert r == pytest.approx([fn(h, refs).score for h, refs in zip(REWRITES, REFERENCES)])
+    assert s == pytest.approx([fn(h, [src]).score for h, src in zip(REWRITES, SOURCES, strict=True)])
+    assert r == pytest.approx([fn(h, refs).score for h, refs in zip(REWRITES, REFERENCES, strict=True)])
     assert s != r  # source and references really are different targets
 
 

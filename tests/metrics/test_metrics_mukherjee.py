@@ -26,7 +26,7 @@ def test_perplexity_equals_a_slow_computation(tiny_model, tiny_tokenizer, tiny_m
     assert not metric.higher_is_better and metric.incremental
     rewrites = ["Could you send the report?", "The food was warm."]
     got = metric.compute(["s", "s"], rewrites)
-    for text, value in zip(rewrites, got):
+    for text, value in zip(rewrites, got, strict=True):
         ids = [tiny_tokenizer.bos_token_id] + tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
         with torch.no_grad():
             logp = torch.log_softmax(tiny_model(torch.tensor([ids])).logits[0].float(), -1)

@@ -95,8 +95,8 @@ def test_vectorised_tests_and_cis_equal_the_per_trial_computation(make, lai):
     tol = corpus.TIE_TOLERANCE * max(1.0, score_a, score_b)
     star = []
     for keep in np.random.default_rng(seed).integers(2, size=(trials, n), dtype=bool):  # sacrebleu's shuffles
-        star_a = [a if k else b for a, b, k in zip(hyps_a, hyps_b, keep)]
-        star_b = [b if k else a for a, b, k in zip(hyps_a, hyps_b, keep)]
+        star_a = [a if k else b for a, b, k in zip(hyps_a, hyps_b, keep, strict=True)]
+        star_b = [b if k else a for a, b, k in zip(hyps_a, hyps_b, keep, strict=True)]
         star.append(abs(score(star_a) - score(star_b)))
     p_ar = (sum(s >= observed - tol for s in star) + 1) / (trials + 1)
     draws = np.random.default_rng(seed).choice(n, size=(n_boot, n), replace=True)  # sacrebleu's resamples
@@ -133,7 +133,7 @@ def test_p_values_at_the_default_seed_are_sacrebleus_paired_tests(make, lai):
         _, theirs_ar = PairedTest(named, {"m": make()}, [lai["source"]], test_type="ar", n_samples=trials)()
         _, theirs_bs = PairedTest(named, {"m": make()}, [lai["source"]], test_type="bs", n_samples=n_boot)()
         name = next(k for k in theirs_ar if k != "System")
-        for (other, _), r_ar, r_bs in zip(named[1:], theirs_ar[name][1:], theirs_bs[name][1:]):
+        for (other, _), r_ar, r_bs in zip(named[1:], theirs_ar[name][1:], theirs_bs[name][1:], strict=True):
             assert bs[(base, other)].p == r_bs.p_value, (base, other)
             extra = round((ar[(base, other)].p - r_ar.p_value) * (trials + 1))
             ties = ar[(base, other)].ties

@@ -29,7 +29,7 @@ def test_approximate_randomization_is_exact_on_ten_pairs():
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=10), rng.normal(size=10) + 0.4
     d = a - b
-    hits = sum(abs(np.mean([s * x for s, x in zip(signs, d)])) >= abs(d.mean()) - 1e-12
+    hits = sum(abs(np.mean([s * x for s, x in zip(signs, d, strict=True)])) >= abs(d.mean()) - 1e-12
                for signs in itertools.product([1, -1], repeat=10))
     assert stats.approximate_randomization(a, b) == hits / 1024
     assert stats.approximate_randomization(a, b) == stats.approximate_randomization(b, a)  # symmetric

@@ -16,7 +16,7 @@ from styleeval.stats import paired_bootstrap_mean, pairwise_accuracy, significan
 def agreement(gold: list[float], metric: list[float]) -> float:
     """mt-metrics-eval's Agreement: every pair counts; right when the two signs are equal (ties included)."""
     agree = total = 0
-    for (g1, m1), (g2, m2) in itertools.combinations(zip(gold, metric), 2):
+    for (g1, m1), (g2, m2) in itertools.combinations(zip(gold, metric, strict=True), 2):
         agree += np.sign(g1 - g2) == np.sign(m1 - m2)
         total += 1
     return agree / total
@@ -29,10 +29,10 @@ def test_pairwise_accuracy_equals_a_brute_force_agreement_with_ties(seed):
     metric = np.round(rng.normal(size=9), 1)
     metric[:3] = metric[3]  # and metric ties
     names = [f"sys{i}" for i in range(9)]
-    got = pairwise_accuracy(dict(zip(names, human)), dict(zip(names, metric)))
+    got = pairwise_accuracy(dict(zip(names, human, strict=True)), dict(zip(names, metric, strict=True)))
     assert got == pytest.approx(agreement(list(human), list(metric)), abs=1e-15)
     assert pairwise_accuracy(list(human), list(metric)) == got  # aligned sequences are accepted as well
-    kept = [(h1, h2, m1, m2) for (h1, m1), (h2, m2) in itertools.combinations(zip(human, metric), 2) if h1 != h2]
+    kept = [(h1, h2, m1, m2) for (h1, m1), (h2, m2) in itertools.combinations(zip(human, metric, strict=True), 2) if h1 != h2]
     excluded = sum(np.sign(h1 - h2) == np.sign(m1 - m2) for h1, h2, m1, m2 in kept) / len(kept)
     assert pairwise_accuracy(list(human), list(metric), ties="exclude") == pytest.approx(excluded, abs=1e-15)
 

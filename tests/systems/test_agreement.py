@@ -152,7 +152,7 @@ def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():
                "C": [s.replace("bird", "fish") for s in sources], "D": list(sources)}
     rows = [{"source": s, "rewrite": r, "style": "formal", "system": name,
              "human_content": (k + 1) * 10.0 + i % 3 if not (name == "C" and i == 0) else None}
-            for k, (name, rewrites) in enumerate(outputs.items()) for i, (s, r) in enumerate(zip(sources, rewrites))]
+            for k, (name, rewrites) in enumerate(outputs.items()) for i, (s, r) in enumerate(zip(sources, rewrites, strict=True))]
     report = evaluate_systems(rows, ["s_bleu"], trials=20, n_boot=10)
     row = report.agreement.iloc[0]
     assert row.n_systems == 4 and row.n_rows == 20 and row.left_out == ""

@@ -24,7 +24,7 @@ SOURCES = [f"the cat number {i} sat on the mat today and looked at the bird" for
 
 def _rows(systems: dict[str, list[str]], sources: list[str] = SOURCES, **extra) -> list[dict]:
     return [{"source": src, "rewrite": rw, "style": "formal", "system": name, **extra}
-            for name, rewrites in systems.items() for src, rw in zip(sources, rewrites)]
+            for name, rewrites in systems.items() for src, rw in zip(sources, rewrites, strict=True)]
 
 
 @pytest.fixture(scope="module")

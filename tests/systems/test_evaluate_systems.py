@@ -15,7 +15,7 @@ from styleeval.systems import evaluate_systems
 
 def _rows(systems: dict[str, list[str]], sources: list[str]) -> list[dict]:
     return [{"source": src, "rewrite": rw, "style": "formal", "system": name}
-            for name, rewrites in systems.items() for src, rw in zip(sources, rewrites) if rw is not None]
+            for name, rewrites in systems.items() for src, rw in zip(sources, rewrites, strict=True) if rw is not None]
 
 
 SOURCES = [f"the cat number {i} sat on the mat today" for i in range(12)]
@@ -129,7 +129,7 @@ def test_cli_writes_every_file_and_a_rerun_computes_only_new_metrics(tmp_path, m
 
     for name, rewrites in {"A": SOURCES, "B": [s.upper() for s in SOURCES]}.items():
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"source": s, "rewrite": r}) + "\n"
-                                                       for s, r in zip(SOURCES, rewrites)), encoding="utf-8")
+                                                       for s, r in zip(SOURCES, rewrites, strict=True)), encoding="utf-8")
     out = tmp_path / "report"
     args = ["evaluate", str(tmp_path / "A.jsonl"), str(tmp_path / "B.jsonl"), "--system-from-filename", "--style",
             "formal", "--out", str(out), "--no-progress"]

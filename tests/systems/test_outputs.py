@@ -18,7 +18,7 @@ SOURCES = [f"the cat number {i} sat on the mat today" for i in range(6)]
 def _write(path, systems: dict[str, list[str]], human: bool = False) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         for name, rewrites in systems.items():
-            for i, (s, r) in enumerate(zip(SOURCES, rewrites)):
+            for i, (s, r) in enumerate(zip(SOURCES, rewrites, strict=True)):
                 row = {"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal"}
                 if human:
                     row.update(human_content=float(i % 3), human_style=float((i + len(name)) % 4))
@@ -153,7 +153,7 @@ def _parse_blocks(text: str) -> dict[tuple[str, str], str]:
                     break
                 key, *values = re.split(r" {2,}", row)
                 assert len(values) == len(header) - 1, row
-                cells.update({(key, h): v for h, v in zip(header[1:], values)})
+                cells.update({(key, h): v for h, v in zip(header[1:], values, strict=True)})
     return cells
 
 
@@ -171,12 +171,12 @@ def test_the_terminal_table_fits_the_width_and_keeps_every_number():
     rows = [{"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
              "reference": None if name == "DualRL" else s.replace("cat", "cow"),  # no R-chrF for DualRL
              "human_content": float((i + k) % 4), "human_style": float((i * k) % 3)}
-            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts))]
+            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts, strict=True))]
     for systems in (rewrites, list(rewrites)[:4], ["copy", "UPPER"]):
         report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT), trials=50, n_boot=20)
         header, body = _cells(report)
         assert len(header) == 9 and len(" | ".join(header + body[0])) > 200  # as wide as it was
-        expected = {(r[0], h): c for r in body for h, c in zip(header[1:], r[1:])}
+        expected = {(r[0], h): c for r in body for h, c in zip(header[1:], r[1:], strict=True)}
         for width in (80, 200):
             text = report.to_text(width=width)
             assert max(map(len, text.splitlines())) <= width, width
@@ -193,12 +193,12 @@ def test_the_terminal_table_fits_the_width_and_keeps_every_number():
             agreement = _agreement_tables(report)
             starts = [text.index(title.split(":")[0] + ":") for title, _, _ in agreement] + [len(text)]
             assert len(agreement) == 2 and ("own systems" in agreement[0][1]) == (len(systems) > 2)
-            for (title, agreement_header, agreement_rows), start, end in zip(agreement, starts, starts[1:]):
+            for (title, agreement_header, agreement_rows), start, end in zip(agreement, starts, starts[1:], strict=True):
                 assert " ".join(title.split()) in " ".join(text[start:end].split())  # the title, wrapped
                 split = width == 80 and len(systems) > 2  # the own-systems columns below the others
                 assert sum(set(line) <= {"-", " "} for line in text[start:end].splitlines() if line) == 1 + split
                 cells = _parse_blocks(text[start:end])
-                assert cells == {(r[0], h): c for r in agreement_rows for h, c in zip(agreement_header[1:], r[1:])}
+                assert cells == {(r[0], h): c for r in agreement_rows for h, c in zip(agreement_header[1:], r[1:], strict=True)}
 
 
 def test_systems_csv_writes_clusters_as_integers(tmp_path):
@@ -241,7 +241,7 @@ def test_two_systems_that_do_not_fit_side_by_side_are_compared_in_every_table(tm
     rewrites = {"copy": SOURCES, "UPPER": [s.upper() for s in SOURCES], "dog": [s.replace("cat", "dog") for s in SOURCES]}
     rows = [{"system": name, "source_id": i, "source": s, "rewrite": r, "style": "formal",
              "human_content": float((i + k) % 4)}
-            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts))]
+            for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts, strict=True))]
     metrics = ["S-BLEU ↑", "S-chrF ↑", "S-TER ↓", "human_content ↑"]
     layouts = {}
     for systems in (["copy"], ["copy", "UPPER"], ["copy", "UPPER", "dog"]):

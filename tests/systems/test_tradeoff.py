@@ -101,7 +101,7 @@ def test_tick_labels_are_plain_numbers_without_an_offset():
     for axis in (fig.axes[0].xaxis, fig.axes[0].yaxis):
         assert axis.get_offset_text().get_text() == ""
         labels = [t.get_text().replace("\u2212", "-") for t in axis.get_ticklabels() if t.get_text()]
-        ticks = [v for v, t in zip(axis.get_ticklocs(), axis.get_ticklabels()) if t.get_text()]
+        ticks = [v for v, t in zip(axis.get_ticklocs(), axis.get_ticklabels(), strict=True) if t.get_text()]
         assert labels and np.allclose([float(t) for t in labels], ticks, rtol=0, atol=1e-12), labels
 
 

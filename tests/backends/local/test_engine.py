@@ -33,7 +33,7 @@ def test_packed_equals_slow_path(tiny_model, tiny_tokenizer, grouped_rows):
     for batch_tokens in (64, 512, 10**5):
         lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=batch_tokens, progress=False)
         assert lp.backend.engine.pack_prompts
-        got = lp.score(*map(list, zip(*shuffled)))
+        got = lp.score(*map(list, zip(*shuffled, strict=True)))
         for k, i in enumerate(order):
             assert got[k]["content"] == pytest.approx(expected[i][0], abs=1e-5)
             assert got[k]["style"] == pytest.approx(expected[i][1], abs=1e-5)
@@ -41,15 +41,15 @@ def test_packed_equals_slow_path(tiny_model, tiny_tokenizer, grouped_rows):
 
 def test_packed_equals_unpacked_per_token(tiny_model, tiny_tokenizer, grouped_rows):
     chat = ChatFormat(tiny_tokenizer)
-    sources, rewrites, styles = map(list, zip(*grouped_rows))
+    sources, rewrites, styles = map(list, zip(*grouped_rows, strict=True))
     prompts = [p for ctx in CONTEXTS for p in chat.prompt_ids([user_message(ctx, s, st)
-                                                             for s, st in zip(sources, styles)])]
+                                                             for s, st in zip(sources, styles, strict=True)])]
     targets = chat.rewrite_ids(rewrites) * len(CONTEXTS)
     targets[3] = []  # an empty continuation
     packed = ScoringEngine(tiny_model, batch_tokens=300, pack_prompts=True).token_logprobs(prompts, targets)
     plain = ScoringEngine(tiny_model, batch_tokens=300).token_logprobs(prompts, targets)
     assert [len(x) for x in packed] == [len(t) for t in targets]
-    for a, b in zip(packed, plain):
+    for a, b in zip(packed, plain, strict=True):
         assert torch.allclose(a, b, atol=1e-5, rtol=0)
     assert packed[3].numel() == 0
 
@@ -124,15 +124,15 @@ def test_pipelined_pieces_equal_one_piece(tiny_model, tiny_tokenizer, grouped_ro
     order = list(range(len(grouped_rows)))
     random.Random(3).shuffle(order)
     shuffled = [grouped_rows[i] for i in order]
-    sources, rewrites, styles = map(list, zip(*shuffled))
+    sources, rewrites, styles = map(list, zip(*shuffled, strict=True))
     whole = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False).score(
         sources, rewrites, styles, return_tokens=True)
     piecewise = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False, pipeline_rows=5)
     got = piecewise.score(sources, rewrites, styles, return_tokens=True)
-    for a, b in zip(got, whole):
+    for a, b in zip(got, whole, strict=True):
         assert a["content"] == pytest.approx(b["content"], abs=1e-6) and a["style"] == pytest.approx(b["style"], abs=1e-6)
         assert [t["token"] for t in a["tokens"]] == [t["token"] for t in b["tokens"]]
-    keys = [(s, st) for s, st in zip(sources, styles)]
+    keys = [(s, st) for s, st in zip(sources, styles, strict=True)]
     pieces = _pieces(sorted(range(len(keys)), key=lambda i: keys[i]), keys, 5)
     assert len(pieces) > 3 and sorted(i for p in pieces for i in p) == list(range(len(keys)))
     owner = {}
@@ -202,18 +202,18 @@ def test_trees_with_no_reads_and_different_candidate_counts_share_a_batch(tiny_m
              TokenTree([1, 2, 4], [], [(-1, [7])])]
     together = engine.tree_logprobs(trees)
     assert together[0] == []
-    for tree, got in zip(trees[1:], together[1:]):
+    for tree, got in zip(trees[1:], together[1:], strict=True):
         alone = engine.tree_logprobs([tree])[0]
         assert [len(x) for x in got] == [len(c) for _, c in tree.reads]
-        for a, b in zip(got, alone):
+        for a, b in zip(got, alone, strict=True):
             assert torch.allclose(a, b, atol=1e-5, rtol=0)
 
 
 def _prompts_and_targets(tokenizer, rows):
     chat = ChatFormat(tokenizer)
-    sources, rewrites, styles = map(list, zip(*rows))
+    sources, rewrites, styles = map(list, zip(*rows, strict=True))
     prompts = [p for ctx in CONTEXTS for p in chat.prompt_ids([user_message(ctx, s, st)
-                                                             for s, st in zip(sources, styles)])]
+                                                             for s, st in zip(sources, styles, strict=True)])]
     return prompts, chat.rewrite_ids(rewrites) * len(CONTEXTS)
 
 
@@ -239,14 +239,14 @@ def test_prefix_kept_across_calls_is_exact_and_not_run_again(tiny_model, tiny_to
     other = ([[7, 8, 9, 10]], [[11, 12]])  # shares nothing with the chat prompts
     kept.token_logprobs(*first)
     prefix = min(len(p) for p in second[0]) - 1
-    prefix = min(prefix, *(next((i for i, (a, b) in enumerate(zip(p, second[0][0])) if a != b), len(p))
+    prefix = min(prefix, *(next((i for i, (a, b) in enumerate(zip(p, second[0][0], strict=True)) if a != b), len(p))
                            for p in second[0]))
     assert prefix > 10  # the system turn
     for prompts, targets in (second, one, second, other, first):
         fresh = ScoringEngine(tiny_model, batch_tokens=300, pack_prompts=True)
         got, fed_kept = _fed_tokens(kept, prompts, targets)
         want, fed_fresh = _fed_tokens(fresh, prompts, targets)
-        for a, b in zip(got, want):
+        for a, b in zip(got, want, strict=True):
             assert torch.allclose(a, b, atol=1e-5, rtol=0)
         if prompts is second[0]:
             assert fed_fresh - fed_kept == prefix
@@ -263,8 +263,8 @@ def test_kept_prefix_is_dropped_when_the_weights_change(tiny_model, tiny_tokeniz
         model.model.layers[0].self_attn.v_proj.weight.mul_(1.5)  # in place: the cached prefix is now stale
     after = engine.token_logprobs(prompts, targets)
     want = ScoringEngine(model, batch_tokens=300, pack_prompts=True).token_logprobs(prompts, targets)
-    assert max((a - b).abs().max().item() for a, b in zip(before, after) if len(a)) > 1e-3
-    for a, b in zip(after, want):
+    assert max((a - b).abs().max().item() for a, b in zip(before, after, strict=True) if len(a)) > 1e-3
+    for a, b in zip(after, want, strict=True):
         assert torch.allclose(a, b, atol=1e-5, rtol=0)
     model.to(torch.float64)  # a new storage: also a change
     assert engine.token_logprobs(prompts[:1], targets[:1])[0].dtype == torch.float32
@@ -309,10 +309,10 @@ def test_head_blocks_gathered_across_batches(tiny_model, tiny_tokenizer, grouped
             assert sizes.count(7) >= len(sizes) - 3 and len(sizes) >= total // 7
     for head_rows in (1, 7):
         got, want = results[head_rows], results[None]
-        for a, b in zip(got[0], want[0]):
+        for a, b in zip(got[0], want[0], strict=True):
             assert torch.allclose(a, b, atol=1e-5, rtol=0)
-        for tree_got, tree_want in zip(got[1], want[1]):
-            for a, b in zip(tree_got, tree_want):
+        for tree_got, tree_want in zip(got[1], want[1], strict=True):
+            for a, b in zip(tree_got, tree_want, strict=True):
                 assert torch.allclose(a, b, atol=1e-5, rtol=0)
         assert torch.allclose(got[2], want[2], atol=1e-5, rtol=0)
 
@@ -336,5 +336,5 @@ def test_out_of_memory_in_the_head_halves_its_blocks(tiny_model, tiny_tokenizer,
             got = engine.token_logprobs(prompts, targets)
         assert sizes[:4] == [64, 32, 16, 8] and max(sizes[4:]) == 8
         assert engine.head_rows == 64
-        for a, b in zip(got, want):
+        for a, b in zip(got, want, strict=True):
             assert torch.allclose(a, b, atol=1e-5, rtol=0)
