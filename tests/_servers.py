@@ -311,7 +311,8 @@ class FakeOpenAI:
 
     def logprobs(self, prompt: list[int]) -> list[float | None]:
         """What the fake answers for ``prompt``'s tokens: ``None`` for the first, then each token's log-probability."""
-        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(self.rows(prompt), prompt[1:], strict=True)]
+        rows = self.rows(prompt)[:-1]  # the last row predicts past the end
+        return [None] + [float(row[t % self.VOCAB]) for row, t in zip(rows, prompt[1:], strict=True)]
 
     def models(self) -> dict:
         return {"object": "list", "data": [{"id": n, "object": "model", "root": f"/weights/{self.name}",
@@ -327,7 +328,7 @@ class FakeOpenAI:
         choices = []
         for index, prompt in enumerate(prompts):
             entries: list = [None]
-            for row, token in zip(self.rows(prompt), prompt[1:], strict=True):
+            for row, token in zip(self.rows(prompt)[:-1], prompt[1:], strict=True):  # the last row predicts past the end
                 entry = {}
                 if k and not self.ignore_k:
                     for rank, top in enumerate(row.argsort()[::-1][:k], start=1):

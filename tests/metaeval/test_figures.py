@@ -3,6 +3,8 @@ readable and saying what it pools; no empty figure; PNG, PDF or SVG, linked from
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from styleeval.metaeval import run_metaeval, write_report
@@ -174,7 +176,7 @@ def test_titles_lie_inside_the_figure_and_tick_labels_apart(real_result, figure)
     assert frame.x0 <= title.x0 and title.x1 <= frame.x1 and title.y1 <= frame.y1, (title, frame)
     ticks = sorted(_boxes(ax.get_xticklabels(), renderer), key=lambda b: b.x0)
     assert len(ticks) == len(ax.get_xticks()) >= 2
-    for left, right in zip(ticks, ticks[1:], strict=True):
+    for left, right in itertools.pairwise(ticks):
         assert left.x1 + 1 <= right.x0, [t.get_text() for t in ax.get_xticklabels()]
     for box in ticks:
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1

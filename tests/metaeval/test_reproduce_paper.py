@@ -68,7 +68,7 @@ def test_without_any_corpus_it_exits_2_with_one_short_line_per_corpus(monkeypatc
                ("ziegenbein_appropriateness", "study_pairs.csv"), ("asset", "human_ratings.csv"),
                ("style_gap_testset", "syntest_anno1.csv")]
     assert len(lines) == len(corpora) + 1, lines
-    for line, (name, file) in zip(lines, corpora, strict=True):
+    for line, (name, file) in zip(lines[:-1], corpora, strict=True):
         assert re.fullmatch(rf"styleeval reproduce-paper: corpus {name} not loaded: {re.escape(file)}: {why}", line), line
     assert lines[-1].startswith("styleeval reproduce-paper: error: no corpus could be loaded") and \
         "--data-dir (or STYLEEVAL_DATA_DIR)" in lines[-1] and "network access" in lines[-1]

@@ -126,7 +126,7 @@ def test_a_metric_label_that_names_an_input_column_is_refused(label):
 
 
 def test_source_ids_with_gaps_are_refused_and_ids_keep_their_text():
-    frame = pd.DataFrame(_rows({"A": SOURCES[:3], "B": SOURCES[:3]}))
+    frame = pd.DataFrame(_rows({"A": SOURCES[:3], "B": SOURCES[:3]}, SOURCES[:3]))
     frame["source_id"] = [1, 2, None, 1, 2, 3]  # pandas makes these 1.0, 2.0, NaN
     with pytest.raises(ValueError, match=r"source_id is missing in 1 rows \(row 2\)"):
         evaluate_systems(frame, ["s_bleu"])
