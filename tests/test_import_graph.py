@@ -1,7 +1,8 @@
-"""The layers of docs/architecture.md, checked on the source: every module is in one layer of the drawing and named in
-the map, every import (module-level and function-level alike) goes to a lower layer, the import graph has no circle,
-``metaeval`` and ``systems`` never import each other, the statistics and the scoring layer import neither, and
-nothing outside ``backends/`` names one backend's own module or error."""
+"""The layers of docs/architecture.md, checked on the source: every module is in one layer of the drawing and drawn in
+the map where its folder is (the map draws nothing that is not there; its tests/ entry names tests/' folders), every
+import (module-level and function-level alike) goes to a lower layer, the import graph has no circle, ``metaeval``
+and ``systems`` never import each other, the statistics and the scoring layer import neither, and nothing outside
+``backends/`` names one backend's own module or error."""
 
 from __future__ import annotations
 
@@ -176,17 +177,105 @@ def test_every_module_is_drawn_once_and_every_import_goes_down():
     assert upward == [], "imports that do not go to a lower layer of the drawing: (module, import, layers)"
 
 
-def test_every_module_is_named_in_the_map():
-    """The map (the fenced block after the drawing) names every module file, and every package as ``name/``."""
-    text = next(b for b in _fenced_blocks() if b.lstrip("\n").startswith("src/styleeval/"))
+DESCRIPTIONS = 23
+"""The column where the map's descriptions start: a line indented less starts an entry (its path, then its text)."""
+
+
+def map_entries() -> dict[str, str]:
+    """Each entry of the map (the fenced block that starts with ``src/styleeval/``), by its path from the repository
+    root (``src/styleeval/files/``, ``src/styleeval/commands/score.py``, ``src/styleeval/backends/local/``,
+    ``tests/``) -> its text: its own line and the lines below it, not the entries drawn inside it. An entry indented
+    deeper than a folder entry above it is inside that folder."""
+    block = next(b for b in _fenced_blocks() if b.lstrip("\n").startswith("src/styleeval/"))
+    entries: dict[str, str] = {}
+    folders: list[tuple[int, str]] = []  # (indent, path) of the folder entries that hold the next line
+    path = None
+    for line in block.strip("\n").splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        if not line.strip():
+            continue
+        if indent >= DESCRIPTIONS:
+            entries[path] += " " + line.strip()
+            continue
+        key, _, text = line.strip().partition(" ")
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        path = (folders[-1][1] if folders else "") + key
+        assert path not in entries, f"{path} is drawn twice in the map"
+        entries[path] = text.strip()
+        if key.endswith("/"):
+            folders.append((indent, path))
+    return entries
+
+
+def _names(text: str, name: str) -> int:
+    """How often ``text`` names the file ``name`` (not as the end of another name or path: ``stats/corpus.py`` or
+    ``encorpus.py`` is not ``corpus.py``)."""
+    return len(re.findall(rf"(?<![\w./<>-]){re.escape(name)}(?![\w])", text))
+
+
+def undrawn_modules(entries: dict[str, str]) -> list[str]:
+    """The modules of ``src/styleeval`` the map does not draw where they are: each has an entry of its own
+    (``cli.py``, ``commands/score.py``, ``backends/llamacpp.py``) or is named once in its own folder's entry
+    (``atomic.py`` in ``files/``'s; a package's ``__init__.py``: that folder's entry). A module named only in another
+    folder's entry (a top-level ``corpus.py`` where ``stats/`` names its own) is not drawn."""
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        relative = path.relative_to(PACKAGE)
-        wanted = f"{relative.parent.name}/" if path.name == "__init__.py" else path.name
-        if relative.parent != Path(".") or path.name != "__init__.py":
-            if not re.search(rf"(?<![\w.]){re.escape(wanted)}", text):
-                missing.append(str(relative))
-    assert missing == [], "modules docs/architecture.md's map does not name"
+        relative = path.relative_to(ROOT)
+        folder = entries.get(f"{relative.parent.as_posix()}/")
+        if relative.as_posix() in entries:
+            continue
+        if folder is None or (path.name != "__init__.py" and _names(folder, path.name) != 1):
+            missing.append(str(path.relative_to(PACKAGE)))
+    return missing
+
+
+def test_every_module_is_drawn_in_the_map_where_its_folder_is():
+    assert undrawn_modules(map_entries()) == [], "modules docs/architecture.md's map does not draw in their folder"
+
+
+def test_the_map_draws_nothing_that_is_not_there():
+    """Every entry of the map exists (a file or a folder: ``datasets/<name>/`` any dataset folder), and every ``x.py``
+    a folder's entry names is a file of that folder (no module removed or moved but still drawn)."""
+    entries = map_entries()
+    absent = [p for p in entries if not any(ROOT.glob(re.sub(r"<\w+>", "*", p.rstrip(",/"))))]
+    assert absent == [], "entries of the map that are not in the repository"
+    stale = sorted(f"{folder}{name}" for folder, text in entries.items() if folder.startswith("src/") and
+                   folder.endswith("/") for name in set(re.findall(r"(?<![\w./<>-])(\w+\.py)\b", text))
+                   if not (ROOT / folder / name).is_file())
+    assert stale == [], "files a folder's entry names that are not in that folder"
+
+
+def test_the_tests_entry_names_the_tests_folders():
+    """The map's ``tests/`` entry names every folder of tests/ and none that is not there."""
+    named = set(re.findall(r"(?<![\w./<>-])(\w+)/", map_entries()["tests/"]))
+    there = {p.name for p in (ROOT / "tests").rglob("*")
+             if p.is_dir() and p.name != "__pycache__" and not p.name.startswith(".")}
+    assert (sorted(there - named), sorted(named - there)) == ([], []), "(tests/ folders not named, named but absent)"
+
+
+def _referenced_module(reference: str, package: str) -> str:
+    """The module a ``:mod:`` role names, from the package of the file that writes it (``.engine`` in
+    ``backends/local/`` is ``styleeval.backends.local.engine``)."""
+    target = reference.lstrip("~")
+    if not target.startswith("."):
+        return target
+    dots = len(target) - len(target.lstrip("."))
+    return ".".join([*package.split(".")[: len(package.split(".")) - dots + 1], target.lstrip(".")])
+
+
+def test_every_module_a_docstring_names_is_there():
+    """Issue 48: ``backends/local``'s docstring named a removed ``.attention`` module, ``systems``' a ``.stats`` it never
+    had. Every ``:mod:`` reference to styleeval, absolute or relative, names a module of the source."""
+    modules = _modules()
+    stale = []
+    for name, path in sorted(modules.items()):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for reference in re.findall(r":mod:`([^`]+)`", path.read_text(encoding="utf-8")):
+            target = _referenced_module(reference, package)
+            if target.split(".")[0] == "styleeval" and target not in modules:
+                stale.append((str(path.relative_to(PACKAGE)), reference))
+    assert stale == [], "(module, :mod: reference) naming no module of src/styleeval"
 
 
 def test_import_styleeval_imports_no_heavy_library():

@@ -87,14 +87,16 @@ def bare_space(tmp_path_factory):
 
 def test_score_api(space):
     from gradio_client import Client
+    from gradio_client.exceptions import AppError
 
     client = Client(space.url, verbose=False)
     out = client.predict("Send me the report now.", "Could you send the report?", "polite", api_name="/score")
     assert set(out) >= {"content", "style", "autorater", "s_bleu", "s_chrf", "signature"}
     assert out["warning"] == "random weights: not for numbers"  # the fixture runs the tiny-random preset
     assert out["content"] <= 0 and -1 <= out["style"] <= 1 and 1 <= out["autorater"]["meaning"] <= 5
-    with pytest.raises(Exception, match="Please fill in the target style"):
+    with pytest.raises(AppError) as refused:  # the demo's UserError, as the API's caller receives it: gr.Error
         client.predict("Send me the report now.", "x", "", api_name="/score")
+    assert refused.value.message == "Please fill in the target style."
 
 
 def test_demo_functions_match_the_library(tiny_model_dir):
@@ -370,8 +372,11 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
 
 def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path, capsys):
     from styleeval.demo import metaeval_summary, metaeval_unavailable
+    from styleeval.errors import UserError
 
-    with pytest.raises(Exception) as info:
+    mirror = re.escape(str(tmp_path / "no-mirror"))
+    with pytest.raises(UserError, match=rf"^dataset style_gap_testset cannot be used: the local data mirror {mirror} "
+                                        r"\(from data_dir / --data-dir\) is not a directory") as info:
         metaeval_summary(str(tmp_path / "no-mirror"))
     message = metaeval_unavailable(info.value)
     assert message.startswith("**The meta-evaluation is not available in this Space**")
@@ -390,12 +395,13 @@ def test_the_spaces_log_without_corpora_advises_what_works_for_the_space(tmp_pat
     Space (STYLEEVAL_DATA_DIR, `styleeval space --data-dir`, network access), never metaeval's advice (--datasets,
     --allow-missing: flags of a command the Space does not run); one line, naming the folder and the variable."""
     from styleeval.demo import metaeval_summary, metaeval_unavailable
+    from styleeval.errors import UserError
 
     folder = tmp_path / mirror
     if mirror == "empty-mirror":
         folder.mkdir()
     monkeypatch.setenv("STYLEEVAL_DATA_DIR", str(folder))  # as the Space reads it
-    with pytest.raises(Exception) as info:
+    with pytest.raises(UserError, match="^dataset style_gap_testset cannot be used: ") as info:
         metaeval_summary()
     metaeval_unavailable(info.value)
     log = capsys.readouterr().err.strip().splitlines()

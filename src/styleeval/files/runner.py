@@ -656,7 +656,7 @@ def autorate_file(
 
     The same loop as :func:`score_file`. Records have ``meaning`` and ``style_rating`` (null where paper mode could
     not read a rating: the authors' mean fallback depends on which rows are averaged, so the file keeps the raw
-    ratings; :func:`styleeval.autorater.fill_unparsed_with_mean` applies it over a whole set), ``parsed``,
+    ratings; :func:`styleeval.autorater.rater.fill_unparsed_with_mean` applies it over a whole set), ``parsed``,
     ``reply`` (paper mode) and ``meaning_probs`` / ``style_probs`` (expected mode), and ``signature``.
 
     Args:

@@ -1,6 +1,7 @@
-"""Evaluating and comparing style-transfer systems (``styleeval evaluate``): :func:`evaluate_systems` and
-:class:`SystemsReport` (:mod:`.evaluation`), the statistics (:mod:`.stats`), the report files (:mod:`.report`), a rated
-corpus as the systems input (:mod:`.dataset`)."""
+"""Evaluating and comparing style-transfer systems (``styleeval evaluate``): :func:`evaluate_systems` and the
+statistics of :func:`~.evaluation.compare_systems` (:mod:`.evaluation`, computed by :mod:`styleeval.stats`), the
+report and its files (:class:`SystemsReport`, :mod:`.report`; its figure's labels placed by :mod:`.placement`), a
+rated corpus as the systems input (:mod:`.dataset`)."""
 
 from styleeval.systems.evaluation import DEFAULT_METRICS, SystemsReport, evaluate_systems
 

@@ -1,5 +1,5 @@
 """The local backend: a transformers causal LM, the one :class:`~styleeval.backends.local.engine.ScoringEngine` for
-every log-probability (:mod:`.engine`, with its attention in :mod:`.attention`), and batched generation
+every log-probability (:mod:`.engine`, its packed token trees' attention masks included), and batched generation
 (:mod:`.generation`)."""
 
 from __future__ import annotations
