@@ -166,3 +166,39 @@ def test_a_step_line_says_its_unit_in_the_plural_given(capsys):
     lines = [line.rsplit(",", 1)[0] for line in capsys.readouterr().err.splitlines()]
     assert lines == ["correlating: 1/2 corpora done (a)", "correlating: 2/2 corpora done (b)",
                      "scoring: 1/1 corpus done (c)"]
+
+
+def test_a_bar_moved_by_hand_starts_where_asked_scales_its_unit_and_leaves_a_line_only_when_asked(monkeypatch):
+    """What the row bars of score / autorate (``initial``: the rows already done, ``leave``) and the corpus downloads
+    (``unit_scale``: 2.05k B) ask of :func:`styleeval.progress.bar`."""
+    shown = {}
+    for leave in (False, True):
+        monkeypatch.setattr(sys, "stderr", io.StringIO())
+        with progress.bar(total=2048, initial=1024, desc="f.zip", unit="B", unit_scale=True, leave=leave,
+                          progress=True) as bytes_bar:
+            bytes_bar.update(1024)
+        shown[leave] = sys.stderr.getvalue()
+    assert shown[False].startswith("\rf.zip:  50%|#####     | 1.02k/2.05k [")
+    assert shown[False].endswith("\r") and "2.05k/2.05k" not in shown[False]  # the line is cleared when done
+    assert shown[True].split("\r")[-1].startswith("f.zip: 100%|##########| 2.05k/2.05k [")
+    assert shown[True].endswith("\n")
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    with progress.bar(total=2, desc="rows", progress=False) as rows:
+        rows.update(2)
+    assert sys.stderr.getvalue() == ""
+
+
+def test_every_bar_of_the_library_is_made_in_progress_py():
+    """One place decides how a bar looks and when it shows: no other module imports tqdm."""
+    import ast
+    from pathlib import Path
+
+    package = Path(progress.__file__).parent
+    importers = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name.split(".")[0] == "tqdm" for name in names):
+                importers.append(path.relative_to(package).as_posix())
+    assert importers == ["progress.py", "progress.py"], importers  # bar and stage's tqdm.write

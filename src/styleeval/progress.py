@@ -50,12 +50,22 @@ def quiet_libraries() -> None:
         hf_logging.disable_progress_bar()
 
 
-def bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, desc: str = "", unit: str = "it",
-        progress: bool | None = None) -> Any:
-    """A tqdm bar on stderr (disabled unless :func:`enabled`); it leaves no line behind when done."""
+def bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, initial: int = 0, desc: str = "",
+        unit: str = "it", unit_scale: bool = False, leave: bool = False, progress: bool | None = None) -> Any:
+    """A tqdm bar on stderr (disabled unless :func:`enabled`), over ``iterable`` or, without one, moved by hand
+    (``.update(n)``, ``.close()``, or as a context manager) from ``initial`` towards ``total``; ``unit_scale``: 1.2M
+    rather than 1200000 (bytes); it leaves no line behind when done unless ``leave``. Every bar styleeval shows is
+    made here.
+
+    >>> with bar(total=3, initial=1, unit="row", progress=False) as rows:
+    ...     rows.update(2)
+    >>> rows.total, rows.disable
+    (3, True)
+    """
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, unit=unit, leave=False, disable=not enabled(progress))
+    return tqdm(iterable, total=total, initial=initial, desc=desc, unit=unit, unit_scale=unit_scale, leave=leave,
+                disable=not enabled(progress))
 
 
 def steps(items: Sequence[Any], *, desc: str, unit: str, progress: bool | None = None,

@@ -34,7 +34,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from styleeval.backends import answers
 from styleeval.backends.answers import AnswerError
@@ -54,6 +53,7 @@ from styleeval.backends.transport import Transport, TransportError
 from styleeval.errors import UserError
 from styleeval.hub import hub_id
 from styleeval.optiontypes import Option
+from styleeval.progress import bar as progress_bar
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -346,7 +346,7 @@ class ServerClient:
         results: list[Any] = [None] * len(rows)
         if not rows:
             return results
-        bar = tqdm(total=len(rows), desc=what, unit="row", disable=not self.progress, leave=False)
+        bar = progress_bar(total=len(rows), desc=what, unit="row", progress=self.progress)
         pool = self._workers()
         futures = [pool.submit(self._call, lambda r=r: fn(r), what, i) for i, r in enumerate(rows)]
         try:

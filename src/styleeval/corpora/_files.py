@@ -21,6 +21,7 @@ from pathlib import Path
 
 from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
 from styleeval.errors import UserError
+from styleeval.progress import bar as progress_bar
 
 ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
 DOWNLOAD_TIMEOUT = 60.0
@@ -143,7 +144,6 @@ def download(url: str, dest: Path) -> None:
     backoff on connection errors, 429 and 5xx. Raises ``OSError`` naming the cause (an HTTP status, a connection
     error, a body cut short); nothing is left at ``dest`` then."""
     import urllib3
-    from tqdm.auto import tqdm
 
     from styleeval.http_pools import pool_manager
 
@@ -159,7 +159,7 @@ def download(url: str, dest: Path) -> None:
                 if response.status != 200:
                     raise OSError(f"HTTP {response.status} {response.reason or ''}".strip())
                 total = int(response.headers.get("Content-Length") or 0) or None
-                with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, leave=False) as bar:
+                with progress_bar(total=total, unit="B", unit_scale=True, desc=dest.name, progress=True) as bar:
                     for block in response.stream(1 << 16):
                         tmp.write(block)
                         bar.update(len(block))

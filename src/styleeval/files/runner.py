@@ -60,6 +60,7 @@ from styleeval.files.resume import (
     write_index,
 )
 from styleeval.files.shards import RowSet, Shard
+from styleeval.progress import bar as progress_bar
 
 
 @dataclass(frozen=True)
@@ -425,8 +426,6 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
     hash ``out_digest`` kept up to date) when OUT holds exactly the run's rows up to the chunk's last; and once more
     at the end when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input
     is read as the work goes (``ahead``); OUT is opened with the first chunk."""
-    from tqdm.auto import tqdm
-
     finished = done.rows
     known = set(extra_columns)
     total = _shard_size(reader.start.record, shard) if reader.start is not None else 0  # rows before the start
@@ -467,8 +466,8 @@ def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_p
                 sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
                              replace=overwrite and out_path is not None and out_path.exists())
                 checked = _Checkpoint(sink.size(), None, time.monotonic())
-                bar = tqdm(total=estimated_total(), initial=len(finished), unit="row",
-                           desc=f"styleeval {job.kind.name}", disable=not progress)
+                bar = progress_bar(total=estimated_total(), initial=len(finished), unit="row",
+                                   desc=f"styleeval {job.kind.name}", leave=True, progress=progress)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:

@@ -11,6 +11,7 @@ from styleeval.errors import RowError, UserError
 from styleeval.files.runner import FULL_CHUNK_ROWS, timed_chunks
 from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
+from styleeval.progress import bar as progress_bar
 from styleeval.scoring.cache import ScoresCache
 from styleeval.scoring.inputs import ScoringInputs
 from styleeval.validation import empty_rewrites_told
@@ -79,11 +80,8 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
         finished = np.zeros(len(data), dtype=bool)
         finished[list(partial)] = True
         todo = [run[~finished[run]] for run in runs if not finished[run].all()]
-        from tqdm.auto import tqdm
-
-        with tqdm(total=len(rows), initial=len(rows) - sum(map(len, todo)), unit="row", leave=False,
-                  disable=not progress, desc=f"{metric.label} on {data.name}" + (f" (shard {shard})" if shard else "")
-                  ) as bar:
+        with progress_bar(total=len(rows), initial=len(rows) - sum(map(len, todo)), unit="row", progress=progress,
+                          desc=f"{metric.label} on {data.name}" + (f" (shard {shard})" if shard else "")) as bar:
             for picked in timed_chunks(todo, flush_seconds, cap=max(256, min_chunk_rows), floor=min_chunk_rows,
                                        first=min_chunk_rows, weight=len):
                 idx = np.concatenate(picked)

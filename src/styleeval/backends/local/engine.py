@@ -49,10 +49,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
 
 from styleeval.backends.base import TokenTree, common_prefix_length
 from styleeval.errors import UserError
+from styleeval.progress import bar as progress_bar
 
 
 @dataclass(frozen=True)
@@ -357,7 +357,7 @@ class ScoringEngine:
         global_len = self._prefix_length([it.prompt for it in items])
         width = max(it.targets.shape[1] for it in items)
         budget = _Budget(self.batch_tokens, self.head_rows)
-        bar = tqdm(total=len(items), desc="scoring", unit="seq", disable=not self.progress, leave=False)
+        bar = progress_bar(total=len(items), desc="scoring", unit="seq", progress=self.progress)
         order: list[tuple[int, int]] = []  # (item index, scored positions), in the order of the head's rows
         head = _HeadQueue(self, width, budget)  # results stay on the device: one copy to the host per call
         global_cache = self._run_prefix(list(items[0].prompt[:global_len])) if global_len > 0 else None

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import torch
-from tqdm.auto import tqdm
+
+from styleeval.progress import bar as progress_bar
 
 
 @torch.inference_mode()
@@ -65,7 +66,7 @@ def generate_replies(
     if do_sample:
         batch_size = 1  # each row with its own seed: independent of its batch-mates
     replies: list[str] = [""] * len(prompts)
-    bar = tqdm(total=len(prompts), desc="generating", unit="row", disable=not progress, leave=False)
+    bar = progress_bar(total=len(prompts), desc="generating", unit="row", progress=progress)
     try:
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
