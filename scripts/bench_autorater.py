@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from bench_logprob import load_test_set  # noqa: E402
 
 from styleeval.autorater import Autorater  # noqa: E402
-from styleeval.testing import LLAMA3_TEMPLATE, build_model, build_tokenizer  # noqa: E402
+from styleeval.random_weights import LLAMA3_TEMPLATE, build_model, build_tokenizer  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,8 +38,8 @@ def main() -> None:
     from styleeval.chat import SYSTEM_PROMPT
     from styleeval.corpora import load_corpus
     from styleeval.logprob import shared_logprob
+    from styleeval.random_weights import LLAMA3_TEMPLATE, build_model, build_tokenizer
     from styleeval.systems import evaluate_systems
-    from styleeval.testing import LLAMA3_TEMPLATE, build_model, build_tokenizer
 
     ds = load_corpus("lai_formality", args.data_dir)
     rows = [{"source": r["source"], "rewrite": r["rewrite"], "style": r["target_style"], "system": r["system"],

@@ -49,7 +49,7 @@ from styleeval import LogProb  # noqa: E402
 from styleeval.backends.base import common_prefix_length  # noqa: E402
 from styleeval.chat import CONTEXTS, SYSTEM_PROMPT, user_message  # noqa: E402
 from styleeval.logprob import logprob_equations  # noqa: E402
-from styleeval.testing import LLAMA3_TEMPLATE, build_model, build_tokenizer  # noqa: E402
+from styleeval.random_weights import LLAMA3_TEMPLATE, build_model, build_tokenizer  # noqa: E402
 
 
 def load_test_set(data_dir: Path) -> list[tuple[str, str, str, str]]:

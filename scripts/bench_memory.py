@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from styleeval.testing import SHAPES  # noqa: E402
+from styleeval.random_weights import SHAPES  # noqa: E402
 
 PAPER_SHAPES = ("smollm2-135m", "llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b")
 Q4_K_M_BYTES = {"smollm2-135m": 105_467_072, "llama-3.2-1b": 807_694_464, "llama-3.2-3b": 2_019_377_696,
@@ -84,7 +84,7 @@ def measure(shape: str, dtype: str, rows: int, threads: int, conn: Any) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from styleeval import LogProb
-    from styleeval.testing import LLAMA3_TEMPLATE, build_tokenizer
+    from styleeval.random_weights import LLAMA3_TEMPLATE, build_tokenizer
 
     torch.set_num_threads(threads)
     texts = ["Could you please send me the report by Friday?", "gimme the report now", "formal", "polite"]

@@ -191,7 +191,7 @@ def measure_torn(tmp: Path) -> dict:
 def measure_client(rows: int, tmp: Path, port: int, shard: str | None = None) -> dict:
     """``score_file`` against the stub server at ``port``."""
     from styleeval.files import score_file
-    from styleeval.testing import build_tokenizer
+    from styleeval.random_weights import build_tokenizer
 
     tok = tmp / "tok"
     if not tok.exists():

@@ -76,7 +76,7 @@ def rows(data_dir):
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     """A byte-level BPE tokenizer trained in-process, with a Llama-3-style chat template."""
-    from styleeval.testing import build_tokenizer
+    from styleeval.random_weights import build_tokenizer
 
     return build_tokenizer()
 
@@ -84,7 +84,7 @@ def tiny_tokenizer():
 @pytest.fixture(scope="session")
 def tiny_model(tiny_tokenizer):
     """A 2-layer random-weight Llama in float32 whose LM head is scaled for peaked distributions."""
-    from styleeval.testing import build_model
+    from styleeval.random_weights import build_model
 
     return build_model("tiny", vocab_size=len(tiny_tokenizer), head_scale=30.0)
 
@@ -118,7 +118,8 @@ def judge_model_dir(tiny_tokenizer, tmp_path_factory) -> Path:
     """A 'small'-shape random Llama overfit to answer the three JUDGE_* rows with JUDGE_REPLIES, saved to disk
     (end-of-sequence = the template's end of turn, so local generation and vLLM stop at the same token)."""
     from styleeval.autorater import Autorater
-    from styleeval.testing import build_model, train_replies
+    from styleeval.random_weights import build_model
+    from styleeval.testing import train_replies
 
     tok = tiny_tokenizer
     model = build_model("small", vocab_size=len(tok), eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,

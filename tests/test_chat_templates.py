@@ -11,7 +11,7 @@ import torch
 from styleeval import Autorater, LogProb
 from styleeval.chat import CONTEXTS, SYSTEM_PROMPT, user_message
 from styleeval.logprob import logprob_equations
-from styleeval.testing import FAMILIES, build_model, build_tokenizer
+from styleeval.random_weights import FAMILIES, build_model, build_tokenizer
 
 ROWS = [("give me the report now.", "Could you send me the report, please?", "polite"),
         ("the food was cold.", "The food was wonderfully warm.", "positive"),

@@ -13,7 +13,7 @@ from styleeval import LogProb, LogProbScores
 from styleeval.backends.base import common_prefix_length
 from styleeval.backends.local.engine import ScoringEngine
 from styleeval.chat import SYSTEM_PROMPT, ChatFormat
-from styleeval.testing import CHATML_TEMPLATE, build_model, build_tokenizer
+from styleeval.random_weights import CHATML_TEMPLATE, build_model, build_tokenizer
 
 CONTEXT_INSTRUCTIONS = {
     "style": "Rewrite the following sentence to be {style}: {source}",

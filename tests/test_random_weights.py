@@ -77,19 +77,19 @@ def test_the_preset_has_room_for_every_judge_prompt_of_the_bundled_corpora(tmp_p
 def test_a_build_finished_by_another_process_meanwhile_is_kept(tmp_path, monkeypatch):
     """Two processes building the preset at once: the later one replaced (deleted, then re-created) the folder the
     first had installed and handed out; now it keeps it and drops its own build."""
-    import styleeval.testing
+    import styleeval.random_weights
     from styleeval.models import tiny_random_dir
 
     monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "a"))
     built = tiny_random_dir()  # what the other process installs
     monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "b"))
-    build_model = styleeval.testing.build_model
+    build_model = styleeval.random_weights.build_model
 
     def slow_build(*args, **kwargs):  # while this process builds, the other one finishes
         shutil.copytree(built, tmp_path / "b" / TINY)
         return build_model(*args, **kwargs)
 
-    monkeypatch.setattr(styleeval.testing, "build_model", slow_build)
+    monkeypatch.setattr(styleeval.random_weights, "build_model", slow_build)
     inode = None
     original = shutil.copytree
 
@@ -241,3 +241,20 @@ def test_the_file_commands_summaries_and_the_evaluate_modules_results_carry_the_
     for module in ("logprob_style", "llm_autorater"):
         result = evaluate.load(str(evaluate_module(module)), keep_in_memory=True).compute(**kwargs)
         assert result["warning"] == RANDOM_WEIGHTS and has_random_weights(result["signature"]), result
+
+
+def test_the_preset_is_built_by_random_weights_and_no_library_module_imports_the_test_helpers():
+    """``styleeval.testing`` holds what only the tests use; the ``tiny-random`` preset, built in production, comes from
+    ``styleeval.random_weights`` (issue 48, item 4)."""
+    import ast
+    from pathlib import Path
+
+    import styleeval
+
+    package = Path(styleeval.__file__).parent
+    importers: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in ("styleeval.testing", "styleeval.random_weights"):
+                importers.setdefault(node.module, set()).add(path.relative_to(package).as_posix())
+    assert importers == {"styleeval.random_weights": {"models.py"}}, importers

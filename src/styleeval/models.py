@@ -62,7 +62,7 @@ def tiny_random_dir() -> Any:
 
     if current():
         return root
-    from styleeval.testing import build_model, build_tokenizer
+    from styleeval.random_weights import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
     model = build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0,

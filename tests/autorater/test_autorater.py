@@ -137,14 +137,14 @@ ROWS = [
 
 def _single_digit_tokenizer():
     """A tokenizer whose ratings 1-5 are single tokens after the scaffold (as Llama 3's are)."""
-    from styleeval.testing import DEFAULT_CORPUS, build_tokenizer
+    from styleeval.random_weights import DEFAULT_CORPUS, build_tokenizer
 
     return build_tokenizer([line for line in DEFAULT_CORPUS if " 4" not in line and "012" not in line])
 
 
 @pytest.mark.parametrize("tokenizer_kind", ["mixed", "single"])
 def test_expected_mode_equals_the_slow_hand_computation(tokenizer_kind, tiny_tokenizer):
-    from styleeval.testing import build_model
+    from styleeval.random_weights import build_model
 
     tok = tiny_tokenizer if tokenizer_kind == "mixed" else _single_digit_tokenizer()
     model = build_model("tiny", vocab_size=len(tok), head_scale=3.0, seed=1)

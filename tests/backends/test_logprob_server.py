@@ -92,7 +92,7 @@ def test_a_tokenizer_that_is_not_the_servers_is_refused(judge_model_dir, vllm_se
     every prompt position (``decoded_token``): one probe of token ids, where the identity is probed, compares them
     with the client's decoding, and a mismatch is an error naming both tokenizers' readings."""
     from styleeval.errors import UserError
-    from styleeval.testing import build_tokenizer
+    from styleeval.random_weights import build_tokenizer
 
     other = build_tokenizer(corpus=[" ".join(reversed(s.split())) for s in SOURCES + REWRITES] * 3, vocab_size=600)
     other.save_pretrained(tmp_path / "other-tokenizer")

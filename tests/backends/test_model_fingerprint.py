@@ -23,7 +23,7 @@ def model_copy(tiny_model_dir, tmp_path):
 
 
 def _replace_weights(path, tokenizer):
-    from styleeval.testing import build_model
+    from styleeval.random_weights import build_model
 
     build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0, seed=7).save_pretrained(path)
 

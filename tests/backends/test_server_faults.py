@@ -19,7 +19,7 @@ from styleeval.errors import RowError, RowsWarning
 @pytest.fixture(scope="module")
 def other_weights_dir(tiny_tokenizer, tmp_path_factory):
     """A model of the judge's shape and tokenizer with other random weights (seed 1)."""
-    from styleeval.testing import build_model
+    from styleeval.random_weights import build_model
 
     tok = tiny_tokenizer
     model = build_model("small", vocab_size=len(tok), seed=1, eos_token_id=tok.eos_token_id,

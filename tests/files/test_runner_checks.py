@@ -23,7 +23,7 @@ ROWS = [{"source": f"source number {i}.", "rewrite": f"rewrite number {i}!", "st
 
 def test_a_complete_file_is_checked_against_the_weights(tmp_path, tiny_model_dir, tiny_tokenizer, capsys):
     """Weights replaced in place, or --model naming another folder: a complete OUT is not accepted as it is."""
-    from styleeval.testing import build_model
+    from styleeval.random_weights import build_model
 
     model_dir = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model_dir)

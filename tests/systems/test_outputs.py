@@ -108,7 +108,7 @@ def test_a_tokenizer_path_is_loaded_and_signed(tiny_model_dir, tmp_path):
     """``tokenizer=PATH`` loads the tokenizer at PATH (it was passed on as a string), and the tokenizer's identity
     is part of the signature: another tokenizer with the same chat template signs differently."""
     from styleeval import LogProb
-    from styleeval.testing import build_tokenizer
+    from styleeval.random_weights import build_tokenizer
 
     other = tmp_path / "other-tokenizer"
     build_tokenizer(["another corpus entirely, with other merges", "zebra quartz"] * 20,

@@ -12,7 +12,7 @@ from test_logprob import slow_scores
 from styleeval import LogProb
 from styleeval.backends.local.engine import ScoringEngine
 from styleeval.chat import CONTEXTS, ChatFormat, user_message
-from styleeval.testing import CHATML_TEMPLATE
+from styleeval.random_weights import CHATML_TEMPLATE
 
 
 @pytest.fixture(scope="module")
