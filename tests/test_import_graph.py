@@ -217,7 +217,7 @@ def _names(text: str, name: str) -> int:
 def undrawn_modules(entries: dict[str, str]) -> list[str]:
     """The modules of ``src/styleeval`` the map does not draw where they are: each has an entry of its own
     (``cli.py``, ``commands/score.py``, ``backends/llamacpp.py``) or is named once in its own folder's entry
-    (``atomic.py`` in ``files/``'s; a package's ``__init__.py``: that folder's entry). A module named only in another
+    (``outputs.py`` in ``files/``'s; a package's ``__init__.py``: that folder's entry). A module named only in another
     folder's entry (a top-level ``corpus.py`` where ``stats/`` names its own) is not drawn."""
     missing = []
     for path in sorted(PACKAGE.rglob("*.py")):

@@ -147,7 +147,8 @@ def test_evaluate_marks_every_output(tmp_path, capsys, capture_figures):
                 ).all(), name
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
     assert all(r["random_weights"] == ["logprob_content", "logprob_style"] for r in rows)
-    assert any(t.startswith(RANDOM_WEIGHTS) for t in capture_figures[".tradeoff.tmp.png"])  # renamed tradeoff.png
+    figure = [texts for name, texts in capture_figures.items() if name.startswith(".tradeoff.png.")]  # its temporary
+    assert len(figure) == 1 and any(t.startswith(RANDOM_WEIGHTS) for t in figure[0])  # name, renamed tradeoff.png
     # without random weights, nothing of it
     assert main(["evaluate", str(table), "--metrics", "s_bleu", "--out", str(tmp_path / "plain"),
                  "--no-progress"]) == 0

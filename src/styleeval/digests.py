@@ -20,11 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from styleeval.atomic import atomic_path
 from styleeval.paths import cache_path
 
 _LOCK = threading.Lock()
@@ -76,11 +76,8 @@ class DigestCache:
         if not self.changed:
             return
         try:
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), prefix=".fingerprints.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
+            with atomic_path(self.path, permissions=0o600) as tmp, open(tmp, "w", encoding="utf-8") as f:
                 json.dump(self.entries, f)
-            os.replace(tmp, self.path)
         except OSError:
             pass
 

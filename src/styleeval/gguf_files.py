@@ -26,6 +26,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from styleeval.atomic import atomic_path
 from styleeval.digests import file_sha256, remembered
 from styleeval.errors import UserError
 from styleeval.hub import PROBE_SECONDS, REAL_WEIGHTS, ModelLoadError, check_downloadable
@@ -260,10 +261,9 @@ def _keep(source: GGUFSource, read: object, target: Path, where: str) -> None:
     import hashlib
 
     digest = hashlib.sha256()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
+    with atomic_path(target, permissions=0o644) as tmp:
         try:
-            with os.fdopen(fd, "wb") as out:
+            with open(tmp, "wb") as out:
                 for block in iter(lambda: read.read(1 << 20), b""):  # type: ignore[attr-defined]
                     digest.update(block)
                     out.write(block)
@@ -275,11 +275,6 @@ def _keep(source: GGUFSource, read: object, target: Path, where: str) -> None:
         if digest.hexdigest() != source.sha256:
             raise _FetchFailed(f"{where} gave a file whose SHA-256 is {digest.hexdigest()[:16]}..., not the pinned "
                                f"{source.sha256[:16]}... (refused)")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _from_hf_cache(source: GGUFSource, target: Path) -> None:

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from styleeval.atomic import atomic_path, atomic_write_text
+from styleeval.errors import UserError
 from styleeval.files import LOGPROB_RECORDS, FileJob, run_file
-from styleeval.files.atomic import atomic_write_text
 from styleeval.files.shards import merge_shards
 
 
@@ -64,6 +65,42 @@ def test_an_atomic_write_creates_as_open_would(tmp_path, umask):
     atomic_write_text(link, "through")
     assert link.is_symlink() and target.read_text() == "through"  # written through the link, as open() writes
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_atomic_path_replaces_on_success_only(tmp_path, umask):
+    """The temporary file is beside the target, named with the suffix, created as open() would (or with the
+    permissions asked); the body's return renames it into place, a failure mid-write removes it, the previous file
+    unchanged and the error as it was raised (an OSError stays one: the caller words it)."""
+    target = tmp_path / "figure.png"
+    target.write_bytes(b"old")
+    seen = []
+    with atomic_path(target, suffix=".tmp.png") as tmp:
+        seen.append(tmp)
+        assert tmp.parent == tmp_path and tmp.name.startswith(".figure.png.") and tmp.name.endswith(".tmp.png")
+        assert tmp.read_bytes() == b"" and _mode(tmp) == 0o666 & ~umask
+        tmp.write_bytes(b"new")
+        assert target.read_bytes() == b"old"  # nothing replaced before the body returns
+    assert target.read_bytes() == b"new" and not seen[0].exists()
+    with pytest.raises(OSError, match="disk is full") as raised, atomic_path(target) as tmp:
+        seen.append(tmp)
+        tmp.write_bytes(b"half")
+        raise OSError(28, "the disk is full")
+    assert not isinstance(raised.value, UserError)
+    assert target.read_bytes() == b"new" and not seen[1].exists()
+    with pytest.raises(KeyboardInterrupt), atomic_path(target) as tmp:
+        seen.append(tmp)
+        raise KeyboardInterrupt
+    assert target.read_bytes() == b"new" and not seen[2].exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figure.png"]
+    with atomic_path(tmp_path / "sub" / "private.bin", permissions=0o600) as tmp:  # its folder made
+        tmp.write_bytes(b"x")
+    assert _mode(tmp_path / "sub" / "private.bin") == 0o600
+    link = tmp_path / "link.png"
+    link.symlink_to(target.name)
+    with atomic_path(link) as tmp:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".figure.png.")  # beside the link's target
+        tmp.write_bytes(b"through")
+    assert link.is_symlink() and target.read_bytes() == b"through"
 
 
 def test_every_writer_follows_the_umask(tmp_path, umask):

@@ -35,7 +35,7 @@ def test_a_full_disk_keeps_the_previous_run_whole(tmp_path, monkeypatch, capsys)
     out = tmp_path / "report"
     assert _evaluate(table, out) == 0
     before = {name: (out / name).read_bytes() for name in ("rows.jsonl", "systems.csv", "report.md")}
-    import styleeval.files.atomic as atomic
+    import styleeval.atomic as atomic
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -51,7 +51,7 @@ def test_a_full_disk_keeps_the_previous_run_whole(tmp_path, monkeypatch, capsys)
 
 def test_a_read_only_out_is_one_line_for_evaluate_and_score(tmp_path, monkeypatch, capsys, tiny_model_dir):
     table = _write(tmp_path / "in.jsonl", {"A": SOURCES, "B": SOURCES})
-    import styleeval.files.atomic as atomic
+    import styleeval.atomic as atomic
 
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")

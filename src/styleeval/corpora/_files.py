@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from styleeval.atomic import atomic_path
 from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
 from styleeval.errors import UserError
 from styleeval.progress import bar as progress_bar
@@ -150,9 +149,7 @@ def download(url: str, dest: Path) -> None:
     retries = urllib3.Retry(total=DOWNLOAD_RETRIES, backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
                             raise_on_status=False)
     pool = pool_manager(url, retries=retries, timeout=urllib3.Timeout(connect=DOWNLOAD_TIMEOUT, read=DOWNLOAD_TIMEOUT))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False, suffix=".part") as tmp:
-        tmp_path = Path(tmp.name)
+    with atomic_path(dest, suffix=".part", permissions=0o600) as tmp_path, open(tmp_path, "wb") as tmp:
         try:
             response = pool.request("GET", url, preload_content=False)
             try:
@@ -166,16 +163,9 @@ def download(url: str, dest: Path) -> None:
             finally:
                 response.release_conn()
         except urllib3.exceptions.HTTPError as err:
-            tmp.close()
-            tmp_path.unlink(missing_ok=True)
             raise OSError(network_reason(err, url)) from err
-        except BaseException:
-            tmp.close()
-            tmp_path.unlink(missing_ok=True)
-            raise
         finally:
             pool.clear()
-    shutil.move(str(tmp_path), dest)
 
 
 def network_reason(err: Exception, url: str) -> str:

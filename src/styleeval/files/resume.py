@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from styleeval.atomic import atomic_path, write_error
 from styleeval.errors import UserError
 from styleeval.files.records import STDIN, InputRow, Position, as_written, carried_columns, output_format
 
@@ -39,8 +40,6 @@ def _lock(output: Path):
     or the input is read and held for the whole run: a second process writing the same OUT, under any name, gets a
     clear error instead of duplicated rows, or (started as the first one ends) reads OUT as the first one left it."""
     from filelock import FileLock, Timeout
-
-    from styleeval.files.atomic import write_error
 
     lock = FileLock(str(output) + ".lock", timeout=0)
     try:
@@ -244,13 +243,11 @@ def write_index(output: Path, out_digest: Any, input_digest: Any, index: ResumeI
             "out_sha256": out_digest.hexdigest(), "input_sha256": input_digest.hexdigest(),
             "next": list(index.next), "finished": index.finished,
             "signature": index.signature, "first_row": index.first_row, "columns": index.columns}
-    path = index_path(output)
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        with atomic_path(index_path(output)) as tmp:
+            tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     except OSError:
-        tmp.unlink(missing_ok=True)
+        pass
 
 
 def read_index(output: Path, input: Path | str, *, kind: str, encoding: str, style: str | None,

@@ -28,7 +28,7 @@ from typing import Any
 
 from styleeval.backends import BackendError
 from styleeval.errors import RowError, RowsWarning, UserError
-from styleeval.files.atomic import check_output_path
+from styleeval.files.outputs import check_output_path
 from styleeval.files.records import (
     AUTORATER_RECORDS,
     LOGPROB_RECORDS,
@@ -395,7 +395,7 @@ def _other_input(out: Path, row: int, size: int) -> UserError:
 
 def _rewrite_complete_records(out: Path, kind: RecordKind, fmt: Format, extra_columns: Sequence[str]) -> None:
     """OUT written again with its complete records only (streamed, in batches; renamed into place)."""
-    from styleeval.files.atomic import atomic_write
+    from styleeval.atomic import atomic_write
 
     atomic_write(out, lambda f: f.writelines(format_in_batches(iter_scores(out, kind, TornTail()), fmt, kind,
                                                                extra_columns, fmt == "csv")))

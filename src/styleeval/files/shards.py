@@ -160,7 +160,8 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     carried columns from CSV shards are written as text, as the cells hold them (``"0"``, ``"true"``, ``""`` for a
     null, a list as its JSON text); give ``input`` for the input's types.
     """
-    from styleeval.files.atomic import atomic_write, check_output_path
+    from styleeval.atomic import atomic_write
+    from styleeval.files.outputs import check_output_path
 
     paths = [Path(f) for f in files]
     if not paths:

@@ -73,7 +73,7 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
         if table is None:
             table = _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha, n_boot)
             if path is not None:
-                from styleeval.files.atomic import atomic_write
+                from styleeval.atomic import atomic_write
 
                 atomic_write(path, lambda f, table=table: json.dump(table, f))
         rows += table

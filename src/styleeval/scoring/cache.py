@@ -115,7 +115,7 @@ class ScoresCache:
         """Append the scores of finished rows (flushed and synced to disk); to the shard's file with ``shard``."""
         if self.root is None:
             return
-        from styleeval.files.atomic import write_error
+        from styleeval.atomic import write_error
         from styleeval.files.resume import drop_torn_tail
 
         path = self.partial_path(signature, fingerprint) if shard is None else \
@@ -137,7 +137,7 @@ class ScoresCache:
         """Write the scores atomically; returns the path (``None`` when caching is disabled)."""
         if self.root is None:
             return None
-        from styleeval.files.atomic import atomic_write
+        from styleeval.atomic import atomic_write
 
         path = self.path(signature, fingerprint)
         payload = {

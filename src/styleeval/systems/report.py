@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from styleeval.atomic import atomic_path, atomic_write, atomic_write_text, write_error
 from styleeval.errors import UserError
 from styleeval.escaping import md_cell, md_code, spreadsheet_safe
 from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
@@ -499,6 +499,21 @@ def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
     return f"{what}: {name} ({better} is better)"
 
 
+def _write_figure(fig: Any, path: Path) -> Path:
+    """``fig`` saved at ``path`` through a temporary name that ends in its extension (the format), then closed; a
+    failure is one error naming ``path``, the previous file left as it was."""
+    import matplotlib.pyplot as plt
+
+    try:
+        with atomic_path(path, suffix=f".tmp{path.suffix}") as tmp:
+            save_figure(fig, tmp)
+    except OSError as err:
+        raise write_error(path, err) from None
+    finally:
+        plt.close(fig)
+    return path
+
+
 OUTPUTS = ("rows.jsonl", "systems.csv", "pairs.csv", "report.md", "report.json",
            *(f"tradeoff.{fmt}" for fmt in FIGURE_FORMATS))
 """Every file ``styleeval evaluate`` may write in OUT (a rerun removes those it does not write)."""
@@ -511,8 +526,6 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
     place (a full disk or a read-only OUT is one error naming the path, and the previous run's file stays whole);
     files of :data:`OUTPUTS` this run does not write (a plot, one in another format) are removed, so OUT never mixes
     two runs."""
-    from styleeval.files.atomic import atomic_write, atomic_write_text, write_error
-
     out = Path(out_dir)
     paths = {"rows": out / "rows.jsonl", "systems": out / "systems.csv", "pairs": out / "pairs.csv",
              "report": out / "report.md", "json": out / "report.json"}
@@ -532,16 +545,9 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
     for name, frame in (("systems", systems), ("pairs", report.pairs)):
         frame = spreadsheet_safe(with_warning(frame, random))
         atomic_write(paths[name], lambda f, frame=frame: frame.to_csv(f, index=False))
-    if plots:
-        figure = out / f"tradeoff.{figure_format}"
-        tmp = out / f".tradeoff.tmp.{figure_format}"
-        try:
-            if plot_tradeoff(report, tmp) is not None:
-                os.replace(tmp, figure)
-                paths["plot"] = figure
-        except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise write_error(figure, err) from None
+    fig = tradeoff_figure(report) if plots else None
+    if fig is not None:
+        paths["plot"] = _write_figure(fig, out / f"tradeoff.{figure_format}")
     atomic_write_text(paths["report"], to_markdown(report, figure=paths["plot"].name if "plot" in paths else None))
     atomic_write_text(paths["json"], json.dumps(report.to_dict(), indent=1, default=_plain))
     for name in OUTPUTS:

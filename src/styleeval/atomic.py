@@ -3,7 +3,8 @@ its folder and renamed into place (``os.replace``, atomic on one file system), a
 read-only folder) is one error naming the path, the previous file left as it was. A file so written gets the
 permissions ``open()`` would give it: an existing file keeps its mode, a new one gets ``0666`` less the umask
 (``0644`` under the usual umask ``022``: readable by the group in a shared folder), and a symbolic link is
-written through, not replaced. Also: the check that an output is none of a run's inputs."""
+written through, not replaced. :func:`atomic_path` gives the temporary name itself to a writer that takes a path
+(a download, a figure saved by its extension). Imports only :mod:`styleeval.errors`: every layer may use it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -27,15 +29,16 @@ def write_error(path: Path | str, err: OSError) -> UserError:
     return UserError(f"cannot write {path}: {why}; the previous file (if any) is unchanged")
 
 
-def _create_beside(path: Path) -> tuple[int, Path]:
-    """A new, empty temporary file in ``path``'s folder, created as ``open(..., "w")`` creates a file (mode
-    ``0666`` less the umask: the kernel applies it), or with the mode of ``path`` where it exists."""
+def _create_beside(path: Path, suffix: str = ".tmp") -> tuple[int, Path]:
+    """A new, empty temporary file in ``path``'s folder (``.<name>.<8 hex><suffix>``), created as
+    ``open(..., "w")`` creates a file (mode ``0666`` less the umask: the kernel applies it), or with the mode of
+    ``path`` where it exists."""
     try:
         mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = None
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{suffix}")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         except FileExistsError:
@@ -83,29 +86,22 @@ def atomic_write_text(path: Path | str, text: str) -> Path:
     return atomic_write(path, lambda f: f.write(text))
 
 
-def same_file(a: Path | str, b: Path | str) -> bool:
-    """Whether two paths name one file: the same real path (symbolic links followed), or, where both exist, the
-    same file on disk (a hard link too)."""
+@contextmanager
+def atomic_path(path: Path | str, suffix: str = ".tmp", permissions: int | None = None) -> Iterator[Path]:
+    """A new, empty temporary file beside ``path`` (beside its target, when ``path`` is a symbolic link), its name
+    ending in ``suffix``, created as :func:`atomic_write` creates one or with ``permissions``, for the body to write
+    by name; renamed to ``path`` when the body returns, removed when it raises. Errors pass as they are: unlike
+    :func:`atomic_write`, an ``OSError`` is not made one line naming the path here (the caller says what failed)."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _create_beside(target, suffix)
     try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-def check_output_path(output: Path, inputs: Iterable[Path | str] = (), what: str = "the output file",
-                      of: str = "the input file") -> None:
-    """Before any work: OUT must be creatable (no parent is a file), not a folder, and none of ``inputs`` (under
-    any name: a symbolic or hard link to an input is that input). ``what`` / ``of`` name them in the error."""
-    from styleeval.files.records import STDIN
-
-    if output.is_dir():
-        raise UserError(f"{output}: is a directory; --out must name a file (e.g. {output}/scores.jsonl)")
-    for parent in output.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"{output}: cannot be created, {parent} is a file, not a folder")
-            break
-    for source in inputs:
-        if str(source) != STDIN and same_file(output, source):
-            same = "" if str(source) == str(output) else f" ({source})"
-            raise UserError(f"{output}: {what} must not be {of}{same}")
+        try:
+            if permissions is not None:
+                os.fchmod(fd, permissions)
+        finally:
+            os.close(fd)
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
