@@ -128,6 +128,8 @@ def test_measured_rows_sit_under_their_group_and_are_never_counted(monkeypatch, 
     assert "#### Does the judge answer in the paper's format? (tiny-random)" in text
     assert "#### Where LogProb tiny-random and people disagree most on content (test set)" in text
     assert "`logprob_content|model:tiny-random@" in text and "`autorater_style|model:tiny-random@" in text
+    assert "No figure of the LLM metrics against model size: the parameter count of tiny-random is not known" in text
+    assert not (tmp_path / "tiny-random_llm_size.png").exists()
 
 
 def _measurement_with(cell: dict) -> Measurement:
@@ -177,6 +179,16 @@ def test_the_worst_rows_section_counts_the_rows_it_has(data_dir):
     text = disagreements(m, lambda: LogProb("tiny-random", progress=False))
     assert "The 8 test-set rows" in text and "fractions of the 8 rows both rate" in text and "500" not in text
     assert [line.split(".")[0] for line in text.splitlines() if line[:1].isdigit()] == [str(k) for k in range(1, 9)]
+
+
+def test_write_naming_a_folder_is_one_error_before_any_work(tmp_path, data_dir):
+    from styleeval.errors import UserError
+
+    args = paper.Options(data_dir=str(data_dir), cache_dir=str(tmp_path / "cache"), no_progress=True,
+                         model="tiny-random", write=str(tmp_path))
+    with pytest.raises(UserError, match="a folder, not a file"):
+        paper.reproduce(args)
+    assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.parametrize(("model", "message"), [("", "--model is empty"), ("  ", "--model is empty"),

@@ -19,7 +19,7 @@ from pathlib import Path
 from styleeval.errors import UserError
 from styleeval.hub import go_offline
 from styleeval.metaeval import claims
-from styleeval.metaeval.measured import Measurement, measure, measured_rows, with_measured
+from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
 
 
 @dataclass
@@ -444,6 +444,8 @@ def reproduce(args: Options) -> int:
     if args.write and not Path(args.write).parent.is_dir():  # one line now, not after the work
         raise UserError(f"--write {args.write}: its folder {Path(args.write).parent} does not exist; create it or "
                         "write elsewhere")
+    if args.write and Path(args.write).is_dir():  # not an error hours later, when the tables are written
+        raise UserError(f"--write {args.write}: a folder, not a file; name the Markdown file to write")
     if args.model is not None:  # an empty name, or one a spec would split: one line now
         check_model_name(args.model)
     # every row's metric is named before any work: a missing extra (sentence-transformers) is one line now
@@ -584,6 +586,9 @@ def measured_sections(args: Options, content: Measurement, style: Measurement | 
         figure = claims.size_figure(content, style, target.with_name(f"{target.stem}_llm_size.png"))
         if figure is not None:
             parts.append(f"![LLM metrics against model size]({figure.name})")
+        else:
+            parts.append(f"No figure of the LLM metrics against model size: the parameter count of {args.model} is not "
+                         f"known (known: {', '.join(sorted(KNOWN_PARAMETERS))}).")
     if "style_gap_testset" in content.data:
         parts.append(claims.disagreements(content, lambda: shared_logprob(model=args.model)))
     return "\n\n".join(p for p in parts if p)
