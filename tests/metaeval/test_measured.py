@@ -128,6 +128,8 @@ def test_measured_rows_sit_under_their_group_and_are_never_counted(monkeypatch, 
     assert "#### Does the judge answer in the paper's format? (tiny-random)" in text
     assert "#### Where LogProb tiny-random and people disagree most on content (test set)" in text
     assert "`logprob_content|model:tiny-random@" in text and "`autorater_style|model:tiny-random@" in text
+    assert "No figure of the LLM metrics against model size: the parameter count of tiny-random is not known" in text
+    assert not (tmp_path / "tiny-random_llm_size.png").exists()
 
 
 def _measurement_with(cell: dict) -> Measurement:
@@ -156,7 +158,49 @@ def test_rank_gaps_are_rank_differences_as_fractions():
 
 def test_marked_rewrite_bolds_surprising_tokens_and_escapes_markdown():
     table = [{"token": "The", "content": -0.5}, {"token": " *new*", "content": -4.25}, {"token": " plan|", "content": -1.0}]
-    assert marked_rewrite(table) == r"The **\*new\*** (-4.2) plan\|"
+    assert marked_rewrite(table) == r"The <b>\*new\*</b> (-4.2) plan\|"
+
+
+def test_marked_rewrite_bolds_punctuation_inside_a_word_and_escapes_code_links_and_html():
+    """``don**'t**`` would not render bold (CommonMark opens ``**`` before punctuation only after a space or
+    punctuation); a backtick, a bracket or a tag in the text would start a code span, a link or raw HTML."""
+    table = [{"token": "I", "content": -0.1}, {"token": " don", "content": -0.2}, {"token": "'t", "content": -3.0},
+             {"token": " <br>", "content": -0.3}, {"token": " `x`", "content": -0.4}, {"token": " [a](b)", "content": -2.6}]
+    assert marked_rewrite(table) == r"I don<b>'t</b> (-3.0) \<br\> \`x\` <b>\[a\](b)</b> (-2.6)"
+
+
+def test_the_worst_rows_section_counts_the_rows_it_has(data_dir):
+    """On a slice of 8 test-set rows, the section lists 8 rows (not 20) and says the ranks are fractions of 8 rows."""
+    from styleeval.corpora import load_corpus
+    from styleeval.metaeval.claims import disagreements
+
+    data = RatedData.from_rows(load_corpus("style_gap_testset", data_dir).select(range(0, 500, 63)), "style_gap_testset")
+    m = measure("tiny-random", "content", ["style_gap_testset"], lambda name: data, progress=False, n_boot=0)
+    text = disagreements(m, lambda: LogProb("tiny-random", progress=False))
+    assert "The 8 test-set rows" in text and "fractions of the 8 rows both rate" in text and "500" not in text
+    assert [line.split(".")[0] for line in text.splitlines() if line[:1].isdigit()] == [str(k) for k in range(1, 9)]
+
+
+def test_write_naming_a_folder_is_one_error_before_any_work(tmp_path, data_dir):
+    from styleeval.errors import UserError
+
+    args = paper.Options(data_dir=str(data_dir), cache_dir=str(tmp_path / "cache"), no_progress=True,
+                         model="tiny-random", write=str(tmp_path))
+    with pytest.raises(UserError, match="a folder, not a file"):
+        paper.reproduce(args)
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize(("model", "message"), [("", "--model is empty"), ("  ", "--model is empty"),
+                                                ("tiny-random:mode=paper", "a ':key=' part would be read")])
+def test_an_empty_model_or_one_with_spec_options_is_one_error_before_any_work(tmp_path, data_dir, model, message):
+    from styleeval.errors import UserError
+
+    args = paper.Options(data_dir=str(data_dir), cache_dir=str(tmp_path), no_progress=True, model=model,
+                         write=str(tmp_path / "out.md"))
+    with pytest.raises(UserError, match=message):
+        paper.reproduce(args)
+    assert not (tmp_path / "out.md").exists()
 
 
 def test_a_model_that_cannot_be_loaded_is_one_error_before_any_work(tmp_path, data_dir):

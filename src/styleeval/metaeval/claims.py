@@ -189,19 +189,27 @@ def size_figure(content: Measurement | None, style: Measurement | None, path: st
     return path
 
 
+MARKDOWN_SPECIAL = "\\`*_[]<>|~&"
+"""ASCII punctuation that Markdown (CommonMark, GitHub's tables and strikethrough) may read as markup in a row's text:
+backslash-escaped by :func:`_escape`."""
+
+
 def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("|", "\\|").replace("\n", " ")
+    """``text`` shown literally in a Markdown list item: :data:`MARKDOWN_SPECIAL` backslash-escaped, line breaks as
+    spaces."""
+    return "".join(f"\\{ch}" if ch in MARKDOWN_SPECIAL else " " if ch in "\r\n" else ch for ch in text)
 
 
 def marked_rewrite(table: Sequence[dict[str, Any]]) -> str:
     """The rewrite as the model read it: every token whose content log-probability is below :data:`SURPRISING` in
-    bold, with it in parentheses."""
+    bold (``<b>``: Markdown's ``**`` does not open before punctuation inside a word, as in ``don't``), with it in
+    parentheses."""
     parts = []
     for tok in table:
         text = tok["token"]
         if tok["content"] < SURPRISING and text.strip():
             lead = text[: len(text) - len(text.lstrip())]
-            parts.append(f"{lead}**{_escape(text.strip())}** ({tok['content']:.1f})")
+            parts.append(f"{_escape(lead)}<b>{_escape(text.strip())}</b> ({tok['content']:.1f})")
         else:
             parts.append(_escape(text))
     return "".join(parts).strip()
@@ -221,16 +229,20 @@ def disagreements(m: Measurement, engine: Callable[[], Any], count: int = 20) ->
         return ""
     human = m.result.human["style_gap_testset"]
     gaps = rank_gaps(human, scores)
-    order = [int(i) for i in np.argsort(-np.abs(np.nan_to_num(gaps)), kind="stable")[:count]]
+    ranked = int(np.isfinite(gaps).sum())
+    order = [int(i) for i in np.argsort(-np.abs(np.nan_to_num(gaps)), kind="stable")[:min(count, ranked)]]
+    if not order:
+        return ""
     rows = engine().score([data.sources[i] for i in order], [data.rewrites[i] for i in order],
                         [data.styles[i] for i in order], return_tokens=True)
     over = sum(gaps[i] > 0 for i in order)
     lines = [f"#### Where {logprob} and people disagree most on content (test set)", "",
-             f"The {count} test-set rows with the largest gap between LogProb's content rank and the human content rank "
-             f"(both as fractions of the 500 rows: +1 = LogProb's best where people rate it worst). In {over} of them "
-             f"LogProb rates the rewrite higher than people do, in {count - over} lower. Tokens the model finds "
-             f"surprising (content log-probability below {SURPRISING}, the best of the three instructions giving "
-             "them under 8%) are in bold with that log-probability; every other token was likely to the model.", ""]
+             f"The {len(order)} test-set rows with the largest gap between LogProb's content rank and the human content "
+             f"rank (both as fractions of the {ranked} rows both rate: +1 = LogProb's best where people rate it worst). "
+             f"In {over} of them LogProb rates the rewrite higher than people do, in {len(order) - over} lower. Tokens "
+             f"the model finds surprising (content log-probability below {SURPRISING}, the best of the three "
+             "instructions giving them under 8%) are in bold with that log-probability; every other token was likely "
+             "to the model.", ""]
     for k, (i, row) in enumerate(zip(order, rows, strict=True), 1):
         table = token_table(row)
         lines += [f"{k}. **{data.tasks[i]}** ({data.systems[i]}), human content {human[i]:.2f}, LogProb "

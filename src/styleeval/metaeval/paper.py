@@ -19,7 +19,7 @@ from pathlib import Path
 from styleeval.errors import UserError
 from styleeval.hub import go_offline
 from styleeval.metaeval import claims
-from styleeval.metaeval.measured import Measurement, measure, measured_rows, with_measured
+from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
 
 
 @dataclass
@@ -416,6 +416,19 @@ def kept_sections(path: Path) -> str:
     return "" if end < 0 else text[end + 1:]
 
 
+def check_model_name(model: str) -> None:
+    """``--model`` names one model: an empty name, or one with a ``:key=`` part (read as a metric option of the
+    rows' specs, e.g. ``tiny-random:mode=paper``), is a :class:`~styleeval.errors.UserError`."""
+    from styleeval.metrics.registry import _OPTION_SPLIT
+
+    if not model.strip():
+        raise UserError("--model is empty: name a model (a preset such as smollm2-135m, an id, a folder or a .gguf "
+                        "file), or leave --model out")
+    if _OPTION_SPLIT.search(model):
+        raise UserError(f"--model {model!r}: a ':key=' part would be read as an option of the rows' metric specs; "
+                        "name the model alone (a preset such as smollm2-135m, an id, a folder or a .gguf file)")
+
+
 def reproduce(args: Options) -> int:
     """Compute and print the three tables beside the published values (and write them to ``args.write``, keeping
     the sections written by hand after them); returns the exit status. Errors before any work (the data folder, a
@@ -431,6 +444,10 @@ def reproduce(args: Options) -> int:
     if args.write and not Path(args.write).parent.is_dir():  # one line now, not after the work
         raise UserError(f"--write {args.write}: its folder {Path(args.write).parent} does not exist; create it or "
                         "write elsewhere")
+    if args.write and Path(args.write).is_dir():  # not an error hours later, when the tables are written
+        raise UserError(f"--write {args.write}: a folder, not a file; name the Markdown file to write")
+    if args.model is not None:  # an empty name, or one a spec would split: one line now
+        check_model_name(args.model)
     # every row's metric is named before any work: a missing extra (sentence-transformers) is one line now
     for spec in dict.fromkeys([*CONTENT_METRICS.values(), *STYLE_METRICS.values()]):
         if spec is not None and needs_weights(spec) is None:
@@ -440,7 +457,7 @@ def reproduce(args: Options) -> int:
                 if not isinstance(err.__cause__, MissingNLTKDataError):
                     raise  # a missing extra: a UserError naming the metric and the package
                 args.unavailable[spec] = f"needs data ({err.__cause__})"
-    if args.model:  # a model that cannot be loaded: one line now (the metric's own error), not empty rows later
+    if args.model is not None:  # a model that cannot be loaded: one line now (the metric's own error), not empty rows
         get_metric(measured_rows(args.model)[-1].spec("content")).signature  # noqa: B018 (loads the model)
     args.cache_dir = args.cache_dir or default_cache_dir()
     started = time.perf_counter()
@@ -569,6 +586,9 @@ def measured_sections(args: Options, content: Measurement, style: Measurement | 
         figure = claims.size_figure(content, style, target.with_name(f"{target.stem}_llm_size.png"))
         if figure is not None:
             parts.append(f"![LLM metrics against model size]({figure.name})")
+        else:
+            parts.append(f"No figure of the LLM metrics against model size: the parameter count of {args.model} is not "
+                         f"known (known: {', '.join(sorted(KNOWN_PARAMETERS))}).")
     if "style_gap_testset" in content.data:
         parts.append(claims.disagreements(content, lambda: shared_logprob(model=args.model)))
     return "\n\n".join(p for p in parts if p)
