@@ -553,8 +553,10 @@ def measured_failures(m: Measurement) -> dict[str, str]:
         elif row.mode == "paper":
             read = [m.readable(name) for name in m.data]
             k, n = sum(r[0] for r in read if r), sum(r[1] for r in read if r)
-            failures[row.label] = (f"measured: {k} of {n} replies ({m.dimension}, every corpus) in the paper's "
-                                   "format, so no correlation")
+            why = "so no correlation" if k == 0 else "and the ratings are constant where read: no correlation"
+            failures[row.label] = f"measured: {k} of {n} replies ({m.dimension}, every corpus) in the paper's format, {why}"
+        else:  # every row rated alike: no rank to correlate
+            failures[row.label] = "measured: constant scores on every column, no correlation"
     return failures
 
 
