@@ -50,7 +50,7 @@ class NaiveBackend(Backend):
     @torch.inference_mode()
     def token_logprobs(self, prompts, continuations, group=1):
         out = []
-        for prompt, cont in zip(prompts, continuations):
+        for prompt, cont in zip(prompts, continuations, strict=True):
             if not len(cont):
                 out.append(torch.empty(0))
                 continue
@@ -94,7 +94,7 @@ class LengthRatio(Metric):
         return Signature.build(self.name, {"unit": "chars", "version": "1"})
 
     def _score(self, sources, rewrites, references, styles):
-        return [len(r) / max(1, len(s)) for s, r in zip(sources, rewrites)]
+        return [len(r) / max(1, len(s)) for s, r in zip(sources, rewrites, strict=True)]
 '''
 
 CORPUS_MODULE = '''

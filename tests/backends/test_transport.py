@@ -349,6 +349,28 @@ def test_the_deadline_covers_the_headers(answer, every, tls, monkeypatch, no_pro
         server.close()
 
 
+def test_urllib3_alone_does_not_bound_a_dripped_answer_which_is_why_the_transport_has_a_deadline(no_proxy_env):
+    """Rule 4's side-by-side measurement: urllib3's own ``Timeout(total=1)`` bounds each read, not the answer, so a
+    body dripped a byte every 0.25 s comes back whole (measured: 5.0 s for a 1 s total, urllib3 2.8.0); the
+    transport on urllib3, with its per-attempt deadline, refuses the same answer at 1 s."""
+    import urllib3
+
+    body = b'{"a": "' + b"x" * 10 + b'"}'
+    answer = [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)]
+    answer += [body[k : k + 1] for k in range(len(body))]
+    server = Dripping(answer, 0.25)
+    try:
+        plain = urllib3.PoolManager().request("POST", f"{server.base_url}/completions", body=b"{}", retries=False,
+                                              timeout=urllib3.Timeout(total=1.0))
+        assert plain.status == 200 and plain.data == body  # no timeout: each read got its byte in time
+        transport = Transport(server.base_url, "k", timeout=1.0, max_retries=0)
+        with pytest.raises(TransportError, match=r"did not answer within 1 s, 0 retries included") as caught:
+            transport.request("POST", "/completions", b"{}")
+        assert caught.value.timed_out
+    finally:
+        server.close()
+
+
 def test_a_dripped_body_without_a_length_is_cut_off_not_taken_as_complete(no_proxy_env):
     """A body framed by the connection's end: the cut at the deadline must not read as the body's end."""
     head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"

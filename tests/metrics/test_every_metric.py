@@ -30,7 +30,7 @@ class Overlap(evaluate.Metric):
         )
 
     def _compute(self, predictions, references, lang=None):  # lang: what s_bertscore passes
-        return {"scores": [float(len(set(p.split()) & set(r.split()))) for p, r in zip(predictions, references)]}
+        return {"scores": [float(len(set(p.split()) & set(r.split()))) for p, r in zip(predictions, references, strict=True)]}
 '''
 
 

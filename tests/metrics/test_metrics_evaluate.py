@@ -22,7 +22,7 @@ class {name}(evaluate.Metric):
         )
 
     def _compute(self, predictions, references):
-        diffs = [float(len(set(p.split()) & set(r.split()))) for p, r in zip(predictions, references)]
+        diffs = [float(len(set(p.split()) & set(r.split()))) for p, r in zip(predictions, references, strict=True)]
         return {body}
 '''
 
