@@ -7,6 +7,7 @@ import difflib
 import os
 import re
 import sys
+from contextvars import ContextVar
 
 from styleeval.errors import UserError
 
@@ -122,6 +123,10 @@ def _probe(name: str, what: str) -> Exception | None:
 
 
 def _offline_error(start: str, variable: str) -> ModelLoadError:
+    advice = OFFLINE_ADVICE.get()
+    if advice is not None:  # the command went offline itself: its own option, not a variable, turns it off
+        return ModelLoadError(f"{start} this command runs offline: {advice} to download it once, or pass a "
+                              f"local path ({WITHOUT_WEIGHTS})")
     return ModelLoadError(f"{start} the Hub cannot be reached ({variable} is set): download it once with network "
                           f"access (unset {variable}), or pass a local path ({WITHOUT_WEIGHTS})")
 
@@ -143,6 +148,11 @@ WITHOUT_WEIGHTS = (f"or the preset {TINY_RANDOM} to try the pipeline without wei
 CLIENT_OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE")
 """The Hugging Face clients' offline switches (huggingface_hub, datasets, evaluate, transformers); a model's Hub
 probe reads only :data:`OFFLINE_VARIABLES`, the two that govern model downloads."""
+
+
+OFFLINE_ADVICE: ContextVar[str | None] = ContextVar("styleeval_offline_advice", default=None)
+"""How to allow downloads, set by a command that went offline itself (``reproduce-paper``: "run with --online"), for
+as long as it runs: an offline error gives it rather than "unset HF_HUB_OFFLINE", a variable the user never set."""
 
 
 def go_offline() -> None:

@@ -211,3 +211,17 @@ def test_a_model_that_cannot_be_loaded_is_one_error_before_any_work(tmp_path, da
     with pytest.raises(UserError, match="cannot load model 'no-such-model'"):
         paper.reproduce(args)
     assert not (tmp_path / "out.md").exists()
+
+
+def test_offline_the_advice_is_the_commands_own_option_and_only_while_it_runs(tmp_path, data_dir):
+    """reproduce-paper goes offline itself: a model not in the cache is refused with "run with --online", not "unset
+    HF_HUB_OFFLINE" (a variable the user never set); the advice does not outlive the call."""
+    from styleeval.errors import UserError
+    from styleeval.hub import OFFLINE_ADVICE
+
+    args = paper.Options(data_dir=str(data_dir), cache_dir=str(tmp_path), no_progress=True,
+                         model="someone/not-cached-anywhere")
+    with pytest.raises(UserError, match=r"this command runs offline: run with --online to download it once") as err:
+        paper.reproduce(args)
+    assert "HF_HUB_OFFLINE" not in str(err.value)
+    assert OFFLINE_ADVICE.get() is None

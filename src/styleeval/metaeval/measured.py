@@ -28,7 +28,7 @@ PAPER_PARAMETERS = {"3b": 3.21e9, "1b": 1.24e9, "8b": 8.03e9, "70b": 70.6e9}
 KNOWN_PARAMETERS = {"smollm2-135m": 134.5e6}
 """Parameters of models ``--model`` may name (SmolLM2-135M-Instruct: 134.5M); another model's point is left out of the
 figure, with a note."""
-UNFILLED = "unfilled"
+UNFILLED = "paper-mode ratings, unfilled"
 """The display name of the paper-mode ratings without the fill (NaN where a reply could not be read)."""
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from styleeval.errors import UserError
-from styleeval.hub import go_offline
+from styleeval.hub import OFFLINE_ADVICE, go_offline
 from styleeval.metaeval import claims
 from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
 
@@ -432,9 +432,19 @@ def check_model_name(model: str) -> None:
 def reproduce(args: Options) -> int:
     """Compute and print the three tables beside the published values (and write them to ``args.write``, keeping
     the sections written by hand after them); returns the exit status. Errors before any work (the data folder, a
-    metric's missing extra) are :class:`~styleeval.errors.UserError`."""
-    if not args.online:  # effective for the clients not imported yet (the command calls it before any)
-        go_offline()
+    metric's missing extra) are :class:`~styleeval.errors.UserError`. Offline (without ``args.online``), a model that
+    is not cached is refused with the advice to run with ``--online`` (:data:`styleeval.hub.OFFLINE_ADVICE`)."""
+    if args.online:
+        return _reproduce(args)
+    go_offline()  # effective for the clients not imported yet (the command calls it before any)
+    token = OFFLINE_ADVICE.set("run with --online")
+    try:
+        return _reproduce(args)
+    finally:
+        OFFLINE_ADVICE.reset(token)
+
+
+def _reproduce(args: Options) -> int:
     from styleeval.corpora._files import local_data_dir
     from styleeval.metrics import get_metric
     from styleeval.metrics._nltk_data import MissingNLTKDataError
