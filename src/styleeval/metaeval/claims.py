@@ -66,7 +66,7 @@ def format_compliance(measurements: Sequence[Measurement]) -> str:
              "over 50% of the time.", "",
              "| corpus | dimension | paper mode: rating read | expected mode: rating read |", "|---|---|---|---|"]
     for m in measurements:
-        expected = next(r.label for r in m.rows if r.mode == "expected")
+        expected = m.autorater("expected")
         for name in m.data:
             read = m.readable(name)
             if read is None:
@@ -82,9 +82,9 @@ def format_compliance(measurements: Sequence[Measurement]) -> str:
 def logprob_against_autorater(m: Measurement, published: dict[tuple[str, str], tuple[str, str]]) -> str:
     """Content: LogProb against the same model as autorater (both modes), per column, with the paper's 3B beside
     (``published``: (dataset, subset) -> the paper's LogProb 3b and LLM-as-A 3b values)."""
-    logprob = next(r.label for r in m.rows if r.kind == "LogProb")
-    expected = next(r.label for r in m.rows if r.mode == "expected")
-    paper = next(r.label for r in m.rows if r.mode == "paper")
+    logprob = m.logprob
+    expected = m.autorater("expected")
+    paper = m.autorater("paper")
     lines = [f"#### Does LogProb beat the same model as autorater on content? ({m.model})", "",
              "Spearman with the human content rating [95% bootstrap interval, 1000 resamples, seed 0]; `*` not "
              "significant at 0.05. Williams: one-sided p that LogProb's Pearson correlation with people exceeds the "
@@ -116,7 +116,7 @@ def logprob_against_autorater(m: Measurement, published: dict[tuple[str, str], t
 
 def logprob_by_size(m: Measurement) -> str:
     """Table 4's ALL column for LogProb from 8B down, and the measured model's value with its interval."""
-    logprob = next(r.label for r in m.rows if r.kind == "LogProb")
+    logprob = m.logprob
     record = m.cell(logprob, "style_gap_testset", "all")
     lines = [f"#### Does LogProb's drop from 8B to 1B on the test set continue at {m.model}?", ""]
     paper = ", ".join(f"{size.upper()} {value:.2f}" for size, value in PAPER_TESTSET_LOGPROB.items())
@@ -222,7 +222,7 @@ def disagreements(m: Measurement, engine: Callable[[], Any], count: int = 20) ->
     none."""
     from styleeval.explain import token_table
 
-    logprob = next(r.label for r in m.rows if r.kind == "LogProb")
+    logprob = m.logprob
     data = m.data.get("style_gap_testset")
     scores = m.result.scores.get(("style_gap_testset", logprob))
     if data is None or scores is None:

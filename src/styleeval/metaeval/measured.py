@@ -85,6 +85,15 @@ class Measurement:
     data: dict[str, Any] = field(default_factory=dict)
     """Dataset name -> its :class:`~styleeval.metaeval.RatedData`."""
 
+    @property
+    def logprob(self) -> str:
+        """The LogProb row's label."""
+        return next(r.label for r in self.rows if r.kind == "LogProb")
+
+    def autorater(self, mode: str) -> str:
+        """The autorater row's label in ``mode`` (``paper`` or ``expected``)."""
+        return next(r.label for r in self.rows if r.mode == mode)
+
     def cell(self, label: str, dataset: str, subset: str) -> dict[str, Any] | None:
         """The correlation record of a row in one column (``spearman``, ``spearman_p``, ``ci_low``, ``ci_high``,
         ``n``), or ``None``."""
