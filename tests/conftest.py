@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import csv
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,9 +36,11 @@ os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if "STYLEEVAL_CACHE" not in os.environ:  # model fingerprints, downloads, METEOR's WordNet copy: never the user's cache
-    import tempfile
-
+    # A session's own folder (the real model converted in it is ~650 MB), removed when the session ends: left behind,
+    # 300 sessions filled this machine's disk and CI's pip install died with "No space left on device". The tests'
+    # subprocesses inherit the variable and share the folder.
     os.environ["STYLEEVAL_CACHE"] = tempfile.mkdtemp(prefix="styleeval-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["STYLEEVAL_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -10,14 +10,22 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-PROBE = '''def test_probe(data_dir):
+PROBE = '''import os
+
+
+def test_probe(data_dir):
     print("DATA_DIR=" + str(data_dir))
+    print("CACHE=" + os.environ["STYLEEVAL_CACHE"])
+    open(os.path.join(os.environ["STYLEEVAL_CACHE"], "written-by-a-test"), "w").close()
 '''
 
 
-def _data_dir(tmp_path: Path, mirror: Path | None) -> subprocess.CompletedProcess:
+def _data_dir(tmp_path: Path, mirror: Path | None, cache: Path | None = None) -> subprocess.CompletedProcess:
     (tmp_path / "test_probe.py").write_text(PROBE, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k not in ("STYLEEVAL_DATA_DIR", "STYLEEVAL_SHARED_DIR")}
+    unset = ("STYLEEVAL_DATA_DIR", "STYLEEVAL_SHARED_DIR", "STYLEEVAL_CACHE")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    if cache is not None:
+        env["STYLEEVAL_CACHE"] = str(cache)
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
     if mirror is not None:
         env["STYLEEVAL_DATA_DIR"] = str(mirror)
@@ -48,3 +56,25 @@ def test_a_missing_mirror_fails_naming_the_variable(tmp_path):
     done = _data_dir(tmp_path, tmp_path / "absent")
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"no corpus mirror at {(tmp_path / 'absent').resolve()} ($STYLEEVAL_DATA_DIR)" in done.stdout
+
+
+def _printed(done: subprocess.CompletedProcess, key: str) -> Path:
+    lines = [line for line in done.stdout.splitlines() if line.startswith(key + "=")]
+    assert len(lines) == 1, done.stdout + done.stderr
+    return Path(lines[0].removeprefix(key + "="))
+
+
+def test_the_sessions_own_cache_is_removed_when_it_ends(tmp_path):
+    """Left behind, each session's cache (~650 MB with the real model converted) filled the disk."""
+    done = _data_dir(tmp_path, tmp_path, cache=None)
+    assert done.returncode == 0, done.stdout + done.stderr
+    cache = _printed(done, "CACHE")
+    assert cache.name.startswith("styleeval-test-cache-") and not cache.exists()
+
+
+def test_a_cache_the_user_named_is_kept(tmp_path):
+    (tmp_path / "mine").mkdir()
+    done = _data_dir(tmp_path, tmp_path, cache=tmp_path / "mine")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _printed(done, "CACHE") == tmp_path / "mine"
+    assert (tmp_path / "mine" / "written-by-a-test").is_file()
