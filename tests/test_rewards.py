@@ -1,0 +1,169 @@
+"""LogProb as a TRL reward (issue 49): the reward equals LogProb.score on the same rows, plain and conversational
+completions alike; rows LogProb cannot score get the floor; TRL's GRPOTrainer trains two steps with it."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import datasets
+import pytest
+import trl
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from styleeval import LogProb
+from styleeval.errors import UserError
+from styleeval.rewards import STYLE_WEIGHT, LogProbReward, completion_text, default_floor
+
+FLOOR = default_floor(1.0, STYLE_WEIGHT)
+
+SOURCES = ["gimme the report now.", "the food was cold lol", "meeting's on tuesday, don't be late"]
+COMPLETIONS = ["Please send me the report.", "The food was served cold.", "The meeting is on Tuesday."]
+STYLES = ["formal", "formal", "polite"]
+
+
+@pytest.fixture(scope="module")
+def reward(tiny_model_dir):
+    return LogProbReward(model=str(tiny_model_dir))
+
+
+@pytest.fixture(scope="module")
+def expected(reward):
+    """LogProb.score on the same backend (the weights shared), the obviously-correct path."""
+    return LogProb(backend=reward.logprob.backend, progress=False).score(SOURCES, COMPLETIONS, STYLES)
+
+
+def call(reward, completions, sources=SOURCES, styles=STYLES, **extra):
+    return reward(prompts=[f"Rewrite: {s}" for s in sources], completions=completions, source=list(sources),
+                  style=list(styles), **extra)
+
+
+def test_the_reward_is_logprobs_content_and_style_weighted(reward, expected):
+    got = call(reward, COMPLETIONS)
+    want = [row["content"] + STYLE_WEIGHT * row["style"] for row in expected]
+    assert got == want  # the same numbers, not close ones
+    assert all(math.isfinite(v) for v in got) and len(set(got)) == 3
+
+
+@pytest.mark.parametrize(("weights", "dimension"), [((1.0, 0.0), "content"), ((0.0, 1.0), "style")])
+def test_each_dimension_alone_equals_logprob_score(reward, expected, weights, dimension):
+    alone = LogProbReward(backend=reward.logprob.backend, content_weight=weights[0], style_weight=weights[1])
+    assert call(alone, COMPLETIONS) == [row[dimension] for row in expected]
+    assert alone.__name__ == f"logprob_{dimension}"
+
+
+def test_conversational_completions_score_as_their_text(reward):
+    chats = [[{"role": "assistant", "content": text}] for text in COMPLETIONS]
+    parts = [[{"role": "assistant", "content": [{"type": "text", "text": text}]}] for text in COMPLETIONS]
+    prompts = [[{"role": "user", "content": f"Rewrite: {s}"}] for s in SOURCES]
+    plain = call(reward, COMPLETIONS)
+    assert reward(prompts=prompts, completions=chats, source=SOURCES, style=STYLES) == plain
+    assert reward(prompts=prompts, completions=parts, source=SOURCES, style=STYLES) == plain
+
+
+def test_a_rows_reward_does_not_depend_on_its_batch_mates(reward):
+    """Up to float32 rounding, as every LogProb score of the local engine (its batches sum in another order: ~1e-7 of
+    a reward of -17 measured; docs/scale-out.md); llama.cpp's backend is bit-identical (tests/backends)."""
+    together = call(reward, COMPLETIONS)
+    alone = [call(reward, [c], [s], [y])[0] for c, s, y in zip(COMPLETIONS, SOURCES, STYLES, strict=True)]
+    backwards = call(reward, COMPLETIONS[::-1], SOURCES[::-1], STYLES[::-1])[::-1]
+    for other in (alone, backwards):
+        assert max(abs(a - b) for a, b in zip(other, together, strict=True)) < 1e-5
+    assert call(reward, COMPLETIONS) == together  # the same call twice: the same bits
+
+
+def test_rows_logprob_cannot_score_get_the_floor_and_the_others_their_score(reward):
+    too_long = "word " * 600  # past the tiny model's 512-token context
+    completions = ["", "   \n", too_long, COMPLETIONS[0], [{"role": "assistant", "content": None}]]
+    sources = [SOURCES[0]] * 5
+    styles = ["formal"] * 5
+    metrics, extra = {}, {}
+    got = call(reward, completions, sources, styles, log_metric=metrics.__setitem__, log_extra=extra.__setitem__,
+               trainer_state=object(), completion_ids=[[1]] * 5)
+    assert got[:3] == [FLOOR] * 3 and got[4] == FLOOR
+    assert got[3] == call(reward, [COMPLETIONS[0]], [SOURCES[0]], ["formal"])[0]
+    assert metrics["logprob/floored"] == 4 / 5
+    assert metrics["logprob/content"] == extra["logprob_content"][3]
+    assert [math.isnan(v) for v in extra["logprob_style"]] == [True, True, True, False, True]
+
+
+def test_the_default_floor_is_below_the_worst_content_and_style():
+    assert FLOOR == -10.0 - STYLE_WEIGHT == -34.0
+    assert default_floor(1.0, 0.0) == -10.0 and default_floor(0.0, 1.0) == -1.0
+
+
+def test_a_given_floor_is_the_floor(reward):
+    mine = LogProbReward(backend=reward.logprob.backend, floor=-3.5)
+    alone = call(reward, [COMPLETIONS[1]], [SOURCES[1]], [STYLES[1]])[0]  # the one row scored: the same batch
+    assert call(mine, ["", COMPLETIONS[1], ""]) == [-3.5, alone, -3.5]
+
+
+def test_a_truncated_completion_is_scored_as_the_text_it_is(reward):
+    whole, cut = "The food was served cold.", "The food was served"
+    got = call(reward, [whole, cut], [SOURCES[1]] * 2, ["formal"] * 2)
+    assert all(math.isfinite(v) and v != FLOOR for v in got)
+
+
+def test_one_style_for_every_row_and_other_column_names(reward):
+    fixed = LogProbReward(backend=reward.logprob.backend, source_column="informal", style="formal")
+    got = fixed(prompts=SOURCES, completions=COMPLETIONS, informal=SOURCES)
+    assert got == call(reward, COMPLETIONS, styles=["formal"] * 3)
+
+
+def test_the_signature_is_logprobs_with_the_weights_and_logged_once(reward, caplog):
+    assert reward.signature == (f"{reward.logprob.signature}|reward:1*content+{STYLE_WEIGHT:g}*style"
+                                f"|floor:{FLOOR:g}")
+    fresh = LogProbReward(backend=reward.logprob.backend)
+    with caplog.at_level(logging.INFO, logger="styleeval.rewards"):
+        call(fresh, COMPLETIONS)
+        call(fresh, COMPLETIONS)
+    assert [r.getMessage() for r in caplog.records] == [f"LogProb reward scored by {fresh.signature}"]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(on_overflow="error"), "on_overflow: set by the reward"),
+    (dict(progress=True), "progress: set by the reward"),
+    (dict(style_weight=math.nan), "style_weight must be a finite number >= 0"),
+    (dict(content_weight=-1), "content_weight must be a finite number >= 0, got -1"),
+    (dict(floor=math.inf), "floor must be a finite number"),
+    (dict(content_weight=0, style_weight=0), "both 0"),
+    (dict(style=""), "style must be a non-empty string"),
+])
+def test_bad_options_are_refused_naming_them(reward, kwargs, message):
+    with pytest.raises(UserError, match=message):
+        LogProbReward(backend=reward.logprob.backend, **kwargs)
+
+
+def test_bad_calls_are_refused_naming_the_column_and_the_row(reward):
+    with pytest.raises(UserError, match=r"no dataset column 'source' for the reward \(columns passed: text\): add it "
+                                        r"to the dataset or set source_column"):
+        reward(prompts=SOURCES, completions=COMPLETIONS, text=SOURCES, log_metric=print)
+    with pytest.raises(UserError, match="column 'style' has 2 values for 3 completions"):
+        reward(prompts=SOURCES, completions=COMPLETIONS, source=SOURCES, style=STYLES[:2])
+    with pytest.raises(UserError, match="row 1: column 'source' is '', not a non-empty text"):
+        reward(prompts=SOURCES, completions=COMPLETIONS, source=["a", "", "c"], style=STYLES)
+    with pytest.raises(UserError, match="completion 1: expected a string or a list of chat messages, got int"):
+        completion_text(3, 1)
+
+
+# --- TRL's own trainer, two steps on the tiny-random model -------------------------------------------------------
+@pytest.mark.parametrize("conversational", [False, True], ids=["plain", "conversational"])
+def test_grpo_trainer_runs_two_steps_with_the_reward(tiny_model_dir, reward, tmp_path, conversational):
+    sources = SOURCES * 2
+    if conversational:
+        prompts = [[{"role": "user", "content": f"Rewrite this formally: {s}"}] for s in sources]
+    else:
+        prompts = [f"Rewrite this formally: {s}\n" for s in sources]
+    data = datasets.Dataset.from_dict({"prompt": prompts, "source": sources, "style": ["formal"] * len(sources)})
+    config = trl.GRPOConfig(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=4, num_generations=2,
+                            max_completion_length=8, learning_rate=1e-3, logging_steps=1, save_strategy="no",
+                            report_to="none", use_cpu=True, seed=0, disable_tqdm=True)
+    policy = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    before = {k: v.clone() for k, v in policy.named_parameters()}
+    trainer = trl.GRPOTrainer(model=policy, reward_funcs=[reward], args=config, train_dataset=data,
+                              processing_class=AutoTokenizer.from_pretrained(tiny_model_dir))
+    trainer.train()
+    logged = [entry for entry in trainer.state.log_history if "rewards/logprob/mean" in entry]
+    assert len(logged) == 2 and trainer.state.global_step == 2
+    assert all(math.isfinite(entry["rewards/logprob/mean"]) and "logprob/content" in entry for entry in logged)
+    assert any(not v.equal(before[k]) for k, v in trainer.model.named_parameters())
