@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+import warnings
 
 import datasets
+import numpy as np
 import pytest
 import trl
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -122,6 +125,13 @@ def test_the_signature_is_logprobs_with_the_weights_and_logged_once(reward, capl
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     (dict(on_overflow="error"), "on_overflow: set by the reward"),
+    (dict(content_weight=True), "content_weight must be a finite number >= 0, got True"),
+    (dict(floor=False), "floor must be a finite number, got False"),
+    (dict(style_weight="24"), "style_weight must be a finite number >= 0, got '24'"),
+    (dict(content_weight=1e308, style_weight=1e308), "the default floor of content_weight=1e.308, style_weight=1e.308 "
+                                                     "is -inf: give smaller weights or floor="),
+    (dict(source_column="prompt"), "source_column='prompt': TRL never passes 'prompt' to a reward as a dataset column"),
+    (dict(style_column="completion_ids"), "style_column='completion_ids': TRL never passes"),
     (dict(progress=True), "progress: set by the reward"),
     (dict(style_weight=math.nan), "style_weight must be a finite number >= 0"),
     (dict(content_weight=-1), "content_weight must be a finite number >= 0, got -1"),
@@ -144,6 +154,62 @@ def test_bad_calls_are_refused_naming_the_column_and_the_row(reward):
         reward(prompts=SOURCES, completions=COMPLETIONS, source=["a", "", "c"], style=STYLES)
     with pytest.raises(UserError, match="completion 1: expected a string or a list of chat messages, got int"):
         completion_text(3, 1)
+
+
+def test_numpy_numbers_are_numbers_and_minus_zero_is_zero(reward):
+    numpy = LogProbReward(backend=reward.logprob.backend, content_weight=np.int64(1), style_weight=np.float32(24),
+                          floor=np.float32(-3.5))
+    assert (numpy.content_weight, numpy.style_weight, numpy.floor) == (1.0, 24.0, -3.5)
+    one = call(reward, COMPLETIONS[:1], SOURCES[:1], STYLES[:1])[0]
+    assert call(numpy, ["", COMPLETIONS[0]], SOURCES[:1] * 2, STYLES[:1] * 2) == [-3.5, one]
+    alone = LogProbReward(backend=reward.logprob.backend, content_weight=-0.0, style_weight=1.0)
+    assert "|reward:0*content+1*style|floor:-1" in alone.signature and alone.__name__ == "logprob_style"
+
+
+def test_odd_conversations_score_their_last_assistant_text_or_get_the_floor(reward):
+    """TRL's tool loop appends the tool's result and, unless cut away, the policy's answer to it: the answer is scored,
+    never the tool's text; content parts whose text is None are empty, like None content."""
+    text = COMPLETIONS[0]
+    said = [{"role": "assistant", "content": None, "tool_calls": [{}]}, {"role": "tool", "content": "42"},
+            {"role": "assistant", "content": text}]
+    completions = [said, said[:2], [], [{"role": "assistant", "content": [{"type": "text", "text": None}]}],
+                   [{"role": "assistant", "content": [{"type": "image"}, {"type": "text", "text": text}]}]]
+    got = call(reward, completions, [SOURCES[0]] * 5, ["formal"] * 5)
+    plain = call(reward, [text], [SOURCES[0]], ["formal"])[0]
+    assert got[1:4] == [FLOOR] * 3
+    assert max(abs(got[0] - plain), abs(got[4] - plain)) < 1e-5  # in a batch of two: float32 rounding (batch-mates)
+
+
+@pytest.mark.parametrize(("completion", "message"), [
+    ([{"role": "assistant", "content": [{"type": "text", "text": 3}]}], "completion 0: a text part's text is int"),
+    ([{"role": "assistant", "content": 3}], "completion 0: the message's content is int, expected a string or a list"),
+    ([{"role": "assistant", "content": {"type": "text", "text": "Hi."}}], "completion 0: the message's content is dict"),
+    (["Please send it."], "completion 0: expected a string or a list of chat messages, got list"),
+])
+def test_malformed_completions_are_refused_naming_what_is_wrong(reward, completion, message):
+    with pytest.raises(UserError, match=message):
+        call(reward, [completion], SOURCES[:1], STYLES[:1])
+
+
+def test_two_threads_calling_at_once_leave_the_warning_filters_as_they_were(reward):
+    """Each call ignores LogProb's RowsWarning inside ``warnings.catch_warnings``, which swaps the process's filters:
+    two calls inside it at once left the ignoring installed for good (seen: 3 threads x 15 calls). The rewards are
+    those of one thread alone."""
+    completions = [COMPLETIONS[0], "word " * 600, COMPLETIONS[2]]
+    alone = call(reward, completions)
+    before = list(warnings.filters)
+    got: list[list[float]] = []
+
+    def work() -> None:
+        got.extend(call(reward, completions) for _ in range(15))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert warnings.filters == before
+    assert got == [alone] * 45
 
 
 # --- TRL's own trainer, two steps on the tiny-random model -------------------------------------------------------

@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -60,6 +62,13 @@ WORST_CONTENT = -10.0
 TRAINER_KEYWORDS = ("completion_ids", "trainer_state", "log_extra", "log_metric", "environments")
 """What TRL passes beside the dataset's columns: never read as a column."""
 
+NOT_PASSED = ("prompt", "completion", "completion_ids")
+"""Dataset columns TRL never passes to a reward as columns (the prompts and completions are its arguments)."""
+
+_SCORING = threading.Lock()
+"""One reward call scores at a time: ``warnings.catch_warnings`` swaps the process's warning filters, and two calls
+inside it at once would leave the ignoring of :class:`RowsWarning` installed for good."""
+
 
 def weighted_reward(content: float, style: float, content_weight: float, style_weight: float, floor: float) -> float:
     """``content_weight * content + style_weight * style``; ``floor`` where that is not a finite number."""
@@ -75,21 +84,42 @@ def default_floor(content_weight: float, style_weight: float) -> float:
 
 def completion_text(completion: Any, row: int) -> str:
     """The text of one completion: a string (a plain dataset), or a conversation (a list of messages: the text of its
-    last message, whose content is a string or a list of parts ``{"type": "text", "text": ...}``). ``None`` content
-    (a reply that is only a tool call) is the empty text."""
+    last assistant message, whose content is a string or a list of parts ``{"type": "text", "text": ...}``; the
+    tool results after it, where the policy's answer to them was cut away, are not its text). ``None`` content or text
+    (a reply that is only a tool call) and a conversation with no assistant message are the empty text."""
     if isinstance(completion, str):
         return completion
-    if isinstance(completion, Sequence) and completion and isinstance(completion[-1], Mapping):
-        content = completion[-1].get("content")
-        if content is None:
-            return ""
-        if isinstance(content, str):
-            return content
-        if isinstance(content, Sequence):
-            return "".join(part.get("text", "") for part in content
-                           if isinstance(part, Mapping) and part.get("type") == "text")
-    raise UserError(f"completion {row}: expected a string or a list of chat messages, got "
-                    f"{type(completion).__name__}")
+    if not (isinstance(completion, Sequence) and not isinstance(completion, (bytes, bytearray))
+            and all(isinstance(message, Mapping) for message in completion)):
+        raise UserError(f"completion {row}: expected a string or a list of chat messages, got "
+                        f"{type(completion).__name__}")
+    replies = [message for message in completion if message.get("role", "assistant") == "assistant"]
+    content = replies[-1].get("content") if replies else None
+    if content is None or isinstance(content, str):
+        return content or ""
+    if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+        return "".join(_part_text(part, row) for part in content)
+    raise UserError(f"completion {row}: the message's content is {type(content).__name__}, expected a string or a "
+                    'list of parts {"type": "text", "text": ...}')
+
+
+def _part_text(part: Any, row: int) -> str:
+    """The text of one part of a message's content: a text part's text (``None``: empty), nothing for the others."""
+    if not (isinstance(part, Mapping) and part.get("type") == "text"):
+        return ""
+    text = part.get("text")
+    if text is None or isinstance(text, str):
+        return text or ""
+    raise UserError(f"completion {row}: a text part's text is {type(text).__name__}, not a string")
+
+
+def _number(name: str, value: Any, bound: str = "") -> float:
+    """``value`` as a float, when it is a finite real number (a NumPy one included), not a bool, and ``>= 0`` where
+    ``bound`` says so; else refused naming ``name``."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value)
+            or (bound and value < 0)):
+        raise UserError(f"{name} must be a finite number{' ' + bound if bound else ''}, got {value!r}")
+    return float(value) + 0.0  # -0.0 is 0.0
 
 
 class LogProbReward:
@@ -116,19 +146,24 @@ class LogProbReward:
         if own:
             raise UserError(f"{', '.join(own)}: set by the reward (a row longer than the model's context gets the "
                             "floor, no progress bars); leave it out")
-        for name, value in (("content_weight", content_weight), ("style_weight", style_weight)):
-            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise UserError(f"{name} must be a finite number >= 0, got {value!r}")
+        content_weight = _number("content_weight", content_weight, ">= 0")
+        style_weight = _number("style_weight", style_weight, ">= 0")
         if floor is None:
             floor = default_floor(content_weight, style_weight)
-        elif not isinstance(floor, (int, float)) or not math.isfinite(floor):
-            raise UserError(f"floor must be a finite number, got {floor!r}")
+            if not math.isfinite(floor):
+                raise UserError(f"the default floor of content_weight={content_weight:g}, style_weight="
+                                f"{style_weight:g} is {floor}: give smaller weights or floor=")
+        floor = _number("floor", floor)
         if content_weight == 0 and style_weight == 0:
             raise UserError("content_weight and style_weight are both 0: every reward would be 0")
+        for option, column in (("source_column", source_column), ("style_column", None if style else style_column)):
+            if column in NOT_PASSED + TRAINER_KEYWORDS:
+                raise UserError(f"{option}={column!r}: TRL never passes {column!r} to a reward as a dataset column; "
+                                "name another column")
         if style is not None and not (isinstance(style, str) and style.strip()):
             raise UserError(f"style must be a non-empty string, got {style!r}")
         self.source_column, self.style_column, self.style = source_column, style_column, style
-        self.content_weight, self.style_weight, self.floor = float(content_weight), float(style_weight), float(floor)
+        self.content_weight, self.style_weight, self.floor = content_weight, style_weight, floor
         self.logprob = LogProb(on_overflow="skip", progress=False, **logprob_options)
         self.__name__ = "logprob" if style_weight and content_weight else (
             "logprob_content" if content_weight else "logprob_style")
@@ -155,14 +190,15 @@ class LogProbReward:
             raise UserError(f"{len(prompts)} prompts for {n} completions: one prompt per completion")
         scored = [i for i, text in enumerate(texts) if text.strip()]
         content, style = [math.nan] * n, [math.nan] * n
-        if scored:
-            with warnings.catch_warnings():  # a row past the context is the floor, said by log_metric
-                warnings.simplefilter("ignore", RowsWarning)
-                scores = self.logprob.score([sources[i] for i in scored], [texts[i] for i in scored],
-                                            [styles[i] for i in scored])
-            for i, row in zip(scored, scores, strict=True):
-                content[i], style[i] = row["content"], row["style"]
-        self._log_signature()
+        with _SCORING:
+            if scored:
+                with warnings.catch_warnings():  # a row past the context is the floor, said by log_metric
+                    warnings.simplefilter("ignore", RowsWarning)
+                    scores = self.logprob.score([sources[i] for i in scored], [texts[i] for i in scored],
+                                                [styles[i] for i in scored])
+                for i, row in zip(scored, scores, strict=True):
+                    content[i], style[i] = row["content"], row["style"]
+            self._log_signature()
         rewards = [weighted_reward(c, s, self.content_weight, self.style_weight, self.floor)
                    for c, s in zip(content, style, strict=True)]
         _report(columns, content, style, rewards, self.floor)
