@@ -8,9 +8,10 @@ one batched call per reward call. The reward of a row is
 
     reward = content_weight * content + style_weight * style
 
-with LogProb's content (equation 1: mean log of the best of the three instructions' token probabilities, <= 0) and
-style (equation 2: mean probability gain of the style instruction, in [-1, 1]); each alone with the other weight 0,
-then equal to ``LogProb.score``'s number. The default weights are explained in docs/training.md ("The weights").
+with LogProb's content (the paper's equation 1: mean log of the best of the three instructions' token probabilities,
+<= 0) and style (equation 2: mean probability gain of the style instruction, in [-1, 1]); each alone with the other
+weight 0, then equal to ``LogProb.score``'s number. The default weights are explained in docs/training.md ("The
+weights").
 
 Rows LogProb cannot score get ``floor``, never an exception in the middle of training: an
 empty or blank completion, a row longer than the scoring model's context, a non-finite score. A truncated
@@ -18,9 +19,9 @@ completion (cut at the trainer's ``max_completion_length``) is scored as the tex
 end-of-turn token: LogProb itself finds that end improbable after a cut sentence (``mask_truncated_completions=True``
 in TRL's config leaves such completions out of the loss instead).
 
-Every score is a function of its row and the signature (rule 1): the reward of a row does not depend on its
-batch-mates. The signature of what scored is logged (``logging``, logger ``styleeval.rewards``) at the first call
-and whenever it changes (a server that starts serving other weights), and kept in :attr:`LogProbReward.signature`.
+Every score is a function of its row and the signature: the reward of a row does not depend on its batch-mates. The
+signature of what scored is logged (``logging``, logger ``styleeval.rewards``) at the first call and whenever it
+changes (a server that starts serving other weights), and kept in :attr:`LogProbReward.signature`.
 
 >>> from styleeval.rewards import LogProbReward
 >>> reward = LogProbReward(model="tiny-random", source_column="text", style="formal")
@@ -132,7 +133,8 @@ class LogProbReward:
         content_weight, style_weight: the reward is ``content_weight * content + style_weight * style``
             (default 1.0 and :data:`STYLE_WEIGHT`); ``style_weight=0`` rewards content alone, ``content_weight=0``
             style alone.
-        floor: the reward of a row LogProb cannot score (empty completion, longer than the model's context);
+        floor: the reward of a row LogProb cannot score (empty or blank completion, longer than the model's
+            context, a non-finite score);
             default :func:`default_floor` (-34.0 with the default weights).
         **logprob_options: :class:`styleeval.LogProb`'s arguments (``model``, ``base_url``, ``backend``: a backend
             object shared with other scorers, ``dtype``...). ``on_overflow`` and ``progress`` are the reward's own
