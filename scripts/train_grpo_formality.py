@@ -10,7 +10,7 @@ Data: Lai et al.'s 80 informal GYAFC sentences (Family & Relationships): every f
 :class:`styleeval.rewards.LogProbReward` on the same preset (a second copy of the weights, frozen).
 
 Before and after, on the 20 held-out sentences (greedy decoding): the reward and its two terms; independent checks
-that it was not gamed: BLEU to Lai's four human formal references (r_bleu), S-chrF / S-BLEU to the source and exact
+that it was not gamed: BLEU to Lai's human formal reference (one per sentence: r_bleu), S-chrF / S-BLEU to the source and exact
 copies (copying), length, the autorater's 1-5 meaning and style ratings (the same 135M model in expected mode:
 near chance on this model, docs/reproduction.md: reported, not trusted); the 10 first held-out examples. Written to
 OUT/report.md and OUT/results.json (docs/training.md quotes them).
@@ -34,10 +34,11 @@ CHECKS = ("r_bleu", "s_chrf", "s_bleu")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--data-dir", default=os.environ.get("STYLEEVAL_DATA_DIR"), help="the corpus mirror")
     parser.add_argument("--out", type=Path, required=True, help="a folder for the adapter, report.md, results.json")
-    parser.add_argument("--steps", type=int, default=150, help="GRPO steps (default 150: ~8 s each on 2 quiet CPU cores)")
+    parser.add_argument("--steps", type=int, default=150, help="GRPO steps (9-10 s each on 2 quiet CPU cores)")
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt (GRPO's group)")
     parser.add_argument("--prompts-per-step", type=int, default=2)
     parser.add_argument("--max-completion-length", type=int, default=40)

@@ -78,8 +78,9 @@ def weighted_reward(content: float, style: float, content_weight: float, style_w
 
 
 def default_floor(content_weight: float, style_weight: float) -> float:
-    """The reward of a row with content :data:`WORST_CONTENT` and style -1 (its lowest possible): below every row
-    LogProb scores in practice, whatever the weights."""
+    """The reward of a row with content :data:`WORST_CONTENT` and style -1 (its lowest possible): below every rated
+    rewrite of the test set with smollm2-135m, whatever the weights. A model that finds text far less probable (a
+    random-weight one scores content -11 to -18) can score real rows below it: give ``floor=`` there."""
     return content_weight * WORST_CONTENT - style_weight
 
 
