@@ -204,7 +204,7 @@ class LogProbReward:
             self._log_signature()
         rewards = [weighted_reward(c, s, self.content_weight, self.style_weight, self.floor)
                    for c, s in zip(content, style, strict=True)]
-        _report(columns, content, style, rewards, self.floor)
+        _report(columns, content, style)
         return rewards
 
     def _column(self, name: str, columns: Mapping[str, Any], n: int, option: str) -> list[str]:
@@ -230,8 +230,7 @@ class LogProbReward:
             self._logged = signature
 
 
-def _report(columns: Mapping[str, Any], content: list[float], style: list[float], rewards: list[float],
-            floor: float) -> None:
+def _report(columns: Mapping[str, Any], content: list[float], style: list[float]) -> None:
     """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them."""
     log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
     finite = [i for i, c in enumerate(content) if math.isfinite(c)]
@@ -239,7 +238,7 @@ def _report(columns: Mapping[str, Any], content: list[float], style: list[float]
         if finite:
             log_metric("logprob/content", sum(content[i] for i in finite) / len(finite))
             log_metric("logprob/style", sum(style[i] for i in finite) / len(finite))
-        log_metric("logprob/floored", (len(rewards) - len(finite)) / len(rewards) if rewards else 0.0)
+        log_metric("logprob/floored", (len(content) - len(finite)) / len(content) if content else 0.0)
     if callable(log_extra):
         log_extra("logprob_content", content)
         log_extra("logprob_style", style)
