@@ -11,6 +11,7 @@ Public entry points (imported lazily so that ``import styleeval`` stays fast):
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
@@ -36,8 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'styleeval' has no attribute {name!r}")

@@ -17,6 +17,7 @@ strings get exactly the ids of the plain tokenization above.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from collections.abc import Sequence
@@ -148,7 +149,6 @@ def _configured(tokenizer, split_special_tokens: bool):
     asked, else a private copy configured once to: calls on it never write a setting."""
     if bool(getattr(tokenizer, "split_special_tokens", False)) == split_special_tokens:
         return tokenizer
-    import copy
 
     configured = copy.deepcopy(tokenizer)
     configured.split_special_tokens = split_special_tokens

@@ -95,7 +95,7 @@ def csv_untext(text: str) -> str:
 
 def spreadsheet_safe(frame: Any) -> Any:
     """A copy of a pandas DataFrame with :func:`csv_text` applied to every text cell (numbers stay numbers)."""
-    import pandas as pd
+    import pandas as pd  # noqa: PLC0415 - heavy (pandas)
 
     out = frame.copy()
     for column in out.columns:

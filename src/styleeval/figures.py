@@ -6,6 +6,7 @@ creation date, so that the same figure is the same file."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ def save_figure(fig: Any, path: str | Path, dpi: int = DPI, tight: bool = False)
     """Write the matplotlib figure ``fig`` to ``path``, in the format its extension names (PNG without one); ``dpi``
     applies to raster formats; ``tight``: cropped to what is drawn, with 0.04 inch around it. The figure stays open
     (the caller closes it)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".") or "png"
@@ -38,8 +39,6 @@ def fit_title(ax: Any, text: str, **kwargs: Any) -> Any:
     """``text`` as the title of ``ax``, each line wrapped so that the whole title lies inside the figure (measured on
     the rendered text, after ``fig.tight_layout()``, which is run again for the wrapped title); ``kwargs`` go to
     ``set_title``. Returns the title's Text."""
-    import textwrap
-
     fig = ax.figure
     lines = text.split("\n")
     width = max(len(line) for line in lines)

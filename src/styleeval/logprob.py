@@ -51,7 +51,7 @@ def logprob_equations(
     The three tensors hold log p_i under the style, paraphrase and repeat contexts, one entry per scored
     token. Returns ``(nan, nan)`` when no token is scored.
     """
-    import torch
+    import torch  # noqa: PLC0415 - heavy (torch)
 
     if style.numel() == 0:
         return math.nan, math.nan
@@ -169,7 +169,7 @@ class LogProb:
         """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
         behind its URL), variant, dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
         scored, backend, the backend's build where its kernels depend on it (llama.cpp), version."""
-        from styleeval.models import tokenizer_fingerprint
+        from styleeval.models import tokenizer_fingerprint  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
         identity = self.backend.identity
         return Signature.build(

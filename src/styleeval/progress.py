@@ -13,6 +13,7 @@ the longest runs (:func:`steps`: the meta-evaluation's, minutes to hours) are ne
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -37,15 +38,13 @@ def quiet_libraries() -> None:
     """Silence the progress bars of the libraries styleeval calls (huggingface_hub's downloads, transformers'
     "Loading weights"), for ``-q`` / ``--no-progress``: through ``HF_HUB_DISABLE_PROGRESS_BARS`` for those not imported
     yet (they read it when imported), through their own switches for those already imported; nothing is imported."""
-    import os
-
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "huggingface_hub" in sys.modules:
-        from huggingface_hub.utils import disable_progress_bars
+        from huggingface_hub.utils import disable_progress_bars  # noqa: PLC0415 - heavy (huggingface_hub)
 
         disable_progress_bars()
     if "transformers" in sys.modules:
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # noqa: PLC0415 - heavy (transformers)
 
         hf_logging.disable_progress_bar()
 
@@ -62,7 +61,7 @@ def bar(iterable: Iterable[Any] | None = None, *, total: int | None = None, init
     >>> rows.total, rows.disable
     (3, True)
     """
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # noqa: PLC0415 - heavy (tqdm)
 
     return tqdm(iterable, total=total, initial=initial, desc=desc, unit=unit, unit_scale=unit_scale, leave=leave,
                 disable=not enabled(progress))
@@ -92,7 +91,7 @@ def stage(what: str, progress: bool | None = None) -> Iterator[None]:
     if not enabled(progress):
         yield
         return
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # noqa: PLC0415 - heavy (tqdm)
 
     start = time.perf_counter()
     tqdm.write(f"{what} ...", file=sys.stderr)  # above a bar that is open (evaluate's metrics)

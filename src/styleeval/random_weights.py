@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 LLAMA3_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}"
@@ -81,8 +82,7 @@ def build_tokenizer(
     tokenizer without a chat template (to test the error path). ``family`` (a key of :data:`FAMILIES`) gives the
     tokenizer that family's control tokens, BOS and EOS (pass the family's real template as ``chat_template``).
     """
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast  # noqa: PLC0415 - heavy (transformers)
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -153,7 +153,7 @@ def build_model(
     ``vocab_size`` must cover the tokenizer (``len(tokenizer)``); real shapes keep their own, larger vocabulary.
     ``head_scale`` multiplies the LM head so that random weights give peaked next-token distributions.
     """
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM  # noqa: PLC0415 - heavy (transformers)
 
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; choose one of {sorted(SHAPES)}")

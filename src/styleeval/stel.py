@@ -26,6 +26,7 @@ BERT/RoBERTa rows), or any callable ``sim(a, b) -> float``.
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 from collections import Counter
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from styleeval.errors import UserError
+from styleeval.progress import bar, enabled, stage
 
 Similarity = Callable[[str, str], float]
 """A style similarity of two texts: higher = more similar (1 = same)."""
@@ -136,8 +138,7 @@ def embedding_similarity(model: str = "minilm-offline", device: str | None = Non
                          progress: bool | None = None) -> BatchSimilarity:
     """Cosine of sentence-transformers embeddings (``minilm-offline``: the bundled all-MiniLM-L6-v2); ``progress``:
     a line while the model loads and a bar over the texts embedded (``None``: where stderr is a terminal)."""
-    from styleeval.metrics.cosine import cosine_similarities, load_encoder
-    from styleeval.progress import enabled, stage
+    from styleeval.metrics.cosine import cosine_similarities, load_encoder  # noqa: PLC0415 - heavy (urllib3, via styleeval.metrics)
 
     with stage(f"loading sentence-transformers model {model}", progress):
         encoder = load_encoder(model, device)
@@ -148,13 +149,11 @@ def encoder_similarity(model: str, device: str | None = None, batch_size: int = 
                        progress: bool | None = None) -> BatchSimilarity:
     """Cosine of a Hugging Face encoder's last hidden layer, mean-pooled over the tokens (the paper's BERT/RoBERTa
     rows: ``bert-base-cased``, ``roberta-base``...); ``progress`` as in :func:`embedding_similarity`."""
-    from styleeval.progress import bar, stage
-
     with stage(f"loading encoder {model}", progress):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
+        import torch  # noqa: PLC0415 - heavy (torch)
+        from transformers import AutoModel, AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
-        from styleeval.metrics.cosine import resolve_model
+        from styleeval.metrics.cosine import resolve_model  # noqa: PLC0415 - heavy (urllib3, via styleeval.metrics)
 
         name = resolve_model(model)
         tokenizer = AutoTokenizer.from_pretrained(name)
@@ -206,7 +205,7 @@ def check_method(method: str) -> None:
     any task is loaded or model read; a ``ValueError`` says what is wrong."""
     name, _, arg = str(method).partition(":")
     if name == "embedding":
-        from styleeval.metrics.cosine import require_encoder
+        from styleeval.metrics.cosine import require_encoder  # noqa: PLC0415 - heavy (urllib3, via styleeval.metrics)
 
         require_encoder("STEL's embedding method", arg or "minilm-offline")
     elif name == "encoder" and not arg:
@@ -281,7 +280,7 @@ def load_tasks(component: str | Sequence[str] | None = None, data_dir: str | Non
                include_dimensions: bool = False) -> list[Task]:
     """STEL tasks from :func:`styleeval.corpora.load_corpus` (``component``: a style type such as ``contraction``,
     ``nbr_substitution``, ``formality``; several; or ``None`` for all loaded). Task ids are STEL's ``ID``."""
-    from styleeval.corpora import load_corpus
+    from styleeval.corpora import load_corpus  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     ds = load_corpus("stel", data_dir, include_dimensions=include_dimensions)
     wanted = None if component is None else ({component} if isinstance(component, str) else set(component))
@@ -389,10 +388,8 @@ def published_predictions(data_dir: str | None = None) -> dict[str, dict[str, in
     """The authors' per-task predictions (``STEL_single-preds_all-models.tsv``): {method column: {task ID: 1, 2 or
     0}}, plus ``"Correct Alternative"``. Read from the local mirror (``data_dir`` / ``$STYLEEVAL_DATA_DIR``) or
     downloaded from the pinned STEL commit."""
-    import csv
-
-    from styleeval.corpora._files import resolve
-    from styleeval.corpora.stel import SOURCE
+    from styleeval.corpora._files import resolve  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
+    from styleeval.corpora.stel import SOURCE  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     path = resolve(SOURCE, PREDICTIONS_FILE, data_dir)
     with open(path, encoding="utf-8", newline="") as fh:

@@ -31,6 +31,7 @@ import math
 import re
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
@@ -46,6 +47,7 @@ from styleeval.backends import (
     split_options,
 )
 from styleeval.backends.base import common_prefix_length
+from styleeval.chat import ChatFormat
 from styleeval.errors import RowError, UserError
 from styleeval.progress import enabled
 from styleeval.signature import Signature
@@ -110,7 +112,7 @@ def fill_unparsed_with_mean(values: Sequence[float]) -> list[float]:
 
 def expectation(probs: torch.Tensor) -> torch.Tensor:
     """The expected rating sum_k k p_k of (..., 5) probabilities over ratings 1..5."""
-    import torch
+    import torch  # noqa: PLC0415 - heavy (torch)
 
     return (probs.double() * torch.arange(1, 6, dtype=torch.float64)).sum(-1)
 
@@ -172,8 +174,6 @@ class Autorater:
             raise UserError(f"max_new_tokens must be positive, got {max_new_tokens}")
         self.decoding = self.prompt.decoding
         if max_new_tokens is not None:
-            from dataclasses import replace
-
             self.decoding = replace(self.decoding, max_new_tokens=int(max_new_tokens))
         self.seed = int(seed)
         self.backend = backend = given_or_open(
@@ -189,8 +189,6 @@ class Autorater:
             raise UserError("tokenizer: this backend needs a tokenizer to render the judge's prompts")
 
     def _set_tokenizer(self, tokenizer: Any, chat_template: str | None) -> None:
-        from styleeval.chat import ChatFormat
-
         self.tokenizer = tokenizer
         self.chat = ChatFormat(tokenizer, chat_template=chat_template, end_of_turn=False,
                                system_prompt=self.system_prompt)
@@ -215,7 +213,7 @@ class Autorater:
             "dtype": identity.dtype,
         }
         if self.chat is not None:
-            from styleeval.models import tokenizer_fingerprint
+            from styleeval.models import tokenizer_fingerprint  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
             fields["tmpl"] = self.chat.template_hash
             fields["tok"] = tokenizer_fingerprint(self.tokenizer)
@@ -350,7 +348,7 @@ class Autorater:
         return self._tree_cache
 
     def _rate_expected(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         prompts = self.chat.conversation_ids(conversations)
         self._check_context(prompts, 64)
@@ -381,7 +379,7 @@ class Autorater:
 
     def _two_pass(self, prompts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Meaning probabilities and style log-probabilities with one pass per step (backends without token trees)."""
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         meaning_ids, meaning_tails = self._scaffold(MEANING_SCAFFOLD)
         meaning_lp = self._rating_logprobs([p + meaning_ids for p in prompts], [meaning_tails] * len(prompts))
@@ -394,7 +392,7 @@ class Autorater:
 
     def _rating_logprobs(self, contexts: list[list[int]], tails: list[list[list[int]]]) -> torch.Tensor:
         """(n, 5) float64 log-probabilities of each rating's tail tokens after each context (chain rule)."""
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         n = len(contexts)
         out = torch.empty((n, len(RATINGS)), dtype=torch.float64)

@@ -246,7 +246,7 @@ class Backend(ABC):
         """``(len(prompts), len(candidates))`` log-probabilities of each candidate as the next token (float32).
         ``shared_prefixes``: a hint that the prompts share long prefixes (the autorater's instructions) which a
         :data:`PREFIX_REUSE` backend may compute once; it never changes the numbers."""
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         cands = [int(c) for c in candidates]
         pairs = [(list(p), [c]) for p in prompts for c in cands]

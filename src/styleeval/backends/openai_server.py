@@ -482,7 +482,7 @@ class ServerBackend(Backend):
                  max_concurrency: int | None = None, timeout: float | None = None, max_retries: int | None = None,
                  extra_body: dict[str, Any] | None = None, progress: bool = True,
                  need_tokenizer: bool = True) -> None:
-        from styleeval.models import PRESETS, load_tokenizer
+        from styleeval.models import PRESETS, load_tokenizer  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
         served = None if model is None else PRESETS.get(str(model).lower(), str(model))
         self.client = ServerClient(
@@ -569,7 +569,7 @@ class ServerBackend(Backend):
 
     def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
                        group: int = 1) -> list[torch.Tensor]:
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         if len(prompts) != len(continuations):
             raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
@@ -594,7 +594,7 @@ class ServerBackend(Backend):
                            shared_prefixes: bool = False) -> torch.Tensor:
         """From the top-20 next tokens where they hold every candidate, else each candidate appended to the prompt
         and read back as a prompt log-probability (exact for any model and vocabulary; vLLM returns both)."""
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         cands = [int(c) for c in candidates]
         out = torch.empty((len(prompts), len(cands)), dtype=torch.float32)

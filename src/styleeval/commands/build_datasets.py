@@ -16,6 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from styleeval.bundled import dataset_card
+from styleeval.commands._options import check_out_dir
+
 SUMMARY = "build the Hub dataset folders (Parquet files beside each dataset card)"
 """What ``styleeval --help`` says of this command."""
 MISSING_EXIT = 1
@@ -33,8 +36,8 @@ built.
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``build-datasets`` sub-command."""
-    from styleeval.corpora import corpus_names
-    from styleeval.corpora.configs import RESTRICTED_DIR
+    from styleeval.corpora import corpus_names  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
+    from styleeval.corpora.configs import RESTRICTED_DIR  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     p = subparsers.add_parser("build-datasets", help=SUMMARY, epilog=EPILOG,
                               description="Write the Hub dataset folders: <out>/<name>/data/<config>.parquet next to "
@@ -57,13 +60,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval build-datasets``; returns the exit status."""
-    from datasets import disable_progress_bars
+    from datasets import disable_progress_bars  # noqa: PLC0415 - heavy (datasets)
 
-    from styleeval.bundled import dataset_card
-    from styleeval.commands._options import check_out_dir
-    from styleeval.corpora import CorpusError, MissingFileError, check_corpus_names, corpus_names
-    from styleeval.corpora._files import local_data_dir
-    from styleeval.corpora.configs import write_dataset_folder
+    from styleeval.corpora import CorpusError, MissingFileError, check_corpus_names, corpus_names  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
+    from styleeval.corpora._files import local_data_dir  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
+    from styleeval.corpora.configs import write_dataset_folder  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     check_corpus_names(args.names)
     disable_progress_bars()

@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval merge``; returns the exit status."""
-    from styleeval.files.shards import merge_shards
+    from styleeval.files.shards import merge_shards  # noqa: PLC0415 - heavy (numpy, via styleeval.files)
 
     try:
         result = merge_shards(args.shards, args.out, input=args.input, style=args.style, encoding=args.encoding)

@@ -9,6 +9,9 @@ The work is :func:`styleeval.metaeval.paper.reproduce`.
 from __future__ import annotations
 
 import argparse
+import os
+
+from styleeval.hub import go_offline
 
 SUMMARY = "the paper's Tables 3-5 (Pauli et al. 2025) computed and printed beside the published values"
 """What ``styleeval --help`` says of this command."""
@@ -50,13 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval reproduce-paper``; returns the exit status."""
-    import os
-
-    from styleeval.hub import go_offline
-
     if not args.online:  # before the Hugging Face clients are imported (styleeval.metaeval imports them)
         go_offline()
-    from styleeval.metaeval.paper import Options, reproduce
+    from styleeval.metaeval.paper import Options, reproduce  # noqa: PLC0415 - heavy (pandas, via styleeval.metaeval)
 
     return reproduce(Options(data_dir=args.data_dir or os.environ.get("STYLEEVAL_DATA_DIR") or None,
                              cache_dir=args.cache_dir, no_cache=args.no_cache, online=args.online,

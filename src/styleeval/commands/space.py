@@ -12,6 +12,14 @@ does on the Hub.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import runpy
+import socket
+
+from styleeval.bundled import space_app
+from styleeval.errors import UserError
+from styleeval.extras import require
 
 SUMMARY = "the demo Space (Gradio) in a browser: score, compare, batch, meta-evaluation"
 """What ``styleeval --help`` says of this command."""
@@ -49,13 +57,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval space`` until interrupted; returns the exit status."""
-    import os
-    import runpy
-
-    from styleeval.bundled import space_app
-    from styleeval.errors import UserError
-    from styleeval.extras import require
-
     require("gradio", "the Space")  # one line naming the extra, before anything starts
     check_port(args.host, args.port)  # one line naming the port and the flag, before the app loads (tens of seconds)
     settings = {"STYLEEVAL_MODEL": args.model, "STYLEEVAL_BASE_URL": args.base_url,
@@ -90,8 +91,6 @@ def _free_port_after(host: str, port: int) -> int | str:
 def _bind_error(host: str, port: int) -> OSError | None:
     """Why ``port`` cannot be bound on ``host`` as Gradio binds it (``SO_REUSEADDR``: a port in TIME_WAIT is free);
     ``None`` when it can."""
-    import socket
-
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         with socket.socket(family, kind, proto) as sock:
@@ -105,10 +104,6 @@ def _bind_error(host: str, port: int) -> OSError | None:
 def check_port(host: str, port: int) -> None:
     """A :class:`~styleeval.errors.UserError` in one line when the Space could not listen on ``host``:``port``: the
     port in use (which flag to change, and a free port), or the address itself refused."""
-    import errno
-
-    from styleeval.errors import UserError
-
     err = _bind_error(host, port)
     if err is None:
         return

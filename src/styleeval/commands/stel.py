@@ -13,6 +13,10 @@ import csv
 import sys
 from pathlib import Path
 
+from styleeval import stel
+from styleeval.commands._options import progress_choice
+from styleeval.progress import stage
+
 SUMMARY = "STEL: can a similarity measure tell style apart? (Wegmann & Nguyen 2021)"
 """What ``styleeval --help`` says of this command."""
 
@@ -43,10 +47,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval stel``; returns the exit status."""
-    from styleeval import stel
-    from styleeval.commands._options import progress_choice
-    from styleeval.progress import stage
-
     methods = [m.strip() for m in args.method.split(",") if m.strip()]
     for method in methods:  # unknown names and missing extras: before any work
         stel.check_method(method)

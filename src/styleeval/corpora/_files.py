@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from styleeval.atomic import atomic_path
 from styleeval.corpora._checksums import EXTRA_SHA256, GIT_BLOB_SHA1, SHA256
 from styleeval.errors import UserError
+from styleeval.paths import cache_path
 from styleeval.progress import bar as progress_bar
 
 ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
@@ -93,8 +95,6 @@ def local_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path | Non
 
 def cache_dir() -> Path:
     """Where downloaded files are kept: ``corpora/`` in styleeval's cache (:mod:`styleeval.paths`)."""
-    from styleeval.paths import cache_path
-
     return cache_path("corpora")
 
 
@@ -142,9 +142,9 @@ def download(url: str, dest: Path) -> None:
     """Download ``url`` to ``dest`` (atomically) with a tqdm progress bar; :data:`DOWNLOAD_RETRIES` retries with
     backoff on connection errors, 429 and 5xx. Raises ``OSError`` naming the cause (an HTTP status, a connection
     error, a body cut short); nothing is left at ``dest`` then."""
-    import urllib3
+    import urllib3  # noqa: PLC0415 - heavy (urllib3)
 
-    from styleeval.http_pools import pool_manager
+    from styleeval.http_pools import pool_manager  # noqa: PLC0415 - heavy (urllib3, via styleeval.http_pools)
 
     retries = urllib3.Retry(total=DOWNLOAD_RETRIES, backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
                             raise_on_status=False)
@@ -172,9 +172,7 @@ def network_reason(err: Exception, url: str) -> str:
     """A failed request in a few words: the host, the innermost cause's type and its system error (``raw.githubusercontent.com:
     NameResolutionError: [Errno -2] Name or service not known``), never urllib3's whole chain (its ``MaxRetryError``
     repeats the URL and each wrapper's text: several hundred characters per file)."""
-    import re
-
-    import urllib3
+    import urllib3  # noqa: PLC0415 - heavy (urllib3)
 
     reason = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) and err.reason is not None else err
     text = str(reason)

@@ -16,6 +16,7 @@ import logging
 import os
 from pathlib import Path
 
+import huggingface_hub
 from datasets import Dataset
 
 from styleeval.corpora._files import CorpusError, Source, local_data_dir, resolve, verify
@@ -112,9 +113,7 @@ def _parse_file(n: int, path: Path, url: str, raters: dict[str, str]) -> list[di
 def _from_hub() -> dict[int, Path] | None:
     """The six CSV files from the Hub dataset when it holds them byte-identical; else None."""
     try:
-        from huggingface_hub import snapshot_download
-
-        folder = Path(snapshot_download(HUB_REPO, repo_type="dataset", allow_patterns=["*.csv", "**/*.csv"]))
+        folder = Path(huggingface_hub.snapshot_download(HUB_REPO, repo_type="dataset", allow_patterns=["*.csv", "**/*.csv"]))
         found = {p.name: p for p in folder.rglob("syntest_anno*.csv")}
         paths = {n: found[f"syntest_anno{n}.csv"] for n in TASKS}
         for n, path in paths.items():

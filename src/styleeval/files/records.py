@@ -16,13 +16,18 @@ text and name reads back as given.
 
 from __future__ import annotations
 
+import atexit
+import codecs
 import csv
+import io
 import itertools
 import json
 import math
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
@@ -135,10 +140,6 @@ def _decode_error(path: Path, raw: Any, encoding: str, err: UnicodeError) -> Use
 def _stdin_copy() -> Path:
     """Standard input copied to a temporary file (removed at exit), so that a reader can read it more than once (a
     resume check, then the scoring) in bounded memory."""
-    import atexit
-    import shutil
-    import tempfile
-
     fd, name = tempfile.mkstemp(prefix="styleeval-stdin-")
     with os.fdopen(fd, "wb") as f:
         shutil.copyfileobj(sys.stdin.buffer, f)
@@ -159,8 +160,6 @@ def _open_raw(path: Path | str, encoding: str) -> tuple[Any, Path]:
             raise FileNotFoundError(f"{where}: no such file")
         raw = open(where, "rb")
     try:
-        import codecs
-
         codecs.lookup(encoding)
     except LookupError:
         raw.close()
@@ -208,8 +207,6 @@ def _byte_lines(raw: Any, where: Path, encoding: str, csv_lines: bool, cursor: _
     """The lines of a binary file from its current position, decoded, exactly as a text file opened with
     ``newline=""`` (CSV: lines end at ``\\r\\n``, ``\\r`` or ``\\n``) or ``newline="\\n"`` (JSONL) gives them, a UTF-8
     byte order mark dropped at the file's start; ``cursor`` counts the bytes and lines handed out."""
-    import codecs
-
     info = codecs.lookup(encoding)
     if info.name.startswith("iso2022"):  # escape sequences: a state that lasts across lines
         decode = codecs.getincrementaldecoder(encoding)().decode
@@ -354,8 +351,6 @@ class RecordReader:
             self._size = os.fstat(raw.fileno()).st_size
             fmt = self.fmt or (None if str(self.path) == STDIN else file_format(self.path))
             if not _splits_on_bytes(self.encoding):  # UTF-16 and the like: the text layer reads, no positions
-                import io
-
                 text = io.TextIOWrapper(raw, encoding=self.encoding, newline="\n" if jsonl else "")
                 lines = _lines(text, where, self.encoding)
                 if fmt is None:

@@ -18,15 +18,29 @@ times."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+
 from styleeval.atomic import atomic_path, write_error
 from styleeval.errors import UserError
-from styleeval.files.records import STDIN, InputRow, Position, as_written, carried_columns, output_format
+from styleeval.escaping import csv_untext
+from styleeval.files.records import (
+    STDIN,
+    InputRow,
+    Position,
+    _splits_on_bytes,
+    as_written,
+    carried_columns,
+    output_format,
+)
+from styleeval.signature import Signature
 
 
 def real_path(output: Path) -> Path:
@@ -39,8 +53,6 @@ def _lock(output: Path):
     """An exclusive lock on ``output`` (OUT's real path: a ``.lock`` file beside it), taken before anything of OUT
     or the input is read and held for the whole run: a second process writing the same OUT, under any name, gets a
     clear error instead of duplicated rows, or (started as the first one ends) reads OUT as the first one left it."""
-    from filelock import FileLock, Timeout
-
     lock = FileLock(str(output) + ".lock", timeout=0)
     try:
         lock.acquire()
@@ -77,8 +89,6 @@ def check_one_name(output: Path) -> None:
 
 def _existing_header(output: Path) -> list[str] | None:
     """A CSV OUT's column names, as the input named them (a header cell is escaped as every cell is)."""
-    from styleeval.escaping import csv_untext
-
     with open(output, encoding="utf-8", newline="") as f:
         header = next(csv.reader(f), None)
     return None if header is None else [csv_untext(name) for name in header]
@@ -141,8 +151,6 @@ def _same_carried(old: Any, new: Any, fmt: str) -> bool:
 def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | None) -> None:
     """Every record's signature equals this run's, whole; an error names the first record and the fields that
     differ."""
-    from styleeval.signature import Signature
-
     for record in done:
         if record["signature"] != signature:
             try:
@@ -159,8 +167,6 @@ def _check_signature(out: Path, done: list[dict[str, Any]], signature: str | Non
                 f"{signature!r}; use another --out, or --overwrite)"
             )
     if done and signature is not None and "-unverified" in str(signature):
-        import warnings
-
         warnings.warn(f"{out}: resuming with a server whose weights styleeval cannot verify (it returns no "
                       "log-probabilities, so its signature rests on its reply text alone): the rows already there may "
                       "come from other weights under the same name", stacklevel=3)
@@ -193,8 +199,6 @@ HASH_BLOCK = 1 << 20
 
 def hash_file(path: Path | str, end: int | None = None) -> Any:
     """A SHA-256 object holding the hash of ``path``'s bytes up to ``end`` (default: all), read in blocks."""
-    import hashlib
-
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         left = end
@@ -211,10 +215,6 @@ def hash_file(path: Path | str, end: int | None = None) -> Any:
 def input_digest(input: Path | str, encoding: str) -> Any:
     """A fresh SHA-256 object for the input's reader to hash its bytes with (``None`` where the index cannot
     serve: standard input, an encoding whose lines do not end at single bytes)."""
-    import hashlib
-
-    from styleeval.files.records import _splits_on_bytes
-
     return None if str(input) == STDIN or not _splits_on_bytes(encoding) else hashlib.sha256()
 
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from styleeval.atomic import atomic_write
 from styleeval.errors import UserError
 from styleeval.escaping import csv_untext
+from styleeval.files.outputs import check_output_path
 from styleeval.files.records import (
     AUTORATER_RECORDS,
     INPUT_COLUMNS,
@@ -160,9 +162,6 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     carried columns from CSV shards are written as text, as the cells hold them (``"0"``, ``"true"``, ``""`` for a
     null, a list as its JSON text); give ``input`` for the input's types.
     """
-    from styleeval.atomic import atomic_write
-    from styleeval.files.outputs import check_output_path
-
     paths = [Path(f) for f in files]
     if not paths:
         raise UserError("no shard files to merge")

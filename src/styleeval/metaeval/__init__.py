@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from styleeval.metaeval.data import RatedData
 from styleeval.metaeval.grouping import Group, group_averages, paper_groups, summarize_group
+from styleeval.metaeval.report import write_report as _write
 from styleeval.metaeval.runner import (
     CSV_COLUMNS,
     MetaevalResult,
@@ -31,8 +32,6 @@ def write_report(result: MetaevalResult, out_dir, plots: bool = True, hybrids: b
                  figure_format: str = "png"):
     """Write ``correlations.csv``, ``report.md`` and the figures (png, pdf or svg) for ``result`` (see
     :mod:`styleeval.metaeval.report`)."""
-    from styleeval.metaeval.report import write_report as _write
-
     return _write(result, out_dir, plots=plots, hybrids=hybrids, figure_format=figure_format)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from styleeval.explain import token_table
 from styleeval.metaeval.measured import PAPER_PARAMETERS, Measurement, parameters, rank_gaps
 from styleeval.stats.compare import williams_test
 
@@ -145,10 +146,10 @@ def size_figure(content: Measurement | None, style: Measurement | None, path: st
     """Spearman with people against parameter count, the paper's models and the measured one: content on the test set
     (Table 4, ALL) and style (Table 5, mean of Mir, Lai and Alv.). ``None`` (nothing written) when the measured
     model's parameter count is unknown."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     m = content or style
     if m is None or parameters(m.model) is None:
@@ -220,8 +221,6 @@ def disagreements(m: Measurement, engine: Callable[[], Any], count: int = 20) ->
     as the model read it (:func:`marked_rewrite`, from :func:`styleeval.explain.token_table`); ``engine()`` gives the
     :class:`~styleeval.LogProb` that scored them (called only when LogProb has scores there). ``""`` when it has
     none."""
-    from styleeval.explain import token_table
-
     logprob = m.logprob
     data = m.data.get("style_gap_testset")
     scores = m.result.scores.get(("style_gap_testset", logprob))

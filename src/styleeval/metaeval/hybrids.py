@@ -75,7 +75,7 @@ def _fit_simulation(scores, human, lower, top, step):
 
 
 def _fit_learned(scores, human, lower, top, seed):
-    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.ensemble import RandomForestRegressor  # noqa: PLC0415 - heavy (sklearn)
 
     names = list(scores)
     x = np.column_stack([scores[m] for m in names])

@@ -24,15 +24,25 @@ Definitions follow their scripts (``cal_iaa.py``, ``cal_corr_*.py`` of ``laihuiy
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from styleeval import progress as shown
+from styleeval.corpora import load_corpus
+from styleeval.corpora.lai_scores import DIMENSION
 from styleeval.errors import UserError
+from styleeval.escaping import md_cell, spreadsheet_safe
+from styleeval.metaeval.data import RatedData
+from styleeval.metaeval.plots import plot_lai_figures
+from styleeval.metrics import Metric, get_metric
+from styleeval.scoring import score_dataset
 from styleeval.stats.correlation import kendall_tau_like
 
 LAI_COLUMNS = ["table", "metric", "dimension", "subset", "level", "statistic", "n", "value", "p"]
@@ -43,8 +53,6 @@ SURVEY_GROUPS = {"1": "survey 1", "2": "survey 2", "4": "survey 3"}  # other ids
 def lai_frame(data: Any) -> pd.DataFrame:
     """One row per rated system output (references left out): system, input line, survey, direction, each rater's
     ratings per aspect and their means. ``data`` is the ``lai_formality`` ``datasets.Dataset`` (or records)."""
-    import json
-
     rows = []
     for r in data:
         if r["is_reference_rewrite"]:
@@ -219,15 +227,6 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
     ``lai:<score>`` metrics take their own dimension (Lai's files say which aspect each score is for); the others take
     ``dimension``. Reference-based metrics also get Table 4 and the
     multi-reference rows (:func:`reference_agreement`), scored on the corpus with its four references."""
-    from pathlib import Path
-
-    from styleeval import progress as shown
-    from styleeval.corpora import load_corpus
-    from styleeval.corpora.lai_scores import DIMENSION
-    from styleeval.metaeval.data import RatedData
-    from styleeval.metrics import Metric, get_metric
-    from styleeval.scoring import score_dataset
-
     ds = load_corpus("lai_formality", data_dir)
     frame = lai_frame(ds)
     data = RatedData.from_rows(ds, "lai_formality")
@@ -258,14 +257,11 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        from styleeval.escaping import spreadsheet_safe
 
         spreadsheet_safe(result).to_csv(out / "lai.csv", index=False, float_format="%.6g")
         (out / "lai.md").write_text(comparison_markdown(result), encoding="utf-8")
         figures = []
         if plots:
-            from styleeval.metaeval.plots import plot_lai_figures
-
             figures = plot_lai_figures(result, out, figure_format)
         result.attrs["figures"] = [str(path) for path in figures]
     return result
@@ -274,8 +270,6 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
 def comparison_markdown(result: pd.DataFrame) -> str:
     """Every published number of Tables 1, 2, 4 and 5 beside ours (rounded to 2 decimals), then all our rows; every
     cell of both tables through :func:`~styleeval.escaping.md_cell` (``informal->formal`` alike in both)."""
-    from styleeval.escaping import md_cell
-
     keys = ["table", "metric", "dimension", "subset", "level", "statistic"]
     pub = pd.DataFrame(published())
     merged = pub.merge(result, on=keys, how="left")

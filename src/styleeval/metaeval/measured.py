@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.stats import rankdata
 
 from styleeval.metaeval.runner import MetaevalResult, run_metaeval
 
@@ -143,8 +144,6 @@ def parameters(model: str) -> float | None:
 def rank_gaps(human: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Per row, the metric's rank minus the human rank, both as fractions in [0, 1] (average ranks for ties); NaN
     where either is missing. Large positive: the metric rates the row far higher than people do."""
-    from scipy.stats import rankdata
-
     gaps = np.full(len(human), math.nan)
     keep = np.isfinite(human) & np.isfinite(scores)
     n = int(keep.sum())

@@ -11,15 +11,26 @@ imported (:func:`styleeval.hub.go_offline`).
 
 from __future__ import annotations
 
+import os
 import sys
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from styleeval import metaeval
+from styleeval.backends import backend_class
+from styleeval.corpora import CorpusError, load_corpus
+from styleeval.corpora._files import ENV_DATA_DIR, local_data_dir
 from styleeval.errors import UserError
 from styleeval.hub import OFFLINE_ADVICE, go_offline
-from styleeval.metaeval import claims
+from styleeval.logprob import shared_logprob
+from styleeval.metaeval import RatedData, claims
 from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
+from styleeval.metrics import get_metric, parse_spec
+from styleeval.metrics._nltk_data import MissingNLTKDataError
+from styleeval.metrics.registry import _OPTION_SPLIT
+from styleeval.scoring import ScoresCache, default_cache_dir
 
 
 @dataclass
@@ -142,9 +153,6 @@ NOT_IMPLEMENTED = {
 def needs_weights(spec: str) -> str | None:
     """For an LLM metric spec (LogProb, the autorater): ``"needs weights (<id>)"`` when its model is neither a local
     folder nor in the Hugging Face cache -- checked without any network request -- else ``None``."""
-    from styleeval.backends import backend_class
-    from styleeval.metrics import parse_spec
-
     name, opts = parse_spec(spec)
     if not name.startswith(("logprob_", "autorater_")):
         return None
@@ -222,12 +230,6 @@ _LOADED: dict[tuple[str | None, str], object] = {}
 def _cached_loader(data_dir: str | None):
     """``load_corpus`` with each corpus loaded once per process and data folder (load errors are re-raised every
     time)."""
-    import os
-
-    from styleeval.corpora import load_corpus
-    from styleeval.corpora._files import ENV_DATA_DIR
-    from styleeval.metaeval import RatedData
-
     where = os.fspath(data_dir) if data_dir else os.environ.get(ENV_DATA_DIR) or None
 
     def load(name: str):
@@ -247,10 +249,6 @@ def _cached_loader(data_dir: str | None):
 def corpus_reason(err: BaseException) -> str:
     """Why a corpus could not be loaded, in one short line: the file and what is wrong with it (a download's cause in
     a few words: :func:`styleeval.corpora._files.network_reason`), without the URL."""
-    import textwrap
-
-    from styleeval.corpora import CorpusError
-
     if isinstance(err, CorpusError):
         text = f"{Path(err.file).name}: {err.reason}" if err.file else err.reason
     else:
@@ -274,10 +272,6 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
               args: Options) -> tuple[dict, dict]:
     """Correlations per (row, dataset, subset), and why a row could not be computed (the corpora in
     ``args.unloaded`` are left out: their cells say so)."""
-    from styleeval.metaeval import run_metaeval
-    from styleeval.metrics import get_metric
-    from styleeval.scoring import ScoresCache
-
     cache = ScoresCache(None if args.no_cache else args.cache_dir)
     loader = _cached_loader(args.data_dir)
     values: dict[tuple[str, str, str], tuple[float, float]] = {}
@@ -300,7 +294,7 @@ def run_table(metrics: dict[str, str | None], rows: list[str], dimension: str, d
         started = time.perf_counter()
         notes: list[str] = []
         try:
-            result = run_metaeval(datasets, [get_metric(spec)], dimension, cache=cache, loader=loader,
+            result = metaeval.run_metaeval(datasets, [get_metric(spec)], dimension, cache=cache, loader=loader,
                                   n_boot=0, progress=False if args.no_progress else None, log=notes.append,
                                   allow_missing=True)
         except ValueError as err:
@@ -419,8 +413,6 @@ def kept_sections(path: Path) -> str:
 def check_model_name(model: str) -> None:
     """``--model`` names one model: an empty name, or one with a ``:key=`` part (read as a metric option of the
     rows' specs, e.g. ``tiny-random:mode=paper``), is a :class:`~styleeval.errors.UserError`."""
-    from styleeval.metrics.registry import _OPTION_SPLIT
-
     if not model.strip():
         raise UserError("--model is empty: name a model (a preset such as smollm2-135m, an id, a folder or a .gguf "
                         "file), or leave --model out")
@@ -445,11 +437,6 @@ def reproduce(args: Options) -> int:
 
 
 def _reproduce(args: Options) -> int:
-    from styleeval.corpora._files import local_data_dir
-    from styleeval.metrics import get_metric
-    from styleeval.metrics._nltk_data import MissingNLTKDataError
-    from styleeval.scoring import default_cache_dir
-
     local_data_dir(args.data_dir)  # a data folder that is not there: one line now
     if args.write and not Path(args.write).parent.is_dir():  # one line now, not after the work
         raise UserError(f"--write {args.write}: its folder {Path(args.write).parent} does not exist; create it or "
@@ -532,8 +519,6 @@ def _reproduce(args: Options) -> int:
 def measure_rows(args: Options, system_corpora: list[str]) -> tuple[Measurement, Measurement | None]:
     """The rows measured with ``args.model``: content on every corpus loaded, style on Table 5's (``None`` when none
     of them is loaded)."""
-    from styleeval.scoring import ScoresCache
-
     cache = ScoresCache(None if args.no_cache else args.cache_dir)
     loader = _cached_loader(args.data_dir)
     progress = False if args.no_progress else None
@@ -582,8 +567,6 @@ def published_3b() -> dict[tuple[str, str], tuple[str, str]]:
 def measured_sections(args: Options, content: Measurement, style: Measurement | None) -> str:
     """The sections under the tables for ``--model``: what scored the rows, the paper's claims answered, the size
     figure (beside ``args.write``) and the rows where LogProb and people disagree most."""
-    from styleeval.logprob import shared_logprob
-
     signatures = [f"- {label}: `{sig}`" for m in (content, style) if m is not None
                   for label, sig in m.signatures().items()]
     parts = [f"### The paper's LLM rows measured with {args.model}",

@@ -22,6 +22,7 @@ from styleeval.labels import (
 )
 from styleeval.metaeval.data import DIMENSIONS
 from styleeval.metaeval.grouping import Group, group_averages
+from styleeval.stats.correlation import spearman
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#800000", "#fdae6b", "#f0027f", "#393b79", "#808000", "#6baed6", "#bcbddc", "#d6616b",
@@ -43,7 +44,7 @@ def metric_colors(metrics: Sequence[str]) -> dict[str, tuple]:
     >>> all(colors[m] == metric_colors(["logprob_content", "s_ter", m])[m] for m in colors)
     True
     """
-    from matplotlib.colors import to_rgba
+    from matplotlib.colors import to_rgba  # noqa: PLC0415 - heavy (matplotlib)
 
     palette = [to_rgba(c) for c in PALETTE]
     taken: dict[int, str] = {}
@@ -62,7 +63,7 @@ def _save(fig, path: str | Path) -> Path | None:
     """``fig`` written at ``path`` (in the format its extension names) and closed; ``None`` without a figure."""
     if fig is None:
         return None
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     save_figure(fig, path)
     plt.close(fig)
@@ -79,10 +80,10 @@ def _bars(matrix: pd.DataFrame, title: str, ylabel: str = "Spearman correlation"
     matrix = matrix.dropna(how="all")
     if matrix.empty:
         return None
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     label = result.label if result is not None else metric_label
     n_bars = len(matrix.columns) * max(1, len(matrix))
@@ -221,8 +222,6 @@ def metric_correlations(result) -> pd.DataFrame:
 
 def _metric_correlations(result) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`metric_correlations` and the number of rows behind each."""
-    from styleeval.stats.correlation import spearman
-
     names = [m for m in result.metrics if any((d, m) in result.scores for d in result.dataset_kinds)]
     mat = pd.DataFrame(np.nan, index=names, columns=names)
     n = pd.DataFrame(0, index=names, columns=names)
@@ -248,7 +247,7 @@ def plot_metric_heatmap(result, path: str | Path) -> Path | None:
     fig = metric_heatmap_figure(result)
     if fig is None:
         return None
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     save_figure(fig, path, tight=True)
     plt.close(fig)
@@ -263,10 +262,10 @@ def metric_heatmap_figure(result):
     mat, n = _metric_correlations(result)
     if len(mat) < 2:
         return None
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     size = len(mat)
     labels = [result.label(m) for m in mat.index]
@@ -301,10 +300,10 @@ def plot_lai_figures(result: pd.DataFrame, out_dir: str | Path, figure_format: s
     """Lai et al.'s Figure 3 (tau-like over the top-/last-N systems, one line per style metric; ``lai_figure3.png``)
     and Figure 4 (system r and segment tau-like of each content metric, ``lai_figure4.png``) from ``lai.csv`` rows,
     in ``figure_format`` (png, pdf, svg). A figure without rows is not written."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     out, paths = Path(out_dir), []
     fig = lai_figure3(result)
@@ -325,10 +324,10 @@ def lai_figure4(result: pd.DataFrame):
     fig4 = result[(result["table"].astype(str) == "figure 4") & (result["subset"] == "all")]
     if fig4.empty:
         return None
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     fig, axes = plt.subplots(1, 2, figsize=(10, max(3.0, 0.35 * fig4["metric"].nunique() + 1.5)), sharey=True)
     metrics = list(dict.fromkeys(fig4["metric"]))
@@ -352,10 +351,10 @@ def lai_figure3(result: pd.DataFrame):
     fig3 = result[result["table"].astype(str) == "figure 3"]
     if fig3.empty:
         return None
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     colors = metric_colors(list(dict.fromkeys(fig3["metric"])))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
@@ -383,11 +382,11 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
     CIs, coloured by significance cluster (one legend for the figure), each panel's number of rows (every metric on
     the same rows) at its top right; sized to be read at page width. Returns the matplotlib figure (the caller saves
     and closes it)."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
+    from matplotlib.patches import Patch  # noqa: PLC0415 - heavy (matplotlib)
 
     acc = board[board["statistic"] == statistic]
     corpora = list(dict.fromkeys(acc["corpus"]))

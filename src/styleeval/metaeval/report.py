@@ -21,7 +21,10 @@ from styleeval.labels import (
     with_warning,
 )
 from styleeval.metaeval.grouping import Group, column_key, paper_groups, summarize_group
+from styleeval.metaeval.hybrids import hybrid
+from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_metric_heatmap, plot_tasks
 from styleeval.metaeval.runner import MetaevalResult
+from styleeval.stats.compare import significance_matrix
 
 ALPHA = 0.05
 """The significance level of the tables' markers."""
@@ -186,8 +189,6 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
     Exactly the metrics of the correlation table it sits under (a metric the table skipped, NaN scores or constant,
     is not tested); each pair is tested on the rows both metrics score (and the humans rate), and the n shown is the
     pair's: one line under the table where every pair has the same n, else each cell's own (``0.03 (n = 100)``)."""
-    from styleeval.stats.compare import significance_matrix
-
     human = result.human.get(dataset)
     table = result.correlations
     in_table = table[(table["dataset"] == dataset) & (table["subset"] == "all")] if len(table) else table
@@ -220,8 +221,6 @@ def significance_table(result: MetaevalResult, dataset: str, alpha: float = 0.05
 def hybrid_table(result: MetaevalResult, folds: int = 5, seed: int = 0) -> str | None:
     """Mukherjee et al.'s hybrids per dataset: Pearson of Hybrid-Simulation and Hybrid-Learned, oracle (fitted on
     the rows it is scored on, as in their paper) and cross-validated by source (no source in both fit and test)."""
-    from styleeval.metaeval.hybrids import hybrid
-
     rows = []
     for dataset in result.dataset_kinds:
         names = [m for m in result.metrics if (dataset, m) in result.scores]
@@ -258,8 +257,6 @@ def write_figures(result: MetaevalResult, out: Path, figure_format: str = "png")
     """The figures of :data:`FIGURES` that have something to show, as ``<name>.<figure_format>`` (png, pdf, svg) in
     ``out``: a figure with nothing to show (``tasks`` without the test set in the run, ``metrics_heatmap`` with
     fewer than two metrics scored) is not written. Returns name -> path of those written."""
-    from styleeval.metaeval.plots import plot_datasets, plot_groups, plot_metric_heatmap, plot_tasks
-
     groups = paper_groups(result.dataset_kinds, result.task_subsets)
     plotters = {"groups": lambda path: plot_groups(result, groups, path), "tasks": lambda path: plot_tasks(result, path),
                 "datasets": lambda path: plot_datasets(result, path),

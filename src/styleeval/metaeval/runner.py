@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from styleeval import progress as shown
-from styleeval.corpora import check_corpus_names, rating_corpora
+from styleeval.backends import BackendError
+from styleeval.corpora import MissingFileError, check_corpus_names, load_corpus, rating_corpora
 from styleeval.errors import UserError, advising
 from styleeval.labels import random_weight_metrics, shown_label, system_statistic
 from styleeval.metaeval.data import DIMENSIONS, STYLE_WORDS, RatedData, with_style_words
@@ -117,7 +118,6 @@ class MetaevalResult:
 def _load(name: str, loader: Loader | None, data_dir: str | os.PathLike[str] | None) -> Any:
     if loader is not None:
         return loader(name)
-    from styleeval.corpora import load_corpus
 
     return load_corpus(name, data_dir)
 
@@ -195,7 +195,6 @@ def load_datasets(datasets: Sequence[str] | None, dimension: str, metrics: Seque
     datasets = list(dict.fromkeys(rating_corpora() if datasets is None else datasets))
     if loader is None:
         check_corpus_names(datasets, rating=True)
-    from styleeval.corpora import MissingFileError
 
     loaded: list[RatedData] = []
     for name in datasets:
@@ -232,8 +231,6 @@ def score_datasets(loaded: Sequence[RatedData], metrics: Sequence[Metric], resul
                    progress: bool | None = None) -> dict[tuple[str, str], np.ndarray]:
     """Step 2: every metric's scores of every corpus (``(dataset, metric label) -> scores``, as computed); a metric
     that cannot be set up is noted once and skipped everywhere, one that fails on a corpus is skipped there."""
-    from styleeval.backends import BackendError
-
     scores: dict[tuple[str, str], np.ndarray] = {}
     failed: dict[str, str] = {}
     pairs = [(d, m) for d in loaded for m in metrics]

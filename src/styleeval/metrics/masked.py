@@ -18,10 +18,12 @@ for content metrics; ``mask="remove"`` deletes it.
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib.metadata import version
+from importlib.resources import files
 
 from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
-from styleeval.metrics.registry import register
+from styleeval.metrics.registry import REGISTRY, metric_options, register
 from styleeval.signature import Signature
 
 PLACEHOLDER = "customstyle"
@@ -33,8 +35,6 @@ _PUNCT = "\"'()[]{}.,;:!?-*`~"
 def vader_lexicon() -> dict[str, float]:
     """VADER's lexicon as {lower-cased entry: mean valence}, read from the installed ``vaderSentiment`` package."""
     try:
-        from importlib.resources import files
-
         text = (files("vaderSentiment") / "vader_lexicon.txt").read_text(encoding="utf-8")
     except (ImportError, FileNotFoundError) as err:
         raise UserError("masked metrics need the vaderSentiment package (pip install vaderSentiment)") from err
@@ -48,8 +48,6 @@ def vader_lexicon() -> dict[str, float]:
 
 def vader_version() -> str:
     """The installed vaderSentiment version (part of the masked metrics' signatures)."""
-    from importlib.metadata import version
-
     return version("vaderSentiment")
 
 
@@ -113,8 +111,6 @@ class MaskedMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-        from styleeval.metrics.registry import metric_options
-
         return ("mask", "min_valence", *metric_options(str(fixed["inner"])))
 
     @classmethod
@@ -124,8 +120,6 @@ class MaskedMetric(Metric):
     @classmethod
     def from_spec(cls, inner: str, mask: str = "placeholder", min_valence: str = "0", **opts: str) -> MaskedMetric:
         """From a spec's options: ``mask``, ``min_valence``; the others go to the inner metric."""
-        from styleeval.metrics.registry import REGISTRY
-
         return cls(REGISTRY[inner](**opts), mask=mask, min_valence=min_valence)
 
     @property

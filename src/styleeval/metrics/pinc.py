@@ -10,6 +10,7 @@ goes with higher human ratings.
 
 from __future__ import annotations
 
+from styleeval._version import __version__
 from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import register
@@ -73,8 +74,6 @@ class SourcePINC(Metric):
 
     @property
     def signature(self) -> Signature:
-        from styleeval._version import __version__
-
         return Signature.build(
             self.name,
             {"n": self.max_n, "tok": "whitespace", "case": "lc" if self.lowercase else "mixed",

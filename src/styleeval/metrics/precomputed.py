@@ -96,7 +96,7 @@ from_spec.spec_summary = _spec_summary  # type: ignore[attr-defined]
 
 def from_file(file: str, column: str, lower_is_better: bool | str = False, name: str | None = None) -> PrecomputedMetric:
     """A precomputed metric from column ``column`` of a CSV / JSONL score file keyed by ``id``."""
-    from styleeval.files.records import iter_records
+    from styleeval.files.records import iter_records  # noqa: PLC0415 - heavy (numpy, via styleeval.files)
 
     path = Path(file)
     for what, text in (("column", name or column), ("file name", path.name)):
@@ -140,7 +140,7 @@ def from_file(file: str, column: str, lower_is_better: bool | str = False, name:
 @register_namespace("lai", options=("data_dir",), member="score")
 def lai_metric(score: str, data_dir: str | None = None) -> PrecomputedMetric:
     """``lai:<score>``: one of Lai et al.'s precomputed scores (:data:`styleeval.corpora.lai_scores.SCORES`)."""
-    from styleeval.corpora.lai_scores import LOWER_IS_BETTER, SCORES
+    from styleeval.corpora.lai_scores import LOWER_IS_BETTER, SCORES  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     if score not in SCORES:
         raise UserError(f"unknown Lai score {score!r}; choose from {', '.join(SCORES)}")
@@ -152,6 +152,6 @@ def lai_metric(score: str, data_dir: str | None = None) -> PrecomputedMetric:
 @lru_cache(maxsize=4)
 def _lai_scores(data_dir: str | None) -> dict[str, dict[str, float]]:
     """Lai's scores, read once per process per mirror."""
-    from styleeval.corpora.lai_scores import load_lai_scores
+    from styleeval.corpora.lai_scores import load_lai_scores  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     return load_lai_scores(data_dir)

@@ -4,6 +4,7 @@ the source, ``r_rouge1`` ... against the references (the best over several)."""
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib.metadata import version
 
 from styleeval.errors import UserError
 from styleeval.metrics.base import Metric
@@ -16,10 +17,10 @@ KINDS = ("rouge1", "rouge2", "rougeL")
 @lru_cache(maxsize=8)
 def _scorer(kind: str, stem: bool):
     try:
-        from rouge_score import rouge_scorer
+        from rouge_score.rouge_scorer import RougeScorer  # noqa: PLC0415 - heavy (nltk, via rouge_score.rouge_scorer)
     except ImportError as err:  # pragma: no cover - a dependency
         raise UserError("ROUGE needs the rouge-score package (pip install rouge-score)") from err
-    return rouge_scorer.RougeScorer([kind], use_stemmer=stem)
+    return RougeScorer([kind], use_stemmer=stem)
 
 
 def rouge(target: str, prediction: str, kind: str = "rougeL", stem: bool = False) -> float:
@@ -61,8 +62,6 @@ class ROUGE(Metric):
 
     @property
     def signature(self) -> Signature:
-        from importlib.metadata import version
-
         return Signature.build(self.name, {"stem": self.stem, "rouge_score": version("rouge-score")})
 
     def _score(self, sources, rewrites, references, styles):

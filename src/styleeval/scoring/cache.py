@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from styleeval.atomic import atomic_write, write_error
 from styleeval.errors import UserError
+from styleeval.files.resume import drop_torn_tail
+from styleeval.paths import cache_path
 
 
 def default_cache_dir() -> Path:
     """``scores/`` in styleeval's cache (:mod:`styleeval.paths`: ``$STYLEEVAL_CACHE``, ``~/.cache/styleeval``)."""
-    from styleeval.paths import cache_path
-
     return cache_path("scores")
 
 
@@ -115,8 +116,6 @@ class ScoresCache:
         """Append the scores of finished rows (flushed and synced to disk); to the shard's file with ``shard``."""
         if self.root is None:
             return
-        from styleeval.atomic import write_error
-        from styleeval.files.resume import drop_torn_tail
 
         path = self.partial_path(signature, fingerprint) if shard is None else \
             self.shard_path(signature, fingerprint, shard)
@@ -137,7 +136,6 @@ class ScoresCache:
         """Write the scores atomically; returns the path (``None`` when caching is disabled)."""
         if self.root is None:
             return None
-        from styleeval.atomic import atomic_write
 
         path = self.path(signature, fingerprint)
         payload = {

@@ -96,7 +96,7 @@ def drawn_obstacles(ax: Any) -> list[Segment]:
     """What is drawn on ``ax`` that a name must not cover, in display pixels: every line (error bars and their caps,
     a front, a trend: each segment of it, as thick as it is drawn), every marker (as a segment of length 0 as wide
     as the marker) and every collection of segments (matplotlib's error bars)."""
-    from matplotlib.collections import LineCollection
+    from matplotlib.collections import LineCollection  # noqa: PLC0415 - heavy (matplotlib)
 
     to_pixels = ax.figure.dpi / 72
     out: list[Segment] = []

@@ -22,6 +22,7 @@ from styleeval.backends.base import (
     Decoding,
     Identity,
     TokenTree,
+    reject_options,
 )
 from styleeval.errors import UserError
 from styleeval.gguf_files import PRESETS as GGUF_PRESETS
@@ -117,8 +118,8 @@ class LocalBackend(Backend):
                  progress: bool = True, loaded: tuple[Any, Any, str, str] | None = None) -> None:
         if loaded is None:
             check_weights(model, tokenizer)
-        from styleeval.backends.local.engine import ScoringEngine
-        from styleeval.models import load_model, resolve_device, resolve_dtype
+        from styleeval.backends.local.engine import ScoringEngine  # noqa: PLC0415 - heavy (torch, via styleeval.backends.local.engine)
+        from styleeval.models import load_model, resolve_device, resolve_dtype  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
         head_name = str(head_dtype or "float32").removeprefix("torch.")
         if head_name not in HEAD_DTYPES:
@@ -196,8 +197,6 @@ class LocalBackend(Backend):
         revision, trust_remote_code): engine options (``batch_tokens``, ``head_dtype``...) give cheap new backends
         around the shared weights. A local folder's revision is its fingerprint, so weights replaced in place are
         loaded again. A model object is not cached (it is loaded already)."""
-        from styleeval.backends.base import reject_options
-
         model = DEFAULT_MODEL if model is None else model
         if not isinstance(model, (str, bytes)) and not hasattr(model, "__fspath__"):
             return cls.from_options(model, options)
@@ -206,7 +205,7 @@ class LocalBackend(Backend):
             first_time = not any(key[0] == str(model) for key in cls._weights)
         with loading(f"model {cls.model_label(model)}") if first_time else nullcontext():  # torch, then the weights
             check_weights(model, options.get("tokenizer"))
-            from styleeval.models import model_revision_key
+            from styleeval.models import model_revision_key  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
             given = {k: v for k, v in options.items() if v is not None}
             load = {k: given.pop(k) for k in ("tokenizer", "revision", "trust_remote_code") if k in given}
@@ -247,7 +246,7 @@ class LocalBackend(Backend):
 
     def generate(self, prompts: Sequence[Sequence[int]], decoding: Decoding, seeds: Sequence[int],
                  stop_ids: Sequence[int] = ()) -> list[str]:
-        from styleeval.backends.local.generation import generate_replies
+        from styleeval.backends.local.generation import generate_replies  # noqa: PLC0415 - heavy (torch, via styleeval.backends.local.generation)
 
         with self._lock:
             return generate_replies(

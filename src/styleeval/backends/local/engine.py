@@ -44,6 +44,8 @@ float32 head copy: the head's storage key), replaced whole, so a call sees one c
 
 from __future__ import annotations
 
+import inspect
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,8 +95,6 @@ MIN_HEAD_ROWS = 1024
 def _cache_keyword(decoder: torch.nn.Module) -> str:
     """The name under which ``decoder`` takes and returns its KV cache: ``cache`` from transformers 5.24 on (which
     deprecates the old name, warning once), ``past_key_values`` before."""
-    import inspect
-
     return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
@@ -106,8 +106,6 @@ def _storage_key(tensor: torch.Tensor) -> tuple[int, int]:
 
 def available_cpus() -> int:
     """CPUs this process may use: its affinity mask, capped by a cgroup CPU quota (containers, CI runners)."""
-    import os
-
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -124,8 +122,6 @@ def available_cpus() -> int:
 def guard_threads() -> None:
     """Keep torch's intra-op threads within :func:`available_cpus` (more threads than cores makes matmuls on a
     shared CPU several times slower); an explicit ``OMP_NUM_THREADS`` / ``torch.set_num_threads`` below it stays."""
-    import os
-
     if os.environ.get("OMP_NUM_THREADS"):
         return
     cpus = available_cpus()
@@ -390,7 +386,7 @@ class ScoringEngine:
 
     def _extend_prefix(self, cache, tokens: list[int], start: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The KV cache of ``cache``'s tokens followed by ``tokens`` (positions from ``start``)."""
-        from transformers import DynamicCache
+        from transformers import DynamicCache  # noqa: PLC0415 - heavy (transformers)
 
         ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
         positions = torch.arange(start, start + len(tokens), device=self.device)
@@ -447,7 +443,7 @@ class ScoringEngine:
     def _score_batch(self, batch: list[_Row], prefix_len: int, prefix_cache):
         """Run the decoder on ``batch``; returns ``(batch, hidden, targets)``: the hidden states that predict a scored
         token, all rows' in order, (N, H), and the token ids read at each, (N, K) (K padded with token 0)."""
-        from transformers import DynamicCache
+        from transformers import DynamicCache  # noqa: PLC0415 - heavy (transformers)
 
         device = self.device
         n_rows, width = len(batch), max(len(r.suffix) for r in batch)
