@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import orjson
+import msgspec
 
 # ------------------------------------------------------------------------------------------- the stub server
 
@@ -44,7 +44,7 @@ def _entry(token: int) -> str:
 
 
 def _completion(body: bytes) -> bytes:
-    request = orjson.loads(body)
+    request = msgspec.json.decode(body)
     prompts = request["prompt"]
     if isinstance(prompts, str):
         prompts = [list(range(1, 2 + len(prompts) // 4))]
