@@ -272,3 +272,19 @@ def test_dumps_writes_what_orjson_wrote_byte_for_byte():
     assert answers.dumps(_nested(254)) == b"[" * 254 + b"]" * 254
     with pytest.raises(TypeError, match="Type is not JSON serializable: numpy.float64"):  # as orjson refused it
         answers.dumps([np.float64(1.5)])
+
+
+DEEP = b"[" * 3000 + b"]" * 3000
+
+
+@pytest.mark.parametrize(("read", "named"), [
+    (b'{"model":"\xff","choices":[]}',  # not UTF-8: was a UnicodeDecodeError
+     b'{"choices":[{"prompt_logprobs":[null,{"2":{"decoded_token":"\xff"}}]}]}'),
+    (b'{"x":' + DEEP + b',"model":"m","choices":[]}',  # nested past the recursion limit: was a RecursionError
+     b'{"x":' + DEEP + b',"choices":[{"prompt_logprobs":[null,{"2":{"decoded_token":"a"}}]}]}')])
+def test_an_answer_not_utf8_or_nested_past_the_recursion_limit_is_an_answer_error(read, named):
+    with pytest.raises(AnswerError, match="could not be read"):
+        answers.read(read, 0, "m")
+    with pytest.raises(AnswerError, match="of another shape than an OpenAI completion"):
+        answers.decoded_tokens(named, [1, 2])
+    assert answers.decoded_tokens(named.replace(b"\xff", b"a").replace(DEEP, b"1"), [1, 2]) == ["a"]

@@ -153,6 +153,9 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"Type is not JSON serializable: {type(value).__module__}.{type(value).__qualname__}")
 
 
+_UNREADABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+"""What msgspec raises for bytes that are no JSON: malformed or cut (``DecodeError``), not UTF-8, nested deeper than
+Python's recursion limit."""
 _ENCODER = msgspec.json.Encoder(enc_hook=_plain)
 _ANY_DECODER = msgspec.json.Decoder()
 
@@ -203,7 +206,7 @@ def loads(data: bytes | str) -> Any:
     deeper than Python's recursion limit) raises :class:`AnswerError`. A key given twice keeps its last value."""
     try:
         return _ANY_DECODER.decode(data)
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as err:
+    except _UNREADABLE as err:
         raise AnswerError(f"sent an answer that could not be read (not complete JSON: {err})") from None
 
 
@@ -215,10 +218,10 @@ def read(data: bytes, count: int, model: str, aliases: Callable[[], Collection[s
         answer = _DECODER.decode(data)
     except msgspec.ValidationError as err:
         raise AnswerError(f"sent an answer of another shape than an OpenAI completion ({err})") from None
-    except msgspec.DecodeError as err:
+    except _UNREADABLE as err:
         try:  # NaN or Infinity: read by the standard library, so that checked() names the value
             answer = msgspec.convert(json.loads(data), Answer, str_keys=True)
-        except (ValueError, msgspec.ValidationError):
+        except (ValueError, msgspec.ValidationError, RecursionError):
             raise AnswerError(f"sent an answer that could not be read (not complete JSON: {err})") from None
     named = answer.model
     if named != model and named not in aliases():
@@ -279,7 +282,7 @@ def decoded_tokens(data: bytes, prompt: Sequence[int]) -> list[str | None]:
     that does not say)."""
     try:
         entries = _NAMES_DECODER.decode(data).choices[0].prompt_logprobs or []
-    except msgspec.DecodeError as err:  # ValidationError included: a decoded_token that is not a string
+    except _UNREADABLE as err:  # ValidationError included: a decoded_token that is not a string
         raise AnswerError(f"sent an answer of another shape than an OpenAI completion ({err})") from None
     return [entries[i][token].decoded_token if entries[i] else None  # type: ignore[index]
             for i, token in enumerate(prompt) if i and i < len(entries)]
