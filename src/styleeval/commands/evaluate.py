@@ -16,6 +16,7 @@ from pathlib import Path
 
 from styleeval.errors import UserError
 from styleeval.escaping import terminal_text
+from styleeval.labels import counted
 
 EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
@@ -119,10 +120,6 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
     return rows
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def input_rows(args: argparse.Namespace) -> list[dict]:
     """The rows to evaluate: IN's (:func:`read_inputs`) or the corpus ``--dataset`` names; exactly one of them."""
     if args.dataset is None:
@@ -182,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report.to_text())
     subset = f": {terminal_text(report.subset)};" if report.subset else ","
-    print(f"{terminal_text(report.coverage.summary())}{subset} {_count(len(report.signatures), 'metric')}, "
+    print(f"{terminal_text(report.coverage.summary())}{subset} {counted(len(report.signatures), 'metric')}, "
           f"{time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
     return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing,
