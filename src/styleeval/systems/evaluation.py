@@ -41,7 +41,7 @@ from styleeval.errors import RowError, RowsWarning, UserError, advising, option_
 from styleeval.labels import counted, system_statistic
 from styleeval.metrics.registry import SYSTEM_METRICS, check_distinct_labels
 from styleeval.systems.report import HUMAN_PREFIX, Coverage, SystemsReport, coverage_of, lacking_sources
-from styleeval.validation import empty_rewrites_warning, empty_rows, text_value
+from styleeval.validation import empty_rewrites_told, empty_rewrites_warning, empty_rows, text_value
 
 if TYPE_CHECKING:
     from styleeval.metrics import Metric
@@ -348,10 +348,9 @@ def evaluate_systems(
         column[order] = values
         scores[metric.label] = column
         better[metric.label] = metric.higher_is_better
-        if metric.corpus_metric() is not None:
-            corpus[metric.label] = CorpusInputs(
-                metric.corpus_metric, [r.rewrite for r in checked],
-                [[r.source] if metric.inputs == "source" else (r.references or []) for r in checked])
+        if metric.aggregate == "corpus":
+            corpus[metric.label] = CorpusInputs(metric, [r.source for r in checked], [r.rewrite for r in checked],
+                                                [r.references for r in checked])
         missing = int(np.isnan(column).sum())
         if missing:
             why = " (no reference)" if metric.needs_references else ""
@@ -503,12 +502,27 @@ def _check_unchanged(metrics: Sequence[Any], signatures: Mapping[str, str], cach
 
 @dataclass(frozen=True)
 class CorpusInputs:
-    """What a corpus-aggregated metric needs beside its row scores: ``new_metric()`` (a sacrebleu metric), each
-    input row's hypothesis and references (aligned with the scores' rows)."""
+    """What a corpus-aggregated metric needs beside its row scores: the metric (its :meth:`~Metric.statistics` and
+    :meth:`~Metric.score`), each input row's source, rewrite and references (aligned with the scores' rows)."""
 
-    new_metric: Callable[[], Any]
-    hypotheses: Sequence[str]
-    references: Sequence[Sequence[str]]
+    metric: Metric
+    sources: Sequence[str]
+    rewrites: Sequence[str]
+    references: Sequence[Sequence[str] | None]
+    _known: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+
+    def statistics(self, rows: Iterable[int]) -> np.ndarray:
+        """The metric's statistics of the input rows ``rows`` (rows x k, in that order), each row's read once (a
+        row's statistics are its own: the systems table's and the agreement's rows share them)."""
+        rows = [int(k) for k in rows]
+        missing = [k for k in dict.fromkeys(rows) if k not in self._known]
+        if missing:
+            with empty_rewrites_told():  # evaluate_systems said it for the rows as given
+                computed = self.metric.statistics([self.sources[k] for k in missing],
+                                                  [self.rewrites[k] for k in missing],
+                                                  [self.references[k] for k in missing])
+            self._known.update(zip(missing, computed, strict=True))
+        return np.array([self._known[k] for k in rows], dtype=float) if rows else np.zeros((0, 0))
 
 
 def check_labels(labels: Iterable[str]) -> None:
@@ -619,18 +633,17 @@ def compare_systems(
             for a, b in pairs:
                 note(f"{label}: systems {a} and {b} share no scored source; not paired")
             pairs = []
-        comparison = _corpus_comparison(inputs, per_system, pairs, settings) if inputs is not None and n else None
-        system_rows += [_system_row(scores, label, s, per_system.get(s), comparison, settings, note) for s in systems]
-        metric_pairs = [_pair_row(label, a, b, per_system[a], per_system[b], comparison, settings)
-                        for a, b in pairs]
+        comparison = _comparison(label, inputs, per_system, pairs, n, settings)
+        system_rows += [_system_row(scores, label, s, per_system.get(s), comparison, aggregates[label], note)
+                        for s in systems]
+        metric_pairs = [_pair_row(label, a, b, per_system[a], per_system[b], comparison) for a, b in pairs]
         for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs])):
             pair["p_adjusted"] = adjusted
             pair["significant"] = bool(adjusted <= alpha)
         if metric_pairs:
             test_signatures[label] = str(stats.paired_test_signature(test, aggregates[label], trials, n_boot, seed,
                                                                      exact=2**n <= trials))
-            floor = (min(r.p_min for r in comparison.pairs.values()) if comparison is not None
-                     else _mean_test_floor(n, settings))
+            floor = min(r.p_min for r in comparison.pairs.values())
             _note_out_of_reach(label, n, len(metric_pairs), floor, settings, note)
         pair_rows += metric_pairs
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
@@ -694,50 +707,65 @@ def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str], covera
     return {s: frame[of_system[s] & shared] for s in scored}
 
 
+def _comparison(label: str, inputs: CorpusInputs | None, per_system: Mapping[str, pd.DataFrame],
+                pairs: list[tuple[str, str]], n: int, settings: _Settings) -> stats.CorpusComparison:
+    """Every system's score of ``label`` with its bootstrap CI and the tests of ``pairs``, one structure whatever
+    the aggregate: a corpus metric's from its rows' statistics (:func:`_corpus_comparison`), a mean's (a human
+    rating's too) by the tests of a mean (:func:`_mean_comparison`; their draws are not sacrebleu's)."""
+    if inputs is None:
+        return _mean_comparison(label, per_system, pairs, n, settings)
+    return _corpus_comparison(inputs, per_system, pairs, settings) if n else stats.CorpusComparison({}, {})
+
+
 def _corpus_comparison(inputs: CorpusInputs, per_system: Mapping[str, pd.DataFrame], pairs: list[tuple[str, str]],
                        settings: _Settings) -> stats.CorpusComparison:
     """Corpus scores, CIs and paired tests of a corpus metric: each system's sentence statistics read once, every
-    system resampled and shuffled in one matrix product (:func:`stats.compare_corpus`)."""
-    metric = inputs.new_metric()
-    statistics = {s: stats.corpus_statistics(metric, [inputs.hypotheses[k] for k in part["_i"]],
-                                             [inputs.references[k] for k in part["_i"]])
-                  for s, part in per_system.items()}
-    return stats.compare_corpus(metric, statistics, pairs, test=settings.test, trials=settings.trials,
+    system resampled and shuffled in one matrix product (:func:`stats.compare_corpus` with the metric's score)."""
+    statistics = {s: inputs.statistics(part["_i"]) for s, part in per_system.items()}
+    return stats.compare_corpus(inputs.metric.score, statistics, pairs, test=settings.test, trials=settings.trials,
                                 n_boot=settings.n_boot, seed=settings.seed)
 
 
+def _mean_comparison(label: str, per_system: Mapping[str, pd.DataFrame], pairs: list[tuple[str, str]], n: int,
+                     settings: _Settings) -> stats.CorpusComparison:
+    """Means of the row scores with their bootstrap CIs, and each pair's test of a difference of means (the
+    sign-flip test or the paired bootstrap of the mean difference; ``p_min``: :func:`_mean_test_floor`)."""
+    systems = {}
+    for system, part in per_system.items():
+        values = part[label].to_numpy(float)
+        low, high = stats.bootstrap_mean_ci(values, n_boot=settings.n_boot, seed=settings.seed)
+        systems[system] = (float(values.mean()) if len(values) else math.nan, low, high)
+    floor = _mean_test_floor(n, settings) if pairs else math.nan
+    results = {}
+    for a, b in pairs:
+        va, vb = per_system[a][label].to_numpy(float), per_system[b][label].to_numpy(float)
+        low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=settings.n_boot, seed=settings.seed)
+        p = stats.approximate_randomization(va, vb, trials=settings.trials, seed=settings.seed) \
+            if settings.test == "ar" else p_boot
+        results[(a, b)] = stats.PairResult(systems[a][0], systems[b][0], float((va - vb).mean()), low, high, p, floor)
+    return stats.CorpusComparison(systems, results)
+
+
 def _system_row(scores: pd.DataFrame, label: str, system: str, part: pd.DataFrame | None,
-                comparison: stats.CorpusComparison | None, settings: _Settings,
-                note: Callable[[str], None]) -> dict[str, Any]:
+                comparison: stats.CorpusComparison, aggregate: str, note: Callable[[str], None]) -> dict[str, Any]:
     """One line of ``systems.csv``: the system's score (corpus or mean) with its bootstrap CI."""
     values = part[label].to_numpy(float) if part is not None else np.array([])
-    if comparison is not None and system in comparison.systems:
-        score, low, high = comparison.systems[system]
-    else:
-        score = float(values.mean()) if len(values) else math.nan
-        low, high = stats.bootstrap_mean_ci(values, n_boot=settings.n_boot, seed=settings.seed)
+    score, low, high = comparison.systems.get(system, (math.nan, math.nan, math.nan))
     if len(values) == 1:
         note(f"{label}: system {system} has one scored row; its confidence interval is undefined")
-    return {"system": system, "metric": label, "aggregate": "corpus" if comparison is not None else "mean",
+    return {"system": system, "metric": label, "aggregate": aggregate,
             "n": len(values), "n_missing": int((scores["system"] == system).sum()) - len(values), "score": score,
             "mean": float(values.mean()) if len(values) else math.nan, "ci_low": low, "ci_high": high}
 
 
 def _pair_row(label: str, a: str, b: str, part_a: pd.DataFrame, part_b: pd.DataFrame,
-              comparison: stats.CorpusComparison | None, settings: _Settings) -> dict[str, Any]:
+              comparison: stats.CorpusComparison) -> dict[str, Any]:
     """One line of ``pairs.csv`` (before Holm; the two systems' rows in the same source order)."""
     va, vb = part_a[label].to_numpy(float), part_b[label].to_numpy(float)
     pair = {"metric": label, "system_a": a, "system_b": b, "n_pairs": len(va), "mean_a": float(va.mean()),
             "mean_b": float(vb.mean())}
-    if comparison is not None:
-        result = comparison.pairs[(a, b)]
-        pair.update({k: getattr(result, k) for k in ("score_a", "score_b", "delta", "ci_low", "ci_high", "p")})
-        return pair
-    low, high, p_boot = stats.paired_bootstrap_mean(va, vb, n_boot=settings.n_boot, seed=settings.seed)
-    p = stats.approximate_randomization(va, vb, trials=settings.trials, seed=settings.seed) \
-        if settings.test == "ar" else p_boot
-    pair.update(score_a=pair["mean_a"], score_b=pair["mean_b"], delta=float((va - vb).mean()), ci_low=low,
-                ci_high=high, p=p)
+    result = comparison.pairs[(a, b)]
+    pair.update({k: getattr(result, k) for k in ("score_a", "score_b", "delta", "ci_low", "ci_high", "p")})
     return pair
 
 
@@ -865,8 +893,7 @@ def _scores_on(scores: pd.DataFrame, metric: str, positions: np.ndarray, inputs:
         if np.array_equal(rows, table_rows[systems[table_rows] == system]):
             out[system] = float(own.loc[system, metric])
         else:
-            out[system] = stats.corpus_score(inputs.new_metric(), [inputs.hypotheses[k] for k in rows],
-                                             [inputs.references[k] for k in rows])
+            out[system] = stats.score_of_rows(inputs.metric.score, inputs.statistics(rows))
     return pd.Series(out, dtype=float)
 
 
