@@ -233,7 +233,7 @@ def test_a_metric_added_by_the_recipe_runs_in_evaluate_and_metaeval(tmp_path):
         means = report.systems.set_index("system")["mean"]
         assert means["b"] == pytest.approx(2 * means["a"])
     finally:
-        REGISTRY.pop("t_length_ratio", None)
+        REGISTRY.unregister("t_length_ratio")
         sys.modules.pop("length_ratio_plugin", None)
 
 

@@ -569,7 +569,7 @@ def buggy_metrics(tmp_path_factory):
     sys.path.remove(str(folder))
     sys.modules.pop("buggy_plugin", None)
     for name in ("buggy", "refusing"):
-        REGISTRY.pop(name, None)
+        REGISTRY.unregister(name)
 
 
 def test_an_internal_value_error_in_a_metric_keeps_its_traceback(tmp_path, buggy_metrics):
