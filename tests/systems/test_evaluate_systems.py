@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from styleeval.cli import main
-from styleeval.stats import approximate_randomization
+from styleeval.stats import TestSettings, approximate_randomization
 from styleeval.systems import evaluate_systems
 
 
@@ -75,13 +75,14 @@ def test_one_source_with_two_styles_or_two_sets_of_references_is_an_error():
         r["references"] = ["hi there", "hello"]
     reordered = [dict(r) for r in rows]
     reordered[-1]["references"] = ["hello", "hi there"]  # the same references in another order: the same scores
-    assert evaluate_systems(reordered, ["r_chrf"], n_boot=10, trials=10).systems["n"].tolist() == [2, 2]
+    assert evaluate_systems(reordered, ["r_chrf"], settings=TestSettings(n_boot=10, trials=10)).systems[
+        "n"].tolist() == [2, 2]
     rows[-1]["references"] = ["hey there"]
     with pytest.raises(ValueError, match=r"row 3: source .* has the references \['hey there'\] but .* at row 1"):
         evaluate_systems(rows, ["r_chrf"])
     rows[-1]["references"] = None  # a system without references (the human references themselves): fine
-    assert evaluate_systems(rows, ["r_chrf"], n_boot=10, trials=10).systems.set_index("system")["n"].to_dict() == {
-        "A": 1, "B": 1}  # compared on the source both have scored
+    assert evaluate_systems(rows, ["r_chrf"], settings=TestSettings(n_boot=10, trials=10)).systems.set_index(
+        "system")["n"].to_dict() == {"A": 1, "B": 1}  # compared on the source both have scored
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,8 @@ def test_lai_systems_copy_and_references(lai_rows):
     """An identical copy of a system is never significantly different from it; Lai's human references differ
     significantly from the best S-chrF system."""
     best_copy = [{**r, "system": "RAO-copy"} for r in lai_rows if r["system"] == "RAO"]
-    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf", trials=1000, n_boot=200)
+    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf",
+                              settings=TestSettings(trials=1000, n_boot=200))
     ranking = report.ranking("s_chrf")  # by sacrebleu's corpus chrF: HIGH first, then RAO and its copy
     assert ranking[0] == "HIGH" and abs(ranking.index("RAO") - ranking.index("RAO-copy")) == 1
     pairs = report.pairs.set_index(["metric", "system_a", "system_b"])

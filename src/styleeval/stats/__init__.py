@@ -10,7 +10,9 @@ mt-metrics-eval keeps WMT's in one ``stats.py``); neither of those defines a sta
 - :mod:`.pairwise`: pairwise accuracy, tie-calibrated acc_eq, soft pairwise accuracy, PERM-BOTH;
 - :mod:`.clusters`: significance clusters of a ranking (WMT's rule);
 - :mod:`.corpus`: corpus scores of additive sentence statistics (sacrebleu's BLEU, chrF, TER; the metric's own score
-  function on arrays), their bootstrap CIs and paired tests on sacrebleu's draws, vectorised over the statistics.
+  function on arrays), their bootstrap CIs and paired tests on sacrebleu's draws, vectorised over the statistics;
+- :mod:`.settings`: :class:`TestSettings`, the five settings of the system comparison's tests and CIs (test, alpha,
+  n_boot, trials, seed), checked when made.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from styleeval.stats.resampling import (
     sign_flip_floor,
     sign_flip_test,
 )
+from styleeval.stats.settings import TestSettings
 
 __all__ = [
     "N_BOOT", "N_TRIALS", "SEED", "CorpusComparison", "PairResult", "compare_corpus", "corpus_bootstrap_ci",
@@ -77,4 +80,5 @@ __all__ = [
     "paired_permutation_p", "pairwise_accuracy", "pearson", "percentile_interval", "perm_both", "sign_flip_test",
     "significance_clusters", "soft_pairwise_accuracy", "spearman", "spearman_bootstrap_ci", "system_level",
     "tie_calibrated_accuracy", "williams_t", "williams_test",
+    "TestSettings",
 ]

@@ -40,6 +40,7 @@ from styleeval import stats
 from styleeval.errors import RowError, RowsWarning, UserError, advising, option_text
 from styleeval.labels import counted, system_statistic
 from styleeval.metrics.registry import SYSTEM_METRICS, check_distinct_labels
+from styleeval.stats.settings import DEFAULT_SETTINGS, TestSettings
 from styleeval.systems.report import HUMAN_PREFIX, Coverage, SystemsReport, coverage_of, lacking_sources
 from styleeval.validation import empty_rewrites_told, empty_rewrites_warning, empty_rows, text_value
 
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 DEFAULT_METRICS = SYSTEM_METRICS
 """LogProb content and style with the default model, the autorater's expected mode, S-BLEU and S-chrF."""
-TESTS = ("ar", "bootstrap")
 SYSTEM_COLUMNS = ["system", "metric", "aggregate", "n", "n_missing", "score", "mean", "ci_low", "ci_high", "cluster"]
 PAIR_COLUMNS = ["metric", "system_a", "system_b", "n_pairs", "score_a", "score_b", "mean_a", "mean_b", "delta",
                 "ci_low", "ci_high", "p", "p_adjusted", "significant"]
@@ -258,11 +258,7 @@ def evaluate_systems(
     dataset: str | None = None,
     limit: int | None = None,
     style: str | None = None,
-    test: str = "ar",
-    alpha: float = 0.05,
-    n_boot: int = stats.N_BOOT,
-    trials: int = stats.N_TRIALS,
-    seed: int = stats.SEED,
+    settings: TestSettings = DEFAULT_SETTINGS,
     sort_by: str | None = None,
     cache_dir: str | Path | None = None,
     progress: bool | None = None,
@@ -281,11 +277,11 @@ def evaluate_systems(
             ``data_dir``.
         limit: only the first ``limit`` sources (in the order the rows first give them), every system's rows of
             them; the report says so.
-        test: ``"ar"`` (paired approximate randomization, ``trials`` shufflings) or ``"bootstrap"`` (paired
-            bootstrap, ``n_boot`` resamples).
-        alpha: significance level of the Holm-adjusted p-values.
-        n_boot, seed: bootstrap resamples (CIs) and the seed of every random draw (default: sacrebleu's, 12345:
-            the corpus metrics' p-values are those ``sacrebleu --paired-ar`` prints, where no shuffle ties).
+        settings: the paired test (``"ar"``: approximate randomization, ``trials`` shufflings; ``"bootstrap"``:
+            paired bootstrap, ``n_boot`` resamples), the significance level ``alpha`` of the Holm-adjusted p-values,
+            the bootstrap resamples ``n_boot`` of the CIs and the ``seed`` of every random draw (default: sacrebleu's,
+            12345: the corpus metrics' p-values are those ``sacrebleu --paired-ar`` prints, where no shuffle ties):
+            a :class:`~styleeval.stats.TestSettings`, checked when made.
         sort_by: the metric systems are ranked by in the report (default: the first metric).
         cache_dir: where per-row scores are kept (a killed run resumes; a rerun with more metrics computes only the
             new ones); ``None``: not kept.
@@ -300,9 +296,7 @@ def evaluate_systems(
     from styleeval.scoring import ScoresCache, score_dataset
     from styleeval.scoring.score import ShardError
 
-    if test not in TESTS:
-        raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
-    stats.check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)  # before any scoring
+    _check_settings(settings)  # before any scoring
     rows = _input_rows(rows, dataset, style, data_dir)
     checked, objs, order, data, subset = _prepare(rows, metrics, style, data_dir, limit)
     notes: list[str] = []
@@ -362,9 +356,8 @@ def evaluate_systems(
         better[column] = True
     if len(scores.columns) == 3:
         raise UserError(_nothing_computed(not_computed))
-    report = compare_systems(scores, system_signatures, better, test=test, alpha=alpha, n_boot=n_boot,
-                             trials=trials, seed=seed, sort_by=sort_by, notes=notes, log=log, corpus=corpus,
-                             progress=progress)
+    report = compare_systems(scores, system_signatures, better, settings=settings, sort_by=sort_by, notes=notes,
+                             log=log, corpus=corpus, progress=progress)
     report.not_computed = not_computed
     report.texts = pd.DataFrame({"source": [r.source for r in checked], "rewrite": [r.rewrite for r in checked],
                                  "style": [r.style for r in checked], "references": [r.references for r in checked]})
@@ -375,19 +368,11 @@ def evaluate_systems(
 def _input_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame | None, dataset: str | None, style: str | None,
                 data_dir: str | Path | None) -> Iterable[Mapping[str, Any]] | pd.DataFrame:
     """``rows``, or the rows of corpus ``dataset`` (:func:`~styleeval.systems.dataset.dataset_rows`): exactly one
-    of them, and no ``style`` with a corpus (each of its rows has its target style)."""
-    if dataset is None:
-        if rows is None:
-            raise UserError("give the rows to evaluate, or dataset=NAME for a rated corpus's systems")
-        return rows
-    if rows is not None:
-        raise UserError(f"give rows or dataset={dataset!r}, not both")
-    if style is not None:
-        raise UserError(f"style={style!r} with dataset={dataset!r}: the corpus gives each row its target style; "
-                        "leave style out")
-    from styleeval.systems.dataset import dataset_rows
+    of them, and no ``style`` with a corpus (:func:`~styleeval.systems.dataset.check_input_choice`)."""
+    from styleeval.systems.dataset import check_input_choice, dataset_rows
 
-    return dataset_rows(dataset, data_dir)
+    check_input_choice(rows is not None, dataset, style)
+    return rows if dataset is None else dataset_rows(dataset, data_dir)
 
 
 def first_sources(checked: list[SystemRow], limit: int | None) -> tuple[list[SystemRow], str]:
@@ -566,16 +551,19 @@ def _check_scores(scores: pd.DataFrame, labels: list[str]) -> None:
                             "the scores, or make them missing (NaN)")
 
 
+def _check_settings(settings: Any) -> None:
+    """``settings`` must be a :class:`~styleeval.stats.TestSettings` (whose fields are checked when it is made)."""
+    if not isinstance(settings, TestSettings):
+        raise UserError(f"settings must be a styleeval.stats.TestSettings (test, alpha, n_boot, trials, seed), got "
+                        f"{settings!r:.60}")
+
+
 def compare_systems(
     scores: pd.DataFrame,
     signatures: Mapping[str, str],
     higher_is_better: Mapping[str, bool] | None = None,
     *,
-    test: str = "ar",
-    alpha: float = 0.05,
-    n_boot: int = stats.N_BOOT,
-    trials: int = stats.N_TRIALS,
-    seed: int = stats.SEED,
+    settings: TestSettings = DEFAULT_SETTINGS,
     sort_by: str | None = None,
     notes: list[str] | None = None,
     log: Callable[[str], None] | None = None,
@@ -593,13 +581,12 @@ def compare_systems(
     line order of its files), whatever the ids look like.
     Systems are ranked by score and clustered by WMT's rule on the Holm-adjusted p-values. When no pair of a metric
     can be significant (the smallest p its test can give, times Holm's factor for the number of pairs, exceeds
-    ``alpha``), a note says so. ``progress``: a bar over the metrics compared (``None``: where stderr is a
-    terminal)."""
+    ``alpha``), a note says so. ``settings``: the test, ``alpha``, ``n_boot``, ``trials`` and ``seed``
+    (:class:`~styleeval.stats.TestSettings`). ``progress``: a bar over the metrics compared (``None``: where stderr
+    is a terminal)."""
     from styleeval import progress as shown
 
-    if test not in TESTS:
-        raise UserError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
-    stats.check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)
+    _check_settings(settings)
     notes = [] if notes is None else notes
     corpus = dict(corpus or {})
     labels = [c for c in scores.columns if c not in ("row", "system", "source_id")]
@@ -618,7 +605,6 @@ def compare_systems(
     coverage = coverage_of(scores)
     if coverage.cut:
         note(coverage.note())
-    settings = _Settings(test, alpha, n_boot, trials, seed)
     appearance = _first_appearance(scores)
     system_rows, pair_rows, aggregates = [], [], {}
     test_signatures: dict[str, str] = {}
@@ -639,31 +625,24 @@ def compare_systems(
         metric_pairs = [_pair_row(label, a, b, per_system[a], per_system[b], comparison) for a, b in pairs]
         for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs])):
             pair["p_adjusted"] = adjusted
-            pair["significant"] = bool(adjusted <= alpha)
+            pair["significant"] = bool(adjusted <= settings.alpha)
         if metric_pairs:
-            test_signatures[label] = str(stats.paired_test_signature(test, aggregates[label], trials, n_boot, seed,
-                                                                     exact=2**n <= trials))
+            test_signatures[label] = str(stats.paired_test_signature(
+                settings.test, aggregates[label], settings.trials, settings.n_boot, settings.seed,
+                exact=2**n <= settings.trials))
             floor = min(r.p_min for r in comparison.pairs.values())
             _note_out_of_reach(label, n, len(metric_pairs), floor, settings, note)
         pair_rows += metric_pairs
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
     pairs_frame = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
-    report = SystemsReport(systems_frame, pairs_frame, scores, signatures, better, notes, test, alpha, sort_by,
+    report = SystemsReport(systems_frame, pairs_frame, scores, signatures, better, notes, settings.test,
+                           settings.alpha, sort_by,
                            pd.DataFrame(), aggregates, test_signatures, coverage=coverage)
     clusters = {m: _clusters(report, m) for m in labels}
     systems_frame["cluster"] = [clusters[m].get(s, np.nan) for s, m in zip(systems_frame["system"],
                                                                            systems_frame["metric"])]
     report.agreement = _agreement(report, corpus)
     return report
-
-
-@dataclass(frozen=True)
-class _Settings:
-    test: str
-    alpha: float
-    n_boot: int
-    trials: int
-    seed: int
 
 
 def _first_appearance(scores: pd.DataFrame) -> np.ndarray:
@@ -708,7 +687,7 @@ def _shared_sources(scores: pd.DataFrame, label: str, systems: list[str], covera
 
 
 def _comparison(label: str, inputs: CorpusInputs | None, per_system: Mapping[str, pd.DataFrame],
-                pairs: list[tuple[str, str]], n: int, settings: _Settings) -> stats.CorpusComparison:
+                pairs: list[tuple[str, str]], n: int, settings: TestSettings) -> stats.CorpusComparison:
     """Every system's score of ``label`` with its bootstrap CI and the tests of ``pairs``, one structure whatever
     the aggregate: a corpus metric's from its rows' statistics (:func:`_corpus_comparison`), a mean's (a human
     rating's too) by the tests of a mean (:func:`_mean_comparison`; their draws are not sacrebleu's)."""
@@ -718,7 +697,7 @@ def _comparison(label: str, inputs: CorpusInputs | None, per_system: Mapping[str
 
 
 def _corpus_comparison(inputs: CorpusInputs, per_system: Mapping[str, pd.DataFrame], pairs: list[tuple[str, str]],
-                       settings: _Settings) -> stats.CorpusComparison:
+                       settings: TestSettings) -> stats.CorpusComparison:
     """Corpus scores, CIs and paired tests of a corpus metric: each system's sentence statistics read once, every
     system resampled and shuffled in one matrix product (:func:`stats.compare_corpus` with the metric's score)."""
     statistics = {s: inputs.statistics(part["_i"]) for s, part in per_system.items()}
@@ -727,7 +706,7 @@ def _corpus_comparison(inputs: CorpusInputs, per_system: Mapping[str, pd.DataFra
 
 
 def _mean_comparison(label: str, per_system: Mapping[str, pd.DataFrame], pairs: list[tuple[str, str]], n: int,
-                     settings: _Settings) -> stats.CorpusComparison:
+                     settings: TestSettings) -> stats.CorpusComparison:
     """Means of the row scores with their bootstrap CIs, and each pair's test of a difference of means (the
     sign-flip test or the paired bootstrap of the mean difference; ``p_min``: :func:`_mean_test_floor`)."""
     systems = {}
@@ -769,14 +748,14 @@ def _pair_row(label: str, a: str, b: str, part_a: pd.DataFrame, part_b: pd.DataF
     return pair
 
 
-def _mean_test_floor(n: int, settings: _Settings) -> float:
+def _mean_test_floor(n: int, settings: TestSettings) -> float:
     """The smallest p the test of a mean-aggregated metric can give on ``n`` paired rows, whatever they hold."""
     if settings.test == "ar":
         return stats.sign_flip_floor(n, settings.trials, settings.seed)
     return 2 / (settings.n_boot + 1)  # stats.paired_bootstrap_mean's p with no resample on the other side
 
 
-def _note_out_of_reach(label: str, n: int, pairs: int, floor: float, settings: _Settings,
+def _note_out_of_reach(label: str, n: int, pairs: int, floor: float, settings: TestSettings,
                        note: Callable[[str], None]) -> None:
     """The note when no pair of a metric can be significant: the smallest p its test can give with ``n`` paired
     sources (``floor``), times Holm's factor for ``pairs`` pairs (the smallest adjusted p is at least that), exceeds
