@@ -221,7 +221,7 @@ def measure_compare(rows: int, systems: int = 3) -> dict:
     import numpy as np
     import pandas as pd
 
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rng = np.random.default_rng(0)
     scores = pd.concat([pd.DataFrame({"row": np.arange(rows) + k * rows, "system": f"sys{k}",

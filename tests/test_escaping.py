@@ -57,7 +57,7 @@ def _assert_safe_markdown(text: str, names: list[str]) -> None:
 # -- Markdown -------------------------------------------------------------------------------------------------------
 def _systems_report(names: list[str], signature: str = "m|v:1"):
     from styleeval.stats import TestSettings
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rng = np.random.default_rng(0)
     scores = pd.DataFrame([{"row": k * 8 + i, "system": name, "source_id": f"s{i}", "m": float(rng.normal(k, 1))}

@@ -257,7 +257,8 @@ class Demo:
         import pandas as pd
 
         from styleeval.files.records import read_rows
-        from styleeval.systems.evaluation import compare_systems, given_text
+        from styleeval.systems.comparison import compare_systems
+        from styleeval.systems.inputs import given_text
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded

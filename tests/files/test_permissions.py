@@ -110,7 +110,7 @@ def test_every_writer_follows_the_umask(tmp_path, umask):
     from styleeval.metaeval.leaderboard import build_leaderboard
     from styleeval.scoring import ScoresCache
     from styleeval.stats import TestSettings
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
     from styleeval.systems.report import write_outputs
 
     expected = 0o666 & ~umask

@@ -11,7 +11,7 @@ import pytest
 from styleeval.errors import UserError
 from styleeval.stats import N_BOOT, N_TRIALS, SEED, TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import compare_systems
+from styleeval.systems.comparison import compare_systems
 from styleeval.systems.report import write_outputs
 
 

@@ -146,7 +146,7 @@ def test_s_bleu_s_two_system_level_numbers_are_labelled_as_two_statistics(lai_re
 def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():
     """System C lacks a human rating on one source: the agreement compares every system on the other sources, and
     the corpus BLEU of A and B there is sacrebleu's on those rows, not the systems table's over all of them."""
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     sources = [f"the cat number {i} sat on the mat today and looked at the bird" for i in range(6)]
     outputs = {"A": [s.replace("cat", "dog") for s in sources], "B": [s.upper() for s in sources],

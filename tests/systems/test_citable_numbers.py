@@ -18,7 +18,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from styleeval import stats
 from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import compare_systems
+from styleeval.systems.comparison import compare_systems
 
 SOURCES = [f"the cat number {i} sat on the mat today and looked at the bird" for i in range(12)]
 

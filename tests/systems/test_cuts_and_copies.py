@@ -15,7 +15,8 @@ import pytest
 from styleeval.cli import main
 from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import ReferenceCopyWarning, compare_systems
+from styleeval.systems.comparison import compare_systems
+from styleeval.systems.inputs import ReferenceCopyWarning
 
 SOURCES = [f"the cat number {i} sat on the mat today" for i in range(10)]
 

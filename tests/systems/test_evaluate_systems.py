@@ -193,7 +193,7 @@ def test_sharded_evaluate_puts_the_shards_together(tmp_path, tiny_model_dir, cap
 def test_ratings_and_scores_that_overflow_a_mean_are_refused_naming_the_row():
     """A rating of 1e308 is finite, but a mean over it is not (issue 38, item 7: the report showed an infinite mean
     without a note): refused before any scoring, naming the row and the column; a metric's scores likewise."""
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rows = _rows({"A": SOURCES[:4], "B": SOURCES[:4]}, SOURCES[:4])
     for i, row in enumerate(rows):
@@ -202,7 +202,7 @@ def test_ratings_and_scores_that_overflow_a_mean_are_refused_naming_the_row():
     with pytest.raises(ValueError, match=r"row 5: human_content is 1e\+308, too large: a mean or a test over 8 rows "
                                          r"would overflow \(ratings must be within \+-2\.37e\+153\)"):
         evaluate_systems(rows, ["s_bleu"])
-    from styleeval.systems.evaluation import magnitude_limit
+    from styleeval.systems.inputs import magnitude_limit
 
     assert magnitude_limit(8) == pytest.approx(2.37e153, rel=1e-3) and magnitude_limit(10**6) > 6e150
     rows[5]["human_content"] = -1e150  # large, but its means, variances and tests stay finite

@@ -14,7 +14,7 @@ from sacrebleu.significance import PairedTest
 from styleeval import stats
 from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import compare_systems
+from styleeval.systems.comparison import compare_systems
 
 SYSTEMS = ("BART", "YI")
 TRIALS, N_BOOT = 2000, 1000  # sacrebleu's per-trial scores are slow; its CLI's defaults are tested in test_citable_numbers

@@ -71,7 +71,7 @@ def test_lai_names_cover_no_name_point_or_error_bar_and_the_axes_say_they_are_hu
 
 def _crowded_report(scale: float = 1.0, offset: float = 0.0):
     """Systems whose points nearly coincide (NIU / HIGH / referBART, DualRL / StyTrans), error bars crossing them."""
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rng = np.random.default_rng(0)
     where = {"NIU": (0.50, 0.30), "HIGH": (0.501, 0.301), "referBART": (0.505, 0.298), "copy": (0.9, 0.05),
