@@ -39,6 +39,7 @@ def main() -> None:
     from styleeval.corpora import load_corpus
     from styleeval.logprob import shared_logprob
     from styleeval.random_weights import LLAMA3_TEMPLATE, build_model, build_tokenizer
+    from styleeval.stats import TestSettings
     from styleeval.systems import evaluate_systems
 
     ds = load_corpus("lai_formality", args.data_dir)
@@ -58,7 +59,7 @@ def main() -> None:
     systems = sorted({r["system"] for r in rows})
 
     def run_evaluate(chunk):
-        report = evaluate_systems(chunk, specs, trials=1000, n_boot=200)
+        report = evaluate_systems(chunk, specs, settings=TestSettings(trials=1000, n_boot=200))
         return report.scores.set_index(["system", "source_id"])["logprob_content"].to_dict()
 
     def run_separately(chunk):

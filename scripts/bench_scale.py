@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import orjson
+import msgspec
 
 # ------------------------------------------------------------------------------------------- the stub server
 
@@ -44,7 +44,7 @@ def _entry(token: int) -> str:
 
 
 def _completion(body: bytes) -> bytes:
-    request = orjson.loads(body)
+    request = msgspec.json.decode(body)
     prompts = request["prompt"]
     if isinstance(prompts, str):
         prompts = [list(range(1, 2 + len(prompts) // 4))]
@@ -221,7 +221,7 @@ def measure_compare(rows: int, systems: int = 3) -> dict:
     import numpy as np
     import pandas as pd
 
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rng = np.random.default_rng(0)
     scores = pd.concat([pd.DataFrame({"row": np.arange(rows) + k * rows, "system": f"sys{k}",

@@ -56,12 +56,13 @@ def _assert_safe_markdown(text: str, names: list[str]) -> None:
 
 # -- Markdown -------------------------------------------------------------------------------------------------------
 def _systems_report(names: list[str], signature: str = "m|v:1"):
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.stats import TestSettings
+    from styleeval.systems.comparison import compare_systems
 
     rng = np.random.default_rng(0)
     scores = pd.DataFrame([{"row": k * 8 + i, "system": name, "source_id": f"s{i}", "m": float(rng.normal(k, 1))}
                            for k, name in enumerate(names) for i in range(8)])
-    return compare_systems(scores, {"m": signature}, n_boot=20, trials=20)
+    return compare_systems(scores, {"m": signature}, settings=TestSettings(n_boot=20, trials=20))
 
 
 def test_systems_report_md(tmp_path):

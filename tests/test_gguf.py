@@ -215,3 +215,30 @@ def test_what_a_killed_conversion_or_fetch_left_is_removed_and_files_are_created
     (target.parent / f".{target.name}.k2j.tmp").write_bytes(b"partial")
     _remove_leftovers(target)
     assert sorted(p.name for p in target.parent.iterdir()) == ["converted"]
+
+
+def test_the_llamacpp_tokenizer_cache_is_built_whole_and_a_damaged_one_replaced(tiny_gguf, tmp_path, monkeypatch):
+    """llama.cpp's tokenizer kept in the cache (styleeval.atomic.atomic_dir): made as mkdir makes a folder, no
+    temporary folder left; read from the cache next time; read from the file again (cached=False) it replaces the
+    folder there."""
+    from styleeval.backends.llamacpp import _gguf_tokenizer
+
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
+    info = read_info(tiny_gguf)
+    folder = tmp_path / "cache" / "gguf" / "tokenizer" / info.sha256[:16]
+    old = os.umask(0o022)
+    try:
+        tokenizer, cached = _gguf_tokenizer(info)
+    finally:
+        os.umask(old)
+    assert not cached and (folder / "tokenizer.json").is_file()
+    assert oct(folder.stat().st_mode & 0o777) == "0o755"  # mkdtemp's 0700 made as mkdir would
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+    again, cached = _gguf_tokenizer(info)
+    assert cached and again.encode("a naïve test") == tokenizer.encode("a naïve test")
+    (folder / "tokenizer.json").write_text("damaged", encoding="utf-8")
+    (folder / "stale.txt").write_text("left by an older build", encoding="utf-8")
+    fresh, cached = _gguf_tokenizer(info, cached=False)
+    assert not cached and not (folder / "stale.txt").exists()
+    assert json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]

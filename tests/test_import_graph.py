@@ -1,6 +1,7 @@
 """The layers of docs/architecture.md, checked on the source: every module is in one layer of the drawing and drawn in
 the map where its folder is (the map draws nothing that is not there; its tests/ entry names tests/' folders), every
-import (module-level and function-level alike) goes to a lower layer, the import graph has no circle, ``metaeval``
+import (module-level and function-level alike, and a registry's lazy ``"styleeval.x:object"`` entry) goes to a
+lower layer, the import graph has no circle, ``metaeval``
 and ``systems`` never import each other, the statistics and the scoring layer import neither, and nothing outside
 ``backends/`` names one backend's own module or error."""
 
@@ -27,8 +28,14 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
+LAZY_ENTRY = re.compile(r"styleeval(?:\.\w+)+(?::[\w.]+)?")
+"""A registry's lazy entry (:class:`styleeval.registry.Registry`): ``"styleeval.backends.local:LocalBackend"``, or a
+plain module (``"styleeval.commands.score"``): an import made when the entry is read, drawn as one."""
+
+
 def import_graph() -> dict[str, set[str]]:
-    """module -> the styleeval modules it imports (``from a.b import c`` names ``a.b.c`` where that is a module)."""
+    """module -> the styleeval modules it imports (``from a.b import c`` names ``a.b.c`` where that is a module; a
+    string that is a registry's lazy entry, ``"styleeval.commands.score"``, imports its module)."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
@@ -43,6 +50,8 @@ def import_graph() -> dict[str, set[str]]:
                     anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
                 targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and LAZY_ENTRY.fullmatch(node.value):
+                targets = [node.value.partition(":")[0]]
             for target in targets:
                 while target and target not in modules:
                     target = target.rpartition(".")[0]
@@ -97,6 +106,17 @@ def test_the_import_graph_has_no_circle():
     for name in graph:
         graph[name] = {t for t in graph[name] if not _is_ancestor(name, t) or not _is_ancestor(t, name)}
     assert _cycles(graph) == []
+
+
+def test_a_registrys_lazy_entries_are_imports_of_the_module_that_writes_them():
+    """Issue 48: the CLI's ``importlib`` dispatch hid ``cli -> commands/`` from this test (``cli`` and ``commands/``
+    were drawn in one layer, which its imports break). Its commands are lazy entries of a registry, strings this
+    graph reads: every command's module is an import of ``cli``, as every built-in backend's is of ``backends``."""
+    graph = import_graph()
+    commands = {f"styleeval.commands.{p.stem}" for p in (PACKAGE / "commands").glob("[!_]*.py")}
+    assert sorted(commands - graph["styleeval.cli"]) == []
+    builtin = {"styleeval.backends.local", "styleeval.backends.openai_server", "styleeval.backends.llamacpp"}
+    assert sorted(builtin - graph["styleeval.backends"]) == []
 
 
 def test_no_import_runs_back_up_the_layers():
@@ -291,3 +311,25 @@ def test_import_styleeval_imports_no_heavy_library():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "LogProb []"], done.stdout
+
+
+def test_styleeval_help_imports_no_backend_and_no_heavy_library():
+    """Issue 48: ``styleeval --help`` imported numpy, urllib3, msgspec, orjson and every backend's module (the
+    backends' registry imported its built-in classes to register them; 367 modules). The registries' lazy entries
+    import a backend when it is read: ``--help`` lists every command with its summary and imports none of these. A
+    fresh process; no clock: the modules imported are listed."""
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "urllib3", "tqdm", "msgspec", "orjson", "pandas", "datasets", "torch", "transformers", "scipy",
+             "evaluate", "matplotlib", "styleeval.backends.local", "styleeval.backends.openai_server",
+             "styleeval.backends.llamacpp", "styleeval.backends.transport", "styleeval.corpora",
+             "styleeval.metrics")
+    probe = ("import contextlib, io, sys\nfrom styleeval.cli import main\nshown = io.StringIO()\n"
+             "with contextlib.redirect_stdout(shown):\n    try:\n        main(['--help'])\n"
+             "    except SystemExit as done:\n        assert done.code == 0, done.code\n"
+             f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+             "print(all(f'    {c}' in shown.getvalue() for c in ('score', 'evaluate', 'list')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["[]", "True"], done.stdout

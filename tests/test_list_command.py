@@ -3,7 +3,11 @@ corpus and metric names (issue 47, item 5)."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +124,23 @@ def test_a_misspelt_metric_gets_the_closest_name_and_where_they_are_listed(capsy
                  "--data-dir", str(data_dir)]) == 2
     err = capsys.readouterr().err
     assert "unknown metric 's_bleuu' (did you mean 's_bleu'?)" in err and err.endswith("(styleeval list metrics)\n")
+
+
+@pytest.mark.parametrize("kind", ["metrics", None])
+def test_a_reader_gone_ends_list_quietly_through_cli_main(kind):
+    """`styleeval list | head -1`: the broken pipe is cli.main's to end (exit 0, no traceback), as for every command;
+    `list` no longer handles it itself. Run as `python -m styleeval`, its standard output a pipe whose reader has
+    gone before anything is printed, and piped into `head -1`."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    command = [sys.executable, "-m", "styleeval", "list", *([kind] if kind else [])]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(command, stdout=write, stderr=subprocess.PIPE, text=True, timeout=120, env=env)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    shell = subprocess.run(["bash", "-c", '"$@" | head -1; exit "${PIPESTATUS[0]}"', "bash", *command],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert shell.returncode == 0 and shell.stderr == "", shell.stderr
+    assert shell.stdout.startswith("metrics (a spec: NAME") and shell.stdout.count("\n") == 1

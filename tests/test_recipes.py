@@ -220,6 +220,7 @@ def test_a_metric_added_by_the_recipe_runs_in_evaluate_and_metaeval(tmp_path):
     from styleeval.metrics import get_metric
     from styleeval.metrics.registry import REGISTRY
     from styleeval.signature import Signature
+    from styleeval.stats import TestSettings
     from styleeval.systems import evaluate_systems
 
     try:
@@ -229,11 +230,11 @@ def test_a_metric_added_by_the_recipe_runs_in_evaluate_and_metaeval(tmp_path):
         assert Signature.parse(str(metric.signature)) == metric.signature
         rows = [{"system": sys_, "source_id": i, "source": s, "rewrite": r if sys_ == "a" else r + r, "style": st}
                 for sys_ in ("a", "b") for i, (s, r, st) in enumerate(ROWS)]
-        report = evaluate_systems(rows, ["t_length_ratio"], trials=100, n_boot=100)
+        report = evaluate_systems(rows, ["t_length_ratio"], settings=TestSettings(trials=100, n_boot=100))
         means = report.systems.set_index("system")["mean"]
         assert means["b"] == pytest.approx(2 * means["a"])
     finally:
-        REGISTRY.pop("t_length_ratio", None)
+        REGISTRY.unregister("t_length_ratio")
         sys.modules.pop("length_ratio_plugin", None)
 
 

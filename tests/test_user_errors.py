@@ -569,7 +569,7 @@ def buggy_metrics(tmp_path_factory):
     sys.path.remove(str(folder))
     sys.modules.pop("buggy_plugin", None)
     for name in ("buggy", "refusing"):
-        REGISTRY.pop(name, None)
+        REGISTRY.unregister(name)
 
 
 def test_an_internal_value_error_in_a_metric_keeps_its_traceback(tmp_path, buggy_metrics):
@@ -639,13 +639,16 @@ def test_settings_that_would_make_p_values_wrong_are_refused(tmp_path, capsys, a
 
 def test_the_python_api_refuses_the_same_settings_before_any_work():
     from styleeval.metaeval.leaderboard import build_leaderboard
+    from styleeval.stats import TestSettings
     from styleeval.systems import evaluate_systems
 
     rows = [{"source": "a b", "rewrite": "a c", "style": "formal", "system": "A"}]
     for call, message in ((lambda: build_leaderboard([], trials=-3), "trials must be a positive integer, got -3"),
                           (lambda: build_leaderboard([], n_boot=-7), "n_boot (bootstrap resamples) must be"),
-                          (lambda: evaluate_systems(rows, ["s_bleu"], seed=-1), "seed must be a non-negative"),
-                          (lambda: evaluate_systems(rows, ["s_bleu"], trials=0), "trials must be a positive"),
+                          (lambda: evaluate_systems(rows, ["s_bleu"], settings=TestSettings(seed=-1)),
+                           "seed must be a non-negative"),
+                          (lambda: evaluate_systems(rows, ["s_bleu"], settings=TestSettings(trials=0)),
+                           "trials must be a positive"),
                           (lambda: run_metaeval(["lai_formality"], n_boot=-1), "n_boot (bootstrap resamples)")):
         with pytest.raises(UserError, match=re.escape(message)):
             call()

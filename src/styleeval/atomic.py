@@ -4,13 +4,16 @@ read-only folder) is one error naming the path, the previous file left as it was
 permissions ``open()`` would give it: an existing file keeps its mode, a new one gets ``0666`` less the umask
 (``0644`` under the usual umask ``022``: readable by the group in a shared folder), and a symbolic link is
 written through, not replaced. :func:`atomic_path` gives the temporary name itself to a writer that takes a path
-(a download, a figure saved by its extension). Imports only :mod:`styleeval.errors`: every layer may use it."""
+(a download, a figure saved by its extension). :func:`atomic_dir` does the same for a folder that is built whole (a
+model, a tokenizer, NLTK's data): a temporary folder beside it, renamed into place when complete, removed when not;
+another process's finished build is kept. Imports only :mod:`styleeval.errors`: every layer may use it."""
 
 from __future__ import annotations
 
 import errno
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -105,3 +108,60 @@ def atomic_path(path: Path | str, suffix: str = ".tmp", permissions: int | None 
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_dir(path: Path | str, done: Callable[[Path], bool] | None = None) -> Iterator[Path]:
+    """A new, empty temporary folder beside ``path`` (beside its target, when ``path`` is a symbolic link), named
+    ``.<name>.<8 hex>.tmp`` and made as ``mkdir`` makes one (``0777`` less the umask), for the body to fill; when the
+    body returns, renamed to ``path``; removed with what it holds when the body raises or the rename fails.
+
+    A folder already at ``path`` when the body returns is kept, and the temporary one dropped, where ``done(path)``
+    says it is complete (another process's build, finished meanwhile); any other (an older build, one cut short) is
+    first moved aside and removed. Where the rename fails (another process put its folder there first), the error
+    passes unless ``done(path)`` now holds. Errors pass as they are (the caller says what failed)."""
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _mkdir_beside(target, ".tmp")
+    try:
+        yield tmp
+        if done is not None and done(target):  # another process's finished build: kept
+            return
+        _remove_aside(target)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if done is None or not done(target):
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mkdir_beside(path: Path, suffix: str) -> Path:
+    """A new, empty folder in ``path``'s folder (``.<name>.<8 hex><suffix>``), made as ``mkdir`` makes one."""
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{suffix}")
+        try:
+            os.mkdir(tmp, 0o777)
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temporary name", str(path))
+
+
+def _remove_aside(path: Path) -> None:
+    """What is at ``path`` (a folder, a file, a link) renamed to a new hidden name beside it, then removed, so that
+    ``path`` is free at once however long the removal takes; nothing there (or moved by another process first) is
+    fine."""
+    if not os.path.lexists(path):
+        return
+    aside = _mkdir_beside(path, ".old")
+    try:
+        os.replace(path, aside)  # onto the empty folder just made: a folder replaces it, a file cannot
+    except FileNotFoundError:  # another process moved it first
+        pass
+    except (NotADirectoryError, IsADirectoryError):  # a file or a link at path: removed where it is
+        os.rmdir(aside)
+        os.unlink(path)
+        return
+    shutil.rmtree(aside, ignore_errors=True)

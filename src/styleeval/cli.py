@@ -7,13 +7,25 @@ import argparse
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
 
 from styleeval._version import __version__
+from styleeval.registry import Registry
 
-COMMANDS = ("score", "autorate", "merge", "evaluate", "metaeval", "stel", "reproduce-paper", "build-datasets", "space",
-            "list")
-"""The sub-commands, each a module of :mod:`styleeval.commands` (``reproduce-paper``: ``reproduce_paper.py``) with
-``SUMMARY``, ``register`` and ``run``."""
+COMMANDS: Registry[ModuleType] = Registry("command")
+"""The sub-commands, in the order ``--help`` lists them, each a lazy entry naming its module of
+:mod:`styleeval.commands` (``SUMMARY``, ``register`` and ``run``), imported when the parser is built: the import-graph
+test reads these strings as ``cli``'s imports."""
+COMMANDS.add("score", "styleeval.commands.score")
+COMMANDS.add("autorate", "styleeval.commands.autorate")
+COMMANDS.add("merge", "styleeval.commands.merge")
+COMMANDS.add("evaluate", "styleeval.commands.evaluate")
+COMMANDS.add("metaeval", "styleeval.commands.metaeval")
+COMMANDS.add("stel", "styleeval.commands.stel")
+COMMANDS.add("reproduce-paper", "styleeval.commands.reproduce_paper")
+COMMANDS.add("build-datasets", "styleeval.commands.build_datasets")
+COMMANDS.add("space", "styleeval.commands.space")
+COMMANDS.add("list", "styleeval.commands.list")
 
 
 def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
@@ -21,14 +33,11 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     all) declared. As pip does, ``main`` declares only the command it runs: some declarations read their defaults
     from heavy modules (``evaluate``: the systems' metrics; ``metaeval``: the corpora), and a command that fails at
     once (weights that cannot be had) must not pay for another command's imports."""
-    import importlib
-
     parser = argparse.ArgumentParser(prog="styleeval", description="Evaluate text style transfer.")
     parser.add_argument("--version", action="version", version=f"styleeval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     wanted = set(COMMANDS if commands is None else commands)
-    for name in COMMANDS:
-        module = importlib.import_module(f"styleeval.commands.{name.replace('-', '_')}")
+    for name, module in COMMANDS.items():
         if name in wanted:
             module.register(sub)
         else:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from styleeval.errors import RowError, UserError, advising
 from styleeval.gguf_files import REAL_WEIGHTS
@@ -44,6 +44,9 @@ from styleeval.labels import (
     shown_label,
     warning_field,
 )
+
+if TYPE_CHECKING:
+    from styleeval.metaeval import MetaevalResult
 
 MAX_CHARS = 1000
 """Longest source / rewrite / style the demo scores (characters)."""
@@ -254,7 +257,8 @@ class Demo:
         import pandas as pd
 
         from styleeval.files.records import read_rows
-        from styleeval.systems.evaluation import compare_systems, given_text
+        from styleeval.systems.comparison import compare_systems
+        from styleeval.systems.inputs import given_text
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
@@ -398,20 +402,36 @@ def _nanmean(values: Sequence[float]) -> float:
     return sum(kept) / len(kept) if kept else math.nan
 
 
-def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = ("s_bleu", "s_chrf", "s_paper_bleu"),
+TAB_METRICS = ("s_bleu", "s_chrf", "s_paper_bleu")
+"""The metrics the Meta-evaluation tab correlates with the content ratings (the Space adds its LLM metrics)."""
+
+
+def content_metaeval(data_dir: str | None = None, metrics: Sequence[str] = TAB_METRICS,
+                     extra_metrics: Sequence[str] = ()) -> MetaevalResult:
+    """The meta-evaluation the Meta-evaluation tab shows: ``metrics`` and ``extra_metrics`` against the test set's
+    content ratings, without bootstrap intervals."""
+    from styleeval.metaeval import run_metaeval
+
+    return run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
+                        n_boot=0)
+
+
+def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = TAB_METRICS,
                      extra_metrics: Sequence[str] = ()) -> tuple[list[list[Any]], Any]:
     """Correlations with the content ratings on the test set, per task: rows ``[metric, subset, n, spearman, p]``
     and the Figure-2-style plot (a matplotlib figure)."""
+    return summary_of(content_metaeval(data_dir, metrics, extra_metrics))
+
+
+def summary_of(result: MetaevalResult) -> tuple[list[list[Any]], Any]:
+    """:func:`metaeval_summary`'s rows and figure from a :func:`content_metaeval` result."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from styleeval.metaeval import run_metaeval
     from styleeval.metaeval.plots import metric_colors
 
-    result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
-                          n_boot=0)
     corr = result.correlations
     mark = {m: metric_label(m) + (RANDOM_MARK if m in result.random_weights else "") for m in result.metrics}
     rows = [[mark[r.metric], r.subset, int(r.n), round(float(r.spearman), 3), p_text(r.spearman_p)]
@@ -562,15 +582,17 @@ def visitor_message(error: BaseException) -> str:
             "has the traceback.")
 
 
-def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = ("s_bleu", "s_chrf", "s_paper_bleu"),
+def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = TAB_METRICS,
                          extra_metrics: Sequence[str] = (), trials: int = 100) -> list[list[Any]]:
     """The metrics leaderboard on the test set's content ratings (:mod:`styleeval.metaeval.leaderboard`): rows
     ``[statistic, metric, value, rank, cluster, n]``, values to 4 significant digits."""
-    from styleeval.metaeval import run_metaeval
+    return leaderboard_of(content_metaeval(data_dir, metrics, extra_metrics), trials)
+
+
+def leaderboard_of(result: MetaevalResult, trials: int = 100) -> list[list[Any]]:
+    """:func:`metaeval_leaderboard`'s rows from a :func:`content_metaeval` result."""
     from styleeval.metaeval.leaderboard import build_leaderboard
 
-    result = run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
-                          n_boot=0)
     board = build_leaderboard([result], trials=trials)
     return [[r.statistic, shown_label(r.metric, random_weights=r.metric in result.random_weights),
              float(f"{r.value:.4g}"), int(r.rank),
@@ -596,9 +618,9 @@ def metaeval_tab(extra_metrics: Sequence[str] = ()) -> MetaevalTab:
     """The Meta-evaluation tab, computed (the corpus from ``STYLEEVAL_DATA_DIR``, which the loaders read themselves
     and name when it is wrong); any failure is the tab's message, in the page's words: the demo works without it."""
     try:
-        rows, figure = metaeval_summary(extra_metrics=extra_metrics)
-        board = metaeval_leaderboard(extra_metrics=extra_metrics)
-        return MetaevalTab(rows, figure, board)
+        result = content_metaeval(extra_metrics=extra_metrics)  # once: the table, the figure and the leaderboard's
+        rows, figure = summary_of(result)
+        return MetaevalTab(rows, figure, leaderboard_of(result))
     except Exception as err:
         return MetaevalTab([], None, [], metaeval_unavailable(err))
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from styleeval.atomic import atomic_dir
 from styleeval.errors import UserError
 from styleeval.gguf_files import GGUFInfo, is_gguf_name
 from styleeval.gguf_files import resolve as resolve_gguf
@@ -45,46 +46,32 @@ def tiny_random_dir() -> Any:
     """The folder of the :data:`TINY_RANDOM` preset (``tiny-random/`` in styleeval's cache: :mod:`styleeval.paths`),
     built there once, offline, in a few seconds (and again where an older build has another context)."""
     import json
-    import shutil
 
     from styleeval.paths import cache_path
 
     root = cache_path(TINY_RANDOM)
 
-    def current() -> bool:  # a complete build with today's context (an older one is replaced)
-        if not ((root / "config.json").is_file() and (root / "tokenizer.json").is_file()):
+    def current(folder: Path) -> bool:  # a complete build with today's context (an older one is replaced)
+        if not ((folder / "config.json").is_file() and (folder / "tokenizer.json").is_file()):
             return False
         try:
-            config = json.loads((root / "config.json").read_text(encoding="utf-8"))
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return False
         return config.get("max_position_embeddings") == TINY_RANDOM_CONTEXT
 
-    if current():
+    if current(root):
         return root
     from styleeval.random_weights import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
     model = build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0,
                         max_position_embeddings=TINY_RANDOM_CONTEXT)
-    tmp = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.tmp")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    if current():  # another process installed it while this one built: its folder stays, in use
-        shutil.rmtree(tmp, ignore_errors=True)
-        return root
-    if root.exists():  # an older build: moved aside, then replaced
-        old = root.with_name(f"{TINY_RANDOM}.{os.getpid()}.old")
-        try:
-            os.replace(root, old)
-        except OSError:  # another process moved it first
-            pass
-        shutil.rmtree(old, ignore_errors=True)
-    try:
-        os.replace(tmp, root)
-    except OSError:  # another process built it first
-        shutil.rmtree(tmp, ignore_errors=True)
+    with atomic_dir(root, done=current) as tmp:  # another process's build, finished meanwhile, is kept
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
     return root
+
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -246,7 +233,6 @@ def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
     (a file lock)."""
     import json
     import shutil
-    import tempfile
 
     from filelock import FileLock
     from safetensors import SafetensorError
@@ -264,16 +250,10 @@ def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
                 return root
             for stale in root.parent.glob(f".{root.name}.*"):  # left by a killed conversion (the lock is ours)
                 shutil.rmtree(stale, ignore_errors=True)
-            tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}."))
-            try:
+            with atomic_dir(root) as tmp:  # an older or cut folder replaced (no other converter: the lock)
                 with stage(f"converting {os.path.basename(info.path)} (once; kept in {root.parent})", progress):
                     _convert_gguf(info, tmp)
                 _readable_as_created(tmp)
-                if root.exists():
-                    shutil.rmtree(root)
-                os.replace(tmp, root)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
             marker = {"sha256": info.sha256, "fingerprint": model_fingerprint(root)}  # last: the folder is complete
             (root / GGUF_MARKER).write_text(json.dumps(marker), encoding="utf-8")
     except (OSError, SafetensorError) as err:  # a full disk, a cache under a file, no permission
@@ -284,12 +264,11 @@ def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
 
 
 def _readable_as_created(folder: Path) -> None:
-    """A converted folder's files and the folder itself as ``open()`` and ``mkdir`` would create them (0666 / 0777
-    less the umask): transformers writes the weights 0600, a temporary folder is 0700."""
+    """A converted folder's files as ``open()`` would create them (0666 less the umask): transformers writes the
+    weights 0600 (the folder itself, made by :func:`~styleeval.atomic.atomic_dir`, is as ``mkdir`` makes one)."""
     mask = _umask()
     for child in folder.iterdir():
         os.chmod(child, 0o666 & ~mask)
-    os.chmod(folder, 0o777 & ~mask)
 
 
 def _umask() -> int:

@@ -370,6 +370,30 @@ def test_metaeval_summary_with_an_llm_metric(tiny_model_dir, data_dir):
     assert all(bars[m] == pytest.approx(cli[names[m]]) for m in bars), (bars, cli)
 
 
+def test_the_metaeval_tab_runs_the_meta_evaluation_once_and_shows_what_the_two_functions_show(data_dir, monkeypatch):
+    """Its table and figure (metaeval_summary) and its leaderboard (metaeval_leaderboard) read one run: the same
+    computation (the content ratings, the same metrics, no bootstrap), which the tab ran twice before."""
+    import styleeval.metaeval
+    from styleeval.demo import TAB_METRICS, metaeval_leaderboard, metaeval_summary, metaeval_tab
+
+    monkeypatch.setenv("STYLEEVAL_DATA_DIR", str(data_dir))
+    real, runs = styleeval.metaeval.run_metaeval, []
+
+    def counted_run(*args, **kwargs):
+        runs.append((args, kwargs))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(styleeval.metaeval, "run_metaeval", counted_run)
+    tab = metaeval_tab()
+    assert tab.available and len(runs) == 1, tab.message
+    assert runs[0] == ((["style_gap_testset"], list(TAB_METRICS)), {"dimension": "content", "data_dir": None,
+                                                                     "n_boot": 0})
+    rows, figure = metaeval_summary()
+    assert tab.rows == rows and tab.board == metaeval_leaderboard() and len(runs) == 3
+    assert [c.get_label() for c in tab.figure.axes[0].containers] == [c.get_label() for c in figure.axes[0].containers]
+    assert {r[0] for r in tab.rows} == {"S-BLEU", "S-chrF", "S-Paper-BLEU"} == {r[1] for r in tab.board}
+
+
 def test_the_metaeval_tab_without_corpora_says_why_in_a_paragraph(tmp_path, capsys):
     from styleeval.demo import metaeval_summary, metaeval_unavailable
     from styleeval.errors import UserError

@@ -6,6 +6,7 @@ refused."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -175,3 +176,115 @@ def test_every_float32_log_probability_is_read_and_minus_zero_as_zero(value, rea
     as -0.0 for one server and 0.0 for another."""
     got = answers.prompt_logprobs(answers.read(_one_value_answer(value), 1, "m")[0], [3, 7])
     assert got == [read] and str(got[0]) == str(read) and type(got[0]) is float
+
+
+# answers.loads / answers.dumps against orjson's behaviour (orjson 3.13.0 was the library before msgspec; it is no
+# dependency now, so its outcome on each input is written here as measured side by side): every input orjson refused
+# is refused (loads: AnswerError; dumps: TypeError), and what orjson read is read alike or more exactly.
+REFUSED_BY_ORJSON_LOADS = {  # input: orjson.JSONDecodeError's text
+    b'{"a": 1': "unexpected end of data",
+    b'{"a":1} x': "unexpected content after document",
+    b"": "Input is a zero-length, empty document",
+    b'{"a": NaN}': "unexpected character, expected a JSON value",
+    b"[Infinity]": "unexpected character, expected a JSON value",
+    b"[-Infinity]": "no digit after sign",
+    b"[1e400]": "number is infinity when parsed as double",
+    b'["\xff"]': "str is not valid UTF-8",
+    b'["\\ud800"]': "no low surrogate in string",
+    b"\xef\xbb\xbf[1]": "UTF-8 byte order mark (BOM) is not supported",
+    b'["a\x01"]': "unexpected control character in string",
+    b"[" * 1025 + b"]" * 1025: "depth limit exceeded",
+}
+
+
+@pytest.mark.parametrize("data", list(REFUSED_BY_ORJSON_LOADS))
+def test_loads_refuses_what_orjson_refused(data):
+    with pytest.raises(AnswerError, match=r"^sent an answer that could not be read \(not complete JSON: "):
+        answers.loads(data)
+
+
+@pytest.mark.parametrize(("data", "orjson_read", "read"), [
+    (b'{"a":1,"a":2}', {"a": 2}, {"a": 2}),  # a key given twice: the last value, as orjson and json read it
+    ('{"a": [1, 2.5, null, true]}', {"a": [1, 2.5, None, True]}, {"a": [1, 2.5, None, True]}),  # str as bytes
+    (bytearray(b'{"a":"\\u00e9"}'), {"a": "é"}, {"a": "é"}),
+    (b"[" + b"9" * 30 + b"]", [1e30], [int("9" * 30)]),  # orjson rounded an integer beyond 64 bits to a float
+    (b"[18446744073709551616]", [1.8446744073709552e19], [18446744073709551616]),
+    (b"[-9223372036854775809]", [-9.223372036854776e18], [-9223372036854775809]),
+])
+def test_loads_reads_what_orjson_read_integers_exactly(data, orjson_read, read):
+    assert answers.loads(data) == read
+    assert [type(v) for v in _leaves(answers.loads(data))] == [type(v) for v in _leaves(read)]
+    assert read == orjson_read or any(type(v) is int and not -(1 << 63) <= v < 1 << 64 for v in _leaves(read))
+
+
+def test_loads_reads_nesting_as_deep_as_requests_go_and_refuses_past_orjsons_limit():
+    """orjson read 1024 levels; msgspec stops at Python's recursion limit (about 1000): stricter, and far past the
+    few levels an answer has."""
+    assert answers.loads(b"[" * 500 + b"]" * 500) == _nested(500)
+    with pytest.raises(AnswerError, match="could not be read"):
+        answers.loads(b"[" * 1025 + b"]" * 1025)
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+def _nested(depth):
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+REFUSED_BY_ORJSON_DUMPS = [  # (value, orjson's TypeError text): msgspec would write each
+    ({1: 2}, "Dict key must be str"),
+    ({"a": {1.5: 1}}, "Dict key must be str"),
+    ([10**30], "Integer exceeds 64-bit range"),
+    ({"seed": 1 << 64}, "Integer exceeds 64-bit range"),
+    ({"prompt": [[1, 2, -(1 << 63) - 1]]}, "Integer exceeds 64-bit range"),
+    ([b"ab"], "Type is not JSON serializable: bytes"),
+    ({"a": {1, 2}}, "Type is not JSON serializable: set"),
+    (_nested(255), "Recursion limit reached"),
+    ([object()], "Type is not JSON serializable: builtins.object"),  # msgspec refuses it too
+    ({(1,): 2}, "Dict key must be str"),
+]
+
+
+@pytest.mark.parametrize(("value", "message"), REFUSED_BY_ORJSON_DUMPS)
+def test_dumps_refuses_what_orjson_refused(value, message):
+    with pytest.raises(TypeError, match=f"^{message}"):
+        answers.dumps(value)
+
+
+def test_dumps_writes_what_orjson_wrote_byte_for_byte():
+    """The bytes orjson wrote for these (compact, NaN and infinities as null, UTF-8 unescaped, a str subclass such as
+    ``numpy.str_`` as its text, the deepest nesting orjson wrote)."""
+    import numpy as np
+
+    body = {"model": "m", "prompt": [[1, 2, (1 << 64) - 1, -(1 << 63)], ["é\u2028", np.str_("x")]],
+            "values": [math.nan, -math.inf, 0.1, True, None], "n": (1, 2)}
+    assert answers.dumps(body) == (b'{"model":"m","prompt":[[1,2,18446744073709551615,-9223372036854775808],'
+                                   b'["\xc3\xa9\xe2\x80\xa8","x"]],"values":[null,null,0.1,true,null],"n":[1,2]}')
+    assert answers.dumps(_nested(254)) == b"[" * 254 + b"]" * 254
+    with pytest.raises(TypeError, match="Type is not JSON serializable: numpy.float64"):  # as orjson refused it
+        answers.dumps([np.float64(1.5)])
+
+
+DEEP = b"[" * 3000 + b"]" * 3000
+
+
+@pytest.mark.parametrize(("read", "named"), [
+    (b'{"model":"\xff","choices":[]}',  # not UTF-8: was a UnicodeDecodeError
+     b'{"choices":[{"prompt_logprobs":[null,{"2":{"decoded_token":"\xff"}}]}]}'),
+    (b'{"x":' + DEEP + b',"model":"m","choices":[]}',  # nested past the recursion limit: was a RecursionError
+     b'{"x":' + DEEP + b',"choices":[{"prompt_logprobs":[null,{"2":{"decoded_token":"a"}}]}]}')])
+def test_an_answer_not_utf8_or_nested_past_the_recursion_limit_is_an_answer_error(read, named):
+    with pytest.raises(AnswerError, match="could not be read"):
+        answers.read(read, 0, "m")
+    with pytest.raises(AnswerError, match="of another shape than an OpenAI completion"):
+        answers.decoded_tokens(named, [1, 2])
+    assert answers.decoded_tokens(named.replace(b"\xff", b"a").replace(DEEP, b"1"), [1, 2]) == ["a"]

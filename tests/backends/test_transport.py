@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from _servers import serve_http, stop_http
 
+from styleeval.backends import transport
 from styleeval.backends.transport import Transport, TransportError
 
 
@@ -453,3 +454,18 @@ def test_an_answer_larger_than_the_request_can_take_is_refused_in_bounded_memory
         assert peak < 24 << 20, f"{peak / 1e6:.0f} MB held"
     finally:
         server.close()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"error": {"message": "prompt too long", "code": 400}}', "prompt too long"),
+    (b'{"detail": "Not Found"}', "Not Found"),
+    (b'{"error": "overloaded"}', "overloaded"),
+    (b'{"message": "x", "message": "the last"}', "the last"),  # a key given twice: its last value, as orjson read it
+    (b"<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>"),  # not JSON: the body's start
+    (b'{"detail": NaN}', '{"detail": NaN}'),  # not JSON either (orjson refused NaN too)
+    (b'\xff{"detail": "x"}', '\ufffd{"detail": "x"}'),  # not UTF-8: no UnicodeDecodeError, the text replaced
+    (b"[" * 2000 + b"]" * 2000, "[" * 300),  # deeper than the decoder goes: the body's start, no RecursionError
+    (b"", "(no message)"),
+])
+def test_the_servers_message_is_read_from_any_body(body, message):
+    assert transport._error_message(body) == message

@@ -109,7 +109,8 @@ def test_every_writer_follows_the_umask(tmp_path, umask):
     from styleeval.metaeval import run_metaeval
     from styleeval.metaeval.leaderboard import build_leaderboard
     from styleeval.scoring import ScoresCache
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.stats import TestSettings
+    from styleeval.systems.comparison import compare_systems
     from styleeval.systems.report import write_outputs
 
     expected = 0o666 & ~umask
@@ -129,7 +130,7 @@ def test_every_writer_follows_the_umask(tmp_path, umask):
     assert _mode(replaced) == 0o640
     scores = pd.DataFrame({"row": range(6), "system": ["a", "b"] * 3, "source_id": [0, 0, 1, 1, 2, 2],
                            "m": [0.1, 0.2, 0.3, 0.5, 0.2, 0.9]})
-    report = compare_systems(scores, {"m": "m|v:1"}, n_boot=10, trials=10)
+    report = compare_systems(scores, {"m": "m|v:1"}, settings=TestSettings(n_boot=10, trials=10))
     written += list(write_outputs(report, tmp_path / "report", plots=False).values())
     written.append(ScoresCache(tmp_path / "cache").save("m|v:1", "f" * 12, [0.5, 1.0]))
     rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),

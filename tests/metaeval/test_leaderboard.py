@@ -200,3 +200,52 @@ def test_leaderboard_md_escapes_metric_names_in_every_line(tmp_path):
     board.loc[board.metric == evil, "signature"] = "logprob|model:tiny-random@local-218570e6b3ba|variant:default"
     warned = leaderboard_markdown(board)  # the random-weights warning names the metric too
     assert "<img" not in warned and f"> **random weights: not for numbers**: {md_cell(evil)} was computed" in warned
+
+
+def _two_dimension_rows(n: int, rng: np.random.Generator, path) -> tuple[list[dict], list[str]]:
+    """A toy corpus rated for content and style (no fluency), with a metric that follows each dimension."""
+    content, style = (rng.integers(1, 6, size=n).astype(float) for _ in range(2))
+    rows = [{"id": f"toy/{i}", "dataset": "toy", "task": "formality", "target_style": "formal", "source_id": str(i),
+             "source": f"source {i}", "rewrite": f"rewrite {i}", "reference": None, "system": "s",
+             "is_reference_rewrite": False, "content_mean": float(c), "style_mean": float(s), "fluency_mean": None}
+            for i, (c, s) in enumerate(zip(content, style, strict=True))]
+    scores = {"meaning": content + rng.normal(scale=0.3, size=n), "styled": style + rng.normal(scale=0.3, size=n)}
+    path.write_text("id," + ",".join(scores) + "\n" + "".join(
+        f"toy/{i}," + ",".join(str(v[i]) for v in scores.values()) + "\n" for i in range(n)), encoding="utf-8")
+    return rows, [f"precomputed:file={path}:column={c}:as={c}" for c in scores]
+
+
+def test_the_leaderboard_across_dimensions_reruns_the_others_and_notes_what_it_cannot_do(tmp_path):
+    import functools
+
+    from styleeval.errors import UserError
+    from styleeval.metaeval.leaderboard import leaderboard_across_dimensions, leaderboard_dimensions
+
+    rows, specs = _two_dimension_rows(80, np.random.default_rng(3), tmp_path / "scores.csv")
+    run_on = functools.partial(run_metaeval, ["toy"], specs, loader=lambda name: rows, n_boot=0)
+    first = run_on(dimension="content")
+    asked: list[str] = []
+
+    def rerun(**options):
+        asked.append(options["dimension"])
+        return run_on(**options)
+
+    notes: list[str] = []
+    board = leaderboard_across_dimensions(first, rerun, trials=5, n_boot=0, note=notes.append)
+    assert asked == ["style", "fluency"]  # the run's own dimension is not run again
+    assert board.equals(build_leaderboard([first, run_on(dimension="style")], trials=5, n_boot=0))
+    assert sorted(set(board.dimension)) == ["content", "style"]
+    acc = board[board.statistic == "acc_eq"].set_index(["dimension", "rank"])["metric"]
+    assert (acc["content", 1], acc["style", 1]) == ("meaning", "styled")  # each dimension's own run
+    assert len(notes) == 2 and notes[0].startswith("leaderboard: no fluency ratings (")
+    assert notes[1] == ("leaderboard: with 5 permutations no p-value is below 0.167, above alpha = 0.05: no metric "
+                        "can be separated from another (every metric in cluster 1); use more trials")
+    asked.clear()
+    only = leaderboard_across_dimensions(first, rerun, ["style"], trials=5, n_boot=0)
+    assert asked == ["style"] and only.equals(board[board.dimension == "style"].reset_index(drop=True))
+    assert leaderboard_dimensions(["fluency", "style", "content"], "style") == ["style", "fluency", "content"]
+    assert leaderboard_dimensions(None, "style") == ["content", "style", "fluency"]
+    for chosen, unknown in ((["tone", "style"], "tone"), ([], "(none)")):
+        with pytest.raises(UserError) as caught:
+            leaderboard_across_dimensions(first, run_on, chosen)
+        assert str(caught.value) == f"dimensions: unknown dimension(s) {unknown}; choose from content, style, fluency"

@@ -226,6 +226,8 @@ def test_wordnet_is_copied_from_a_system_install_with_lexnames(monkeypatch, tmp_
     assert (wordnet / "lexnames").read_text(encoding="utf-8") == _nltk_data.lexnames_text()
     assert _nltk_data.wordnet_version(wordnet) == "3.0"
     assert not [p for p in wordnet.parents[1].iterdir() if p.name.startswith(".staging")]
+    assert [p.name for p in wordnet.parent.iterdir()] == ["wordnet"]  # no temporary folder beside it (atomic_dir)
+    assert [p.name for p in punkt.parent.iterdir()] == ["english"]
     assert _nltk_data.ensure_meteor_data() == (wordnet, punkt)  # found in the cache now, nothing copied again
     # a WordNet of another version is not taken, and the reason is given
     other = tmp_path / "wn31"
@@ -327,3 +329,6 @@ def test_online_both_come_from_nltks_downloader(monkeypatch, tmp_path, debian_wo
     assert _nltk_data.wordnet_version(got_wordnet) == "3.0"
     assert {p.name: p.read_bytes() for p in got_punkt.iterdir()} == {p.name: p.read_bytes() for p in english.iterdir()}
     assert sorted(p.name for p in root.iterdir()) == ["corpora", "tokenizers"]  # no staging folder left
+    assert [p.name for p in got_wordnet.parent.iterdir()] == ["wordnet"]  # nor a temporary one, nor the zips
+    assert sorted(p.name for p in got_punkt.parent.iterdir()) == ["english"]
+    assert ".download" not in {p.name for p in (*got_wordnet.iterdir(), *got_punkt.iterdir())}

@@ -19,6 +19,7 @@ from styleeval.metrics.chrf import SourceChrF, sentence_chrf
 from styleeval.metrics.registry import metric_options
 from styleeval.metrics.ter import sentence_ter
 from styleeval.scoring import ScoresCache, ScoringInputs, score_dataset
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
 
 SOURCES = ["The cat sat on the mat.", "I HATE this place—never again!", "see u tmrw at the café"]
@@ -130,7 +131,7 @@ def lai(data_dir) -> list[dict]:
 def test_corpus_scores_are_sacrebleus_with_the_same_arguments(lai):
     specs = ["s_chrf:word_order=2", "r_bleu:tokenize=intl:lowercase=yes", "s_ter:case_sensitive=yes:no_punct=yes",
              "s_chrf"]
-    report = evaluate_systems(lai, specs, trials=20, n_boot=20, progress=False)
+    report = evaluate_systems(lai, specs, settings=TestSettings(trials=20, n_boot=20), progress=False)
     table = report.systems.set_index(["metric", "system"])
     assert set(table.index.get_level_values("metric")) == {"s_chrf++", "r_bleu", "s_ter", "s_chrf"}
     for system in ("HIGH", "NIU", "ZHOU"):
@@ -218,7 +219,8 @@ def test_an_option_given_twice_and_specs_shown_alike_are_refused_naming_them():
                                                       "as S-chrF"),
     ]:
         with pytest.raises(UserError) as err:
-            evaluate_systems(rows, metrics, trials=10, n_boot=0)
+            evaluate_systems(rows, metrics, settings=TestSettings(trials=10, n_boot=0))
         assert str(err.value).startswith(message), str(err.value)
-    report = evaluate_systems(rows, ["s_bleu", "s_bleu:tokenize=intl:as=S-BLEU-intl"], trials=10, n_boot=0)
+    report = evaluate_systems(rows, ["s_bleu", "s_bleu:tokenize=intl:as=S-BLEU-intl"],
+                              settings=TestSettings(trials=10, n_boot=0))
     assert sorted(set(report.systems["metric"])) == ["S-BLEU-intl", "s_bleu"]

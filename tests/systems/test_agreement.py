@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import sacrebleu
 
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
 
 
@@ -28,7 +29,7 @@ def lai_rows(data_dir) -> list[dict]:
 def lai_report(lai_rows):
     """The README's example (S-BLEU, S-chrF, R-chrF) with S-TER and the mean of sentence chrF beside them."""
     return evaluate_systems(lai_rows, ["s_bleu", "s_chrf", "r_chrf", "s_ter", "s_chrf:agg=mean:as=chrf_mean"],
-                            sort_by="human_content", trials=50, n_boot=20)
+                            sort_by="human_content", settings=TestSettings(trials=50, n_boot=20))
 
 
 def test_every_metric_is_compared_on_the_systems_and_rows_all_of_them_score(lai_report, lai_rows):
@@ -145,7 +146,7 @@ def test_s_bleu_s_two_system_level_numbers_are_labelled_as_two_statistics(lai_re
 def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():
     """System C lacks a human rating on one source: the agreement compares every system on the other sources, and
     the corpus BLEU of A and B there is sacrebleu's on those rows, not the systems table's over all of them."""
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     sources = [f"the cat number {i} sat on the mat today and looked at the bird" for i in range(6)]
     outputs = {"A": [s.replace("cat", "dog") for s in sources], "B": [s.upper() for s in sources],
@@ -153,7 +154,7 @@ def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():
     rows = [{"source": s, "rewrite": r, "style": "formal", "system": name,
              "human_content": (k + 1) * 10.0 + i % 3 if not (name == "C" and i == 0) else None}
             for k, (name, rewrites) in enumerate(outputs.items()) for i, (s, r) in enumerate(zip(sources, rewrites, strict=True))]
-    report = evaluate_systems(rows, ["s_bleu"], trials=20, n_boot=10)
+    report = evaluate_systems(rows, ["s_bleu"], settings=TestSettings(trials=20, n_boot=10))
     row = report.agreement.iloc[0]
     assert row.n_systems == 4 and row.n_rows == 20 and row.left_out == ""
     shared = {name: sacrebleu.corpus_bleu(rewrites[1:], [sources[1:]]).score for name, rewrites in outputs.items()}
@@ -161,7 +162,8 @@ def test_a_corpus_score_is_recomputed_on_the_shared_rows_where_they_are_fewer():
     assert row.pearson == pytest.approx(np.corrcoef(list(shared.values()), human)[0, 1], abs=1e-12)
     table = report.systems[report.systems["metric"] == "s_bleu"].set_index("system")["score"]
     assert table["A"] == pytest.approx(sacrebleu.corpus_bleu(outputs["A"], [sources]).score)  # all 6 rows there
-    again = compare_systems(report.scores, report.signatures, report.higher_is_better, trials=20, n_boot=10)
+    again = compare_systems(report.scores, report.signatures, report.higher_is_better,
+                            settings=TestSettings(trials=20, n_boot=10))
     means = report.scores[report.scores["source_id"] != sources[0]].groupby("system")["s_bleu"].mean()
     assert again.agreement.iloc[0]["aggregate"] == "mean" and again.agreement.iloc[0].n_rows == 20
     assert again.agreement.iloc[0].pearson == pytest.approx(np.corrcoef(means, human)[0, 1], abs=1e-12)

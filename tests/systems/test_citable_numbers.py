@@ -16,8 +16,9 @@ import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF, TER
 
 from styleeval import stats
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import compare_systems
+from styleeval.systems.comparison import compare_systems
 
 SOURCES = [f"the cat number {i} sat on the mat today and looked at the bird" for i in range(12)]
 
@@ -40,7 +41,7 @@ def lai(data_dir) -> list[dict]:
 def test_corpus_scores_equal_sacrebleu(lai, kind):
     systems = ["HIGH", "NIU", "ZHOU"]
     rows = [r for r in lai if r["system"] in systems]
-    report = evaluate_systems(rows, [f"s_{kind}", f"r_{kind}"], trials=20, n_boot=20)
+    report = evaluate_systems(rows, [f"s_{kind}", f"r_{kind}"], settings=TestSettings(trials=20, n_boot=20))
     table = report.systems.set_index(["metric", "system"])
     corpus = {"bleu": sacrebleu.corpus_bleu, "chrf": sacrebleu.corpus_chrf, "ter": sacrebleu.corpus_ter}[kind]
     for system in systems:
@@ -57,7 +58,7 @@ def test_corpus_scores_equal_sacrebleu(lai, kind):
         assert sentence == pytest.approx(np.mean(report.scores[report.scores.system == system][f"s_{kind}"]))
     low, high = table.loc[(f"s_{kind}", "HIGH"), ["ci_low", "ci_high"]]
     assert low < table.loc[(f"s_{kind}", "HIGH"), "score"] < high
-    means = evaluate_systems(rows, [f"s_{kind}:agg=mean"], trials=20, n_boot=20).systems
+    means = evaluate_systems(rows, [f"s_{kind}:agg=mean"], settings=TestSettings(trials=20, n_boot=20)).systems
     assert (means["aggregate"] == "mean").all() and np.allclose(means["score"], means["mean"])
 
 
@@ -131,7 +132,7 @@ def test_source_ids_with_gaps_are_refused_and_ids_keep_their_text():
     with pytest.raises(ValueError, match=r"source_id is missing in 1 rows \(row 2\)"):
         evaluate_systems(frame, ["s_bleu"])
     frame["source_id"] = [1.0, 2.0, 3.0, 1.0, 2.0, 3.0]
-    report = evaluate_systems(frame, ["s_bleu"], trials=20, n_boot=20)
+    report = evaluate_systems(frame, ["s_bleu"], settings=TestSettings(trials=20, n_boot=20))
     assert sorted(set(report.scores["source_id"])) == ["1", "2", "3"]
 
 
@@ -143,7 +144,7 @@ def test_systems_covering_different_sources_are_ranked_on_the_shared_ones():
     b = a[:20] + 3.0  # B is better than A on every shared source
     frame = pd.DataFrame({"row": range(120), "system": ["A"] * 100 + ["B"] * 20, "source_id": sources + sources[:20],
                           "m": np.concatenate([a, b])})
-    report = compare_systems(frame, {"m": "m|v:1"}, trials=500, n_boot=100)
+    report = compare_systems(frame, {"m": "m|v:1"}, settings=TestSettings(trials=500, n_boot=100))
     assert report.ranking("m") == ["B", "A"]  # the mean of A over its 100 sources would put A first
     table = report.systems.set_index("system")
     assert table.loc["B", "cluster"] == 1 and table.loc["A", "cluster"] == 2
@@ -158,7 +159,8 @@ def test_a_multi_reference_csv_cell_is_a_json_list_or_columns(tmp_path, lai):
     from styleeval.cli import main
 
     rows = [r for r in lai if r["system"] == "HIGH"][:30]
-    want = evaluate_systems(rows, ["r_chrf"], trials=10, n_boot=10).systems["score"].iloc[0]
+    want = evaluate_systems(rows, ["r_chrf"], settings=TestSettings(trials=10, n_boot=10)).systems[
+        "score"].iloc[0]
     as_json = tmp_path / "json.csv"
     as_columns = tmp_path / "columns.csv"
     with open(as_json, "w", newline="", encoding="utf-8") as fh, open(as_columns, "w", newline="",
@@ -228,7 +230,8 @@ def test_corpus_ar_on_one_to_four_sources_is_never_significant_and_noted(n):
 def test_identical_corpus_outputs_get_p_one_in_both_tests():
     rows = _rows({"A": SOURCES, "B": SOURCES, "C": ["x"] * len(SOURCES)})
     for test in ("ar", "bootstrap"):
-        pairs = evaluate_systems(rows, ["s_chrf"], test=test).pairs.set_index(["system_a", "system_b"])
+        pairs = evaluate_systems(rows, ["s_chrf"], settings=TestSettings(test=test)).pairs.set_index(
+            ["system_a", "system_b"])
         assert pairs.loc[("A", "B"), "p"] == 1.0 and pairs.loc[("A", "C"), "p"] < 0.01
 
 
@@ -246,7 +249,7 @@ def test_alpha_out_of_reach_checks_the_holm_adjusted_floor(systems, test, noted)
     2 / 1001 < 0.05 (21 pairs: 0.042); 105 pairs x 1 / 2001 (sampled AR, 20 sources) > 0.05 (91 pairs: 0.045). One
     rule for mean metrics and human columns."""
     frame = _frame(systems, 20, step=5.0)
-    report = compare_systems(frame, {"m": "m|v:1"}, test=test, trials=2000)
+    report = compare_systems(frame, {"m": "m|v:1"}, settings=TestSettings(test=test, trials=2000))
     for label in ("m", "human_x"):
         said = [n for n in report.notes if n.startswith(f"{label}: with ")]
         assert bool(said) == noted, (label, report.notes)
@@ -261,7 +264,7 @@ def test_alpha_out_of_reach_checks_the_holm_adjusted_floor(systems, test, noted)
 def test_alpha_out_of_reach_covers_corpus_metrics(systems, noted):
     """100 trials: the floor is 1 / 101; 3 pairs x 1/101 < 0.05, 15 pairs x 1/101 > 0.05."""
     rows = _rows({f"S{k}": [s if j % (k + 2) else "x" for j, s in enumerate(SOURCES)] for k in range(systems)})
-    report = evaluate_systems(rows, ["s_chrf"], trials=100)
+    report = evaluate_systems(rows, ["s_chrf"], settings=TestSettings(trials=100))
     said = [n for n in report.notes if n.startswith("s_chrf: with 12 paired sources the ar test cannot give p below")]
     assert bool(said) == noted, report.notes
 

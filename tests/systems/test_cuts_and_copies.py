@@ -13,8 +13,10 @@ import pandas as pd
 import pytest
 
 from styleeval.cli import main
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import ReferenceCopyWarning, compare_systems
+from styleeval.systems.comparison import compare_systems
+from styleeval.systems.inputs import ReferenceCopyWarning
 
 SOURCES = [f"the cat number {i} sat on the mat today" for i in range(10)]
 
@@ -79,7 +81,7 @@ def test_a_metric_with_missing_scores_names_the_systems_it_cuts():
     m[10:12] = np.nan  # B has no m score on s0, s1
     frame = pd.DataFrame({"row": range(30), "system": ["A"] * 10 + ["B"] * 10 + ["C"] * 10,
                           "source_id": sources * 3, "m": m, "k": rng.normal(0, 1, 30)})
-    report = compare_systems(frame, {"m": "m|v:1", "k": "k|v:1"}, trials=100, n_boot=20)
+    report = compare_systems(frame, {"m": "m|v:1", "k": "k|v:1"}, settings=TestSettings(trials=100, n_boot=20))
     assert ("m: scores are missing on some sources: B has none on 2 of 10 ('s0', 's1'); m compares the systems on the "
             "8 of 10 scored sources that every scored system has: 24 of 28 scored rows") in report.notes
     assert not any(n.startswith("k:") and "missing" in n for n in report.notes)
@@ -91,7 +93,7 @@ def test_a_metric_with_missing_scores_names_the_systems_it_cuts():
 def _copies(rows: list[dict], metrics: list[str]):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = evaluate_systems(rows, metrics, trials=50, n_boot=20)
+        report = evaluate_systems(rows, metrics, settings=TestSettings(trials=50, n_boot=20))
     return report, [w.message for w in caught if isinstance(w.message, ReferenceCopyWarning)]
 
 

@@ -14,11 +14,12 @@ import sacrebleu
 from styleeval.cli import main
 from styleeval.corpora import SPECS, load_corpus, systems_corpora
 from styleeval.errors import UserError
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
 from styleeval.systems.dataset import dataset_rows
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-FAST = {"trials": 200, "n_boot": 50}
+FAST = {"settings": TestSettings(trials=200, n_boot=50)}
 
 
 def _hand_made_rows(data_dir) -> list[dict]:
@@ -190,3 +191,26 @@ def test_a_reader_that_goes_away_ends_evaluate_quietly(tmp_path, data_dir):
         os.close(write)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert (tmp_path / "out" / "report.md").is_file()  # the report was written before the table was printed
+
+
+def test_one_rule_chooses_the_input_phrased_for_each_interface():
+    """The command and the Python API refuse the same choices (issue 48: one check_input_choice), each in its words."""
+    from styleeval.errors import advising
+    from styleeval.systems.dataset import check_input_choice
+
+    cases = [((False, None), "give the files of system outputs (IN ...) or --dataset NAME (a rated corpus's systems)",
+              "give the rows to evaluate, or dataset=NAME for a rated corpus's systems"),
+             ((True, "mir_yelp"), "give IN files or --dataset mir_yelp, not both (a.csv b.csv)",
+              "give rows or dataset='mir_yelp', not both"),
+             ((False, "mir_yelp", "formal"),
+              "--style with --dataset: the corpus names each row's system and target style; leave --style out",
+              "style='formal' with dataset='mir_yelp': the corpus gives each row its target style; leave style out")]
+    for arguments, cli, python in cases:
+        with pytest.raises(UserError) as caught, advising("cli"):
+            check_input_choice(*arguments, files=["a.csv", "b.csv"])
+        assert str(caught.value) == cli
+        with pytest.raises(UserError) as caught:
+            check_input_choice(*arguments)
+        assert str(caught.value) == python
+    check_input_choice(True, None, "formal")  # rows with one style for all: fine
+    check_input_choice(False, "mir_yelp")

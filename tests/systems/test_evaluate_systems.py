@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from styleeval.cli import main
-from styleeval.stats import approximate_randomization
+from styleeval.stats import TestSettings, approximate_randomization
 from styleeval.systems import evaluate_systems
 
 
@@ -75,13 +75,14 @@ def test_one_source_with_two_styles_or_two_sets_of_references_is_an_error():
         r["references"] = ["hi there", "hello"]
     reordered = [dict(r) for r in rows]
     reordered[-1]["references"] = ["hello", "hi there"]  # the same references in another order: the same scores
-    assert evaluate_systems(reordered, ["r_chrf"], n_boot=10, trials=10).systems["n"].tolist() == [2, 2]
+    assert evaluate_systems(reordered, ["r_chrf"], settings=TestSettings(n_boot=10, trials=10)).systems[
+        "n"].tolist() == [2, 2]
     rows[-1]["references"] = ["hey there"]
     with pytest.raises(ValueError, match=r"row 3: source .* has the references \['hey there'\] but .* at row 1"):
         evaluate_systems(rows, ["r_chrf"])
     rows[-1]["references"] = None  # a system without references (the human references themselves): fine
-    assert evaluate_systems(rows, ["r_chrf"], n_boot=10, trials=10).systems.set_index("system")["n"].to_dict() == {
-        "A": 1, "B": 1}  # compared on the source both have scored
+    assert evaluate_systems(rows, ["r_chrf"], settings=TestSettings(n_boot=10, trials=10)).systems.set_index(
+        "system")["n"].to_dict() == {"A": 1, "B": 1}  # compared on the source both have scored
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +99,8 @@ def test_lai_systems_copy_and_references(lai_rows):
     """An identical copy of a system is never significantly different from it; Lai's human references differ
     significantly from the best S-chrF system."""
     best_copy = [{**r, "system": "RAO-copy"} for r in lai_rows if r["system"] == "RAO"]
-    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf", trials=1000, n_boot=200)
+    report = evaluate_systems(lai_rows + best_copy, ["s_chrf", "r_chrf"], sort_by="s_chrf",
+                              settings=TestSettings(trials=1000, n_boot=200))
     ranking = report.ranking("s_chrf")  # by sacrebleu's corpus chrF: HIGH first, then RAO and its copy
     assert ranking[0] == "HIGH" and abs(ranking.index("RAO") - ranking.index("RAO-copy")) == 1
     pairs = report.pairs.set_index(["metric", "system_a", "system_b"])
@@ -191,7 +193,7 @@ def test_sharded_evaluate_puts_the_shards_together(tmp_path, tiny_model_dir, cap
 def test_ratings_and_scores_that_overflow_a_mean_are_refused_naming_the_row():
     """A rating of 1e308 is finite, but a mean over it is not (issue 38, item 7: the report showed an infinite mean
     without a note): refused before any scoring, naming the row and the column; a metric's scores likewise."""
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rows = _rows({"A": SOURCES[:4], "B": SOURCES[:4]}, SOURCES[:4])
     for i, row in enumerate(rows):
@@ -200,7 +202,7 @@ def test_ratings_and_scores_that_overflow_a_mean_are_refused_naming_the_row():
     with pytest.raises(ValueError, match=r"row 5: human_content is 1e\+308, too large: a mean or a test over 8 rows "
                                          r"would overflow \(ratings must be within \+-2\.37e\+153\)"):
         evaluate_systems(rows, ["s_bleu"])
-    from styleeval.systems.evaluation import magnitude_limit
+    from styleeval.systems.inputs import magnitude_limit
 
     assert magnitude_limit(8) == pytest.approx(2.37e153, rel=1e-3) and magnitude_limit(10**6) > 6e150
     rows[5]["human_content"] = -1e150  # large, but its means, variances and tests stay finite

@@ -161,6 +161,7 @@ def test_the_terminal_table_fits_the_width_and_keeps_every_number():
     """8 metric columns at width 80 and 200 (issue 40, item 4): no line longer than the width, every cell of the
     systems table and of the agreement tables whole on one line and under its system and metric (parsed back);
     columns that do not fit go into tables stacked below, and with few systems, systems become the columns."""
+    from styleeval.stats import TestSettings
     from styleeval.systems.evaluation import evaluate_systems
     from styleeval.systems.report import _agreement_tables, _cells
 
@@ -173,7 +174,8 @@ def test_the_terminal_table_fits_the_width_and_keeps_every_number():
              "human_content": float((i + k) % 4), "human_style": float((i * k) % 3)}
             for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts, strict=True))]
     for systems in (rewrites, list(rewrites)[:4], ["copy", "UPPER"]):
-        report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT), trials=50, n_boot=20)
+        report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT),
+                                  settings=TestSettings(trials=50, n_boot=20))
         header, body = _cells(report)
         assert len(header) == 9 and len(" | ".join(header + body[0])) > 200  # as wide as it was
         expected = {(r[0], h): c for r in body for h, c in zip(header[1:], r[1:], strict=True)}
@@ -236,6 +238,7 @@ def test_two_systems_that_do_not_fit_side_by_side_are_compared_in_every_table(tm
     """Issue 47, item 7: with 2 systems on a terminal too narrow for both as columns, the terminal printed one table
     per system (metrics as rows: ``copy``'s table, then ``UPPER``'s), nothing compared; now systems are the rows, as
     with 3 systems at that width, every table showing both. 1 and 3 systems, and 2 where both fit, are unchanged."""
+    from styleeval.stats import TestSettings
     from styleeval.systems.evaluation import evaluate_systems
 
     rewrites = {"copy": SOURCES, "UPPER": [s.upper() for s in SOURCES], "dog": [s.replace("cat", "dog") for s in SOURCES]}
@@ -246,7 +249,7 @@ def test_two_systems_that_do_not_fit_side_by_side_are_compared_in_every_table(tm
     layouts = {}
     for systems in (["copy"], ["copy", "UPPER"], ["copy", "UPPER", "dog"]):
         report = evaluate_systems([r for r in rows if r["system"] in systems], ["s_bleu", "s_chrf", "s_ter"],
-                                  trials=50, n_boot=20)
+                                  settings=TestSettings(trials=50, n_boot=20))
         for width in (60, 100):
             text = report.to_text(width=width)
             assert max(map(len, text.splitlines())) <= width

@@ -12,8 +12,9 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
 
 from styleeval import stats
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
-from styleeval.systems.evaluation import compare_systems
+from styleeval.systems.comparison import compare_systems
 
 SYSTEMS = ("BART", "YI")
 TRIALS, N_BOOT = 2000, 1000  # sacrebleu's per-trial scores are slow; its CLI's defaults are tested in test_citable_numbers
@@ -55,12 +56,12 @@ def test_text_ids_in_input_order_give_sacrebleus_p_values_and_padding_them_chang
     assert ids == [str(i) for i in range(80)] and sorted(ids) != ids  # text ids, lexicographic order differs
     assert test != "ar" or untied(lai)
     metrics = ["s_bleu", "s_chrf", "s_chrf:agg=mean:as=chrf_mean"]
-    report = evaluate_systems(lai, metrics, test=test, trials=TRIALS, n_boot=N_BOOT)
+    report = evaluate_systems(lai, metrics, settings=TestSettings(test=test, trials=TRIALS, n_boot=N_BOOT))
     pairs = report.pairs.set_index("metric")
     for label, theirs in sacrebleu_p(lai, test).items():
         assert pairs.loc[label, "p"] == theirs, (label, test)
-    padded = evaluate_systems([{**r, "source_id": r["source_id"].zfill(3)} for r in lai], metrics, test=test,
-                              trials=TRIALS, n_boot=N_BOOT)
+    padded = evaluate_systems([{**r, "source_id": r["source_id"].zfill(3)} for r in lai], metrics,
+                              settings=TestSettings(test=test, trials=TRIALS, n_boot=N_BOOT))
     pd.testing.assert_frame_equal(padded.pairs, report.pairs)
     pd.testing.assert_frame_equal(padded.systems, report.systems)
 
@@ -79,9 +80,10 @@ def test_compare_systems_draws_over_sources_in_order_of_first_appearance():
 
     in_order = list(range(n))
     text = frame([str(i) for i in range(n)], in_order)  # "10" sorts before "2"
-    report = compare_systems(text, {"m": "m|v:1"}, trials=500, n_boot=500)
+    report = compare_systems(text, {"m": "m|v:1"}, settings=TestSettings(trials=500, n_boot=500))
     for ids, b_order in (([f"{i:03d}" for i in range(n)], in_order), ([str(i) for i in range(n)], in_order[::-1]),
                          ([f"z{n - i}" for i in range(n)], in_order)):
-        other = compare_systems(frame(ids, b_order), {"m": "m|v:1"}, trials=500, n_boot=500)
+        other = compare_systems(frame(ids, b_order), {"m": "m|v:1"},
+                                settings=TestSettings(trials=500, n_boot=500))
         pd.testing.assert_frame_equal(other.pairs, report.pairs)
         pd.testing.assert_frame_equal(other.systems, report.systems)

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from matplotlib.text import Text
 
+from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
 from styleeval.systems.report import tradeoff_figure
 
@@ -70,7 +71,7 @@ def test_lai_names_cover_no_name_point_or_error_bar_and_the_axes_say_they_are_hu
 
 def _crowded_report(scale: float = 1.0, offset: float = 0.0):
     """Systems whose points nearly coincide (NIU / HIGH / referBART, DualRL / StyTrans), error bars crossing them."""
-    from styleeval.systems.evaluation import compare_systems
+    from styleeval.systems.comparison import compare_systems
 
     rng = np.random.default_rng(0)
     where = {"NIU": (0.50, 0.30), "HIGH": (0.501, 0.301), "referBART": (0.505, 0.298), "copy": (0.9, 0.05),
@@ -79,7 +80,8 @@ def _crowded_report(scale: float = 1.0, offset: float = 0.0):
              "logprob_content": c + rng.normal(0, 0.01), "s_ter": offset + scale * (-s + rng.normal(0, 0.01))}
             for k, (name, (c, s)) in enumerate(where.items()) for i in range(40)]
     return compare_systems(pd.DataFrame(rows), {"logprob_content": "lc|x", "s_ter": "st|x"},
-                           {"logprob_content": True, "s_ter": False}, n_boot=200, trials=100), set(where)
+                           {"logprob_content": True, "s_ter": False},
+                           settings=TestSettings(n_boot=200, trials=100)), set(where)
 
 
 def test_crowded_names_cover_nothing_and_the_axes_are_named():
@@ -143,7 +145,8 @@ def test_without_a_content_and_a_style_metric_no_figure_is_said_not_silent(tmp_p
     sources = [f"the cat number {i} sat on the mat today" for i in range(4)]
     rows = [{"system": name, "source": s, "rewrite": f(s), "style": "formal"} for name, f in (("A", str.upper),
                                                                                             ("B", str)) for s in sources]
-    report = evaluate_systems(rows, ["s_bleu", "s_chrf"], n_boot=10, trials=10, progress=False)
+    report = evaluate_systems(rows, ["s_bleu", "s_chrf"], settings=TestSettings(n_boot=10, trials=10),
+                              progress=False)
     with pytest.raises(UserError, match=r"no tradeoff figure: it plots a content metric .* this report has s_bleu, "
                                         r"s_chrf; add one of each"):
         report.plot(tmp_path / "tradeoff.png")

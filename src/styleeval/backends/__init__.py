@@ -7,7 +7,8 @@ apps) passes the name and the options through, asks a backend for capabilities, 
 only :class:`BackendError`.
 
 Registering a backend: :func:`register_backend` (in code), or an entry point in the ``styleeval.backends`` group
-(``name = "package.module:Class"``), found the first time the registry is read. Its declared ``options`` join the
+(``name = "package.module:Class"``), found the first time the registry (:data:`BACKENDS`, a
+:class:`~styleeval.registry.Registry`) is read and imported when that backend is. Its declared ``options`` join the
 CLI, the evaluate modules' keywords and the metric-spec options (:mod:`styleeval.options`).
 """
 
@@ -28,63 +29,63 @@ from styleeval.backends.base import (
 )
 from styleeval.errors import UserError
 from styleeval.optiontypes import Option, merge_options
+from styleeval.registry import Registry
 
-__all__ = ["Backend", "BackendError", "Decoding", "Identity", "TokenTree", "backend_class", "backend_names",
-           "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend", "split_options", "verify_shared",
+__all__ = ["BACKENDS", "Backend", "BackendError", "Decoding", "Identity", "TokenTree", "backend_class", "backend_names",
+           "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend",
+           "split_options", "unregister_backend", "verify_shared",
            "CANDIDATE_LOGPROBS", "PREFIX_REUSE", "SERVER_CHAT", "TREE_LOGPROBS"]
 
 DEFAULT_BACKEND = "local"
 URL_BACKEND = "openai"
 """The backend chosen when none is named: ``openai`` where a ``base_url`` is given, else ``local``."""
 
-_REGISTRY: dict[str, type[Backend]] = {}
-_ENTRY_POINTS_READ = False
+def _is_backend(name: str, cls: object) -> None:
+    if not isinstance(cls, type) or not issubclass(cls, Backend):
+        raise TypeError(f"register_backend: {cls!r} is not a Backend subclass")
+
+
+BACKENDS: Registry[type[Backend]] = Registry("backend", group="styleeval.backends", check=_is_backend)
+"""Backend name -> class (:class:`~styleeval.registry.Registry`): the built-in ones as lazy entries (their modules,
+numpy, torch, urllib3, imported when one is read), the ``styleeval.backends`` entry points' on first read, and any
+:func:`register_backend` adds."""
+BACKENDS.add("local", "styleeval.backends.local:LocalBackend")
+BACKENDS.add("openai", "styleeval.backends.openai_server:ServerBackend")
+BACKENDS.add("llamacpp", "styleeval.backends.llamacpp:LlamaCppBackend")  # imports llama_cpp when a model is opened
 
 
 def register_backend(cls: type[Backend], name: str | None = None) -> type[Backend]:
     """Register a :class:`Backend` subclass under ``name`` (default: its ``name``); usable as a class decorator.
-    Its options must not redefine an option another backend declares with another type."""
+    Its options must not redefine an option another backend declares with another type; a name taken by another
+    class is a ``ValueError``."""
+    _is_backend("", cls)
     name = name or cls.name
-    if not isinstance(cls, type) or not issubclass(cls, Backend):
-        raise TypeError(f"register_backend: {cls!r} is not a Backend subclass")
     if not name or name == "abstract":
         raise ValueError(f"register_backend: {cls.__name__} needs a name (class attribute name)")
-    merge_options([*((n, c.options) for n, c in _registry().items() if n != name), (name, cls.options)])
-    _REGISTRY[name] = cls
+    merge_options([*((n, BACKENDS[n].options) for n in BACKENDS.names() if n != name), (name, cls.options)])
+    BACKENDS.add(name, cls, lazy=False)
     return cls
 
 
 def unregister_backend(name: str) -> None:
     """Remove a registered backend (tests, plugins reloaded)."""
-    _REGISTRY.pop(name, None)
-
-
-def _registry() -> dict[str, type[Backend]]:
-    global _ENTRY_POINTS_READ
-    if not _ENTRY_POINTS_READ:
-        _ENTRY_POINTS_READ = True
-        from importlib.metadata import entry_points
-
-        for entry in entry_points(group="styleeval.backends"):
-            if entry.name not in _REGISTRY:
-                register_backend(entry.load(), entry.name)
-    return _REGISTRY
+    BACKENDS.unregister(name)
 
 
 def backend_names() -> list[str]:
     """The registered backends' names."""
-    return list(_registry())
+    return BACKENDS.names()
 
 
 def backend_options() -> list[Option]:
     """Every registered backend's options, merged by name (each records which backends take it)."""
-    return merge_options((name, cls.options) for name, cls in _registry().items())
+    return merge_options((name, cls.options) for name, cls in BACKENDS.items())
 
 
 def backend_class(backend: str | None = None, base_url: str | None = None) -> type[Backend]:
     """The registered class named ``backend``; ``None``: ``openai`` where ``base_url`` is given, else ``local``."""
     name = backend or (URL_BACKEND if base_url is not None else DEFAULT_BACKEND)
-    registry = _registry()
+    registry = BACKENDS
     if name not in registry:
         raise UserError(f"backend must be one of {', '.join(registry)}, got {name!r}")
     return registry[name]
@@ -151,26 +152,12 @@ def given_or_open(given: Backend | str | None, model: Any = None, base_url: str 
 def verify_shared() -> None:
     """Probe every shared backend again (:meth:`Backend.verify_identity`): what a long run does before it compares
     the signatures it started with."""
-    for cls in _registry().values():
+    for _, cls in BACKENDS.loaded_items():  # a backend never imported was never opened
         for backend in cls.shared_instances():
             backend.verify_identity()
 
 
 def clear_shared() -> None:
     """Forget every shared backend and loaded model (the next :func:`shared_backend` call loads again)."""
-    for cls in _registry().values():
+    for _, cls in BACKENDS.loaded_items():
         cls.forget_shared()
-
-
-def _register_builtin() -> None:
-    # llamacpp imports llama_cpp (an optional extra) only when a model is opened
-    from styleeval.backends.llamacpp import LlamaCppBackend
-    from styleeval.backends.local import LocalBackend
-    from styleeval.backends.openai_server import ServerBackend
-
-    register_backend(LocalBackend)
-    register_backend(ServerBackend)
-    register_backend(LlamaCppBackend)
-
-
-_register_builtin()

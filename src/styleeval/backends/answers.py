@@ -12,11 +12,14 @@ is used, so that a cut, reordered or foreign answer is an error, never a score.
   the client tokenizer's.
 - :func:`size_limit`: the most bytes an answer to a request may decode to (the transport refuses a larger one, a gzip
   bomb among them, before holding more).
-- :func:`loads` / :func:`dumps`: other JSON (orjson).
+- :func:`loads` / :func:`dumps`: other JSON (msgspec too), as strict as orjson was (:func:`dumps` refuses what
+  orjson refused and msgspec would write: keys that are not strings, integers beyond 64 bits, bytes, sets, nesting
+  deeper than 254).
 
 msgspec rather than a generic parser: it validates the schema in C, and its structs are not tracked by Python's
 garbage collector, so that reading ~500 log-probability entries a row does not set off full collections of the
-process's objects (with orjson's dicts: 2x the allocations and 5x the time in full collections; docs/benchmarks.md).
+process's objects (with orjson's dicts, measured before orjson was dropped: 2x the allocations and 5x the time in
+full collections; docs/benchmarks.md).
 An answer with ``NaN`` or ``Infinity`` (not JSON, but Python's json writes them) is read by the standard library so
 that the value check names the value. A problem raises :class:`AnswerError` saying what the server did; the client
 adds its URL and the row.
@@ -29,7 +32,6 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import msgspec
-import orjson
 
 LOWEST_LOGPROB = -3.4028234663852886e38
 """float32's lowest finite value (``numpy.finfo(numpy.float32).min``): scores are float32 tensors, where a lower number
@@ -136,16 +138,75 @@ def _prompt_sizes(prompt: Any, messages: Any) -> list[int]:
     return [(len(p.encode()) if isinstance(p, str) else len(p)) + PROMPT_EXTRA_TOKENS for p in prompt]
 
 
+JSON_INTS = (-(1 << 63), (1 << 64) - 1)
+"""The integers :func:`dumps` writes: a signed or unsigned 64-bit integer (what orjson wrote; a server reads no
+more)."""
+JSON_DEPTH = 254
+"""The most lists and objects inside one another :func:`dumps` writes (orjson's limit)."""
+
+
+def _plain(value: Any) -> Any:
+    """A ``str`` subclass (``numpy.str_``: orjson wrote it) as the ``str`` msgspec writes; anything else msgspec
+    cannot write is refused as orjson refused it."""
+    if isinstance(value, str):
+        return str(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__module__}.{type(value).__qualname__}")
+
+
+_UNREADABLE = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+"""What msgspec raises for bytes that are no JSON: malformed or cut (``DecodeError``), not UTF-8, nested deeper than
+Python's recursion limit."""
+_ENCODER = msgspec.json.Encoder(enc_hook=_plain)
+_ANY_DECODER = msgspec.json.Decoder()
+
+
+def refuse_unwritable(value: Any, depth: int = 0) -> None:
+    """Raise ``TypeError`` (orjson's words) for what orjson refused to write and msgspec would write: a dict key
+    that is not a string, an integer beyond 64 bits, bytes, a set, nesting deeper than :data:`JSON_DEPTH`."""
+    if depth >= JSON_DEPTH and isinstance(value, (dict, list, tuple)):
+        raise TypeError("Recursion limit reached")
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError("Dict key must be str")
+        for item in value.values():
+            refuse_unwritable(item, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        kinds = set(map(type, value))  # a prompt's token ids, a batch's texts: checked at C speed
+        if kinds == {int}:
+            _refuse_large(min(value))
+            _refuse_large(max(value))
+        elif not kinds <= _LEAVES:
+            for item in value:
+                refuse_unwritable(item, depth + 1)
+    elif type(value) is int:
+        _refuse_large(value)
+    elif isinstance(value, (bytes, bytearray, memoryview, set, frozenset)):
+        raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
+_LEAVES = {str, float, bool, type(None)}
+"""What needs no check: nothing in it can be refused."""
+
+
+def _refuse_large(number: int) -> None:
+    if not JSON_INTS[0] <= number <= JSON_INTS[1]:
+        raise TypeError("Integer exceeds 64-bit range")
+
+
 def dumps(value: Any) -> bytes:
-    """``value`` as JSON bytes."""
-    return orjson.dumps(value)
+    """``value`` as compact JSON bytes (NaN and infinities as ``null``); ``TypeError`` for a value orjson refused
+    (:func:`refuse_unwritable`) or msgspec cannot write."""
+    refuse_unwritable(value)
+    return _ENCODER.encode(value)
 
 
-def loads(data: bytes) -> Any:
-    """JSON bytes as Python values; text that is not one complete JSON value raises :class:`AnswerError`."""
+def loads(data: bytes | str) -> Any:
+    """JSON as Python values (integers of any size exact); anything that is not one complete JSON value (``NaN``,
+    ``Infinity``, a number beyond float64, a byte-order mark, bytes that are not UTF-8, a lone surrogate, nesting
+    deeper than Python's recursion limit) raises :class:`AnswerError`. A key given twice keeps its last value."""
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as err:
+        return _ANY_DECODER.decode(data)
+    except _UNREADABLE as err:
         raise AnswerError(f"sent an answer that could not be read (not complete JSON: {err})") from None
 
 
@@ -157,10 +218,10 @@ def read(data: bytes, count: int, model: str, aliases: Callable[[], Collection[s
         answer = _DECODER.decode(data)
     except msgspec.ValidationError as err:
         raise AnswerError(f"sent an answer of another shape than an OpenAI completion ({err})") from None
-    except msgspec.DecodeError as err:
+    except _UNREADABLE as err:
         try:  # NaN or Infinity: read by the standard library, so that checked() names the value
             answer = msgspec.convert(json.loads(data), Answer, str_keys=True)
-        except (ValueError, msgspec.ValidationError):
+        except (ValueError, msgspec.ValidationError, RecursionError):
             raise AnswerError(f"sent an answer that could not be read (not complete JSON: {err})") from None
     named = answer.model
     if named != model and named not in aliases():
@@ -221,7 +282,7 @@ def decoded_tokens(data: bytes, prompt: Sequence[int]) -> list[str | None]:
     that does not say)."""
     try:
         entries = _NAMES_DECODER.decode(data).choices[0].prompt_logprobs or []
-    except msgspec.DecodeError as err:  # ValidationError included: a decoded_token that is not a string
+    except _UNREADABLE as err:  # ValidationError included: a decoded_token that is not a string
         raise AnswerError(f"sent an answer of another shape than an OpenAI completion ({err})") from None
     return [entries[i][token].decoded_token if entries[i] else None  # type: ignore[index]
             for i, token in enumerate(prompt) if i and i < len(entries)]

@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from styleeval.atomic import atomic_dir
 from styleeval.backends.base import (
     CANDIDATE_LOGPROBS,
     PREFIX_REUSE,
@@ -147,9 +148,6 @@ def _gguf_tokenizer(info: GGUFInfo, cached: bool = True) -> tuple[Any, bool]:
     converted weights), kept in styleeval's cache (``gguf/tokenizer/<16 hex of the file's SHA-256>/``): about 10 s
     the first time, a fraction of a second after. Returns it and whether it came from the cache (``cached=False``:
     read from the file again, and kept)."""
-    import shutil
-    import tempfile
-
     from transformers import AutoTokenizer
 
     from styleeval.paths import cache_path
@@ -169,18 +167,9 @@ def _gguf_tokenizer(info: GGUFInfo, cached: bool = True) -> tuple[Any, bool]:
         text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelLoadError(f"cannot load model {info.path!r}: transformers cannot read the tokenizer of this GGUF "
                              f"file ({text})") from None
-    try:  # kept for the next process; a cache that cannot be written costs the 10 s again, nothing else
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.")
-        try:
+    try:  # kept for the next process (a damaged one replaced); a cache that cannot be written costs the 10 s again
+        with atomic_dir(folder) as tmp:
             tokenizer.save_pretrained(tmp)
-            mask = os.umask(0)
-            os.umask(mask)
-            os.chmod(tmp, 0o777 & ~mask)  # as mkdir would make it (mkdtemp's is 0700)
-            shutil.rmtree(folder, ignore_errors=True)
-            os.replace(tmp, folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
     except OSError:
         pass
     return tokenizer, False

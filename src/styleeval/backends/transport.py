@@ -37,7 +37,7 @@ import time
 import urllib.parse
 from typing import Any
 
-import orjson
+import msgspec
 import urllib3
 from urllib3 import connection, connectionpool
 from urllib3.exceptions import (
@@ -374,8 +374,8 @@ def _error_message(data: bytes) -> str:
     """The server's own message: ``{"error": {"message": ...}}`` (OpenAI, vLLM), ``{"message": ...}`` or
     ``{"detail": ...}``, else the start of the body."""
     try:
-        body: Any = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        body: Any = msgspec.json.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):  # not JSON (an HTML page, bytes not UTF-8)
         body = None
     if isinstance(body, dict):
         inner = body.get("error", body)

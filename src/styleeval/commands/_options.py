@@ -107,6 +107,21 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     return 0
 
 
+def run_model_file_command(args: argparse.Namespace, run_file: Callable[..., Any], model_options: Any, verb: str,
+                           summary: Callable[[Any], str | None]) -> int:
+    """:func:`run_file_command` of ``run_file(IN, OUT, model, ...)`` (``score_file``, ``autorate_file``) with the
+    arguments of :func:`add_file_arguments` and the model options (``model_options``: their ``Options``)."""
+    options = model_options.from_args(args)
+    model = options.pop("model", None)
+    return run_file_command(
+        args,
+        lambda: run_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
+                         max_rows=args.max_rows, overwrite=args.overwrite, progress=file_progress(args),
+                         encoding=args.encoding, shard=args.shard, **options),
+        verb, summary,
+    )
+
+
 def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
                  count: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, float]:
     """Mean of each column over the records (read once, in constant memory), NaN values left out (NaN when none is

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from styleeval.commands._options import add_file_arguments, column_means, file_progress, run_file_command
+from styleeval.commands._options import add_file_arguments, column_means, run_model_file_command
 from styleeval.options import AUTORATER_OPTIONS
 
 EPILOG = """\
@@ -43,10 +43,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``styleeval autorate``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.files import AUTORATER_RECORDS, autorate_file
     from styleeval.files.records import TornTail, iter_scores
-
-    options = AUTORATER_OPTIONS.from_args(args)
-    model = options.pop("model", None)
-
     from styleeval.labels import counted
 
     def summary(result) -> str:
@@ -55,10 +51,4 @@ def run(args: argparse.Namespace) -> int:
         return (f"mean meaning {means['meaning']:.4f}  mean style {means['style_rating']:.4f}  compliance "
                 f"{means['counted'] / means['rows']:.3f} ({counted(means['rows'], 'row')})")
 
-    return run_file_command(
-        args,
-        lambda: autorate_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
-                              max_rows=args.max_rows, overwrite=args.overwrite, progress=file_progress(args),
-                              encoding=args.encoding, shard=args.shard, **options),
-        "rated", summary,
-    )
+    return run_model_file_command(args, autorate_file, AUTORATER_OPTIONS, "rated", summary)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from styleeval.errors import UserError
 from styleeval.escaping import terminal_text
+from styleeval.labels import counted
 
 EPILOG = """\
 Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and system (or --system-from-filename),
@@ -119,24 +120,15 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
     return rows
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def input_rows(args: argparse.Namespace) -> list[dict]:
-    """The rows to evaluate: IN's (:func:`read_inputs`) or the corpus ``--dataset`` names; exactly one of them."""
-    if args.dataset is None:
-        if not args.inputs:
-            raise UserError("give the files of system outputs (IN ...) or --dataset NAME (a rated corpus's systems)")
-        return read_inputs(args.inputs, args.system_from_filename, args.encoding)
-    if args.inputs:
-        raise UserError(f"give IN files or --dataset {args.dataset}, not both ({' '.join(args.inputs)})")
-    for given, option in ((args.system_from_filename, "--system-from-filename"), (args.style, "--style")):
-        if given:
-            raise UserError(f"{option} with --dataset: the corpus names each row's system and target style; "
-                            f"leave {option} out")
-    from styleeval.systems.dataset import dataset_rows
+    """The rows to evaluate: IN's (:func:`read_inputs`) or the corpus ``--dataset`` names; exactly one of them
+    (:func:`~styleeval.systems.dataset.check_input_choice`, before any file is read)."""
+    from styleeval.systems.dataset import check_input_choice, dataset_rows
 
+    check_input_choice(bool(args.inputs), args.dataset, args.style, files=args.inputs,
+                       system_from_filename=args.system_from_filename)
+    if args.dataset is None:
+        return read_inputs(args.inputs, args.system_from_filename, args.encoding)
     return dataset_rows(args.dataset, args.data_dir)
 
 
@@ -149,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         progress_choice,
     )
     from styleeval.metrics import get_metric
+    from styleeval.stats import TestSettings
     from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems
     from styleeval.systems.report import no_tradeoff_reason, write_outputs
 
@@ -168,8 +161,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"shard {args.shard}: rows scored: {scored} ({time.perf_counter() - start:.1f}s) -> {out / 'cache'}; "
               "when every shard is done, run the same command without --shard", file=sys.stderr)
         return 0
-    report = evaluate_systems(rows, metrics, limit=args.limit, style=args.style, test=args.test, alpha=args.alpha,
-                              seed=args.seed,
+    settings = TestSettings(test=args.test, alpha=args.alpha, seed=args.seed)
+    report = evaluate_systems(rows, metrics, limit=args.limit, style=args.style, settings=settings,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=progress_choice(args),
                               data_dir=args.data_dir,
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
@@ -182,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report.to_text())
     subset = f": {terminal_text(report.subset)};" if report.subset else ","
-    print(f"{terminal_text(report.coverage.summary())}{subset} {_count(len(report.signatures), 'metric')}, "
+    print(f"{terminal_text(report.coverage.summary())}{subset} {counted(len(report.signatures), 'metric')}, "
           f"{time.perf_counter() - start:.1f}s -> {paths['report']}",
           file=sys.stderr)
     return missing_metrics_status("evaluate", report.not_computed, out, args.allow_missing,

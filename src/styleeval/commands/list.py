@@ -40,17 +40,12 @@ def run(args: argparse.Namespace) -> int:
 
     width = max(terminal_width(), 60)
     sections = {"metrics": metric_lines, "corpora": corpus_lines, "models": model_lines}
-    try:
-        for i, kind in enumerate([args.kind] if args.kind else KINDS):
-            if i:
-                print()
-            for line in sections[kind](width):
-                print(line)
-        sys.stdout.flush()
-    except BrokenPipeError:  # styleeval list | head: the reader has what it wanted
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    for i, kind in enumerate([args.kind] if args.kind else KINDS):
+        if i:
+            print()
+        for line in sections[kind](width):
+            print(line)
+    sys.stdout.flush()  # a reader gone (styleeval list | head): BrokenPipeError here, ended quietly by cli.main
     return 0
 
 

@@ -11,8 +11,11 @@ dataset fingerprint) under ``--cache-dir`` so re-running is instant and an inter
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from styleeval.errors import UserError
 from styleeval.escaping import terminal_text
@@ -134,16 +137,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(result)} numbers -> {Path(args.out) / 'lai.csv'}, {Path(args.out) / 'lai.md'}{figures} "
               f"({time.perf_counter() - start:.1f}s)")
         return 0
-    result = run_metaeval(
-        datasets=args.datasets or None, metrics=args.metrics, dimension=args.dimension, data_dir=args.data_dir,
-        cache=cache, n_boot=args.bootstrap, seed=args.seed, progress=progress_choice(args),
-        log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr), style_words=args.style_words,
-        allow_missing=args.allow_missing,
-    )
+    run_on = functools.partial(  # the run's meta-evaluation on a human dimension (the leaderboard runs the others)
+        run_metaeval, datasets=args.datasets or None, metrics=args.metrics, data_dir=args.data_dir, cache=cache,
+        n_boot=args.bootstrap, seed=args.seed, progress=progress_choice(args), style_words=args.style_words)
+    result = run_on(dimension=args.dimension,
+                    log=lambda msg: print(f"note: {terminal_text(msg, lines=True)}", file=sys.stderr),
+                    allow_missing=args.allow_missing)
     paths = write_report(result, args.out, plots=not args.no_plots, hybrids=args.hybrids,
                          figure_format=args.figure_format)
     if args.leaderboard:
-        _leaderboard(args, result, cache)
+        _leaderboard(args, result, run_on, cache)
     elapsed = time.perf_counter() - start
     print(f"{len(result.correlations)} correlations, cache {counted(cache.hits, 'hit')} / {counted(cache.misses, 'miss', 'misses')}, "
           f"{elapsed:.1f}s -> {paths['report'].parent}")
@@ -151,49 +154,26 @@ def run(args: argparse.Namespace) -> int:
                                   defaults=defaults)
 
 
-def _leaderboard(args: argparse.Namespace, first, cache) -> None:
-    """Every human dimension of the run's corpora (the run's own dimension is ``first``), then the leaderboard."""
+def _leaderboard(args: argparse.Namespace, first, run_on: Callable[..., Any], cache) -> None:
+    """``--leaderboard``: :func:`~styleeval.metaeval.leaderboard.leaderboard_across_dimensions` of the run ``first``
+    (``run_on(dimension=...)``: the same run on another dimension), written to OUT."""
     from styleeval.commands._options import progress_choice
-    from styleeval.metaeval import run_metaeval
-    from styleeval.metaeval.leaderboard import build_leaderboard, write_leaderboard
+    from styleeval.metaeval.leaderboard import leaderboard_across_dimensions, write_leaderboard
 
-    dimensions = _leaderboard_dimensions(args.leaderboard_dimensions, args.dimension)
-    results = [first] if args.dimension in dimensions else []
-    for dimension in dimensions:
-        if dimension == args.dimension:
-            continue
-        try:
-            results.append(run_metaeval(
-                datasets=args.datasets or None, metrics=args.metrics, dimension=dimension,
-                data_dir=args.data_dir, cache=cache, n_boot=args.bootstrap, seed=args.seed,
-                progress=progress_choice(args), style_words=args.style_words, allow_missing=True,
-                log=lambda msg: None))
-        except UserError as err:  # no corpus of the run rates this dimension
-            print(f"note: leaderboard: no {dimension} ratings ({err})", file=sys.stderr)
-    floor = 1 / (args.leaderboard_trials + 1)  # PERM-BOTH's smallest p
-    if floor > 0.05:
-        print(f"note: leaderboard: with {args.leaderboard_trials} permutations no p-value is below {floor:.3g}, above "
-              "alpha = 0.05: no metric can be separated from another (every metric in cluster 1); use more "
-              "--leaderboard-trials", file=sys.stderr)
-    board = build_leaderboard(results, trials=args.leaderboard_trials, seed=args.seed,
-                              n_boot=args.leaderboard_bootstrap, progress=progress_choice(args),
-                              cache_dir=None if cache.root is None else cache.root / "leaderboard")
+    board = leaderboard_across_dimensions(
+        first, run_on, _leaderboard_dimensions(args.leaderboard_dimensions), trials=args.leaderboard_trials,
+        seed=args.seed, n_boot=args.leaderboard_bootstrap, progress=progress_choice(args),
+        cache_dir=None if cache.root is None else cache.root / "leaderboard",
+        note=lambda message: print(f"note: {message}", file=sys.stderr))
     paths = write_leaderboard(board, args.out, plots=not args.no_plots, figure_format=args.figure_format)
     print(f"leaderboard: {counted(len(board), 'row')} -> {paths['md']}")
 
 
-def _leaderboard_dimensions(text: str | None, default: str) -> list[str]:
-    """``--leaderboard-dimensions``: a comma list or ``all`` (also when not given); the run's dimension first."""
-    from styleeval.metaeval.data import DIMENSIONS
-
+def _leaderboard_dimensions(text: str | None) -> list[str] | None:
+    """``--leaderboard-dimensions``: a comma list, or ``None`` for ``all`` (also when not given)."""
     if text is None or text.strip() == "all":
-        return list(DIMENSIONS)
-    chosen = [d.strip() for d in text.split(",") if d.strip()]
-    unknown = [d for d in chosen if d not in DIMENSIONS]
-    if unknown or not chosen:
-        raise UserError(f"--leaderboard-dimensions: unknown dimension(s) {', '.join(unknown) or '(none)'}; choose "
-                        f"from {', '.join(DIMENSIONS)} or all")
-    return sorted(chosen, key=lambda d: d != default)
+        return None
+    return [d.strip() for d in text.split(",") if d.strip()]
 
 
 def _score_file_metrics(file: str) -> list:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from styleeval.commands._options import add_file_arguments, column_means, file_progress, run_file_command
+from styleeval.commands._options import add_file_arguments, column_means, run_model_file_command
 from styleeval.options import LOGPROB_OPTIONS
 
 EPILOG = """\
@@ -48,10 +48,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``styleeval score``; returns the exit status (bad input raises ``UserError``)."""
     from styleeval.files import score_file
     from styleeval.files.records import LOGPROB_RECORDS, TornTail, iter_scores
-
-    options = LOGPROB_OPTIONS.from_args(args)
-    model = options.pop("model", None)
-
     from styleeval.labels import counted
 
     def summary(result) -> str:
@@ -60,10 +56,4 @@ def run(args: argparse.Namespace) -> int:
         return (f"mean content {_number(means['content'])}  mean style_strength {_number(means['style_strength'])}"
                 f"  ({counted(n, 'row')})")
 
-    return run_file_command(
-        args,
-        lambda: score_file(args.input, args.out, model, style=args.style, chunk_size=args.chunk_size,
-                           max_rows=args.max_rows, overwrite=args.overwrite, progress=file_progress(args),
-                           encoding=args.encoding, shard=args.shard, **options),
-        "scored", summary,
-    )
+    return run_model_file_command(args, score_file, LOGPROB_OPTIONS, "scored", summary)

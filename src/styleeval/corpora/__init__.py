@@ -22,43 +22,46 @@ from styleeval.corpora._files import ChecksumError, CorpusError, MissingFileErro
 from styleeval.corpora.schema import RATING_FEATURES, STEL_FEATURES
 from styleeval.corpora.spec import Config, CorpusSpec
 from styleeval.errors import UserError, unknown_names
+from styleeval.registry import Registry
 
 
-def _discover() -> dict[str, CorpusSpec]:
-    """Every module of this package that declares a ``SPEC``, in the specs' order."""
-    import pkgutil
-
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_") or info.name in ("schema", "spec", "configs"):
-            continue
-        spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), "SPEC", None)
-        if isinstance(spec, CorpusSpec):
-            found.append(spec)
-    return {spec.name: spec for spec in sorted(found, key=lambda spec: (spec.order, spec.name))}
+def _is_spec(name: str, spec: object) -> None:
+    if not isinstance(spec, CorpusSpec):
+        raise TypeError(f"register_corpus: {spec!r} is not a CorpusSpec")
 
 
-SPECS: dict[str, CorpusSpec] = _discover()
+SPECS: Registry[CorpusSpec] = Registry("corpus", check=_is_spec, order=lambda spec: (spec.order, spec.name))
 """Every corpus, by name, as its module declares it (:class:`~styleeval.corpora.spec.CorpusSpec`), in the specs'
-order; :func:`register_corpus` adds one from outside the package. Every list of corpora derives from it when it is
-read (:func:`corpus_names`, :func:`rating_corpora`, the Hub configs, the labels, the metaeval defaults)."""
+order (a :class:`~styleeval.registry.Registry`); :func:`register_corpus` adds one from outside the package. Every
+list of corpora derives from it when it is read (:func:`corpus_names`, :func:`rating_corpora`, the Hub configs, the
+labels, the metaeval defaults)."""
 
 
 def register_corpus(spec: CorpusSpec) -> CorpusSpec:
     """Add a corpus declared outside this package (a plugin, a test); the one inside it are discovered."""
-    if not isinstance(spec, CorpusSpec):
-        raise TypeError(f"register_corpus: {spec!r} is not a CorpusSpec")
-    if spec.name in SPECS and SPECS[spec.name] is not spec:
-        raise ValueError(f"corpus {spec.name!r} is registered twice")
-    ordered = sorted([*(s for s in SPECS.values() if s.name != spec.name), spec], key=lambda s: (s.order, s.name))
-    SPECS.clear()
-    SPECS.update((s.name, s) for s in ordered)
+    _is_spec(getattr(spec, "name", ""), spec)
+    SPECS.add(spec.name, spec, lazy=False)
     return spec
 
 
 def unregister_corpus(name: str) -> None:
     """Remove a registered corpus (tests, plugins reloaded)."""
-    SPECS.pop(name, None)
+    SPECS.unregister(name)
+
+
+def _discover() -> None:
+    """Register every module of this package that declares a ``SPEC``."""
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_") or info.name in ("schema", "spec", "configs"):
+            continue
+        spec = getattr(importlib.import_module(f"{__name__}.{info.name}"), "SPEC", None)
+        if isinstance(spec, CorpusSpec):
+            register_corpus(spec)
+
+
+_discover()
 
 
 def corpus_names() -> tuple[str, ...]:

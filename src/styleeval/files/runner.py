@@ -1,6 +1,6 @@
 """The resumable file runner behind ``styleeval score`` and ``styleeval autorate``: one :class:`FileJob` per kind of
-work, one loop (:func:`run_file`). Input and output are read as the work goes: memory does not grow with either
-(:data:`READ_AHEAD` validated rows ahead, one bit per finished row).
+work, one loop (:func:`run_file`: a :class:`FileRun` under OUT's lock). Input and output are read as the work goes:
+memory does not grow with either (:data:`READ_AHEAD` validated rows ahead, one bit per finished row).
 
 Rows are scored in chunks of about ``flush_seconds`` of work (at least :data:`FULL_CHUNK_ROWS`, at most ``chunk_size``
 rows); each chunk is appended to
@@ -13,7 +13,6 @@ chunk's row number as data, mapped here to the input row; warnings about rows li
 from __future__ import annotations
 
 import errno
-import functools
 import hashlib
 import itertools
 import os
@@ -247,6 +246,20 @@ class _Done:
     torn: str | None = None
 
 
+PROBE_SECONDS = 60.0
+"""During a file job the backend is probed again at least this often (and at the end): a server redeployed with
+other weights mid-run stops the job."""
+
+
+@dataclass(frozen=True)
+class _Checkpoint:
+    """The last point the weights were verified (:meth:`FileRun._verify_weights`)."""
+
+    size: int | None  # OUT's size when the weights were last verified
+    first_row: int | None  # the first input row written after it
+    time: float
+
+
 def run_file(
     job: FileJob,
     input: Path | str,
@@ -270,7 +283,9 @@ def run_file(
         raise UserError(f"max_rows must be >= 0, got {max_rows}")
     if flush_seconds <= 0:
         raise UserError(f"flush_seconds must be positive, got {flush_seconds}")
-    part = Shard.parse(shard)
+    options = RunOptions(style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
+                         progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
+                         shard=Shard.parse(shard))
     out_path = None if str(output) == STDIN else Path(output)
     lock = None
     if out_path is not None:
@@ -278,60 +293,275 @@ def run_file(
         out_path = real_path(out_path)  # one file, one lock and one index, whatever name it is written through
         lock = _lock(out_path)  # before anything of OUT or the input is read
     try:
-        return _run_locked(job, input, output, out_path, style, part, chunk_size, max_rows, overwrite, progress,
-                           on_chunk, encoding, flush_seconds)
+        return FileRun(job, input, output, out_path, options).score()
     finally:
         if lock is not None:  # the lock file goes with the run (removed while still held: no one else took it)
             Path(lock.lock_file).unlink(missing_ok=True)
             lock.release()
 
 
-def _run_locked(job: FileJob, input: Path | str, output: Path | str, out_path: Path | None, style: str | None,
-                part: Shard | None, chunk_size: int, max_rows: int | None, overwrite: bool, progress: bool,
-                on_chunk: Callable[[list[dict[str, Any]]], None] | None, encoding: str,
-                flush_seconds: float) -> ScoreFileResult:
-    """:func:`run_file` once OUT's lock is held: what OUT holds (from its resume index, else the full check), then
-    the rows left."""
-    if out_path is not None:
-        check_one_name(out_path)
-    out_fmt: Format = "jsonl" if out_path is None else output_format(out_path)
-    settings = {"kind": job.kind.name, "encoding": encoding, "style": style, "shard": part}
-    resumable = out_path is not None and out_path.exists() and not overwrite and out_path.stat().st_size > 0
-    found = read_index(out_path, input, **settings) if resumable else None
-    index, out_digest, start_digest = found if found is not None else (None, None, None)
-    if index is None:  # the reader hashes every byte it reads: what the rows written were parsed from
-        start_digest = None if out_path is None else input_digest(input, encoding)
-    reader = RecordReader(input, encoding=encoding, start=index.next if index is not None else None,
-                          digest=start_digest)
-    ahead = _ReadAhead(iter_rows(reader, style=style), READ_AHEAD, index.next.record if index is not None else 0)
-    extra_columns = index.columns if index is not None else ahead.columns()
-    fields = _fields(job.kind, extra_columns)
-    done = _Done(RowSet(), {})
-    if resumable and index is None:
-        drop_torn_tail(out_path)
-        resumable = out_path.stat().st_size > 0
-    if resumable and out_fmt == "csv" and _existing_header(out_path) != fields:
-        raise UserError(f"{out_path} has the columns {_existing_header(out_path)} but this run writes "
-                        f"{fields} (use another --out, or --overwrite)")
-    if index is not None:  # OUT and the input are as the index says: read on from its row
-        done = _Done(RowSet(index.next.record, index.finished),
+@dataclass(frozen=True)
+class RunOptions:
+    """How :func:`run_file` goes through a file, whatever the job: its keyword arguments once checked (``shard``
+    parsed)."""
+
+    style: str | None
+    chunk_size: int
+    max_rows: int | None
+    overwrite: bool
+    progress: bool
+    on_chunk: Callable[[list[dict[str, Any]]], None] | None
+    encoding: str
+    flush_seconds: float
+    shard: Shard | None
+
+
+class FileRun:
+    """One run of a :class:`FileJob` over ``input`` into OUT (``out``: its real path; ``None``: standard output)
+    once OUT's lock is held: built, it knows what OUT already holds (from OUT's resume index, else OUT's records
+    checked against the input, a torn tail cut) and has checked the signature; :meth:`score` scores the rows left.
+
+    It holds the input's ``reader`` and read-ahead (``ahead``), the rows ``done`` before the run, the ``sink`` OUT is
+    written through (opened with the first chunk), OUT's running SHA-256 ``digest`` (``None`` where no resume index
+    is kept: standard input or output) and the ``checkpoint`` where the weights were last verified."""
+
+    def __init__(self, job: FileJob, input: Path | str, output: Path | str, out: Path | None,
+                 options: RunOptions) -> None:
+        self.job, self.input, self.output, self.out, self.options = job, input, output, out, options
+        if out is not None:
+            check_one_name(out)
+        self.fmt: Format = "jsonl" if out is None else output_format(out)
+        self.settings = {"kind": job.kind.name, "encoding": options.encoding, "style": options.style,
+                         "shard": options.shard}  # what the resume index is written for
+        self.resumable = out is not None and out.exists() and not options.overwrite and out.stat().st_size > 0
+        index = self._open_input()
+        if index is None and self.resumable:
+            self._cut_torn_tail()
+        self._check_csv_header()
+        self.done = self._done_from_index(index) if index is not None else self._check_done()
+        self.signature = self._checked_signature()
+        self.scorer = job.get_scorer() if self.signature is not None else None
+        if self.digest is None and out is not None and self.reader.digest is not None:
+            self.digest = hash_file(out) if self.resumable else hashlib.sha256()  # OUT as the run starts
+        self.sink: _Sink | None = None
+        self.bar: Any = None
+        self.checkpoint = _Checkpoint(None, None, time.monotonic())
+        self.total = 0 if self.reader.start is None else _shard_size(self.reader.start.record, options.shard)
+        self.taken = self.scored = 0  # rows handed out to score, rows written
+        self.first_row = next(iter(self.done.by_signature.values()))["row"] if self.done.by_signature else None
+        self.last_read: InputRow | None = None
+
+    def _open_input(self) -> ResumeIndex | None:
+        """OUT's resume index when it holds (then OUT's running hash comes with it), and the input's reader and
+        read-ahead: from the index's row on, else from the first row, hashing every byte it reads where an index can
+        be kept (what the rows written were parsed from). The output's extra columns: the index's, else those of
+        the rows read ahead."""
+        found = read_index(self.out, self.input, **self.settings) if self.resumable else None
+        index, self.digest, start_digest = found if found is not None else (None, None, None)
+        if index is None:
+            start_digest = None if self.out is None else input_digest(self.input, self.options.encoding)
+        self.reader = RecordReader(self.input, encoding=self.options.encoding,
+                                   start=index.next if index is not None else None, digest=start_digest)
+        self.ahead = _ReadAhead(iter_rows(self.reader, style=self.options.style), READ_AHEAD,
+                                index.next.record if index is not None else 0)
+        self.columns = index.columns if index is not None else self.ahead.columns()
+        return index
+
+    def _cut_torn_tail(self) -> None:
+        """OUT without an incomplete last record (a crash mid-write); an OUT left empty starts afresh."""
+        drop_torn_tail(self.out)
+        self.resumable = self.out.stat().st_size > 0
+
+    def _check_csv_header(self) -> None:
+        """A CSV OUT resumed has exactly the columns this run writes."""
+        fields = _fields(self.job.kind, self.columns)
+        if self.resumable and self.fmt == "csv" and _existing_header(self.out) != fields:
+            raise UserError(f"{self.out} has the columns {_existing_header(self.out)} but this run writes "
+                            f"{fields} (use another --out, or --overwrite)")
+
+    @staticmethod
+    def _done_from_index(index: ResumeIndex) -> _Done:
+        """OUT and the input are as the index says: its finished rows, read on from its row."""
+        return _Done(RowSet(index.next.record, index.finished),
                      {index.signature: {"row": index.first_row, "signature": index.signature}})
-    elif resumable:  # (a reader of its own, that hashes nothing; standard input is copied once, by ``reader``)
-        check = reader if reader.digest is None else RecordReader(input, encoding=encoding)
-        done = _check_resume(out_path, job.kind, lambda: iter_rows(check, style=style), part, extra_columns)
-        if done.torn:  # a CSV record cut at a newline inside a quoted field: write the file without it
-            _rewrite_complete_records(out_path, job.kind, out_fmt, extra_columns)
-    where = out_path if out_path is not None else Path("<stdout>")
-    signature = job.get_scorer().signature if (len(done.rows) or max_rows != 0) else None
-    _check_signature(where, list(done.by_signature.values()), signature)  # also when nothing is left to do
-    keep_index = None
-    if out_path is not None and start_digest is not None:
-        if out_digest is None:  # OUT as the run starts (checked, its torn tail cut), or nothing when it starts afresh
-            out_digest = hash_file(out_path) if resumable else hashlib.sha256()
-        keep_index = functools.partial(write_index, out_path, out_digest, **settings)
-    return _score_rows(job, input, output, reader, ahead, done, part, signature, out_path, out_fmt,
-                       extra_columns, overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk,
-                       keep_index, out_digest)
+
+    def _check_done(self) -> _Done:
+        """OUT's finished rows, every record checked against the input (nothing when OUT starts afresh); a CSV
+        record cut at a newline inside a quoted field is dropped by writing OUT again without it."""
+        if not self.resumable:
+            return _Done(RowSet(), {})
+        # a reader of its own, that hashes nothing; standard input is copied once, by ``self.reader``
+        check = self.reader if self.reader.digest is None else RecordReader(self.input, encoding=self.options.encoding)
+        done = _check_resume(self.out, self.job.kind, lambda: iter_rows(check, style=self.options.style),
+                             self.options.shard, self.columns)
+        if done.torn:
+            _rewrite_complete_records(self.out, self.job.kind, self.fmt, self.columns)
+        return done
+
+    def _checked_signature(self) -> Any:
+        """This run's signature (``None`` when OUT holds nothing and no row is to be scored: no scorer is built),
+        checked against the signatures OUT holds, also when nothing is left to do."""
+        busy = len(self.done.rows) or self.options.max_rows != 0
+        signature = self.job.get_scorer().signature if busy else None
+        _check_signature(self.out if self.out is not None else Path("<stdout>"),
+                         list(self.done.by_signature.values()), signature)
+        return signature
+
+    def score(self) -> ScoreFileResult:
+        """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at least
+        :data:`FULL_CHUNK_ROWS`, at most ``chunk_size`` rows), each written and flushed before the next starts, then
+        the resume index kept when OUT holds exactly the run's rows up to the chunk's last; and once more at the end
+        when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input is
+        read as the work goes; OUT is opened with the first chunk."""
+        opts = self.options
+        fill = min(opts.chunk_size, FULL_CHUNK_ROWS)
+        try:
+            for chunk in timed_chunks(self._todo(), opts.flush_seconds, opts.chunk_size, first=fill, floor=fill):
+                self._run_chunk(chunk)
+            if self.sink is not None:
+                self._verify_weights()  # and once more at the end
+            self._keep_final_index()
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+            if self.sink is not None:
+                self.sink.close()
+        return ScoreFileResult(Path(str(self.input)), Path(str(self.output)), self.total, len(self.done.rows),
+                               self.scored, self.signature)
+
+    def _todo(self) -> Iterator[InputRow]:
+        """The rows to score: those of the shard not yet in OUT, at most ``max_rows``. The input is read on to its
+        end all the same: every row is validated (no column the output lacks), and :attr:`total` counted."""
+        shard, max_rows = self.options.shard, self.options.max_rows
+        known = set(self.columns)
+        for row in self.ahead:
+            self.last_read = row
+            if shard is not None and row.row not in shard:
+                continue
+            self.total += 1
+            if not known.issuperset(row.extra):
+                raise _new_columns(row, self.columns, None if self.reader.start is None else self.out)
+            if row.row in self.done.rows or (max_rows is not None and self.taken >= max_rows):
+                continue
+            self.taken += 1
+            yield row
+
+    def _run_chunk(self, chunk: list[InputRow]) -> None:
+        """Score ``chunk``, append its records to OUT, keep the index, move the bar, probe the weights when due."""
+        if self.sink is None:
+            self._open_sink()
+        records = self._records(chunk, self._score_chunk(chunk))
+        self._write(records)
+        if self.first_row is None:
+            self.first_row = chunk[0].row
+        self._keep_index_after(chunk[-1])
+        if self.checkpoint.first_row is None:
+            self.checkpoint = _Checkpoint(self.checkpoint.size, chunk[0].row, self.checkpoint.time)
+        self.bar.total = self._estimated_total()
+        self.bar.update(len(records))
+        if time.monotonic() - self.checkpoint.time >= PROBE_SECONDS:
+            self._verify_weights()
+        if self.options.on_chunk is not None:
+            self.options.on_chunk(records)
+
+    def _open_sink(self) -> None:
+        """OUT's sink (appended to, or replacing OUT with ``overwrite``; a CSV header where OUT starts afresh), the
+        weights' checkpoint at OUT's size now, and the progress bar."""
+        out, opts = self.out, self.options
+        fresh = out is None or opts.overwrite or not out.exists() or out.stat().st_size == 0
+        self.sink = _Sink(out, self.fmt, header=self.fmt == "csv" and fresh,
+                          replace=opts.overwrite and out is not None and out.exists())
+        self.checkpoint = _Checkpoint(self.sink.size(), None, time.monotonic())
+        self.bar = progress_bar(total=self._estimated_total(), initial=len(self.done.rows), unit="row",
+                                desc=f"styleeval {self.job.kind.name}", leave=True, progress=opts.progress)
+
+    def _score_chunk(self, chunk: list[InputRow]) -> list[dict[str, Any]]:
+        """The job's fields for each row of ``chunk``; an error or a warning about a chunk row names its input row."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                values = self.job.score_chunk(self.scorer, chunk)
+            except (RowError, BackendError) as err:
+                raise _input_row_error(self.input, err, chunk) from None
+        for w in caught:
+            message = w.message
+            if isinstance(message, RowsWarning):
+                message = message.mapped(lambda i, chunk=chunk: chunk[i].row)
+            warnings.warn_explicit(message, w.category, w.filename, w.lineno)
+        return values
+
+    def _records(self, chunk: list[InputRow], values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The output records of ``chunk``: each row's number, carried columns and texts, its fields, the signature."""
+        return [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
+                 **v, "signature": self.signature} for r, v in zip(chunk, values)]
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        """Append ``records`` to OUT, flushed and synced, and to OUT's running hash; a failed write says what OUT
+        holds."""
+        assert self.sink is not None
+        text = _format_records(records, self.fmt, self.sink.header, self.job.kind, self.columns)
+        try:
+            self.sink.write(text)
+        except OSError as err:
+            raise _write_error(self.out, err, self._written(), self.sink.replacing) from None
+        if self.digest is not None:
+            self.digest.update(text.encode("utf-8"))
+        self.scored += len(records)
+
+    def _written(self) -> int:
+        """Rows in OUT: those done before the run and those it wrote."""
+        return len(self.done.rows) + self.scored
+
+    def _keep_index_after(self, last: InputRow) -> None:
+        """The resume index at the row after ``last`` (just written), when OUT holds every row of the shard up to
+        it (none after it)."""
+        if last.end is not None and self._written() == _shard_size(last.row + 1, self.options.shard):
+            self._keep_index(last.end_digest,
+                             ResumeIndex(last.end, self._written(), self.signature, self.first_row, self.columns))
+
+    def _keep_final_index(self) -> None:
+        """The resume index at the input's end, when OUT holds every row of the input (of the shard)."""
+        last = self.last_read
+        if (self.signature is not None and self.first_row is not None and last is not None and last.end is not None
+                and self.ahead.exhausted and self._written() == self.total):
+            self._keep_index(last.end_digest, ResumeIndex(last.end, self.total, str(self.signature), self.first_row,
+                                                          self.columns))
+
+    def _keep_index(self, input_digest: Any, index: ResumeIndex) -> None:
+        """Write the resume index (where one is kept: not for standard input or output)."""
+        if self.digest is not None:
+            write_index(self.out, self.digest, input_digest, index, **self.settings)
+
+    def _estimated_total(self) -> int | None:
+        """The rows of the input (of the shard): counted once it is read to its end, else estimated from the
+        share of its bytes read (``None`` where that is unknown)."""
+        shard = self.options.shard
+        if self.ahead.exhausted:
+            return _shard_size(self.ahead.read, shard)
+        fraction = self.reader.fraction_read
+        return _shard_size(int(self.ahead.read / fraction), shard) if fraction else None
+
+    def _verify_weights(self) -> None:
+        """Probe the scorer's backend again; when its signature changed, cut OUT back to the last verified point and
+        stop, naming the first row after it (those rows may come from either weights)."""
+        backend = getattr(self.scorer, "backend", None)
+        if backend is None:
+            return
+        backend.verify_identity()
+        now = str(self.scorer.signature)
+        if now == str(self.signature):
+            self.checkpoint = _Checkpoint(self.sink.size(), None, time.monotonic())
+            return
+        checked = self.checkpoint
+        where = "" if checked.first_row is None else f" from input row {checked.first_row} on"
+        if checked.size is not None and checked.first_row is not None:
+            self.sink.cut(checked.size)
+            kept = (f"the rows written{where} were removed from {self.out} (they may come from either model), those "
+                    "before kept")
+        else:
+            kept = f"the rows{where} may come from either model"
+        raise UserError(f"the model behind the backend changed during this run (signature {self.signature} is now "
+                        f"{now}): {kept}; check which model you want, then run again (a new --out for the new model)")
 
 
 def _check_resume(out: Path, kind: RecordKind, input_rows: Callable[[], Iterator[InputRow]],
@@ -418,138 +648,6 @@ def _shard_size(rows: int, shard: Shard | None) -> int:
     return max(0, (rows - shard.index + shard.count - 1) // shard.count)
 
 
-def _score_rows(job, input, output, reader, ahead, done, shard, signature, out_path, out_fmt, extra_columns,
-                overwrite, chunk_size, max_rows, flush_seconds, progress, on_chunk, keep_index,
-                out_digest) -> ScoreFileResult:
-    """Score the rows not yet in OUT in chunks sized to about ``flush_seconds`` of work each (at least
-    :data:`FULL_CHUNK_ROWS`, at most ``chunk_size`` rows), each chunk written and flushed before the next starts, then the resume index (``keep_index``, with OUT's
-    hash ``out_digest`` kept up to date) when OUT holds exactly the run's rows up to the chunk's last; and once more
-    at the end when OUT holds every row (a complete OUT checked in full is not read again by the next run). The input
-    is read as the work goes (``ahead``); OUT is opened with the first chunk."""
-    finished = done.rows
-    known = set(extra_columns)
-    total = _shard_size(reader.start.record, shard) if reader.start is not None else 0  # rows before the start
-    taken = 0
-    first_row = next(iter(done.by_signature.values()))["row"] if done.by_signature else None
-    last_read: InputRow | None = None
-
-    def todo() -> Iterator[InputRow]:
-        nonlocal total, taken, last_read
-        for row in ahead:
-            last_read = row
-            if shard is not None and row.row not in shard:
-                continue
-            total += 1
-            if not known.issuperset(row.extra):
-                raise _new_columns(row, extra_columns, None if reader.start is None else out_path)
-            if row.row in finished or (max_rows is not None and taken >= max_rows):
-                continue  # read on: every row is validated, and the total counted
-            taken += 1
-            yield row
-
-    def estimated_total() -> int | None:
-        if ahead.exhausted:
-            return _shard_size(ahead.read, shard)
-        fraction = reader.fraction_read
-        return _shard_size(int(ahead.read / fraction), shard) if fraction else None
-
-    sink: _Sink | None = None
-    bar = None
-    scored = 0
-    scorer = job.get_scorer() if signature is not None else None
-    checked = _Checkpoint(None, None, time.monotonic())  # the last point the weights were verified
-    try:
-        fill = min(chunk_size, FULL_CHUNK_ROWS)
-        for chunk in timed_chunks(todo(), flush_seconds, chunk_size, first=fill, floor=fill):
-            if sink is None:
-                fresh = out_path is None or overwrite or not out_path.exists() or out_path.stat().st_size == 0
-                sink = _Sink(out_path, out_fmt, header=out_fmt == "csv" and fresh,
-                             replace=overwrite and out_path is not None and out_path.exists())
-                checked = _Checkpoint(sink.size(), None, time.monotonic())
-                bar = progress_bar(total=estimated_total(), initial=len(finished), unit="row",
-                                   desc=f"styleeval {job.kind.name}", leave=True, progress=progress)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    values = job.score_chunk(scorer, chunk)
-                except (RowError, BackendError) as err:
-                    raise _input_row_error(input, err, chunk) from None
-            for w in caught:  # warnings about chunk rows name the input rows
-                message = w.message
-                if isinstance(message, RowsWarning):
-                    message = message.mapped(lambda i, chunk=chunk: chunk[i].row)
-                warnings.warn_explicit(message, w.category, w.filename, w.lineno)
-            records = [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
-                        **v, "signature": signature} for r, v in zip(chunk, values)]
-            text = _format_records(records, out_fmt, sink.header, job.kind, extra_columns)
-            try:
-                sink.write(text)
-            except OSError as err:
-                raise _write_error(out_path, err, len(finished) + scored, sink.replacing) from None
-            if out_digest is not None:
-                out_digest.update(text.encode("utf-8"))
-            scored += len(records)
-            if first_row is None:
-                first_row = chunk[0].row
-            last = chunk[-1]  # every row up to it is in OUT now; the index is kept when none after it is
-            if keep_index is not None and last.end is not None and (
-                    len(finished) + scored == _shard_size(last.row + 1, shard)):
-                keep_index(last.end_digest, ResumeIndex(last.end, len(finished) + scored, signature, first_row,
-                                                        extra_columns))
-            if checked.first_row is None:
-                checked = _Checkpoint(checked.size, chunk[0].row, checked.time)
-            bar.total = estimated_total()
-            bar.update(len(records))
-            if time.monotonic() - checked.time >= PROBE_SECONDS:
-                checked = _verify(scorer, signature, sink, checked, out_path)
-            if on_chunk is not None:
-                on_chunk(records)
-        if sink is not None:
-            checked = _verify(scorer, signature, sink, checked, out_path)  # and once more at the end
-        if (keep_index is not None and signature is not None and first_row is not None and last_read is not None
-                and last_read.end is not None and ahead.exhausted and len(finished) + scored == total):
-            keep_index(last_read.end_digest, ResumeIndex(last_read.end, total, str(signature), first_row,
-                                                         extra_columns))
-    finally:
-        if bar is not None:
-            bar.close()
-        if sink is not None:
-            sink.close()
-    return ScoreFileResult(Path(str(input)), Path(str(output)), total, len(finished), scored, signature)
-
-
-PROBE_SECONDS = 60.0
-"""During a file job the backend is probed again at least this often (and at the end): a server redeployed with
-other weights mid-run stops the job."""
-
-
-@dataclass(frozen=True)
-class _Checkpoint:
-    size: int | None  # OUT's size when the weights were last verified
-    first_row: int | None  # the first input row written after it
-    time: float
-
-
-def _verify(scorer: Any, signature: Any, sink: _Sink, checked: _Checkpoint, out: Path | None) -> _Checkpoint:
-    """Probe the scorer's backend again; when its signature changed, cut OUT back to the last verified point and
-    stop, naming the first row after it (those rows may come from either weights)."""
-    backend = getattr(scorer, "backend", None)
-    if backend is None:
-        return checked
-    backend.verify_identity()
-    now = str(scorer.signature)
-    if now == str(signature):
-        return _Checkpoint(sink.size(), None, time.monotonic())
-    where = "" if checked.first_row is None else f" from input row {checked.first_row} on"
-    if checked.size is not None and checked.first_row is not None:
-        sink.cut(checked.size)
-        kept = f"the rows written{where} were removed from {out} (they may come from either model), those before kept"
-    else:
-        kept = f"the rows{where} may come from either model"
-    raise UserError(f"the model behind the backend changed during this run (signature {signature} is now {now}): "
-                    f"{kept}; check which model you want, then run again (a new --out for the new model)")
-
-
 def _write_error(out: Path | None, err: OSError, kept: int, replacing: bool) -> UserError:
     """A failed write of OUT, saying what OUT holds now: the rows written before, or (``replacing``: an
     ``--overwrite`` run whose first chunk did not get written) the old OUT, unchanged."""
@@ -608,30 +706,10 @@ def score_file(
         **logprob_kwargs: passed to :class:`styleeval.LogProb` (``base_url``, ``device``, ``dtype``,
             ``batch_tokens``, ``end_of_turn``, ``on_overflow``, ...).
     """
-
-    def make_scorer() -> Any:
-        from styleeval.logprob import LogProb
-
-        return LogProb(model, **{"progress": False, **logprob_kwargs})
-
-    def score_chunk(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
-        scores = lp.score([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
-        return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in scores]
-
-    _given_or_options("scorer", scorer, model, logprob_kwargs)
-    job = FileJob(LOGPROB_RECORDS, make_scorer, score_chunk, scorer)
+    job = _model_job(LOGPROB_RECORDS, "scorer", scorer, _load_logprob, model, logprob_kwargs, _logprob_fields)
     return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
                     progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
                     shard=shard)
-
-
-def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]) -> None:
-    """A scorer object and options for building one are not given together (the options would be ignored)."""
-    if given is None:
-        return
-    named = [k for k, v in {"model": model, **options}.items() if v is not None]
-    if named:
-        raise UserError(f"{', '.join(named)}: a {what} is given, and these belong to it; leave them out")
 
 
 def autorate_file(
@@ -666,20 +744,54 @@ def autorate_file(
             ``base_url``, ``device``, ``dtype``, ``seed``...).
         Other arguments: as for :func:`score_file`.
     """
-
-    def make_judge() -> Any:
-        from styleeval.autorater import Autorater
-
-        return Autorater(model, **{"progress": False, **autorater_kwargs})
-
-    def rate_chunk(rater: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
-        rows = rater.rate([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
-        return [{"meaning": float(r["meaning"]), "style_rating": float(r["style"]), "parsed": bool(r["parsed"]),
-                 "reply": r.get("reply"), "meaning_probs": r.get("meaning_probs"), "style_probs": r.get("style_probs")}
-                for r in rows]
-
-    _given_or_options("judge", judge, model, autorater_kwargs)
-    job = FileJob(AUTORATER_RECORDS, make_judge, rate_chunk, judge)
+    job = _model_job(AUTORATER_RECORDS, "judge", judge, _load_autorater, model, autorater_kwargs,
+                     _autorater_fields)
     return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
                     progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
                     shard=shard)
+
+
+def _model_job(kind: RecordKind, what: str, given: Any, load: Callable[..., Any], model: Any,
+               options: dict[str, Any], fields: Callable[[Any, list[InputRow]], list[dict[str, Any]]]) -> FileJob:
+    """The job of a model scorer: ``given`` (the ``what`` the caller built), else ``load(model, **options)`` on first
+    use, without a progress bar of its own (the file's bar counts the rows); ``fields``: a chunk's record fields."""
+    _given_or_options(what, given, model, options)
+    return FileJob(kind, lambda: load(model, **{"progress": False, **options}), fields, given)
+
+
+def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]) -> None:
+    """A scorer object and options for building one are not given together (the options would be ignored)."""
+    if given is None:
+        return
+    named = [k for k, v in {"model": model, **options}.items() if v is not None]
+    if named:
+        raise UserError(f"{', '.join(named)}: a {what} is given, and these belong to it; leave them out")
+
+
+def _texts(chunk: list[InputRow]) -> tuple[list[str], list[str], list[Any]]:
+    """The sources, rewrites and styles of ``chunk``'s rows: what a scorer is called with."""
+    return [r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk]
+
+
+def _load_logprob(model: Any, **options: Any) -> Any:
+    from styleeval.logprob import LogProb  # torch and the model load only when a file is scored
+
+    return LogProb(model, **options)
+
+
+def _logprob_fields(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
+    """LogProb's record fields for each row of ``chunk``."""
+    return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in lp.score(*_texts(chunk))]
+
+
+def _load_autorater(model: Any, **options: Any) -> Any:
+    from styleeval.autorater import Autorater  # torch and the judge load only when a file is rated
+
+    return Autorater(model, **options)
+
+
+def _autorater_fields(rater: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
+    """The autorater's record fields for each row of ``chunk``."""
+    return [{"meaning": float(r["meaning"]), "style_rating": float(r["style"]), "parsed": bool(r["parsed"]),
+             "reply": r.get("reply"), "meaning_probs": r.get("meaning_probs"), "style_probs": r.get("style_probs")}
+            for r in rater.rate(*_texts(chunk))]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from styleeval.errors import UserError, current_interface
+from styleeval.metaeval.data import DIMENSIONS
 from styleeval.metaeval.runner import MetaevalResult, shared_rows
 from styleeval.metaeval.statistics import STATISTICS, Corpus, LeaderboardStatistic
 from styleeval.stats.clusters import significance_clusters
@@ -78,6 +80,53 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
                 atomic_write(path, lambda f, table=table: json.dump(table, f))
         rows += table
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def leaderboard_across_dimensions(first: MetaevalResult, rerun: Callable[..., MetaevalResult],
+                                  dimensions: Sequence[str] | None = None, *, trials: int = 200, seed: int = 0,
+                                  n_boot: int = 200, progress: bool | None = None,
+                                  cache_dir: str | Path | None = None,
+                                  note: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """The leaderboard of a run's corpora on every human dimension they rate (``metaeval --leaderboard``).
+
+    ``first`` is the run (one dimension); ``rerun(dimension=...)`` runs the same meta-evaluation on another dimension
+    (``run_metaeval`` with the run's other arguments, e.g. a ``functools.partial``; called with ``allow_missing=True``
+    and no log). ``dimensions``: only these (:func:`leaderboard_dimensions`; ``None``: every one of
+    :data:`~styleeval.metaeval.data.DIMENSIONS`); a dimension that no corpus of the run rates (``rerun`` raises a
+    ``UserError``) is left out with a note, as is said when ``trials`` permutations cannot give a p-value at or below
+    alpha = 0.05 (every metric in cluster 1). Then :func:`build_leaderboard` of the runs with ``trials``, ``seed``,
+    ``n_boot``, ``progress`` and ``cache_dir``. ``note``: a callback for the notes (``"leaderboard: ..."``)."""
+    say = note or (lambda message: None)
+    chosen = leaderboard_dimensions(dimensions, first.dimension)
+    results = [first] if first.dimension in chosen else []
+    for dimension in chosen:
+        if dimension == first.dimension:
+            continue
+        try:
+            results.append(rerun(dimension=dimension, allow_missing=True, log=lambda msg: None))
+        except UserError as err:  # no corpus of the run rates this dimension
+            say(f"leaderboard: no {dimension} ratings ({err})")
+    floor = 1 / (trials + 1)  # PERM-BOTH's smallest p
+    if floor > 0.05:
+        option = "--leaderboard-trials" if current_interface() == "cli" else "trials"
+        say(f"leaderboard: with {trials} permutations no p-value is below {floor:.3g}, above alpha = 0.05: no metric "
+            f"can be separated from another (every metric in cluster 1); use more {option}")
+    return build_leaderboard(results, trials=trials, seed=seed, n_boot=n_boot, progress=progress,
+                             cache_dir=cache_dir)
+
+
+def leaderboard_dimensions(chosen: Sequence[str] | None, first: str) -> list[str]:
+    """The human dimensions of a leaderboard: every one of :data:`~styleeval.metaeval.data.DIMENSIONS` (``chosen``
+    ``None``), or those ``chosen``, the run's own dimension ``first`` first. An unknown or no dimension is a
+    ``UserError`` naming the option (``--leaderboard-dimensions`` on the command line)."""
+    if chosen is None:
+        return list(DIMENSIONS)
+    unknown = [d for d in chosen if d not in DIMENSIONS]
+    if unknown or not chosen:
+        cli = current_interface() == "cli"
+        raise UserError(f"{'--leaderboard-dimensions' if cli else 'dimensions'}: unknown dimension(s) "
+                        f"{', '.join(unknown) or '(none)'}; choose from {', '.join(DIMENSIONS)}{' or all' if cli else ''}")
+    return sorted(chosen, key=lambda d: d != first)
 
 
 TABLE_VERSION = 2

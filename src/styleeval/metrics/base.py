@@ -3,12 +3,24 @@
 A metric scores ``rewrites`` against ``sources`` (``s_`` metrics), against ``references`` (``r_`` metrics)
 or both, and returns one float per row, in input order. Each metric has a sacrebleu-like ``signature``
 (name, settings, library versions) that keys the scores cache.
+
+A metric also owns the sufficient statistics of a system's score (as sacrebleu's and torchmetrics' metrics do):
+:meth:`Metric.statistics` gives each row's (rows x k), which add up over a system's rows, and :meth:`Metric.score`
+makes the system score of the sums, vectorised. A mean metric's statistics are ``[value, 1]`` and its score
+``sums[..., 0] / sums[..., 1]``; sacrebleu's corpus BLEU, chrF and TER have their own (``metrics/bleu.py``,
+``chrf.py``, ``ter.py``).
+
+>>> statistics = Metric.statistics_of_values([1.0, 2.0, 6.0])
+>>> statistics.tolist(), float(Metric().score(statistics.sum(axis=0)))
+([[1.0, 1.0], [2.0, 1.0], [6.0, 1.0]], 3.0)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Literal
+
+import numpy as np
 
 from styleeval.errors import RowError, UserError
 from styleeval.signature import Signature
@@ -68,7 +80,7 @@ class Metric:
     takes_model: bool = False
     aggregate: str = "mean"
     """How a system's score is made from its rows: ``"mean"`` of the row scores, or ``"corpus"``: the metric's corpus
-    statistic (:meth:`corpus_metric`; sacrebleu's BLEU, chrF and TER, as papers report them)."""
+    statistic (:meth:`statistics` and :meth:`score`; sacrebleu's BLEU, chrF and TER, as papers report them)."""
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...] | None:
@@ -81,11 +93,6 @@ class Metric:
     def spec_summary(cls, **fixed: object) -> str | None:
         """One line saying what the metric registered with ``fixed`` computes, for ``styleeval list metrics``;
         ``None``: the first sentence of the class docstring."""
-        return None
-
-    def corpus_metric(self) -> Any:
-        """The sacrebleu ``Metric`` object whose corpus score is the system score (``aggregate == "corpus"``), else
-        ``None``."""
         return None
 
     @property
@@ -122,20 +129,57 @@ class Metric:
         Raises ``ValueError`` naming the argument and the row on bad input (wrong type, None, length mismatch,
         a missing reference for a reference-based metric, a missing style for a style-aware one).
         """
-        rewrites = check_rewrites(rewrites)
+        return self._scores_of(*self._checked(sources, rewrites, references, styles))
+
+    __call__ = compute
+
+    def _scores_of(self, sources: list[str], rewrites: list[str], references: list[list[str]] | None,
+                   styles: list[str] | None) -> list[float]:
+        """:meth:`_score` of checked inputs (:meth:`_checked`), one float per row."""
         n = len(rewrites)
-        sources = check_texts("sources", sources, n)
-        refs = check_references(references, n) if self.needs_references else None
-        style_list = broadcast_texts("styles", styles, n) if self.needs_styles else None
         if n == 0:
             return []
-        with empty_rewrites_told():  # said above, for the rows as given: a scorer inside says it no more
-            scores = [float(s) for s in self._score(sources, rewrites, refs, style_list)]
+        with empty_rewrites_told():  # said by _checked, for the rows as given: a scorer inside says it no more
+            scores = [float(s) for s in self._score(sources, rewrites, references, styles)]
         if len(scores) != n:  # pragma: no cover - guards subclasses
             raise RuntimeError(f"{self.name} returned {len(scores)} scores for {n} rows")
         return scores
 
-    __call__ = compute
+    def _checked(self, sources: Any, rewrites: Any, references: Any,
+                 styles: Any) -> tuple[list[str], list[str], list[list[str]] | None, list[str] | None]:
+        """:meth:`compute`'s inputs checked (the empty rewrites warned about), as :meth:`_score` takes them."""
+        rewrites = check_rewrites(rewrites, stacklevel=3)
+        n = len(rewrites)
+        sources = check_texts("sources", sources, n)
+        refs = check_references(references, n) if self.needs_references else None
+        style_list = broadcast_texts("styles", styles, n) if self.needs_styles else None
+        return sources, rewrites, refs, style_list
+
+    def statistics(
+        self,
+        sources: Sequence[str],
+        rewrites: Sequence[str],
+        references: Sequence[Sequence[str] | str | None] | None = None,
+        styles: Sequence[str] | str | None = None,
+    ) -> np.ndarray:
+        """Each row's sufficient statistics of a system's score (rows x k, float64; :meth:`compute`'s inputs and
+        errors): they add up over a system's rows, and :meth:`score` of their sum is the system's score. A mean
+        metric's are ``[value, 1]`` (:meth:`statistics_of_values` of :meth:`compute`)."""
+        return self.statistics_of_values(self._scores_of(*self._checked(sources, rewrites, references, styles)))
+
+    @staticmethod
+    def statistics_of_values(values: Sequence[float]) -> np.ndarray:
+        """A mean's statistics of row scores: ``[value, 1]`` per row (rows x 2)."""
+        column = np.asarray(values, dtype=float).reshape(-1)
+        return np.column_stack([column, np.ones(len(column))])
+
+    def score(self, sums: np.ndarray, exact: bool = False) -> np.ndarray:
+        """The system score of summed :meth:`statistics`, vectorised: ``sums`` (..., k) -> scores (...). A mean
+        metric's: ``sums[..., 0] / sums[..., 1]`` (NaN for no row). ``exact``: the scores as the metric prints them
+        (sacrebleu's corpus scores bitwise; the same numbers up to the last bit otherwise, faster)."""
+        totals = np.asarray(sums, dtype=float)
+        count = totals[..., 1]
+        return np.divide(totals[..., 0], count, out=np.full(count.shape, np.nan), where=count != 0)
 
     def finalize(self, scores: list[float]) -> list[float]:
         """Applied once to the scores of everything being aggregated (a whole meta-evaluation dataset), after all its

@@ -10,22 +10,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from styleeval.errors import UserError, listing_advice
 from styleeval.http_pools import redacted, redacted_text
 from styleeval.metrics.base import Metric
+from styleeval.registry import Registry
 
 Factory = Callable[..., Metric]
 
-REGISTRY: dict[str, Factory] = {}
-"""Metric name -> factory taking the spec's options (strings). Filled by :func:`register` where each metric class is
-defined; :func:`_discover` imports every module of :mod:`styleeval.metrics` so that all are known."""
-_CLASSES: dict[str, object] = {}
-"""Metric name -> the registered class (or function), for what it declares (``takes_model``)."""
-_FIXED: dict[str, dict[str, object]] = {}
-"""Metric name -> the keyword arguments :func:`register` fixes (``inputs="source"``), for :func:`metric_options`."""
-_NAMED: dict[str, tuple[str, ...]] = {}
-"""Metric name -> the keyword arguments its factory names (the spec's options where the class declares none)."""
+@dataclass(frozen=True)
+class RegisteredMetric:
+    """A metric as :func:`register` records it: called with a spec's options (strings) it builds the metric;
+    ``cls`` is the registered class (or function), for what it declares (``takes_model``), ``fixed`` the keyword
+    arguments :func:`register` fixes (``inputs="source"``), ``named`` the keyword arguments its factory names (the
+    spec's options where the class declares none)."""
+
+    factory: Factory
+    cls: object
+    fixed: dict[str, object]
+    named: tuple[str, ...]
+
+    def __call__(self, **opts: str) -> Metric:
+        return self.factory(**opts)
+
+
+REGISTRY: Registry[RegisteredMetric] = Registry("metric")
+"""Metric name -> its :class:`RegisteredMetric` (a :class:`~styleeval.registry.Registry`; ``REGISTRY[name](**opts)``
+builds one). Filled by :func:`register` where each metric class is defined; :func:`_discover` imports every module
+of :mod:`styleeval.metrics` so that all are known."""
 
 
 def register(name: str, **fixed: object) -> Callable:
@@ -34,8 +47,6 @@ def register(name: str, **fixed: object) -> Callable:
     string options with a ``from_spec`` classmethod where they need converting, else its constructor takes them."""
 
     def decorate(obj):
-        if name in REGISTRY:
-            raise ValueError(f"metric {name!r} is registered twice")
         import inspect
 
         build = getattr(obj, "from_spec", None) or obj
@@ -51,18 +62,15 @@ def register(name: str, **fixed: object) -> Callable:
                 raise UserError(f"unknown options {unknown} (known: {named})")
             return build(**{**fixed, **opts})  # a spec may override a fixed option (module=PATH)
 
-        REGISTRY[name] = factory
-        _CLASSES[name] = obj
-        _FIXED[name] = dict(fixed)
-        _NAMED[name] = tuple(named)
+        REGISTRY.add(name, RegisteredMetric(factory, obj, dict(fixed), tuple(named)))
         return obj
 
     return decorate
 
 
-NAMESPACES: dict[str, tuple[Callable[..., Metric], tuple[str, ...], str]] = {}
-"""Namespace -> (factory, its options, what a member names): ``lai:<score>`` is a member ``<score>`` of ``lai``.
-Filled by :func:`register_namespace` where the factory is defined."""
+NAMESPACES: Registry[tuple[Callable[..., Metric], tuple[str, ...], str]] = Registry("metric namespace")
+"""Namespace -> (factory, its options, what a member names): ``lai:<score>`` is a member ``<score>`` of ``lai`` (a
+:class:`~styleeval.registry.Registry`). Filled by :func:`register_namespace` where the factory is defined."""
 
 
 def register_namespace(namespace: str, options: tuple[str, ...] = (), member: str = "name") -> Callable:
@@ -71,9 +79,7 @@ def register_namespace(namespace: str, options: tuple[str, ...] = (), member: st
     ``data_dir`` is among ``options``). ``member`` says what the part after the colon names, for help texts."""
 
     def decorate(factory):
-        if namespace in NAMESPACES:
-            raise UserError(f"metric namespace {namespace!r} is registered twice")
-        NAMESPACES[namespace] = (factory, tuple(options), member)
+        NAMESPACES.add(namespace, (factory, tuple(options), member), lazy=False)
         return factory
 
     return decorate
@@ -128,9 +134,10 @@ def metric_options(name: str) -> tuple[str, ...]:
     _discover()
     if name not in REGISTRY:
         raise UserError(f"unknown metric {name!r}")
-    declare = getattr(_CLASSES[name], "spec_options", None)
-    declared = declare(**_FIXED[name]) if callable(declare) else None
-    return tuple(declared) if declared is not None else _NAMED[name]
+    entry = REGISTRY[name]
+    declare = getattr(entry.cls, "spec_options", None)
+    declared = declare(**entry.fixed) if callable(declare) else None
+    return tuple(declared) if declared is not None else entry.named
 
 
 def metric_summary(name: str) -> str:
@@ -144,11 +151,12 @@ def metric_summary(name: str) -> str:
     _discover()
     if name not in REGISTRY:
         raise UserError(f"unknown metric {name!r}")
-    declare = getattr(_CLASSES[name], "spec_summary", None)
-    declared = declare(**_FIXED[name]) if callable(declare) else None
+    cls = REGISTRY[name].cls
+    declare = getattr(cls, "spec_summary", None)
+    declared = declare(**REGISTRY[name].fixed) if callable(declare) else None
     if declared:
         return declared
-    doc = " ".join((getattr(_CLASSES[name], "__doc__", None) or "").split("\n\n")[0].split())
+    doc = " ".join((getattr(cls, "__doc__", None) or "").split("\n\n")[0].split())
     first = re.split(r"(?<=[a-z0-9)\]`'\"])\.\s", doc, maxsplit=1)[0].replace("``", "")
     first = re.sub(rf"^{re.escape(name)}:\s*", "", first)
     return first if first.endswith(".") or not first else first + "."
@@ -250,14 +258,14 @@ def with_model(specs: list[str | Metric], model: str) -> list[str | Metric]:
         raise UserError("--model needs a model: a preset (smollm2-135m, 1b, 3b, 8b, qwen-1.5b, tiny-random), a Hub id, "
                         "a path or a .gguf file")
     _discover()
-    llm = sorted(n for n, c in _CLASSES.items() if getattr(c, "takes_model", False))
+    llm = sorted(n for n, entry in REGISTRY.items() if getattr(entry.cls, "takes_model", False))
     out, applied, own = [], False, []
     for spec in specs:
         if not isinstance(spec, str):  # a metric object is built already: its model is its own
             out.append(spec)
             continue
         name, opts = parse_spec(spec)
-        takes = getattr(_CLASSES.get(name), "takes_model", False)
+        takes = getattr(getattr(REGISTRY.get(name), "cls", None), "takes_model", False)
         if takes and "model" in opts:
             own.append(spec.strip())
         applied |= takes and "model" not in opts

@@ -1,13 +1,15 @@
-"""Corpus-level statistics of sacrebleu's metrics (BLEU, chrF, TER): the system score ``sacrebleu -i`` prints, its
-bootstrap CI, and paired tests of two or more systems, drawn as sacrebleu draws them and computed vectorised.
+"""Corpus-level statistics of a metric with additive sentence statistics: the system score, its bootstrap CI, and
+paired tests of two or more systems, drawn as sacrebleu draws them and computed vectorised, on arrays.
 
-A corpus score of these metrics is a function of additive sentence statistics (BLEU's n-gram matches and lengths,
-chrF's character and word n-gram counts, TER's edits and reference lengths). A shuffle of paired approximate
-randomization or a bootstrap resample is therefore a masked sum of the rows' statistics, and ``T`` trials of every
-system at once are one matrix product; the ``T`` corpus scores are then computed by numpy
-(:func:`scores_from_statistics`, which follows sacrebleu's ``_compute_score_from_stats`` operation by operation:
-BLEU's smoothing, effective order and brevity penalty, chrF's beta and character/word orders, TER's empty-reference
-rules). The printed system scores are sacrebleu's own (``metric.corpus_score`` of the rows' statistics, exactly).
+A corpus score (sacrebleu's BLEU, chrF and TER) is a function of additive sentence statistics (BLEU's n-gram matches
+and lengths, chrF's character and word n-gram counts, TER's edits and reference lengths); a mean is one too (each
+row's ``[value, 1]``). The functions here take each system's rows' statistics (rows x k arrays) and the metric's
+score function (:data:`ScoreFunction`: :meth:`styleeval.metrics.Metric.score`, which owns the arithmetic: BLEU's
+smoothing, effective order and brevity penalty, chrF's beta, TER's empty-reference rules live in
+``metrics/bleu.py``, ``chrf.py``, ``ter.py``). A shuffle of paired approximate randomization or a bootstrap resample
+is therefore a masked sum of the rows' statistics, and ``T`` trials of every system at once are one matrix product;
+the ``T`` corpus scores are one vectorised call of the score function. The printed system scores are its ``exact``
+scores of the summed statistics (for sacrebleu's metrics: ``corpus_score``, bitwise).
 
 The random numbers are sacrebleu's (``sacrebleu.significance``, seed 12345 by default): the AR test's shuffles are
 ``default_rng(seed).integers(2, size=(trials, n), dtype=bool)`` (True keeps a row's two outputs in place) and every
@@ -21,9 +23,13 @@ every row) always reaches it, so with few rows p cannot fall below the share of 
 on 4 rows is significant at 0.05), and two identical outputs get p = 1 (sacrebleu: 1 / (trials + 1), "significant").
 Where no trial ties the observed difference, p is sacrebleu's exactly (tested on every pair of Lai et al.'s systems).
 
-sacrebleu has no public call for the rows' statistics: :func:`corpus_statistics` is the one private call
-(``Metric._extract_corpus_statistics``), pinned by ``sacrebleu>=2.4,<3`` and tested against the public
-``sacrebleu.significance.PairedTest`` and ``corpus_score``.
+A caller holding a sacrebleu metric object rather than a score function (``BLEU()``, as ``sacrebleu.significance``
+takes them) may pass it wherever a score function is taken (:func:`score_function`: its own scalar
+``_compute_score_from_stats``, exact and slow), and :func:`corpus_statistics` reads its rows' statistics
+(``_extract_corpus_statistics``). Both are sacrebleu's private calls, duck-typed (sacrebleu is not imported here),
+pinned by ``sacrebleu>=2.4,<3`` and tested against the public ``sacrebleu.significance.PairedTest`` and
+``corpus_score``; :class:`~styleeval.metrics.Metric`'s own statistics and score (``metrics/_sacrebleu.py``) read
+the statistics through :func:`corpus_statistics`.
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ from styleeval.stats.resampling import (
     resample_blocks,
 )
 
+ScoreFunction = Callable[..., np.ndarray]
+"""``score(sums, exact=False)``: summed statistics (..., k) -> scores (...), vectorised over the leading axes;
+``exact=True``: the scores the metric prints (for sacrebleu's: bitwise ``corpus_score``; slower)."""
 TIE_TOLERANCE = 1e-12
 """A trial's statistic reaches the observed one when it is at least ``observed - TIE_TOLERANCE * max(1, |score_a|,
 |score_b|)``: scores of the same statistics computed in another order differ in the last bits."""
@@ -60,8 +69,8 @@ def reference_streams(references: Sequence[Sequence[str]]) -> list[list[str | No
 
 
 def corpus_statistics(metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> np.ndarray:
-    """Each row's sufficient statistics (rows x k, float64), which add up to the corpus's: sacrebleu's
-    ``_extract_corpus_statistics``, the one private sacrebleu call (no public one gives chrF's; the major version is
+    """Each row's sufficient statistics (rows x k, float64) under the sacrebleu metric object ``metric``, which add
+    up to the corpus's: sacrebleu's ``_extract_corpus_statistics`` (no public call gives chrF's; the major version is
     pinned and the result tested against the public API)."""
     if not hypotheses:
         return np.zeros((0, 0))
@@ -70,122 +79,44 @@ def corpus_statistics(metric: Any, hypotheses: Sequence[str], references: Sequen
 
 
 def corpus_score(metric: Any, hypotheses: Sequence[str], references: Sequence[Sequence[str]]) -> float:
-    """sacrebleu's corpus score of ``hypotheses`` (what ``sacrebleu -i`` prints), by its public ``corpus_score``."""
+    """sacrebleu's corpus score of ``hypotheses`` (what ``sacrebleu -i`` prints), by the sacrebleu metric object's
+    public ``corpus_score``."""
     return float(metric.corpus_score(list(hypotheses), reference_streams(references)).score)
 
 
-def _libm(fn: Callable[[float], float]) -> Callable[[np.ndarray], np.ndarray]:
-    """``fn`` (``math.log``, ``math.exp``) element by element: the C library's results, as sacrebleu's scalar code
-    gets them (numpy's SIMD ``log``/``exp`` may differ in the last bit)."""
-    return lambda x: np.array([fn(v) for v in np.ravel(x).tolist()], dtype=float).reshape(np.shape(x))
+def score_function(scorer: ScoreFunction | Any) -> ScoreFunction:
+    """``scorer`` as a :data:`ScoreFunction`: itself where it is callable (a metric's ``score``), else a sacrebleu
+    metric object's own ``_compute_score_from_stats`` applied to each vector of sums (exact; a Python call per
+    vector)."""
+    if callable(scorer):
+        return scorer
+
+    def scores(sums: np.ndarray, exact: bool = False) -> np.ndarray:
+        t = np.asarray(sums, dtype=float)
+        flat = t.reshape(-1, t.shape[-1])
+        return np.array([scorer._compute_score_from_stats(v).score for v in flat.tolist()],
+                        dtype=float).reshape(t.shape[:-1])
+
+    return scores
 
 
-_NUMPY = (np.log, np.exp)
-_EXACT = (_libm(math.log), _libm(math.exp))
+def scores_from_statistics(scorer: ScoreFunction | Any, totals: np.ndarray, exact: bool = False) -> np.ndarray:
+    """The scores of summed statistics, ``totals`` (..., k) -> scores (...), by ``scorer`` (a score function or a
+    sacrebleu metric object: :func:`score_function`)."""
+    return np.asarray(score_function(scorer)(np.asarray(totals, dtype=float), exact=exact), dtype=float)
 
 
-def scores_from_statistics(metric: Any, totals: np.ndarray, exact: bool = False) -> np.ndarray:
-    """The corpus scores of summed sufficient statistics: ``totals`` (..., k) -> scores (...), vectorised.
-
-    The operations are sacrebleu's ``_compute_score_from_stats`` in the same order, so the scores are sacrebleu's up
-    to numpy's ``log``/``exp`` (last bit); ``exact=True`` takes those from the C library (as ``math`` does), for
-    bitwise sacrebleu's scores (slow: for a few totals)."""
-    from sacrebleu.metrics import BLEU, CHRF, TER
-
-    t = np.asarray(totals, dtype=float)
-    flat = t.reshape(-1, t.shape[-1]) if t.ndim else t.reshape(1, 1)
-    log, exp = _EXACT if exact else _NUMPY
-    if isinstance(metric, BLEU):
-        out = _bleu_scores(metric, flat, log, exp)
-    elif isinstance(metric, CHRF):
-        out = _chrf_scores(metric, flat)
-    elif isinstance(metric, TER):
-        out = _ter_scores(flat)
-    else:
-        raise TypeError(f"corpus statistics of {type(metric).__name__} are not supported: BLEU, CHRF or TER")
-    return out.reshape(t.shape[:-1])
+def score_from_statistics(scorer: ScoreFunction | Any, totals: np.ndarray) -> float:
+    """The score of one vector of summed statistics, the one the metric prints (``exact=True``: for sacrebleu's
+    metrics bitwise ``corpus_score``)."""
+    return float(scores_from_statistics(scorer, np.asarray(totals, dtype=float)[None, :], exact=True)[0])
 
 
-def score_from_statistics(metric: Any, totals: np.ndarray) -> float:
-    """The corpus score of one vector of summed statistics, bitwise sacrebleu's (``scores_from_statistics(...,
-    exact=True)``)."""
-    return float(scores_from_statistics(metric, np.asarray(totals, dtype=float)[None, :], exact=True)[0])
-
-
-def _bleu_scores(metric: Any, t: np.ndarray, log: Callable, exp: Callable) -> np.ndarray:
-    """sacrebleu's ``BLEU.compute_bleu`` on each row of ``t`` ([sys_len, ref_len, correct..., total...])."""
-    order = metric.max_ngram_order
-    method = metric.smooth_method
-    value = metric.smooth_value
-    if value is None:
-        value = type(metric).SMOOTH_DEFAULTS[method]
-    sys_len, ref_len = t[:, 0], t[:, 1]
-    correct, total = t[:, 2:2 + order], t[:, 2 + order:2 + 2 * order]
-    any_correct = (correct != 0).any(axis=1)  # checked before add-k changes the counts, as sacrebleu does
-    short = sys_len < ref_len
-    bp = np.where(short & (sys_len > 0), exp(1 - ref_len / np.where(sys_len > 0, sys_len, 1.0)),
-                  np.where(short, 0.0, 1.0))
-    smooth = np.ones(len(t))
-    eff_order = np.full(len(t), order)
-    live = np.ones(len(t), dtype=bool)  # the loop over orders has not hit a zero total (sacrebleu's "break")
-    summed = np.zeros(len(t))  # Python's sum() of the first eff_order log-precisions, left to right
-    for n in range(order):
-        c, tot = correct[:, n], total[:, n]
-        if method == "add-k" and n > 0:
-            c, tot = c + value, tot + value
-        live = live & (tot != 0)
-        if metric.effective_order:
-            eff_order = np.where(live, n + 1, eff_order)
-        zero = live & (c == 0)
-        safe = np.where(live, tot, 1.0)
-        if method == "exp":
-            smooth = np.where(zero, smooth * 2, smooth)
-            if_zero = 100.0 / (smooth * safe)
-        elif method == "floor":
-            if_zero = 100.0 * value / safe
-        else:
-            if_zero = np.zeros(len(t))
-        precision = np.where(zero, if_zero, np.where(live, 100.0 * c / safe, 0.0))
-        logs = np.where(precision > 0, log(np.where(precision > 0, precision, 1.0)), -9999999999.0)  # my_log
-        summed = np.where(n < eff_order, summed + logs, summed)
-    return np.where(any_correct, bp * exp(summed / eff_order), 0.0)
-
-
-def _chrf_scores(metric: Any, t: np.ndarray) -> np.ndarray:
-    """sacrebleu's ``CHRF._compute_f_score`` on each row of ``t`` ([hyp, ref, match] per character then word
-    order)."""
-    eps = 1e-16
-    factor = metric.beta ** 2
-    score = np.zeros(len(t))
-    avg_prec, avg_rec = np.zeros(len(t)), np.zeros(len(t))
-    effective = np.zeros(len(t))
-    for i in range(metric.order):
-        n_hyp, n_ref, n_match = t[:, 3 * i], t[:, 3 * i + 1], t[:, 3 * i + 2]
-        has_hyp, has_ref = n_hyp > 0, n_ref > 0
-        prec = np.where(has_hyp, n_match / np.where(has_hyp, n_hyp, 1.0), eps)
-        rec = np.where(has_ref, n_match / np.where(has_ref, n_ref, 1.0), eps)
-        denom = factor * prec + rec
-        score += np.where(denom > 0, (1 + factor) * prec * rec / np.where(denom > 0, denom, 1.0), eps)
-        both = has_hyp & has_ref
-        avg_prec = np.where(both, avg_prec + prec, avg_prec)
-        avg_rec = np.where(both, avg_rec + rec, avg_rec)
-        effective += both
-    if metric.eps_smoothing:
-        return 100 * score / metric.order
-    some = effective > 0
-    avg_prec = np.where(some, avg_prec / np.where(some, effective, 1.0), 0.0)
-    avg_rec = np.where(some, avg_rec / np.where(some, effective, 1.0), 0.0)
-    nonzero = avg_prec + avg_rec != 0
-    f = (1 + factor) * avg_prec * avg_rec
-    f = f / np.where(nonzero, factor * avg_prec + avg_rec, 1.0)
-    return np.where(nonzero, 100 * f, 0.0)
-
-
-def _ter_scores(t: np.ndarray) -> np.ndarray:
-    """sacrebleu's ``TER._compute_score_from_stats`` on each row of ``t`` ([edits, reference length])."""
-    edits, length = t[:, 0], t[:, 1]
-    has_ref = length > 0
-    return 100 * np.where(has_ref, edits / np.where(has_ref, length, 1.0), np.where(edits > 0, 1.0, 0.0))
+def score_of_rows(scorer: ScoreFunction | Any, statistics: np.ndarray) -> float:
+    """The score of rows given their statistics (rows x k): the printed score of their sum (summed row after row,
+    as sacrebleu sums them); NaN for no row."""
+    rows = np.asarray(statistics, dtype=float)
+    return score_from_statistics(scorer, rows.sum(axis=0)) if len(rows) else math.nan
 
 
 def bootstrap_indices(n: int, n_boot: int, seed: int = SEED, max_elements: int = MAX_ELEMENTS) -> Iterator[np.ndarray]:
@@ -237,7 +168,7 @@ def shuffled_sums(statistics: np.ndarray, trials: int = N_TRIALS, seed: int = SE
 
 @dataclass(frozen=True)
 class PairResult:
-    """One pair's corpus test: the scores on the pair's rows, ``delta = score_a - score_b``, the percentile bootstrap
+    """One pair's test: the scores on the pair's rows, ``delta = score_a - score_b``, the percentile bootstrap
     CI of ``delta``, ``p``, ``p_min`` (the smallest p these trials could give, whatever the outputs) and ``ties``
     (trials whose statistic equals the observed one up to the tolerance: counted here, not by sacrebleu)."""
 
@@ -253,20 +184,22 @@ class PairResult:
 
 @dataclass(frozen=True)
 class CorpusComparison:
-    """Every system's corpus score with its bootstrap CI (``systems[name] = (score, low, high)``), and the tests of
-    the pairs asked for (``pairs[(a, b)]``)."""
+    """Every system's score with its bootstrap CI (``systems[name] = (score, low, high)``), and the tests of the
+    pairs asked for (``pairs[(a, b)]``)."""
 
     systems: dict[str, tuple[float, float, float]]
     pairs: dict[tuple[str, str], PairResult]
 
 
-def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Sequence[tuple[str, str]] = (),
-                   test: str = "ar", trials: int = N_TRIALS, n_boot: int = N_BOOT, seed: int = SEED,
-                   level: float = 0.95, max_elements: int = MAX_ELEMENTS) -> CorpusComparison:
+def compare_corpus(score: ScoreFunction | Any, statistics: Mapping[str, np.ndarray],
+                   pairs: Sequence[tuple[str, str]] = (), test: str = "ar", trials: int = N_TRIALS,
+                   n_boot: int = N_BOOT, seed: int = SEED, level: float = 0.95,
+                   max_elements: int = MAX_ELEMENTS) -> CorpusComparison:
     """Corpus scores, CIs and paired tests of systems on the same rows (``statistics[name]``: rows x k, row ``i``
-    the same input for every system), every system in one matrix product per draw.
+    the same input for every system), every system in one matrix product per draw; ``score``: the metric's
+    :data:`ScoreFunction` (or a sacrebleu metric object: :func:`score_function`).
 
-    - score: sacrebleu's corpus score of the summed statistics (bitwise);
+    - score: the exact score of the summed statistics (sacrebleu's corpus score, bitwise);
     - CI of a score and of a pair's ``delta``: percentile bootstrap over sacrebleu's resamples (``n_boot``);
     - ``test="ar"``: paired approximate randomization, ``trials`` of sacrebleu's shuffles; p = (#(|delta*| >=
       |delta|) + 1) / (trials + 1);
@@ -276,6 +209,7 @@ def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Seq
     ">=" (up to :data:`TIE_TOLERANCE`) is the one difference from sacrebleu (">"); see the module docstring."""
     if test not in TESTS:
         raise ValueError(f"test must be one of {', '.join(TESTS)}, got {test!r}")
+    score = score_function(score)
     names = list(statistics)
     blocks = [np.asarray(statistics[s], dtype=float) for s in names]
     n = len(blocks[0]) if blocks else 0
@@ -284,12 +218,12 @@ def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Seq
     k = blocks[0].shape[1] if n else 0
     column = {s: slice(j * k, (j + 1) * k) for j, s in enumerate(names)}
     totals = {s: b.sum(axis=0) for s, b in zip(names, blocks)}
-    scores = {s: score_from_statistics(metric, totals[s]) if n else math.nan for s in names}
+    scores = {s: score_from_statistics(score, totals[s]) if n else math.nan for s in names}
     stacked = np.hstack(blocks) if n else np.zeros((0, 0))
     resampled = {}
     if n > 1 and n_boot > 0:
         boot = resampled_totals(stacked, n_boot, seed, max_elements)
-        resampled = {s: scores_from_statistics(metric, boot[:, column[s]]) for s in names}
+        resampled = {s: score(boot[:, column[s]]) for s in names}
     systems = {s: (scores[s], *(percentile_interval(resampled[s], level) if resampled else (math.nan, math.nan)))
                for s in names}
     shuffled, constant = (shuffled_sums(stacked, trials, seed, max_elements) if test == "ar" and n and pairs
@@ -306,7 +240,7 @@ def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Seq
             kept_a, kept_b = shuffled[:, column[a]], shuffled[:, column[b]]
             star_a = kept_a + (totals[b] - kept_b)  # rows kept in place from A, the others swapped in from B
             star_b = kept_b + (totals[a] - kept_a)
-            stat = np.abs(scores_from_statistics(metric, star_a) - scores_from_statistics(metric, star_b))
+            stat = np.abs(score(star_a) - score(star_b))
             p_min = (constant + 1) / (trials + 1)
         elif resampled:
             spread = np.abs(resampled[b] - resampled[a])
@@ -323,11 +257,11 @@ def compare_corpus(metric: Any, statistics: Mapping[str, np.ndarray], pairs: Seq
     return CorpusComparison(systems, results)
 
 
-def corpus_bootstrap_ci(metric: Any, statistics: np.ndarray, n_boot: int = N_BOOT, seed: int = SEED,
+def corpus_bootstrap_ci(score: ScoreFunction | Any, statistics: np.ndarray, n_boot: int = N_BOOT, seed: int = SEED,
                         level: float = 0.95, max_elements: int = MAX_ELEMENTS) -> tuple[float, float]:
-    """Percentile bootstrap CI of a corpus score over sacrebleu's resamples of the rows (the corpus score recomputed
-    from each resample's statistics); ``(nan, nan)`` for fewer than two rows."""
-    _, low, high = compare_corpus(metric, {"system": statistics}, (), n_boot=n_boot, seed=seed, level=level,
+    """Percentile bootstrap CI of a corpus score over sacrebleu's resamples of the rows (``score`` recomputed from
+    each resample's statistics); ``(nan, nan)`` for fewer than two rows."""
+    _, low, high = compare_corpus(score, {"system": statistics}, (), n_boot=n_boot, seed=seed, level=level,
                                   max_elements=max_elements).systems["system"]
     return low, high
 
@@ -335,8 +269,9 @@ def corpus_bootstrap_ci(metric: Any, statistics: np.ndarray, n_boot: int = N_BOO
 def paired_corpus_test(metric: Any, hypotheses_a: Sequence[str], hypotheses_b: Sequence[str],
                        references: Sequence[Sequence[str]], test: str = "ar", trials: int = N_TRIALS,
                        n_boot: int = N_BOOT, seed: int = SEED, level: float = 0.95) -> dict[str, Any]:
-    """System A against system B on the same rows (:func:`compare_corpus` of the two): ``score_a``, ``score_b``,
-    ``delta``, ``ci_low``, ``ci_high``, ``p``, ``p_min`` and ``ties`` (:class:`PairResult`)."""
+    """System A against system B on the same rows under the sacrebleu metric object ``metric`` (:func:`compare_corpus`
+    of the two): ``score_a``, ``score_b``, ``delta``, ``ci_low``, ``ci_high``, ``p``, ``p_min`` and ``ties``
+    (:class:`PairResult`)."""
     stats = {"a": corpus_statistics(metric, hypotheses_a, references),
              "b": corpus_statistics(metric, hypotheses_b, references)}
     result = compare_corpus(metric, stats, [("a", "b")], test, trials, n_boot, seed, level).pairs[("a", "b")]

@@ -10,11 +10,12 @@ its human ratings as ``human_<dimension>`` columns, in the rows :func:`~styleeva
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from styleeval.corpora import check_corpus_names, load_corpus, systems_corpora
 from styleeval.corpora.schema import ASPECTS
-from styleeval.errors import UserError
+from styleeval.errors import UserError, current_interface
 from styleeval.systems.report import HUMAN_PREFIX
 
 
@@ -46,3 +47,29 @@ def dataset_rows(name: str, data_dir: str | os.PathLike[str] | None = None) -> l
         row.update({f"{HUMAN_PREFIX}{aspect}": record[f"{aspect}_mean"] for aspect in ASPECTS})
         rows.append(row)
     return rows
+
+
+def check_input_choice(has_rows: bool, dataset: str | None, style: str | None = None, *,
+                       files: Sequence[str] = (), system_from_filename: bool = False) -> None:
+    """The rule of the systems input: rows (the files IN on the command line) or the corpus ``dataset``, exactly one
+    of them, and with a corpus no ``style`` (nor ``--system-from-filename``): the corpus names each row's system and
+    target style. A ``UserError`` otherwise, phrased for the interface (:func:`~styleeval.errors.current_interface`:
+    IN and ``--dataset`` on the command line, naming the ``files`` given; rows and ``dataset=`` in Python)."""
+    cli = current_interface() == "cli"
+    if dataset is None:
+        if not has_rows:
+            raise UserError("give the files of system outputs (IN ...) or --dataset NAME (a rated corpus's systems)"
+                            if cli else "give the rows to evaluate, or dataset=NAME for a rated corpus's systems")
+        return
+    if has_rows:
+        raise UserError(f"give IN files or --dataset {dataset}, not both ({' '.join(files)})" if cli
+                        else f"give rows or dataset={dataset!r}, not both")
+    if not cli:
+        if style is not None:
+            raise UserError(f"style={style!r} with dataset={dataset!r}: the corpus gives each row its target style; "
+                            "leave style out")
+        return
+    for given, option in ((system_from_filename, "--system-from-filename"), (style, "--style")):
+        if given:
+            raise UserError(f"{option} with --dataset: the corpus names each row's system and target style; "
+                            f"leave {option} out")

@@ -314,7 +314,7 @@ def _agreement_tables(report: SystemsReport) -> list[tuple[str, list[str], list[
             header += ["r, own systems", "accuracy, own systems", "own systems"]
         rows = []
         for r in part.itertuples():
-            row = [report.label(r.metric, bool(r.negated)), _statistic(report, r.metric, r.aggregate).label,
+            row = [report.label(r.metric, bool(r.negated)), r.system_score,  # as compare_systems named it
                    fmt(r.pearson, 3), fmt(r.pairwise_accuracy, 3)]
             if own:
                 row += [fmt(r.pearson_own, 3), fmt(r.pairwise_accuracy_own, 3), str(r.n_systems_own)]

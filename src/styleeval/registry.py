@@ -1,0 +1,184 @@
+"""One registry for every kind of named thing styleeval looks up: metrics, backends, corpora, leaderboard
+statistics and the CLI's commands are each a :class:`Registry`.
+
+An entry is the object itself, or a lazy ``"module:object"`` string (``"styleeval.backends.local:LocalBackend"``;
+a plain ``"module"`` names the module itself) imported the first time the entry is read: listing the names imports
+nothing. A registry with an entry-point ``group`` adds the installed plugins' entries (``name = "package.module:Class"``
+in the group) as lazy entries the first time it is read; a name registered in code comes first. A name registered
+twice with another object is one ``ValueError`` in every registry (``backend 'naive' is registered twice``);
+:meth:`Registry.unregister` removes one.
+
+>>> separators = Registry("separator")
+>>> separators.add("sep", "os:sep")          # lazy: nothing imported until read
+>>> separators.names(), separators.loaded("sep")
+(['sep'], False)
+>>> separators["sep"] == __import__("os").sep, separators.loaded("sep")
+(True, True)
+>>> separators.add("sep", "os:pathsep")
+Traceback (most recent call last):
+...
+ValueError: separator 'sep' is registered twice
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+_TARGET = re.compile(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?")
+"""A lazy entry: ``module.path:object.path`` or a plain ``module.path``."""
+
+
+class Registry(Mapping[str, T], Generic[T]):
+    """Names -> objects of one ``kind`` (its name in messages). A read-only mapping over the materialised objects
+    (``registry[name]``, ``name in registry``, ``list(registry)``: the names in order, ``registry.items()``);
+    :meth:`add` / :meth:`register` / :meth:`unregister` change it.
+
+    Args:
+        kind: what an entry is, in messages (``metric``, ``backend``...).
+        group: the entry-point group whose plugins join it (``styleeval.backends``), read once, lazily.
+        check: called as ``check(name, obj)`` on every object when it is added or a lazy entry is imported (a type
+            check); it raises to refuse it.
+        order: the registry's order (``corpus_names()``: the specs' ``order``) as a key of the object; default: the
+            order of registration. An ordered registry imports every lazy entry when it lists its names.
+    """
+
+    def __init__(self, kind: str, *, group: str | None = None, check: Callable[[str, T], None] | None = None,
+                 order: Callable[[T], Any] | None = None) -> None:
+        self.kind = kind
+        self.group = group
+        self._check = check
+        self._order = order
+        self._entries: dict[str, T | str] = {}
+        self._lazy: set[str] = set()
+        self._plugins_read = group is None
+
+    # -- changing it --------------------------------------------------------------------------------------------
+    def add(self, name: str, obj: T | str, *, lazy: bool | None = None) -> None:
+        """Register ``obj`` as ``name``; a string is a lazy ``"module:object"`` entry unless ``lazy=False`` (a
+        registry of strings). The same object (or the same lazy string) again is nothing new; a lazy entry is
+        replaced by the object it names when that object registers itself (its module's decorator runs on import);
+        any other object under a taken name is the duplicate ``ValueError``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a {self.kind} needs a name, got {name!r}")
+        lazy = isinstance(obj, str) if lazy is None else lazy
+        if lazy and not (isinstance(obj, str) and _TARGET.fullmatch(obj)):
+            raise ValueError(f"{self.kind} {name!r}: a lazy entry is 'module:object', got {obj!r}")
+        if name in self._entries:
+            current = self._entries[name]
+            if current is obj or (lazy and name in self._lazy and current == obj):
+                return
+            if not (name in self._lazy and not lazy and self._names_object(str(current), obj)):
+                raise ValueError(f"{self.kind} {name!r} is registered twice")
+        if not lazy and self._check is not None:
+            self._check(name, obj)  # type: ignore[arg-type]
+        self._entries[name] = obj
+        self._lazy.discard(name)
+        if lazy:
+            self._lazy.add(name)
+        self._sort()
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: ``@registry.register("name")`` adds the decorated object and returns it unchanged."""
+
+        def decorate(obj: T) -> T:
+            self.add(name, obj, lazy=False)
+            return obj
+
+        return decorate
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (nothing when it is not registered): tests, plugins reloaded."""
+        self._entries.pop(name, None)
+        self._lazy.discard(name)
+
+    # -- reading it ---------------------------------------------------------------------------------------------
+    def names(self) -> list[str]:
+        """Every registered name, in the registry's order; nothing imported (unless the registry is ordered by its
+        objects)."""
+        self._read_plugins()
+        if self._order is not None and self._lazy:
+            for name in list(self._lazy):
+                self.get(name)
+        return list(self._entries)
+
+    def get(self, name: str, default: Any = None) -> T | Any:  # type: ignore[override]
+        """The object registered as ``name`` (a lazy entry imported now, once), else ``default``."""
+        self._read_plugins()
+        if name not in self._entries:
+            return default
+        if name in self._lazy:
+            target = str(self._entries[name])
+            obj = _load(target)
+            if name in self._lazy and self._entries.get(name) == target:  # its import did not register it itself
+                if self._check is not None:
+                    self._check(name, obj)
+                self._entries[name] = obj
+                self._lazy.discard(name)
+                self._sort()
+        return self._entries[name]  # type: ignore[return-value]
+
+    def loaded(self, name: str) -> bool:
+        """Whether ``name`` is registered and its object is imported (not a lazy entry waiting to be read)."""
+        return name in self._entries and name not in self._lazy
+
+    def loaded_items(self) -> list[tuple[str, T]]:
+        """The entries already imported, nothing imported now (a backend never opened has nothing to clear)."""
+        return [(n, o) for n, o in self._entries.items() if n not in self._lazy]  # type: ignore[misc]
+
+    def target(self, name: str) -> str | None:
+        """The ``"module:object"`` a lazy entry names, else ``None``."""
+        return str(self._entries[name]) if name in self._lazy else None
+
+    def __getitem__(self, name: str) -> T:
+        if name not in self:
+            raise KeyError(name)
+        return self.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        self._read_plugins()
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}, {list(self._entries)})"
+
+    # -- inside -------------------------------------------------------------------------------------------------
+    def _read_plugins(self) -> None:
+        if self._plugins_read:
+            return
+        self._plugins_read = True
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group=self.group):
+            if entry.name not in self._entries:
+                self.add(entry.name, entry.value)
+
+    def _sort(self) -> None:
+        if self._order is None or self._lazy:
+            return
+        ordered = sorted(self._entries.items(), key=lambda item: self._order(item[1]))  # type: ignore[misc, arg-type]
+        self._entries = dict(ordered)
+
+    @staticmethod
+    def _names_object(target: str, obj: object) -> bool:
+        module, _, attr = target.partition(":")
+        return getattr(obj, "__module__", None) == module and getattr(obj, "__qualname__", None) == attr
+
+
+def _load(target: str) -> Any:
+    """The object a ``"module:object"`` string names (a plain ``"module"``: the module)."""
+    module, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj

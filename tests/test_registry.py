@@ -1,0 +1,215 @@
+"""The one registry (:class:`styleeval.registry.Registry`, issue 48): lazy ``"module:object"`` entries imported when
+read, entry-point plugins, one duplicate-name error, unregister; and the five registries built on it (metrics,
+backends, corpora, leaderboard statistics, CLI commands)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from styleeval.registry import Registry
+
+
+def _plugin_folder(tmp_path: Path, module: str, source: str, group: str | None = None, entries: str = "") -> Path:
+    """A folder holding ``module`` and, with ``group``, an installed distribution's metadata declaring ``entries``
+    in that entry-point group (what ``pip install`` of a plugin leaves on sys.path)."""
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    if group:
+        info = tmp_path / f"{module}-0.1.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n", encoding="utf-8")
+        (info / "entry_points.txt").write_text(f"[{group}]\n{entries}\n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture()
+def on_path(tmp_path):
+    """``tmp_path`` on sys.path for the test; the modules imported from it forgotten after."""
+    sys.path.insert(0, str(tmp_path))
+    before = set(sys.modules)
+    yield tmp_path
+    sys.path.remove(str(tmp_path))
+    for name in set(sys.modules) - before:
+        if name.startswith("reg_plugin"):
+            sys.modules.pop(name)
+
+
+def test_a_lazy_entry_is_listed_without_import_and_imported_once_when_read(on_path):
+    _plugin_folder(on_path, "reg_plugin_lazy", "IMPORTS = []\nIMPORTS.append(1)\n\nclass Thing:\n    size = 3\n")
+    things = Registry("thing")
+    things.add("thing", "reg_plugin_lazy:Thing")
+    assert (things.names(), "thing" in things, things.loaded("thing")) == (["thing"], True, False)
+    assert "reg_plugin_lazy" not in sys.modules
+    assert things.target("thing") == "reg_plugin_lazy:Thing"
+    assert things["thing"].size == 3 and things.loaded("thing") and things.target("thing") is None
+    assert things.get("thing") is things["thing"] and sys.modules["reg_plugin_lazy"].IMPORTS == [1]
+
+
+def test_a_plain_module_entry_is_the_module(on_path):
+    _plugin_folder(on_path, "reg_plugin_module", "SUMMARY = 'a command'\n")
+    commands = Registry("command")
+    commands.add("do", "reg_plugin_module")
+    assert commands["do"].SUMMARY == "a command"
+
+
+def test_one_duplicate_error_the_same_object_again_is_nothing_new():
+    things = Registry("thing")
+    things.add("a", 1, lazy=False)
+    things.add("a", 1, lazy=False)
+    things.add("b", "os:sep")
+    things.add("b", "os:sep")
+    with pytest.raises(ValueError, match=r"^thing 'a' is registered twice$"):
+        things.add("a", 2, lazy=False)
+    with pytest.raises(ValueError, match=r"^thing 'b' is registered twice$"):
+        things.add("b", "os:pathsep")
+    assert dict(things) == {"a": 1, "b": __import__("os").sep}
+
+
+def test_unregister_removes_a_name_and_frees_it():
+    things = Registry("thing")
+    things.add("a", 1, lazy=False)
+    things.add("b", "os:sep")
+    things.unregister("a")
+    things.unregister("b")
+    things.unregister("never")
+    assert (things.names(), "a" in things, things.get("a", "none")) == ([], False, "none")
+    with pytest.raises(KeyError):
+        things["a"]
+    things.add("a", 2, lazy=False)
+    assert things["a"] == 2
+
+
+def test_a_lazy_entry_is_checked_when_it_is_imported():
+    def is_int(name, obj):
+        if not isinstance(obj, int):
+            raise TypeError(f"{name}: {obj!r} is not an int")
+
+    numbers = Registry("number", check=is_int)
+    numbers.add("sep", "os:sep")
+    with pytest.raises(TypeError, match="sep: '/' is not an int"):
+        numbers["sep"]
+    with pytest.raises(TypeError, match="is not an int"):
+        numbers.add("x", "x", lazy=False)
+    with pytest.raises(ValueError, match="a lazy entry is 'module:object'"):
+        numbers.add("bad", "not a target")
+
+
+def test_an_ordered_registry_lists_by_its_key():
+    ranks = Registry("rank", order=lambda pair: pair[0])
+    ranks.add("late", (9, "late"), lazy=False)
+    ranks.add("early", (1, "early"), lazy=False)
+    ranks.add("middle", (5, "middle"), lazy=False)
+    assert list(ranks) == ["early", "middle", "late"]
+
+
+def test_a_plugins_entry_point_joins_as_a_lazy_entry(on_path):
+    _plugin_folder(on_path, "reg_plugin_ep", "class Shape:\n    sides = 4\n", group="styleeval.test_registry",
+                   entries="square = reg_plugin_ep:Shape")
+    shapes = Registry("shape", group="styleeval.test_registry")
+    shapes.add("triangle", "os:sep")  # a name registered in code first; the plugins join on first read
+    assert shapes.names() == ["triangle", "square"] and "reg_plugin_ep" not in sys.modules
+    assert shapes["square"].sides == 4
+
+
+BACKEND_PLUGIN = '''
+from styleeval.backends import Backend
+
+
+class PlugBackend(Backend):
+    name = "plug"
+'''
+
+
+def test_a_backend_plugins_entry_point_is_listed_unimported_and_opened_by_name(tmp_path):
+    """The ``styleeval.backends`` group (unchanged): a fresh process with an installed plugin lists it among the
+    built-in backends without importing it or any built-in backend's module; ``backend_class`` imports it."""
+    folder = _plugin_folder(tmp_path, "reg_plugin_backend", BACKEND_PLUGIN, group="styleeval.backends",
+                            entries="plug = reg_plugin_backend:PlugBackend")
+    probe = ("import sys\nfrom styleeval.backends import backend_class, backend_names\n"
+             "print(backend_names())\n"
+             "print(sorted(m for m in sys.modules if m.startswith(('reg_plugin', 'styleeval.backends.'))))\n"
+             "print(backend_class('plug').__name__, 'reg_plugin_backend' in sys.modules)")
+    env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["['local', 'openai', 'llamacpp', 'plug']", "['styleeval.backends.base']",
+                                        "PlugBackend True"]
+
+
+def test_the_builtin_backends_are_lazy_and_a_taken_name_is_the_duplicate_error():
+    from styleeval.backends import BACKENDS, Backend, backend_class, register_backend
+
+    assert BACKENDS.target("local") in ("styleeval.backends.local:LocalBackend", None)
+    assert backend_class("local").__name__ == "LocalBackend" and BACKENDS.loaded("local")
+
+    class Other(Backend):
+        name = "local"
+
+    with pytest.raises(ValueError, match=r"^backend 'local' is registered twice$"):
+        register_backend(Other)
+    assert backend_class("local").__name__ == "LocalBackend"
+
+
+def test_the_five_registries_are_registries_with_one_duplicate_error():
+    from styleeval.backends import BACKENDS
+    from styleeval.cli import COMMANDS
+    from styleeval.corpora import SPECS, register_corpus
+    from styleeval.metaeval.statistics import STATISTICS, leaderboard_statistic
+    from styleeval.metrics.registry import (
+        NAMESPACES,
+        REGISTRY,
+        available_metrics,
+        register,
+        register_namespace,
+    )
+
+    assert "s_bleu" in available_metrics() and "lai" in NAMESPACES  # every metric module imported: both registered
+    assert all(isinstance(r, Registry) for r in (BACKENDS, COMMANDS, SPECS, STATISTICS, REGISTRY, NAMESPACES))
+    taken = [(lambda: register("s_bleu")(type("Copy", (), {})), "metric 's_bleu'"),
+             (lambda: register_namespace("lai")(lambda member: None), "metric namespace 'lai'"),
+             (lambda: register_corpus(dataclasses.replace(SPECS["mir_yelp"])), "corpus 'mir_yelp'"),
+             (lambda: leaderboard_statistic("spearman", "again")(lambda *a: 0.0), "leaderboard statistic 'spearman'"),
+             (lambda: COMMANDS.add("score", "styleeval.commands.merge"), "command 'score'")]
+    for add, what in taken:
+        with pytest.raises(ValueError, match=rf"^{what} is registered twice$"):
+            add()
+    assert STATISTICS["spearman"].description == "Spearman's rho over the rows"
+    assert COMMANDS["score"].__name__ == "styleeval.commands.score"
+
+
+def test_the_cli_commands_are_listed_in_order_without_importing_them():
+    probe = ("import sys\nfrom styleeval.cli import COMMANDS\nprint(list(COMMANDS))\n"
+             "print(sorted(m for m in sys.modules if m.startswith('styleeval.commands.')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "['score', 'autorate', 'merge', 'evaluate', 'metaeval', 'stel', 'reproduce-paper', 'build-datasets', "
+        "'space', 'list']", "[]"]
+
+
+def test_a_metric_unregistered_is_unknown_again():
+    from styleeval.errors import UserError
+    from styleeval.metrics import get_metric
+    from styleeval.metrics.registry import REGISTRY, available_metrics, register
+
+    class Echo:
+        """t_echo: a test metric."""
+
+        def __init__(self, inputs: str = "source") -> None:
+            self.inputs = inputs
+
+    try:
+        register("t_echo")(Echo)
+        assert "t_echo" in available_metrics() and REGISTRY["t_echo"].cls is Echo
+        assert REGISTRY["t_echo"].named == ("inputs",)
+    finally:
+        REGISTRY.unregister("t_echo")
+    assert "t_echo" not in available_metrics()
+    with pytest.raises(UserError, match="unknown metric 't_echo'"):
+        get_metric("t_echo")
