@@ -6,12 +6,17 @@ the metric specs)."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from styleeval.errors import UserError
+from styleeval.escaping import terminal_text
+from styleeval.figures import FIGURE_FORMATS
+from styleeval.labels import RANDOM_WEIGHTS, counted, has_random_weights
+from styleeval.progress import enabled
 
 
 def positive_int(text: str) -> int:
@@ -38,8 +43,6 @@ def progress_choice(args: argparse.Namespace) -> bool | None:
 def file_progress(args: argparse.Namespace) -> bool:
     """The progress bar of ``score`` / ``autorate``: none with ``-q``, else only where stderr is a terminal (never
     into a file or a pipe)."""
-    from styleeval.progress import enabled
-
     return enabled(False if args.quiet else None)
 
 
@@ -88,13 +91,11 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
         return 130
     if args.quiet:
         return 0
-    from styleeval.labels import counted
 
     log = f"{result.output}: {counted(result.scored, 'row')} {verb} now, {result.skipped} already there"
     if not result.complete:
         log += f", {result.remaining} left (run the same command again to continue)"
     print(log, file=sys.stderr)
-    from styleeval.labels import RANDOM_WEIGHTS, has_random_weights
 
     warning = f"{RANDOM_WEIGHTS}: " if has_random_weights(result.signature) else ""
     if result.complete and str(args.out) != "-":
@@ -125,8 +126,6 @@ def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
                  count: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, float]:
     """Mean of each column over the records (read once, in constant memory), NaN values left out (NaN when none is
     left); ``"rows"``: how many records; with ``count``, ``"counted"``: how many records it is true of."""
-    import math
-
     sums = dict.fromkeys(keys, 0.0)
     seen = dict.fromkeys(keys, 0)
     rows = counted = 0
@@ -154,7 +153,7 @@ def add_model_argument(p: argparse.ArgumentParser) -> None:
 def metric_specs(specs: Iterable[Any], model: str | None) -> list[Any]:
     """The run's metrics: specs stripped, with ``--model`` applied; metric objects (``--scores`` columns) as they
     are."""
-    from styleeval.metrics.registry import with_model
+    from styleeval.metrics.registry import with_model  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
 
     out = [s.strip() if isinstance(s, str) else s for s in specs if not isinstance(s, str) or s.strip()]
     return out if model is None else with_model(out, model)
@@ -177,8 +176,6 @@ def add_allow_missing(p: argparse.ArgumentParser, datasets: bool = False) -> Non
 
 def add_figure_options(p: argparse.ArgumentParser, figures: str) -> None:
     """``--no-plots`` and ``--figure-format`` (png, pdf, svg) for the command's ``figures``."""
-    from styleeval.figures import FIGURE_FORMATS
-
     p.add_argument("--no-plots", action="store_true", help=f"skip the figures ({figures})")
     p.add_argument("--figure-format", choices=FIGURE_FORMATS, default="png",
                    help="the figures' format: png (default), or pdf / svg (vector, for a paper; PDF fonts embedded "
@@ -193,7 +190,6 @@ def missing_metrics_status(command: str, failed: dict[str, str], out: Any, allow
     it)."""
     if not failed or allow_missing:
         return 0
-    from styleeval.escaping import terminal_text
 
     causes: dict[str, list[str]] = {}
     for label, why in failed.items():
