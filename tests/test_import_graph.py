@@ -333,3 +333,23 @@ def test_styleeval_help_imports_no_backend_and_no_heavy_library():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[]", "True"], done.stdout
+
+
+def test_styleeval_evaluate_help_imports_no_dataset_library():
+    """Issue 48: ``styleeval evaluate --help`` imported datasets and pandas (1,208 modules): its parser named
+    ``--dataset``'s corpora from :mod:`styleeval.corpora`, which imports datasets. The help points to ``styleeval list
+    corpora`` (it marks them ``rating, systems``) and a wrong NAME is refused when the command runs, naming them. A
+    fresh process (``python -m styleeval``, as the console script runs); no clock: the modules imported are listed."""
+    import subprocess
+    import sys
+
+    heavy = ("datasets", "pandas", "pyarrow", "torch", "transformers", "scipy", "matplotlib", "styleeval.corpora",
+             "styleeval.systems")
+    probe = ("import runpy, sys\nsys.argv = ['styleeval', 'evaluate', '--help']\n"
+             "try:\n    runpy.run_module('styleeval', run_name='__main__')\nexcept SystemExit as done:\n"
+             "    assert done.code == 0, done.code\n"
+             f"print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["[]"], done.stderr
+    assert "--dataset NAME" in done.stdout and "styleeval list corpora" in done.stdout, done.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from styleeval.cli import main
-from styleeval.corpora import SPECS, check_corpus_names, load_corpus, load_rating_corpora
+from styleeval.corpora import SPECS, check_corpus_names, load_corpus, load_rating_corpora, systems_corpora
 from styleeval.corpora.configs import corpus_configs
 from styleeval.errors import advising
 from styleeval.gguf_files import PRESETS as GGUF_PRESETS
@@ -75,9 +75,12 @@ def test_list_names_every_corpus_and_model_preset(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     corpora = _entries(_listed(capsys, "corpora"))
     assert list(corpora) == list(SPECS)
-    assert corpora["lai_formality"] == ("[rating; Lai] Lai et al. (2022), human evaluation of formality transfer "
+    assert corpora["lai_formality"] == ("[rating, systems; Lai] Lai et al. (2022), human evaluation of formality transfer "
                                         "(GYAFC): 8 systems x 80 + 80 rated references.")
     assert corpora["stel"].startswith("[stel; STEL] STEL (Wegmann & Nguyen, 2021)")
+    # issue 48: evaluate --help no longer imports the corpora to name --dataset's choices; it points here
+    assert [n for n, text in corpora.items() if text.startswith("[rating, systems;")] == list(systems_corpora())
+    assert corpora["style_gap_testset"].startswith("[rating; Test set]")
     models = _entries(_listed(capsys, "models"))
     assert list(models) == [*GGUF_PRESETS, *PRESETS, TINY_RANDOM]
     assert models["1b"].startswith("meta-llama/Llama-3.2-1B-Instruct: the paper's backbone")

@@ -77,19 +77,19 @@ def test_the_preset_has_room_for_every_judge_prompt_of_the_bundled_corpora(tmp_p
 def test_a_build_finished_by_another_process_meanwhile_is_kept(tmp_path, monkeypatch):
     """Two processes building the preset at once: the later one replaced (deleted, then re-created) the folder the
     first had installed and handed out; now it keeps it and drops its own build."""
-    import styleeval.random_weights
+    import styleeval.models
     from styleeval.models import tiny_random_dir
 
     monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "a"))
     built = tiny_random_dir()  # what the other process installs
     monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "b"))
-    build_model = styleeval.random_weights.build_model
+    build_model = styleeval.models.build_model  # imported from styleeval.random_weights
 
     def slow_build(*args, **kwargs):  # while this process builds, the other one finishes
         shutil.copytree(built, tmp_path / "b" / TINY)
         return build_model(*args, **kwargs)
 
-    monkeypatch.setattr(styleeval.random_weights, "build_model", slow_build)
+    monkeypatch.setattr(styleeval.models, "build_model", slow_build)
     inode = None
     original = shutil.copytree
 

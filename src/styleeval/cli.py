@@ -4,12 +4,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
 from styleeval._version import __version__
+from styleeval.backends import BackendError
+from styleeval.errors import RowsWarning, UserError, advising
+from styleeval.escaping import terminal_text
+from styleeval.progress import enabled, quiet_libraries
 from styleeval.registry import Registry
 
 COMMANDS: Registry[ModuleType] = Registry("command")
@@ -47,11 +52,6 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``styleeval`` console script; returns the exit status."""
-    from styleeval.backends import BackendError
-    from styleeval.errors import UserError, advising
-    from styleeval.escaping import terminal_text
-    from styleeval.progress import enabled, quiet_libraries
-
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[:1] if argv and argv[0] in COMMANDS else ())
     args = parser.parse_args(argv)
@@ -74,8 +74,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _silence_stdout() -> None:
     """Standard output to /dev/null once its reader has gone, so that Python's flush at exit raises no second
     ``BrokenPipeError`` (the way Python's documentation of SIGPIPE advises)."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
 
@@ -84,11 +82,6 @@ def _command_warning(command: str, fallback: Callable[..., None]) -> Callable[..
     """A ``warnings.showwarning`` that writes styleeval's own warnings as the command's lines
     (``styleeval score: warning: 1 row longer than ...``), not as Python's ``file:line: Category: message`` with the
     source line; other libraries' warnings go to ``fallback``."""
-    import os
-
-    from styleeval.errors import RowsWarning
-    from styleeval.escaping import terminal_text
-
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
     def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001 - warnings' signature

@@ -21,6 +21,7 @@ Space's owner can follow says so ("For the Space's owner: ...").
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 import sys
@@ -32,7 +33,12 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from styleeval.autorater import Autorater
+from styleeval.backends import BackendError, backend_class
 from styleeval.errors import RowError, UserError, advising
+from styleeval.escaping import csv_text
+from styleeval.explain import token_table
+from styleeval.files.records import read_rows
 from styleeval.gguf_files import REAL_WEIGHTS
 from styleeval.hub import TINY_RANDOM, ModelLoadError
 from styleeval.labels import (
@@ -44,6 +50,7 @@ from styleeval.labels import (
     shown_label,
     warning_field,
 )
+from styleeval.logprob import LogProb
 
 if TYPE_CHECKING:
     from styleeval.metaeval import MetaevalResult
@@ -107,8 +114,6 @@ def _settings(model: str | None = None, base_url: str | None = None, tokenizer: 
               "tokenizer": os.environ.get("STYLEEVAL_TOKENIZER") or None,
               **{k: v for k, v in given.items() if v}}
     if chosen["model"] is None:  # the backend's choice for the apps: the real preset locally, a server's only model
-        from styleeval.backends import backend_class
-
         chosen["model"] = backend_class(None, chosen["base_url"]).app_model
     return chosen
 
@@ -138,8 +143,6 @@ class Demo:
 
     def backend_class(self) -> Any:
         """The registered backend class this demo's model runs on (decided once, in :mod:`styleeval.backends`)."""
-        from styleeval.backends import backend_class
-
         return backend_class(None, self.base_url)
 
     @property
@@ -178,8 +181,6 @@ class Demo:
         """The shared :class:`styleeval.LogProb`."""
         with self._lock:
             if self._logprob is None:
-                from styleeval.logprob import LogProb
-
                 self._logprob = LogProb(self.model, tokenizer=self.tokenizer, base_url=self.base_url, progress=False)
             return self._logprob
 
@@ -188,8 +189,6 @@ class Demo:
         backend = self.logprob().backend
         with self._lock:
             if mode not in self._judges:
-                from styleeval.autorater import Autorater
-
                 self._judges[mode] = Autorater(backend=backend, mode=mode, progress=False)
             return self._judges[mode]
 
@@ -202,8 +201,7 @@ class Demo:
     # -- one rewrite ----------------------------------------------------------------------------------------------
     def score(self, source: str, rewrite: str, style: str, paper_mode: bool = False) -> dict[str, Any]:
         """Every score of one rewrite, with readings and the highlighted tokens (see the module docstring)."""
-        from styleeval.explain import token_table
-        from styleeval.metrics import get_metric
+        from styleeval.metrics import get_metric  # noqa: PLC0415 - heavy (numpy): the Space starts light
 
         source, style = check_text("source", source), check_text("target style", style)
         rewrite = check_text("rewrite", rewrite)
@@ -254,11 +252,10 @@ class Demo:
         """Score a CSV/JSONL file (columns source, rewrite, style [, system, source_id]); returns the scored rows
         (with the signature) and the :class:`~styleeval.systems.SystemsReport` comparing the systems (means with
         bootstrap CIs, paired tests, clusters)."""
-        import pandas as pd
+        import pandas as pd  # noqa: PLC0415 - heavy (pandas): the Space starts light
 
-        from styleeval.files.records import read_rows
-        from styleeval.systems.comparison import compare_systems
-        from styleeval.systems.inputs import given_text
+        from styleeval.systems.comparison import compare_systems  # noqa: PLC0415 - heavy (pandas): the Space starts light
+        from styleeval.systems.inputs import given_text  # noqa: PLC0415 - heavy (pandas): the Space starts light
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
@@ -305,10 +302,6 @@ def write_scored_csv(rows: Sequence[dict[str, Any]], path: str) -> str:
     """The scored rows of :meth:`Demo.batch` as the CSV the Space offers for download, every cell and every header
     cell (an upload's column names are the visitor's text) through the CSV rule (:func:`styleeval.escaping.csv_text`:
     a text such as ``=HYPERLINK(...)`` does not run when the file is opened in a spreadsheet); returns ``path``."""
-    import csv
-
-    from styleeval.escaping import csv_text
-
     with open(path, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
         writer.writerow([csv_text(name) for name in rows[0]])
@@ -379,7 +372,7 @@ TIE_BELOW = 1e-3
 
 def readable(value: float, digits: int = 4) -> float | str:
     """A number for reading (:func:`styleeval.systems.report.fmt` as a float); ``"n/a"`` for NaN."""
-    from styleeval.systems.report import fmt
+    from styleeval.systems.report import fmt  # noqa: PLC0415 - heavy (pandas): the Space starts light
 
     text = fmt(value, digits)
     return "n/a" if text == "–" else float(text)
@@ -410,7 +403,7 @@ def content_metaeval(data_dir: str | None = None, metrics: Sequence[str] = TAB_M
                      extra_metrics: Sequence[str] = ()) -> MetaevalResult:
     """The meta-evaluation the Meta-evaluation tab shows: ``metrics`` and ``extra_metrics`` against the test set's
     content ratings, without bootstrap intervals."""
-    from styleeval.metaeval import run_metaeval
+    from styleeval.metaeval import run_metaeval  # noqa: PLC0415 - heavy (datasets): the Space starts light
 
     return run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                         n_boot=0)
@@ -425,12 +418,12 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = TAB_M
 
 def summary_of(result: MetaevalResult) -> tuple[list[list[Any]], Any]:
     """:func:`metaeval_summary`'s rows and figure from a :func:`content_metaeval` result."""
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib): the Space starts light
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): the Space starts light
 
-    from styleeval.metaeval.plots import metric_colors
+    from styleeval.metaeval.plots import metric_colors  # noqa: PLC0415 - heavy (datasets): the Space starts light
 
     corr = result.correlations
     mark = {m: metric_label(m) + (RANDOM_MARK if m in result.random_weights else "") for m in result.metrics}
@@ -480,7 +473,7 @@ def for_the_space_owner(error: BaseException) -> BaseException:
     :class:`~styleeval.errors.UserError`: what failed, the file and path included, and :data:`SPACE_DATA_ADVICE`),
     instead of ``metaeval``'s advice (``--datasets``, ``--allow-missing``: flags of a command the Space does not
     run); any other error as it is."""
-    from styleeval.corpora import CorpusError
+    from styleeval.corpora import CorpusError  # noqa: PLC0415 - heavy (datasets): the Space starts light
 
     cause = error if isinstance(error, CorpusError) else error.__cause__
     if not isinstance(cause, (CorpusError, OSError)):
@@ -566,7 +559,6 @@ def visitor_message(error: BaseException) -> str:
         log_for_owner("the model could not be loaded", error)
         return ("Scoring is not available in this Space: its model cannot be loaded here (see the note at the top "
                 "of the page).")
-    from styleeval.backends import BackendError  # a failing backend, whichever it is
 
     if isinstance(error, BackendError):
         log_for_owner("the model's backend failed", error)
@@ -591,7 +583,7 @@ def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = T
 
 def leaderboard_of(result: MetaevalResult, trials: int = 100) -> list[list[Any]]:
     """:func:`metaeval_leaderboard`'s rows from a :func:`content_metaeval` result."""
-    from styleeval.metaeval.leaderboard import build_leaderboard
+    from styleeval.metaeval.leaderboard import build_leaderboard  # noqa: PLC0415 - heavy (datasets): the Space starts light
 
     board = build_leaderboard([result], trials=trials)
     return [[r.statistic, shown_label(r.metric, random_weights=r.metric in result.random_weights),

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
+import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import torch
+from filelock import FileLock
+from huggingface_hub.utils import are_progress_bars_disabled
+from safetensors import SafetensorError
 
 from styleeval.atomic import atomic_dir
+from styleeval.digests import DigestCache, cache_file
 from styleeval.errors import UserError
 from styleeval.gguf_files import GGUFInfo, is_gguf_name
 from styleeval.gguf_files import resolve as resolve_gguf
@@ -25,6 +34,9 @@ from styleeval.hub import (  # noqa: F401  re-exported: the torch-free part of m
     offline_variable,
 )
 from styleeval.hub import looks_like_hub_id as _looks_like_hub_id
+from styleeval.paths import cache_path
+from styleeval.progress import stage
+from styleeval.random_weights import build_model, build_tokenizer
 
 
 def preset_path(model: Any) -> str:
@@ -45,10 +57,6 @@ the bundled corpora (at most 619 tokens of its byte-level tokenizer, ASSET) and 
 def tiny_random_dir() -> Any:
     """The folder of the :data:`TINY_RANDOM` preset (``tiny-random/`` in styleeval's cache: :mod:`styleeval.paths`),
     built there once, offline, in a few seconds (and again where an older build has another context)."""
-    import json
-
-    from styleeval.paths import cache_path
-
     root = cache_path(TINY_RANDOM)
 
     def current(folder: Path) -> bool:  # a complete build with today's context (an older one is replaced)
@@ -62,7 +70,6 @@ def tiny_random_dir() -> Any:
 
     if current(root):
         return root
-    from styleeval.random_weights import build_model, build_tokenizer
 
     tokenizer = build_tokenizer()
     model = build_model("tiny", vocab_size=len(tokenizer), head_scale=30.0,
@@ -118,8 +125,6 @@ FINGERPRINT_SKIP = (".md", ".txt", ".lock", ".metadata")
 
 
 def _fingerprint_cache_path() -> str:
-    from styleeval.digests import cache_file
-
     return cache_file()
 
 
@@ -130,10 +135,6 @@ def model_fingerprint(path: str | os.PathLike[str]) -> str:
     Each file's digest is cached by (path, size, mtime) in ``fingerprints.json`` in styleeval's cache
     (:mod:`styleeval.digests`), so an unchanged folder is fingerprinted without reading its weights again.
     """
-    import hashlib
-
-    from styleeval.digests import DigestCache
-
     root = os.path.realpath(path)
     cache = DigestCache()
     total = hashlib.sha256()
@@ -186,7 +187,7 @@ def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_cod
     """A tokenizer object, or one loaded from a preset, Hub id or local path (``ValueError`` saying what to do)."""
     if not isinstance(tokenizer, (str, os.PathLike)):
         return tokenizer
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers): import styleeval.models stays light
 
     name = preset_path(tokenizer)
     check_downloadable(name, "tokenizer")
@@ -204,8 +205,6 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     cached = getattr(tokenizer, "_styleeval_fingerprint", None)
     if cached is not None:
         return cached
-    import hashlib
-    import json
 
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:  # its JSON holds hash maps in a per-process order: sorted keys make it canonical
@@ -231,15 +230,6 @@ def gguf_folder(info: GGUFInfo, progress: bool | None = None) -> Path:
     styleeval's cache (``gguf/converted/<16 hex of its SHA-256>``), so that later loads take seconds. A folder deleted,
     cut short or changed since it was written is built again; two processes converting at once convert once
     (a file lock)."""
-    import json
-    import shutil
-
-    from filelock import FileLock
-    from safetensors import SafetensorError
-
-    from styleeval.paths import cache_path
-    from styleeval.progress import stage
-
     root = cache_path("gguf", "converted", info.sha256[:16])
     if _converted(root, info):
         return root
@@ -278,8 +268,6 @@ def _umask() -> int:
 
 
 def _converted(root: Path, info: GGUFInfo) -> bool:
-    import json
-
     try:
         marker = json.loads((root / GGUF_MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -292,7 +280,7 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     """Read the GGUF with transformers (its tokenizer, config and de-quantized weights) and save a plain float32
     model folder: a GGUF-loaded model refuses ``save_pretrained``, so the weights move into a model built from the
     same config without its quantization config."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers): import styleeval.models stays light
 
     directory, filename = os.path.split(info.path)
     unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
@@ -323,11 +311,6 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
 def _quiet_stderr() -> Any:
     """Where the libraries' progress bars are off (``-q`` / ``--no-progress``: ``HF_HUB_DISABLE_PROGRESS_BARS``),
     stderr is muted while transformers reads a GGUF file: its de-quantizing bar is a plain tqdm with no switch."""
-    import contextlib
-    import io
-
-    from huggingface_hub.utils import are_progress_bars_disabled
-
     return contextlib.redirect_stderr(io.StringIO()) if are_progress_bars_disabled() else contextlib.nullcontext()
 
 
@@ -364,7 +347,7 @@ def load_model(
     folder's real path, or ``tiny-random`` for that preset (the same on every machine that builds the same weights:
     ``tiny-random@local-<hash of its files>``).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers): import styleeval.models stays light
 
     device = device or torch.device("cpu")
     fingerprint = None

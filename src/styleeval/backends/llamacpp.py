@@ -27,11 +27,14 @@ llama.cpp's context is not thread-safe: every call holds the backend's lock (a C
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from styleeval.atomic import atomic_dir
 from styleeval.backends.base import (
@@ -43,15 +46,17 @@ from styleeval.backends.base import (
     Identity,
 )
 from styleeval.errors import UserError
+from styleeval.extras import MissingExtraError
 from styleeval.gguf_files import PRESETS as GGUF_PRESETS
 from styleeval.gguf_files import REAL_WEIGHTS, GGUFInfo, is_gguf_name
 from styleeval.gguf_files import label as gguf_label
 from styleeval.gguf_files import resolve as resolve_gguf
 from styleeval.hub import ModelLoadError
 from styleeval.optiontypes import Option
+from styleeval.paths import cache_path
+from styleeval.progress import bar, loading
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
-    import numpy as np
     import torch
 
 CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF "
@@ -85,8 +90,6 @@ def build_tag(llama_cpp: Any) -> str:
     >>> build_tag(Lib)
     '0.3.36-avx512_bf16-b4b2663a'
     """
-    import hashlib
-
     line = llama_cpp.llama_print_system_info()
     line = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
     enabled = {part.split("=")[0].strip().upper() for part in line.replace("CPU :", "").split("|")
@@ -99,10 +102,8 @@ def build_tag(llama_cpp: Any) -> str:
 def import_llama_cpp() -> Any:
     """The ``llama_cpp`` module; a missing install is one line saying how to install it
     (:class:`~styleeval.extras.MissingExtraError`), an install whose library cannot be loaded one line too."""
-    from styleeval.extras import MissingExtraError
-
     try:
-        import llama_cpp
+        import llama_cpp  # noqa: PLC0415 - optional extra [llamacpp]
     except ImportError:
         raise MissingExtraError(f"the llamacpp backend needs the llama-cpp-python package, which is not installed: "
                                 f"{INSTALL} (it compiles llama.cpp: several minutes)") from None
@@ -148,10 +149,7 @@ def _gguf_tokenizer(info: GGUFInfo, cached: bool = True) -> tuple[Any, bool]:
     converted weights), kept in styleeval's cache (``gguf/tokenizer/<16 hex of the file's SHA-256>/``): about 10 s
     the first time, a fraction of a second after. Returns it and whether it came from the cache (``cached=False``:
     read from the file again, and kept)."""
-    from transformers import AutoTokenizer
-
-    from styleeval.paths import cache_path
-    from styleeval.progress import loading
+    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers): styleeval score --help stays light
 
     folder = cache_path("gguf", "tokenizer", info.sha256[:16])
     if cached and (folder / "tokenizer.json").is_file():
@@ -335,8 +333,6 @@ class LlamaCppBackend(Backend):
     def _decode(self, tokens: Sequence[int], start: int, outputs: Sequence[int] = ()) -> np.ndarray | None:
         """Evaluate ``tokens`` at positions ``start...`` in one call; the logits (float32, one row per index of
         ``outputs``, in order) of the tokens at those indices."""
-        import numpy as np
-
         batch, wanted = self._batch, set(outputs)
         batch.n_tokens = len(tokens)
         for i, token in enumerate(tokens):
@@ -382,8 +378,6 @@ class LlamaCppBackend(Backend):
         """Evaluate ``prompt + extra`` in the pair's layout (:func:`split_point`): the logits after ``count``
         consecutive tokens from index ``first`` (float32 rows), and the split ``m``. The KV cache then holds the whole
         sequence; the caller drops what follows the prompt's blocks (:meth:`_drop_tail`)."""
-        import numpy as np
-
         m = split_point(len(prompt), len(extra))
         self._prefill(prompt[:m])
         tail = prompt[m:] + extra
@@ -429,9 +423,7 @@ class LlamaCppBackend(Backend):
 
     def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
                        group: int = 1) -> list[torch.Tensor]:
-        import torch
-
-        from styleeval.progress import bar
+        import torch  # noqa: PLC0415 - heavy (torch): styleeval score --help stays light
 
         pairs = self._pairs(prompts, continuations, group)
         out: list[torch.Tensor | None] = [None] * len(pairs)
@@ -459,7 +451,7 @@ class LlamaCppBackend(Backend):
         """One call per distinct prompt: the layout of ``token_logprobs(prompt, [candidates[0]])``, whose logits
         after the prompt are those of any one-token continuation (what follows a token never changes its logits),
         so each value equals the base class's ``token_logprobs`` answer bit for bit."""
-        import torch
+        import torch  # noqa: PLC0415 - heavy (torch): styleeval score --help stays light
 
         cands = [int(c) for c in candidates]
         if not cands:
@@ -484,10 +476,6 @@ class LlamaCppBackend(Backend):
                  stop_ids: Sequence[int] = ()) -> list[str]:
         """Greedy or nucleus sampling, token by token; a sampled row draws from its own generator seeded with
         ``seeds[i]`` and its prompt is computed in its own layout, so a reply never depends on the other rows."""
-        import numpy as np
-
-        from styleeval.progress import bar
-
         seeds = [int(s) for s in seeds]
         if len(seeds) != len(prompts):
             raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
@@ -526,8 +514,6 @@ class LlamaCppBackend(Backend):
 def _pick(logits: np.ndarray, decoding: Decoding, rng: Any) -> int:
     """The next token: the most likely (ties: the lowest id), or a draw from the nucleus (``top_p``) of the
     distribution at ``temperature``, in float64."""
-    import numpy as np
-
     if not decoding.do_sample or (decoding.temperature is not None and decoding.temperature <= 0):
         return int(np.argmax(logits))
     scaled = logits.astype(np.float64) / float(decoding.temperature or 1.0)

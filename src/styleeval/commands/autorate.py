@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 
 from styleeval.commands._options import add_file_arguments, column_means, run_model_file_command
+from styleeval.files import AUTORATER_RECORDS, autorate_file
+from styleeval.files.records import TornTail, iter_scores
+from styleeval.labels import counted
 from styleeval.options import AUTORATER_OPTIONS
 
 EPILOG = """\
@@ -41,10 +44,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval autorate``; returns the exit status (bad input raises ``UserError``)."""
-    from styleeval.files import AUTORATER_RECORDS, autorate_file
-    from styleeval.files.records import TornTail, iter_scores
-    from styleeval.labels import counted
-
     def summary(result) -> str:
         means = column_means(iter_scores(result.output, AUTORATER_RECORDS, TornTail()), ("meaning", "style_rating"),
                              count=lambda r: r["parsed"] is True)

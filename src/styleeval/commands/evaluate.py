@@ -14,8 +14,20 @@ import sys
 import time
 from pathlib import Path
 
+from styleeval.commands._options import (
+    add_allow_missing,
+    add_figure_options,
+    add_model_argument,
+    check_out_dir,
+    metric_specs,
+    missing_metrics_status,
+    non_negative_int,
+    positive_int,
+    progress_choice,
+)
 from styleeval.errors import UserError
 from styleeval.escaping import terminal_text
+from styleeval.files.records import iter_records
 from styleeval.labels import counted
 
 EPILOG = """\
@@ -23,8 +35,8 @@ Each IN (CSV or JSONL) has the columns source, rewrite, style (or --style) and s
 optionally source_id (pairs rows across systems; default: the source text), reference or references (for r_*
 metrics) and human_<dimension> ratings (added as rows of the report, with each metric's system-level agreement).
 Instead of IN, --dataset NAME compares the systems of a rated corpus: every system's rewrites, the corpus's
-references, its human ratings as human_* columns; NAME is one of
-{corpora}.
+references, its human ratings as human_* columns; NAME is a corpus in which several systems rewrote every
+source (`styleeval list corpora` marks them "systems"; another NAME is refused, naming them).
 --limit N evaluates the first N sources only (every system's rows of them), as the report says.
 OUT gets rows.jsonl (every row's texts: source, rewrite, style, references; its scores and the metrics'
 signatures), systems.csv (system, metric, aggregate, n, n_missing, score, mean, ci_low, ci_high, cluster; a warning
@@ -41,27 +53,18 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
-    from styleeval.commands._options import (
-        add_allow_missing,
-        add_figure_options,
-        add_model_argument,
-        non_negative_int,
-        positive_int,
-    )
-    from styleeval.corpora import systems_corpora
-    from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # not systems/: pandas, scipy
-    from styleeval.stats.resampling import SEED
+    from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.stats.resampling import SEED  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
 
-    corpora = ", ".join(systems_corpora())
     p = subparsers.add_parser(
         "evaluate", help=SUMMARY,
-        description="Evaluate and compare style-transfer systems on per-row metric scores.", epilog=EPILOG.format(corpora=corpora),
+        description="Evaluate and compare style-transfer systems on per-row metric scores.", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("inputs", nargs="*", metavar="IN", help="CSV or JSONL files of system outputs (or --dataset)")
     p.add_argument("--dataset", metavar="NAME", default=None,
-                   help=f"instead of IN: the systems of a rated corpus, with its references and human ratings "
-                   f"({corpora}), read from --data-dir")
+                   help="instead of IN: the systems of a rated corpus, with its references and human ratings "
+                   "(styleeval list corpora: those marked systems), read from --data-dir")
     p.add_argument("--limit", type=positive_int, metavar="N", default=None,
                    help="evaluate only the first N sources (in input order), every system's rows of them")
     p.add_argument("--out", "-o", required=True, metavar="DIR", help="folder for the report files")
@@ -99,8 +102,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "utf-8") -> list[dict]:
     """The rows of every input file, each with ``_where`` (file and line) for messages."""
-    from styleeval.files.records import iter_records
-
     rows = []
     names = [Path(p).stem for p in paths]
     if system_from_filename and len(set(names)) != len(names):
@@ -123,7 +124,7 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
 def input_rows(args: argparse.Namespace) -> list[dict]:
     """The rows to evaluate: IN's (:func:`read_inputs`) or the corpus ``--dataset`` names; exactly one of them
     (:func:`~styleeval.systems.dataset.check_input_choice`, before any file is read)."""
-    from styleeval.systems.dataset import check_input_choice, dataset_rows
+    from styleeval.systems.dataset import check_input_choice, dataset_rows  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
 
     check_input_choice(bool(args.inputs), args.dataset, args.style, files=args.inputs,
                        system_from_filename=args.system_from_filename)
@@ -134,16 +135,10 @@ def input_rows(args: argparse.Namespace) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``UserError``)."""
-    from styleeval.commands._options import (
-        check_out_dir,
-        metric_specs,
-        missing_metrics_status,
-        progress_choice,
-    )
-    from styleeval.metrics import get_metric
-    from styleeval.stats import TestSettings
-    from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems
-    from styleeval.systems.report import no_tradeoff_reason, write_outputs
+    from styleeval.metrics import get_metric  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.stats import TestSettings  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems  # noqa: PLC0415 - heavy (pandas): styleeval --help stays light
+    from styleeval.systems.report import no_tradeoff_reason, write_outputs  # noqa: PLC0415 - heavy (pandas): styleeval --help stays light
 
     out = Path(args.out)
     check_out_dir(out)
@@ -153,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     rows = input_rows(args)
     start = time.perf_counter()
     if args.shard is not None:
-        from styleeval.systems.evaluation import score_shard
+        from styleeval.systems.evaluation import score_shard  # noqa: PLC0415 - heavy (pandas): styleeval --help stays light
 
         done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=progress_choice(args),
                            data_dir=args.data_dir, limit=args.limit)

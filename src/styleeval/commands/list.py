@@ -16,6 +16,12 @@ import sys
 import textwrap
 from collections.abc import Iterator
 
+from styleeval.escaping import terminal_text
+from styleeval.gguf_files import PRESETS as GGUF_PRESETS
+from styleeval.hub import DEFAULT_MODEL, PRESETS, TINY_RANDOM, UNGATED_PRESET
+from styleeval.labels import metric_label
+from styleeval.terminal import terminal_width
+
 SUMMARY = "list the metrics (with their options), the corpora and the model presets"
 """What ``styleeval --help`` says of this command."""
 
@@ -36,8 +42,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval list``; returns the exit status."""
-    from styleeval.terminal import terminal_width
-
     width = max(terminal_width(), 60)
     sections = {"metrics": metric_lines, "corpora": corpus_lines, "models": model_lines}
     for i, kind in enumerate([args.kind] if args.kind else KINDS):
@@ -51,8 +55,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _entry(name: str, text: str, width: int, indent: int) -> list[str]:
     """``name`` and ``text`` beside it, the text wrapped under itself."""
-    from styleeval.escaping import terminal_text
-
     head = f"  {name:<{indent - 3}} " if len(name) <= indent - 3 else f"  {name}\n{' ' * indent}"
     lines = textwrap.wrap(terminal_text(text), max(width - indent, 30), break_on_hyphens=False) or [""]
     return (head + lines[0]).split("\n") + [" " * indent + line for line in lines[1:]]
@@ -61,8 +63,7 @@ def _entry(name: str, text: str, width: int, indent: int) -> list[str]:
 def metric_lines(width: int = 100) -> Iterator[str]:
     """The ``metrics`` section: each registered metric, its display name, what it computes and its options; then the
     namespaces (``lai:<score>``)."""
-    from styleeval.labels import metric_label
-    from styleeval.metrics.registry import NAMESPACES, available_metrics, metric_options, metric_summary
+    from styleeval.metrics.registry import NAMESPACES, available_metrics, metric_options, metric_summary  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
 
     yield "metrics (a spec: NAME or NAME:key=value:key=value; every metric also takes as=NAME, its display name)"
     names = available_metrics()
@@ -80,23 +81,23 @@ def metric_lines(width: int = 100) -> Iterator[str]:
 
 
 def corpus_lines(width: int = 100) -> Iterator[str]:
-    """The ``corpora`` section: each corpus's name, label, kind and the first line of its module's docstring."""
-    from styleeval.corpora import SPECS
+    """The ``corpora`` section: each corpus's name, label, kind (``rating, systems``: a corpus ``evaluate --dataset``
+    takes, :attr:`~styleeval.corpora.spec.CorpusSpec.compares_systems`) and the first line of its module's docstring."""
+    from styleeval.corpora import SPECS  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
 
-    yield "corpora (metaeval --datasets, styleeval.load_corpus(name); rating: rated rewrites, stel: STEL's tasks)"
+    yield ("corpora (metaeval --datasets, styleeval.load_corpus(name); rating: rated rewrites, systems: several systems' "
+           "rewrites of every source, evaluate --dataset; stel: STEL's tasks)")
     indent = max(len(n) for n in SPECS) + 4
     for name, spec in SPECS.items():
         module = sys.modules.get(getattr(spec.loader, "__module__", ""), None)
         first = ((module.__doc__ if module else None) or "").strip().splitlines()[:1]
-        text = f"[{spec.kind}; {spec.label}] " + (first[0].replace("``", "") if first else "")
+        kind = f"{spec.kind}, systems" if spec.compares_systems else spec.kind
+        text = f"[{kind}; {spec.label}] " + (first[0].replace("``", "") if first else "")
         yield from _entry(name, text, width, indent)
 
 
 def model_lines(width: int = 100) -> Iterator[str]:
     """The ``models`` section: the model presets, what each names, the default."""
-    from styleeval.gguf_files import PRESETS as GGUF_PRESETS
-    from styleeval.hub import DEFAULT_MODEL, PRESETS, TINY_RANDOM, UNGATED_PRESET
-
     yield ("models (--model, model=... of LogProb, the autorater and ppl; besides these: a Hub id, a local folder "
            "or a .gguf file)")
     rows: list[tuple[str, str]] = []

@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 
 from styleeval.commands._options import add_file_arguments, column_means, run_model_file_command
+from styleeval.files import score_file
+from styleeval.files.records import LOGPROB_RECORDS, TornTail, iter_scores
+from styleeval.labels import counted
 from styleeval.options import LOGPROB_OPTIONS
 
 EPILOG = """\
@@ -46,10 +49,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval score``; returns the exit status (bad input raises ``UserError``)."""
-    from styleeval.files import score_file
-    from styleeval.files.records import LOGPROB_RECORDS, TornTail, iter_scores
-    from styleeval.labels import counted
-
     def summary(result) -> str:
         means = column_means(iter_scores(result.output, LOGPROB_RECORDS, TornTail()), ("content", "style_strength"))
         n = means["rows"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 from typing import Any
 
 from datasets import Dataset, concatenate_datasets
@@ -51,8 +52,6 @@ def unregister_corpus(name: str) -> None:
 
 def _discover() -> None:
     """Register every module of this package that declares a ``SPEC``."""
-    import pkgutil
-
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("_") or info.name in ("schema", "spec", "configs"):
             continue

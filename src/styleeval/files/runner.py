@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from styleeval.atomic import atomic_write
+from styleeval.autorater import Autorater
 from styleeval.backends import BackendError
 from styleeval.errors import RowError, RowsWarning, UserError
 from styleeval.files.outputs import check_output_path
@@ -59,6 +61,7 @@ from styleeval.files.resume import (
     write_index,
 )
 from styleeval.files.shards import RowSet, Shard
+from styleeval.logprob import LogProb
 from styleeval.progress import bar as progress_bar
 
 
@@ -625,8 +628,6 @@ def _other_input(out: Path, row: int, size: int) -> UserError:
 
 def _rewrite_complete_records(out: Path, kind: RecordKind, fmt: Format, extra_columns: Sequence[str]) -> None:
     """OUT written again with its complete records only (streamed, in batches; renamed into place)."""
-    from styleeval.atomic import atomic_write
-
     atomic_write(out, lambda f: f.writelines(format_in_batches(iter_scores(out, kind, TornTail()), fmt, kind,
                                                                extra_columns, fmt == "csv")))
 
@@ -774,8 +775,6 @@ def _texts(chunk: list[InputRow]) -> tuple[list[str], list[str], list[Any]]:
 
 
 def _load_logprob(model: Any, **options: Any) -> Any:
-    from styleeval.logprob import LogProb  # torch and the model load only when a file is scored
-
     return LogProb(model, **options)
 
 
@@ -785,8 +784,6 @@ def _logprob_fields(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
 
 
 def _load_autorater(model: Any, **options: Any) -> Any:
-    from styleeval.autorater import Autorater  # torch and the judge load only when a file is rated
-
     return Autorater(model, **options)
 
 

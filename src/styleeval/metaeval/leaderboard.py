@@ -7,6 +7,7 @@ better: PERM-BOTH, one-sided p <= alpha). ``--scores`` files enter like any metr
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -15,10 +16,26 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from styleeval import progress as shown
+from styleeval._version import __version__
+from styleeval.atomic import atomic_write
 from styleeval.errors import UserError, current_interface
+from styleeval.escaping import md_cell, spreadsheet_safe
+from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
+from styleeval.labels import (
+    RANDOM_WEIGHTS,
+    dataset_label,
+    metric_label,
+    random_weight_metrics,
+    random_weights_warning,
+    signed_label,
+    with_warning,
+)
 from styleeval.metaeval.data import DIMENSIONS
+from styleeval.metaeval.plots import leaderboard_figure
 from styleeval.metaeval.runner import MetaevalResult, shared_rows
 from styleeval.metaeval.statistics import STATISTICS, Corpus, LeaderboardStatistic
+from styleeval.stats import check_settings
 from styleeval.stats.clusters import significance_clusters
 from styleeval.stats.pairwise import perm_both
 from styleeval.stats.resampling import percentile_interval
@@ -51,9 +68,6 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
     under a hash of everything it is computed from (the statistic and its code version, the settings, the metrics'
     signatures and scores, the ratings, the corpus's sources and systems), so a rerun on the same scores reads it
     back instead of recomputing its permutations and resamples; any change of input is another key."""
-    from styleeval import progress as shown
-    from styleeval.stats import check_settings
-
     check_settings(alpha=alpha, trials=trials, n_boot=n_boot, seed=seed)
     tasks = []
     for result in results:
@@ -75,8 +89,6 @@ def build_leaderboard(results: Sequence[MetaevalResult], trials: int = 200, seed
         if table is None:
             table = _statistic_rows(result, dataset, corpus, statistic, human, names, trials, seed, alpha, n_boot)
             if path is not None:
-                from styleeval.atomic import atomic_write
-
                 atomic_write(path, lambda f, table=table: json.dump(table, f))
         rows += table
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -135,10 +147,6 @@ TABLE_VERSION = 2
 
 def _table_key(result: MetaevalResult, dataset: str, corpus: Corpus, statistic: LeaderboardStatistic,
                human: np.ndarray, names: list[str], settings: tuple) -> str:
-    import hashlib
-
-    from styleeval._version import __version__
-
     digest = hashlib.sha256(json.dumps([TABLE_VERSION, __version__, statistic.name, dataset, result.dimension,
                                         corpus.kind, list(settings), names,
                                         [result.signatures.get(n, "") for n in names]]).encode())
@@ -224,8 +232,6 @@ def _interval(corpus: Corpus, fn, human: np.ndarray, metric: np.ndarray, rows: n
 
 def board_random_weights(board: pd.DataFrame) -> list[str]:
     """The leaderboard's metrics computed with random weights (their signatures say so)."""
-    from styleeval.labels import random_weight_metrics
-
     return random_weight_metrics(dict(zip(board["metric"], board["signature"].fillna(""))))
 
 
@@ -233,15 +239,6 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
     """One table per corpus and dimension: metrics as rows, statistics as columns ("value [CI] (cluster)"; "–" where
     a statistic is undefined, listed last), every metric on the same ``n`` rows; then, where a metric scores more
     rows than those, each metric's value on its own rows (not ranked)."""
-    from styleeval.escaping import md_cell
-    from styleeval.labels import (
-        RANDOM_WEIGHTS,
-        dataset_label,
-        metric_label,
-        random_weights_warning,
-        signed_label,
-    )
-
     used = list(dict.fromkeys(board["statistic"]))
     warning = random_weights_warning(board_random_weights(board))
     negated = [metric_label(m) for m in dict.fromkeys(board.loc[board["negated"].astype(bool), "metric"])]
@@ -297,10 +294,6 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
                       figure_format: str = "png") -> dict[str, Path]:
     """``leaderboard.csv``, ``leaderboard.md`` and ``leaderboard.<figure_format>`` (png, pdf or svg: acc_eq per corpus
     and dimension, linked from leaderboard.md)."""
-    from styleeval.escaping import spreadsheet_safe
-    from styleeval.figures import FIGURE_FORMATS, figure_link, save_figure
-    from styleeval.labels import with_warning
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "leaderboard.csv", "md": out / "leaderboard.md"}
@@ -308,9 +301,7 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
     spreadsheet_safe(with_warning(frame, board_random_weights(board))).to_csv(paths["csv"], index=False)
     text = leaderboard_markdown(board)
     if plots and (board["statistic"] == "acc_eq").any():
-        import matplotlib.pyplot as plt
-
-        from styleeval.metaeval.plots import leaderboard_figure
+        import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a leaderboard without a figure stays light
 
         fig = leaderboard_figure(board)
         paths["figure"] = save_figure(fig, out / f"leaderboard.{figure_format}", dpi=110)

@@ -24,8 +24,10 @@ Apache-2.0.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import os
+import re
 import shutil
 import threading
 import zipfile
@@ -33,6 +35,7 @@ from pathlib import Path
 
 from styleeval.atomic import atomic_dir
 from styleeval.errors import UserError
+from styleeval.paths import cache_path
 
 WORDNET_FILES = ("cntlist.rev", "index.sense", "index.adj", "index.adv", "index.noun", "index.verb", "data.adj",
                  "data.adv", "data.noun", "data.verb", "adj.exc", "adv.exc", "noun.exc", "verb.exc")
@@ -74,15 +77,13 @@ _LOCK = threading.Lock()
 
 def nltk_data_dir() -> Path:
     """styleeval's NLTK data folder: ``nltk_data/`` in styleeval's cache (:mod:`styleeval.paths`)."""
-    from styleeval.paths import cache_path
-
     return cache_path("nltk_data")
 
 
 def register(root: Path) -> None:
     """Put ``root`` on NLTK's data path (appended: a folder of the user's own is still found first by NLTK's own
     look-ups; ours are made with explicit paths). NLTK >= 3.10 reads only inside the folders of its data path."""
-    import nltk.data
+    import nltk.data  # noqa: PLC0415 - optional extra [meteor]
 
     if str(root) not in nltk.data.path:
         nltk.data.path.append(str(root))
@@ -96,8 +97,6 @@ def lexnames_text() -> str:
 
 def wordnet_version(folder: Path) -> str | None:
     """The version in the header of ``folder/data.adj`` (``"3.0"``), ``None`` when there is none."""
-    import re
-
     try:
         with open(folder / "data.adj", encoding="utf-8", errors="replace") as handle:
             for _, line in zip(range(40), handle):
@@ -152,7 +151,7 @@ def _download_into(package: str, inner: tuple[str, ...], folder: Path) -> None:
 def _download(package: str, staging: Path) -> None:
     """NLTK's downloader fetches ``package`` into ``staging`` (its ``corpora/`` or ``tokenizers/`` inside, zips
     extracted). Raises ``OSError`` with NLTK's reason when it cannot."""
-    from nltk.downloader import Downloader
+    from nltk.downloader import Downloader  # noqa: PLC0415 - optional extra [meteor]
 
     try:
         ok = Downloader(server_index_url=DOWNLOAD_INDEX_URL).download(
@@ -199,14 +198,12 @@ def ensure_wordnet(root: Path) -> Path:
 def ensure_punkt(root: Path) -> Path:
     """``root/tokenizers/punkt_tab/english``, complete, from the cache, the ``punkt`` package or NLTK's
     downloader (in that order)."""
-    import importlib.util
-
     final = root / "tokenizers" / "punkt_tab" / "english"
     if _complete(final, PUNKT_FILES):
         return final
     with atomic_dir(final, done=lambda folder: _complete(folder, PUNKT_FILES)) as got:
         if importlib.util.find_spec("punkt") is not None:
-            import punkt
+            import punkt  # noqa: PLC0415 - optional extra [meteor]
 
             model = punkt.load_model("english")
             write_punkt_tab(got, model.abbrev_types, model.collocations, model.ortho_context, model.sent_starters)

@@ -17,6 +17,7 @@ sacrebleu's metric built with the same arguments.
 from __future__ import annotations
 
 import copy
+import difflib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -41,7 +42,7 @@ def sacrebleu_options(kind: str) -> Options:
     """sacrebleu's constructor arguments of ``kind`` that a spec may set, under sacrebleu's names, with sacrebleu's
     choices (BLEU's tokenizers and smoothing methods). ``max_ngram_order``, ``trg_lang`` and ``force`` are left out:
     sacrebleu's signature does not show them (``trg_lang`` only picks a tokenizer: ``tokenize`` names it)."""
-    from sacrebleu.metrics import BLEU
+    from sacrebleu.metrics import BLEU  # noqa: PLC0415 - heavy (sacrebleu): styleeval metaeval --help stays light
 
     if kind == "bleu":
         own = [
@@ -85,8 +86,6 @@ def checked_settings(kind: str, options: Mapping[str, Any], who: str = "", extra
     declared = sacrebleu_options(kind)
     unknown = sorted(set(options) - set(declared.names))
     if unknown:
-        import difflib
-
         known = [*extra, *declared.names]
         close = difflib.get_close_matches(unknown[0], known, 1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -111,7 +110,7 @@ def _check_values(kind: str, values: Mapping[str, Any]) -> None:
     if kind == "chrf" and values.get("char_order", 6) + values.get("word_order", 0) == 0:
         raise UserError("char_order and word_order are both 0: chrF counts no n-gram")
     if "smooth_value" in values:
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics import BLEU  # noqa: PLC0415 - heavy (sacrebleu): styleeval metaeval --help stays light
 
         method = values.get("smooth_method", "exp")
         if BLEU.SMOOTH_DEFAULTS[method] is None:
@@ -126,7 +125,7 @@ def _check_values(kind: str, values: Mapping[str, Any]) -> None:
 def _build(kind: str, options: Settings, sentence: bool) -> Any:
     """sacrebleu's metric of ``kind`` with ``options``; at sentence level BLEU's ``effective_order`` defaults to yes
     (what ``sacrebleu.sentence_bleu`` uses)."""
-    from sacrebleu.metrics import BLEU, CHRF, TER
+    from sacrebleu.metrics import BLEU, CHRF, TER  # noqa: PLC0415 - heavy (sacrebleu): styleeval metaeval --help stays light
 
     kwargs = dict(options)
     if kind == "bleu" and sentence:

@@ -8,12 +8,18 @@
 
 from __future__ import annotations
 
+import difflib
+import importlib
+import inspect
+import pkgutil
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from styleeval.errors import UserError, listing_advice
 from styleeval.http_pools import redacted, redacted_text
+from styleeval.labels import metric_label
 from styleeval.metrics.base import Metric
 from styleeval.registry import Registry
 
@@ -47,8 +53,6 @@ def register(name: str, **fixed: object) -> Callable:
     string options with a ``from_spec`` classmethod where they need converting, else its constructor takes them."""
 
     def decorate(obj):
-        import inspect
-
         build = getattr(obj, "from_spec", None) or obj
         takes = [p for p in inspect.signature(build).parameters.values() if p.name not in fixed]
         free = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in takes)
@@ -100,9 +104,6 @@ def _discover() -> None:
     global _DISCOVERED
     if _DISCOVERED:
         return
-    import importlib
-    import pkgutil
-    from pathlib import Path
 
     for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not info.name.startswith("_") and info.name not in ("base", "registry"):
@@ -217,8 +218,6 @@ def check_distinct_labels(given: Sequence[str | Metric], objs: Sequence[Metric])
     ...
     styleeval.errors.UserError: s_bleu and s_bleu:tokenize=intl would both be shown as S-BLEU; give each configuration its own name with as=NAME (e.g. s_bleu:tokenize=intl:as=S-BLEU-2)
     """
-    from styleeval.labels import metric_label
-
     shown: dict[str, list[tuple[str, str]]] = {}  # display name, folded -> (spec as given, display name)
     for spec, metric in zip(given, objs, strict=True):
         label = metric_label(metric.label)
@@ -240,8 +239,6 @@ def label_clash(name: str) -> str | None:
     >>> label_clash("s_BLEU"), label_clash("my_bleu")
     ('s_bleu', None)
     """
-    from styleeval.labels import metric_label
-
     shown = metric_label(name).casefold()
     return next((m for m in available_metrics() if metric_label(m).casefold() == shown), None)
 
@@ -307,8 +304,6 @@ def get_metric(spec: str, data_dir: str | None = None) -> Metric:
     elif name in REGISTRY:
         build = lambda: REGISTRY[name](**opts)  # noqa: E731
     else:
-        import difflib
-
         close = difflib.get_close_matches(name, list(REGISTRY), 1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         spaces = "".join(f", {ns}:<{m}>" for ns, (_, _, m) in NAMESPACES.items())

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from styleeval import progress as shown
 from styleeval import stats
 from styleeval.errors import UserError
 from styleeval.labels import counted
@@ -93,8 +94,6 @@ def compare_systems(
     ``alpha``), a note says so. ``settings``: the test, ``alpha``, ``n_boot``, ``trials`` and ``seed``
     (:class:`~styleeval.stats.TestSettings`). ``progress``: a bar over the metrics compared (``None``: where stderr
     is a terminal)."""
-    from styleeval import progress as shown
-
     check_test_settings(settings)
     notes = [] if notes is None else notes
     corpus = dict(corpus or {})

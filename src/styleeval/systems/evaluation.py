@@ -25,14 +25,20 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from styleeval import progress as shown
+from styleeval.backends import BackendError, verify_shared
 from styleeval.errors import RowError, UserError, advising
+from styleeval.files.shards import Shard
 from styleeval.labels import counted
+from styleeval.metrics import Metric, get_metric
 from styleeval.metrics.registry import SYSTEM_METRICS, check_distinct_labels
+from styleeval.scoring import ScoresCache, ScoringInputs, score_dataset
+from styleeval.scoring.score import ShardError
 from styleeval.stats.settings import DEFAULT_SETTINGS, TestSettings
 from styleeval.systems.comparison import check_test_settings, compare_systems, noter
 from styleeval.systems.inputs import (
@@ -44,9 +50,6 @@ from styleeval.systems.inputs import (
     input_warnings,
 )
 from styleeval.systems.report import SystemsReport
-
-if TYPE_CHECKING:
-    from styleeval.metrics import Metric
 
 DEFAULT_METRICS = SYSTEM_METRICS
 """LogProb content and style with the default model, the autorater's expected mode, S-BLEU and S-chrF."""
@@ -92,11 +95,6 @@ def evaluate_systems(
         data_dir: the local corpus mirror of metrics that read corpus files (``lai:<score>``), as in the
             meta-evaluation.
     """
-    from styleeval import progress as shown
-    from styleeval.backends import BackendError
-    from styleeval.scoring import ScoresCache, score_dataset
-    from styleeval.scoring.score import ShardError
-
     check_test_settings(settings)  # before any scoring
     rows = _input_rows(rows, dataset, style, data_dir)
     checked, objs, order, data, subset = _prepare(rows, metrics, style, data_dir, limit)
@@ -170,7 +168,7 @@ def _input_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame | None, dataset
                 data_dir: str | Path | None) -> Iterable[Mapping[str, Any]] | pd.DataFrame:
     """``rows``, or the rows of corpus ``dataset`` (:func:`~styleeval.systems.dataset.dataset_rows`): exactly one
     of them, and no ``style`` with a corpus (:func:`~styleeval.systems.dataset.check_input_choice`)."""
-    from styleeval.systems.dataset import check_input_choice, dataset_rows
+    from styleeval.systems.dataset import check_input_choice, dataset_rows  # noqa: PLC0415 - heavy (datasets): styleeval evaluate on files stays light
 
     check_input_choice(rows is not None, dataset, style)
     return rows if dataset is None else dataset_rows(dataset, data_dir)
@@ -183,9 +181,6 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
     built here: unknown names and missing extras fail before the rows are read; metric objects as given), the
     scoring inputs: rows sorted by source, so that every system's rewrite of a source lands in one scoring call (one
     prompt, one tree), with ``order`` mapping them back; and what ``limit`` kept (``""``: every row)."""
-    from styleeval.metrics import Metric, get_metric
-    from styleeval.scoring import ScoringInputs
-
     if isinstance(metrics, str):  # "s_chrf,s_bleu", as on the command line
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     if not metrics:
@@ -230,10 +225,6 @@ def score_shard(
     metrics are fast and left to the run that puts the shards together (``evaluate_systems`` with the same
     ``cache_dir`` and ``limit``, which names any shard not run or not finished). Returns metric label -> rows in this
     shard."""
-    from styleeval import progress as shown
-    from styleeval.files.shards import Shard
-    from styleeval.scoring import ScoresCache, score_dataset
-
     progress = shown.enabled(progress)
     part = Shard.parse(shard)
     assert part is not None
@@ -255,8 +246,6 @@ def _check_unchanged(metrics: Sequence[Any], signatures: Mapping[str, str], cach
     """Probe every shared backend again at the end of the run: a metric whose signature changed meanwhile (a server
     redeployed with other weights) is an error, and its cache entries of this run are removed (they may hold rows
     of either model)."""
-    from styleeval.backends import verify_shared
-
     verify_shared()
     changed = [(m.label, signatures[m.label], str(m.signature)) for m in metrics
                if m.label in signatures and str(m.signature) != signatures[m.label]]

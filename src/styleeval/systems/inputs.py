@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -83,8 +84,6 @@ def magnitude_limit(rows: int) -> float:
     """The largest magnitude a score or rating may have among ``rows`` rows: then every sum, mean, difference,
     square and variance of them that a report computes (over rows, resamples, systems) stays finite
     (``sqrt(max float / (4 rows))``: 6.7e150 for 10^6 rows). A larger value would make a mean or a test infinite."""
-    import sys
-
     return math.sqrt(sys.float_info.max / (4 * max(rows, 1)))
 
 

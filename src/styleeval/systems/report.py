@@ -30,6 +30,8 @@ from styleeval.labels import (
     system_statistic,
     with_warning,
 )
+from styleeval.systems.placement import place_labels
+from styleeval.terminal import table_blocks, terminal_width, text_table, wrap_text
 
 HUMAN_PREFIX = "human_"
 """Input columns ``human_<dimension>`` are human ratings, compared with the metrics."""
@@ -250,8 +252,6 @@ def to_text(report: SystemsReport, width: int | None = None) -> str:
     each repeating the system column, or, where that makes fewer tables (many metrics, few systems) each comparing
     two systems or more, systems are the columns and metrics the rows (:func:`_systems_blocks`); the agreement tables
     likewise (the metric column repeated), then the legend of their system score column; prose wrapped."""
-    from styleeval.terminal import terminal_width, text_table, wrap_text
-
     width = terminal_width() if width is None else width
     warning = random_weights_warning(report.random_weights)
     out = [*wrap_text(warning, width), ""] if warning else []
@@ -270,8 +270,6 @@ def _systems_blocks(header: list[str], rows: list[list[str]], width: int) -> lis
     in tables below; or metrics as rows and systems as the columns where that makes fewer tables and each of them
     compares systems (holds two or more; a table of one system beside another of the other is two lists, not a
     comparison: two systems that do not fit side by side stay rows, every table showing both)."""
-    from styleeval.terminal import table_blocks
-
     by_system = table_blocks(header, rows, width)
     by_metric = table_blocks(["metric", *(r[0] for r in rows)], [[m, *(r[k] for r in rows)]
                                                                   for k, m in enumerate(header) if k], width)
@@ -412,7 +410,7 @@ def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None =
     fig = tradeoff_figure(report, content, style)
     if fig is None:
         return None
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
 
     path = Path(path)
     save_figure(fig, path)
@@ -433,12 +431,10 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
     style = style or _pick(metrics, STYLE_METRICS)
     if content is None or style is None:
         return None
-    import matplotlib
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from styleeval.systems.placement import place_labels
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
 
     table = report.systems.set_index(["system", "metric"])
     points, bars = {}, {}
@@ -502,7 +498,7 @@ def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
 def _write_figure(fig: Any, path: Path) -> Path:
     """``fig`` saved at ``path`` through a temporary name that ends in its extension (the format), then closed; a
     failure is one error naming ``path``, the previous file left as it was."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
 
     try:
         with atomic_path(path, suffix=f".tmp{path.suffix}") as tmp:
