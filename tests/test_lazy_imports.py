@@ -15,7 +15,7 @@ from pathlib import Path
 from styleeval.extras import PACKAGES
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-REASON = re.compile(r"# noqa: PLC0415 - (?:heavy \((?P<package>\w+)(?:, via (?P<via>[\w.]+))?\)"
+REASON = re.compile(r"# noqa: PLC0415 - (?:heavy \((?P<package>[\w.]+)(?:, via (?P<via>[\w.]+))?\)"
                     r"|optional extra \[(?P<extra>[\w-]+)\]|cycle: (?P<cycle>styleeval[\w.]*) imports this module)$")
 
 
@@ -52,7 +52,8 @@ def test_every_deferred_import_says_why_in_a_fixed_phrasing_that_names_what_it_i
             wrong.append((module, line, "no reason in a fixed phrasing"))
         elif reason["via"] and not (imported == reason["via"] or imported.startswith(reason["via"] + ".")):
             wrong.append((module, line, f"imports {imported}, not {reason['via']}"))
-        elif reason["package"] and not reason["via"] and imported.split(".")[0] != reason["package"]:
+        elif reason["package"] and not reason["via"] and not (imported == reason["package"]
+                                                             or imported.startswith(reason["package"] + ".")):
             wrong.append((module, line, f"imports {imported}, not {reason['package']}"))
         elif reason["extra"] and PACKAGES.get(imported.split(".")[0], ("", ""))[1] != reason["extra"]:
             wrong.append((module, line, f"{imported} is not installed by the extra {reason['extra']}"))

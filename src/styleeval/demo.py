@@ -201,7 +201,7 @@ class Demo:
     # -- one rewrite ----------------------------------------------------------------------------------------------
     def score(self, source: str, rewrite: str, style: str, paper_mode: bool = False) -> dict[str, Any]:
         """Every score of one rewrite, with readings and the highlighted tokens (see the module docstring)."""
-        from styleeval.metrics import get_metric  # noqa: PLC0415 - heavy (numpy): the Space starts light
+        from styleeval.metrics import get_metric  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics)
 
         source, style = check_text("source", source), check_text("target style", style)
         rewrite = check_text("rewrite", rewrite)
@@ -252,10 +252,10 @@ class Demo:
         """Score a CSV/JSONL file (columns source, rewrite, style [, system, source_id]); returns the scored rows
         (with the signature) and the :class:`~styleeval.systems.SystemsReport` comparing the systems (means with
         bootstrap CIs, paired tests, clusters)."""
-        import pandas as pd  # noqa: PLC0415 - heavy (pandas): the Space starts light
+        import pandas as pd  # noqa: PLC0415 - heavy (pandas)
 
-        from styleeval.systems.comparison import compare_systems  # noqa: PLC0415 - heavy (pandas): the Space starts light
-        from styleeval.systems.inputs import given_text  # noqa: PLC0415 - heavy (pandas): the Space starts light
+        from styleeval.systems.comparison import compare_systems  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.comparison)
+        from styleeval.systems.inputs import given_text  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.inputs)
 
         name, size = os.path.basename(path), os.path.getsize(path)
         if size > MAX_UPLOAD_BYTES:  # checked before reading: memory stays bounded whatever is uploaded
@@ -372,7 +372,7 @@ TIE_BELOW = 1e-3
 
 def readable(value: float, digits: int = 4) -> float | str:
     """A number for reading (:func:`styleeval.systems.report.fmt` as a float); ``"n/a"`` for NaN."""
-    from styleeval.systems.report import fmt  # noqa: PLC0415 - heavy (pandas): the Space starts light
+    from styleeval.systems.report import fmt  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.report)
 
     text = fmt(value, digits)
     return "n/a" if text == "–" else float(text)
@@ -403,7 +403,7 @@ def content_metaeval(data_dir: str | None = None, metrics: Sequence[str] = TAB_M
                      extra_metrics: Sequence[str] = ()) -> MetaevalResult:
     """The meta-evaluation the Meta-evaluation tab shows: ``metrics`` and ``extra_metrics`` against the test set's
     content ratings, without bootstrap intervals."""
-    from styleeval.metaeval import run_metaeval  # noqa: PLC0415 - heavy (datasets): the Space starts light
+    from styleeval.metaeval import run_metaeval  # noqa: PLC0415 - heavy (datasets, via styleeval.metaeval)
 
     return run_metaeval(["style_gap_testset"], [*metrics, *extra_metrics], dimension="content", data_dir=data_dir,
                         n_boot=0)
@@ -418,12 +418,12 @@ def metaeval_summary(data_dir: str | None = None, metrics: Sequence[str] = TAB_M
 
 def summary_of(result: MetaevalResult) -> tuple[list[list[Any]], Any]:
     """:func:`metaeval_summary`'s rows and figure from a :func:`content_metaeval` result."""
-    import matplotlib  # noqa: PLC0415 - heavy (matplotlib): the Space starts light
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): the Space starts light
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
-    from styleeval.metaeval.plots import metric_colors  # noqa: PLC0415 - heavy (datasets): the Space starts light
+    from styleeval.metaeval.plots import metric_colors  # noqa: PLC0415 - heavy (datasets, via styleeval.metaeval.plots)
 
     corr = result.correlations
     mark = {m: metric_label(m) + (RANDOM_MARK if m in result.random_weights else "") for m in result.metrics}
@@ -473,7 +473,7 @@ def for_the_space_owner(error: BaseException) -> BaseException:
     :class:`~styleeval.errors.UserError`: what failed, the file and path included, and :data:`SPACE_DATA_ADVICE`),
     instead of ``metaeval``'s advice (``--datasets``, ``--allow-missing``: flags of a command the Space does not
     run); any other error as it is."""
-    from styleeval.corpora import CorpusError  # noqa: PLC0415 - heavy (datasets): the Space starts light
+    from styleeval.corpora import CorpusError  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     cause = error if isinstance(error, CorpusError) else error.__cause__
     if not isinstance(cause, (CorpusError, OSError)):
@@ -583,7 +583,7 @@ def metaeval_leaderboard(data_dir: str | None = None, metrics: Sequence[str] = T
 
 def leaderboard_of(result: MetaevalResult, trials: int = 100) -> list[list[Any]]:
     """:func:`metaeval_leaderboard`'s rows from a :func:`content_metaeval` result."""
-    from styleeval.metaeval.leaderboard import build_leaderboard  # noqa: PLC0415 - heavy (datasets): the Space starts light
+    from styleeval.metaeval.leaderboard import build_leaderboard  # noqa: PLC0415 - heavy (datasets, via styleeval.metaeval.leaderboard)
 
     board = build_leaderboard([result], trials=trials)
     return [[r.statistic, shown_label(r.metric, random_weights=r.metric in result.random_weights),

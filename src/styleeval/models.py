@@ -187,7 +187,7 @@ def load_tokenizer(tokenizer: Any, revision: str | None = None, trust_remote_cod
     """A tokenizer object, or one loaded from a preset, Hub id or local path (``ValueError`` saying what to do)."""
     if not isinstance(tokenizer, (str, os.PathLike)):
         return tokenizer
-    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers): import styleeval.models stays light
+    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
     name = preset_path(tokenizer)
     check_downloadable(name, "tokenizer")
@@ -280,7 +280,7 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     """Read the GGUF with transformers (its tokenizer, config and de-quantized weights) and save a plain float32
     model folder: a GGUF-loaded model refuses ``save_pretrained``, so the weights move into a model built from the
     same config without its quantization config."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers): import styleeval.models stays light
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
     directory, filename = os.path.split(info.path)
     unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
@@ -347,7 +347,7 @@ def load_model(
     folder's real path, or ``tiny-random`` for that preset (the same on every machine that builds the same weights:
     ``tiny-random@local-<hash of its files>``).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers): import styleeval.models stays light
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
     device = device or torch.device("cpu")
     fingerprint = None

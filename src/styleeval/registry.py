@@ -157,7 +157,7 @@ class Registry(Mapping[str, T], Generic[T]):
         if self._plugins_read:
             return
         self._plugins_read = True
-        from importlib.metadata import entry_points  # noqa: PLC0415 - heavy (importlib.metadata): styleeval --help stays light
+        from importlib.metadata import entry_points  # noqa: PLC0415 - heavy (importlib.metadata)
 
         for entry in entry_points(group=self.group):
             if entry.name not in self._entries:

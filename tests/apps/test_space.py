@@ -788,13 +788,13 @@ def test_building_the_space_computes_no_meta_evaluation_until_its_tab_opens(monk
     import styleeval.demo as demo_module
 
     calls = []
-    real = demo_module.metaeval_summary
+    real = demo_module.content_metaeval  # the one meta-evaluation behind the tab's table, figure and leaderboard
 
     def counted(*args, **kwargs):
         calls.append(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(demo_module, "metaeval_summary", counted)
+    monkeypatch.setattr(demo_module, "content_metaeval", counted)
     monkeypatch.setenv("STYLEEVAL_MODEL", "tiny-random")
     monkeypatch.setenv("STYLEEVAL_DATA_DIR", str(data_dir))
     app = runpy.run_path(str(SPACE), run_name="space_under_test")  # built, never launched

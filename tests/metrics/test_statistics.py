@@ -194,12 +194,13 @@ def test_the_statistics_layer_imports_no_sacrebleu_and_dispatches_on_no_class():
 def test_evaluate_takes_the_corpus_score_from_the_metrics_statistics_and_says_corpus_with_no_shared_source():
     """The systems table's corpus score is the metric's score of its rows' statistics; systems that share no
     source have no score, and the table still says the metric's aggregate (before: ``mean`` there)."""
+    from styleeval.stats import TestSettings
     from styleeval.systems.evaluation import evaluate_systems
 
     rows = [{"system": s, "source": src, "rewrite": rw, "style": "formal"}
             for s, src, rw in [("A", "gimme that", "give me that"), ("A", "thx a lot", "thanks a lot"),
                                ("B", "gimme that", "Give me that."), ("B", "thx a lot", "thx a lot")]]
-    report = evaluate_systems(rows, ["s_chrf", "s_ter:agg=mean"], n_boot=50, trials=50)
+    report = evaluate_systems(rows, ["s_chrf", "s_ter:agg=mean"], settings=TestSettings(n_boot=50, trials=50))
     table = report.systems.set_index(["metric", "system"])
     metric = get_metric("s_chrf")
     for system in ("A", "B"):
@@ -209,6 +210,6 @@ def test_evaluate_takes_the_corpus_score_from_the_metrics_statistics_and_says_co
         assert table.loc[("s_chrf", system), "aggregate"] == "corpus"
         assert table.loc[("s_ter", system), "aggregate"] == "mean"
     apart = [dict(r, source_id=f"{r['system']}{i}") for i, r in enumerate(rows)]
-    alone = evaluate_systems(apart, ["s_chrf"], n_boot=50, trials=50)
+    alone = evaluate_systems(apart, ["s_chrf"], settings=TestSettings(n_boot=50, trials=50))
     assert alone.pairs.empty and alone.systems["score"].isna().all()
     assert (alone.systems["aggregate"] == "corpus").all()

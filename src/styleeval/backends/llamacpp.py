@@ -149,7 +149,7 @@ def _gguf_tokenizer(info: GGUFInfo, cached: bool = True) -> tuple[Any, bool]:
     converted weights), kept in styleeval's cache (``gguf/tokenizer/<16 hex of the file's SHA-256>/``): about 10 s
     the first time, a fraction of a second after. Returns it and whether it came from the cache (``cached=False``:
     read from the file again, and kept)."""
-    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers): styleeval score --help stays light
+    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
     folder = cache_path("gguf", "tokenizer", info.sha256[:16])
     if cached and (folder / "tokenizer.json").is_file():
@@ -423,7 +423,7 @@ class LlamaCppBackend(Backend):
 
     def token_logprobs(self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
                        group: int = 1) -> list[torch.Tensor]:
-        import torch  # noqa: PLC0415 - heavy (torch): styleeval score --help stays light
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         pairs = self._pairs(prompts, continuations, group)
         out: list[torch.Tensor | None] = [None] * len(pairs)
@@ -451,7 +451,7 @@ class LlamaCppBackend(Backend):
         """One call per distinct prompt: the layout of ``token_logprobs(prompt, [candidates[0]])``, whose logits
         after the prompt are those of any one-token continuation (what follows a token never changes its logits),
         so each value equals the base class's ``token_logprobs`` answer bit for bit."""
-        import torch  # noqa: PLC0415 - heavy (torch): styleeval score --help stays light
+        import torch  # noqa: PLC0415 - heavy (torch)
 
         cands = [int(c) for c in candidates]
         if not cands:

@@ -53,8 +53,8 @@ SUMMARY = "compare style-transfer systems: means with CIs, paired significance t
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the ``evaluate`` sub-command."""
-    from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
-    from styleeval.stats.resampling import SEED  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.metrics.registry import SYSTEM_METRICS as DEFAULT_METRICS  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics.registry)
+    from styleeval.stats.resampling import SEED  # noqa: PLC0415 - heavy (numpy, via styleeval.stats.resampling)
 
     p = subparsers.add_parser(
         "evaluate", help=SUMMARY,
@@ -124,7 +124,7 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
 def input_rows(args: argparse.Namespace) -> list[dict]:
     """The rows to evaluate: IN's (:func:`read_inputs`) or the corpus ``--dataset`` names; exactly one of them
     (:func:`~styleeval.systems.dataset.check_input_choice`, before any file is read)."""
-    from styleeval.systems.dataset import check_input_choice, dataset_rows  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
+    from styleeval.systems.dataset import check_input_choice, dataset_rows  # noqa: PLC0415 - heavy (datasets, via styleeval.systems.dataset)
 
     check_input_choice(bool(args.inputs), args.dataset, args.style, files=args.inputs,
                        system_from_filename=args.system_from_filename)
@@ -135,10 +135,10 @@ def input_rows(args: argparse.Namespace) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval evaluate``; returns the exit status (bad input raises ``UserError``)."""
-    from styleeval.metrics import get_metric  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
-    from styleeval.stats import TestSettings  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
-    from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems  # noqa: PLC0415 - heavy (pandas): styleeval --help stays light
-    from styleeval.systems.report import no_tradeoff_reason, write_outputs  # noqa: PLC0415 - heavy (pandas): styleeval --help stays light
+    from styleeval.metrics import get_metric  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics)
+    from styleeval.stats import TestSettings  # noqa: PLC0415 - heavy (numpy, via styleeval.stats)
+    from styleeval.systems.evaluation import DEFAULT_METRICS, evaluate_systems  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.evaluation)
+    from styleeval.systems.report import no_tradeoff_reason, write_outputs  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.report)
 
     out = Path(args.out)
     check_out_dir(out)
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     rows = input_rows(args)
     start = time.perf_counter()
     if args.shard is not None:
-        from styleeval.systems.evaluation import score_shard  # noqa: PLC0415 - heavy (pandas): styleeval --help stays light
+        from styleeval.systems.evaluation import score_shard  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.evaluation)
 
         done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=progress_choice(args),
                            data_dir=args.data_dir, limit=args.limit)

@@ -63,7 +63,7 @@ def _entry(name: str, text: str, width: int, indent: int) -> list[str]:
 def metric_lines(width: int = 100) -> Iterator[str]:
     """The ``metrics`` section: each registered metric, its display name, what it computes and its options; then the
     namespaces (``lai:<score>``)."""
-    from styleeval.metrics.registry import NAMESPACES, available_metrics, metric_options, metric_summary  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.metrics.registry import NAMESPACES, available_metrics, metric_options, metric_summary  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics.registry)
 
     yield "metrics (a spec: NAME or NAME:key=value:key=value; every metric also takes as=NAME, its display name)"
     names = available_metrics()
@@ -83,7 +83,7 @@ def metric_lines(width: int = 100) -> Iterator[str]:
 def corpus_lines(width: int = 100) -> Iterator[str]:
     """The ``corpora`` section: each corpus's name, label, kind (``rating, systems``: a corpus ``evaluate --dataset``
     takes, :attr:`~styleeval.corpora.spec.CorpusSpec.compares_systems`) and the first line of its module's docstring."""
-    from styleeval.corpora import SPECS  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
+    from styleeval.corpora import SPECS  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
 
     yield ("corpora (metaeval --datasets, styleeval.load_corpus(name); rating: rated rewrites, systems: several systems' "
            "rewrites of every source, evaluate --dataset; stel: STEL's tasks)")

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from styleeval.errors import UserError
+from styleeval.files.shards import merge_shards
 from styleeval.labels import counted
 
 EPILOG = """\
@@ -53,8 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``styleeval merge``; returns the exit status."""
-    from styleeval.files.shards import merge_shards  # noqa: PLC0415 - heavy (numpy, via styleeval.files)
-
     try:
         result = merge_shards(args.shards, args.out, input=args.input, style=args.style, encoding=args.encoding)
     except FileNotFoundError as err:

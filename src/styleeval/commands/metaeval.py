@@ -48,8 +48,8 @@ SUMMARY = "correlate metrics with human ratings (paper-style tables and plots)"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
-    from styleeval.corpora import SPECS, rating_corpora  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
-    from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.corpora import SPECS, rating_corpora  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
+    from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics.registry)
 
     p = subparsers.add_parser(
         "metaeval",
@@ -110,11 +110,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the meta-evaluation described by ``args``; returns the exit status."""
-    from styleeval.metaeval import run_metaeval, write_report  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
-    from styleeval.scoring import ScoresCache, default_cache_dir  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.metaeval import run_metaeval, write_report  # noqa: PLC0415 - heavy (datasets, via styleeval.metaeval)
+    from styleeval.scoring import ScoresCache, default_cache_dir  # noqa: PLC0415 - heavy (numpy, via styleeval.scoring)
 
     check_out_dir(Path(args.out))  # before any work: all of it would be lost at the end otherwise
-    from styleeval.metrics.registry import DEFAULT_METRICS  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.metrics.registry import DEFAULT_METRICS  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics.registry)
 
     defaults = args.metrics is None
     metrics = metric_specs(DEFAULT_METRICS if defaults else args.metrics, args.model)
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     cache = ScoresCache(None if args.no_cache else (args.cache_dir or default_cache_dir()))
     if args.analysis == "lai":
-        from styleeval.metaeval.lai import run_lai  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
+        from styleeval.metaeval.lai import run_lai  # noqa: PLC0415 - heavy (datasets, via styleeval.metaeval.lai)
 
         if args.datasets and args.datasets != ["lai_formality"]:
             raise UserError("--analysis lai runs on lai_formality only (give --datasets lai_formality or leave it out)")
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 def _leaderboard(args: argparse.Namespace, first, run_on: Callable[..., Any], cache) -> None:
     """``--leaderboard``: :func:`~styleeval.metaeval.leaderboard.leaderboard_across_dimensions` of the run ``first``
     (``run_on(dimension=...)``: the same run on another dimension), written to OUT."""
-    from styleeval.metaeval.leaderboard import leaderboard_across_dimensions, write_leaderboard  # noqa: PLC0415 - heavy (datasets): styleeval --help stays light
+    from styleeval.metaeval.leaderboard import leaderboard_across_dimensions, write_leaderboard  # noqa: PLC0415 - heavy (datasets, via styleeval.metaeval.leaderboard)
 
     board = leaderboard_across_dimensions(
         first, run_on, _leaderboard_dimensions(args.leaderboard_dimensions), trials=args.leaderboard_trials,
@@ -177,7 +177,7 @@ def _score_file_metrics(file: str) -> list:
     """A precomputed metric for every column of FILE except ``id``, named after the column. Built from the file and
     the column's name (:func:`styleeval.metrics.precomputed.from_file`), never from a spec written with it: a column
     named ``m:column=rand2`` is the column ``m:column=rand2``, not an option."""
-    from styleeval.metrics.precomputed import from_file  # noqa: PLC0415 - heavy (numpy): styleeval --help stays light
+    from styleeval.metrics.precomputed import from_file  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics.precomputed)
 
     if not Path(file).is_file():
         raise UserError(f"--scores {file}: no such file")

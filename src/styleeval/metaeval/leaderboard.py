@@ -301,7 +301,7 @@ def write_leaderboard(board: pd.DataFrame, out_dir: str | Path, plots: bool = Tr
     spreadsheet_safe(with_warning(frame, board_random_weights(board))).to_csv(paths["csv"], index=False)
     text = leaderboard_markdown(board)
     if plots and (board["statistic"] == "acc_eq").any():
-        import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a leaderboard without a figure stays light
+        import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
         fig = leaderboard_figure(board)
         paths["figure"] = save_figure(fig, out / f"leaderboard.{figure_format}", dpi=110)

@@ -42,7 +42,7 @@ def sacrebleu_options(kind: str) -> Options:
     """sacrebleu's constructor arguments of ``kind`` that a spec may set, under sacrebleu's names, with sacrebleu's
     choices (BLEU's tokenizers and smoothing methods). ``max_ngram_order``, ``trg_lang`` and ``force`` are left out:
     sacrebleu's signature does not show them (``trg_lang`` only picks a tokenizer: ``tokenize`` names it)."""
-    from sacrebleu.metrics import BLEU  # noqa: PLC0415 - heavy (sacrebleu): styleeval metaeval --help stays light
+    from sacrebleu.metrics import BLEU  # noqa: PLC0415 - heavy (sacrebleu)
 
     if kind == "bleu":
         own = [
@@ -110,7 +110,7 @@ def _check_values(kind: str, values: Mapping[str, Any]) -> None:
     if kind == "chrf" and values.get("char_order", 6) + values.get("word_order", 0) == 0:
         raise UserError("char_order and word_order are both 0: chrF counts no n-gram")
     if "smooth_value" in values:
-        from sacrebleu.metrics import BLEU  # noqa: PLC0415 - heavy (sacrebleu): styleeval metaeval --help stays light
+        from sacrebleu.metrics import BLEU  # noqa: PLC0415 - heavy (sacrebleu)
 
         method = values.get("smooth_method", "exp")
         if BLEU.SMOOTH_DEFAULTS[method] is None:
@@ -125,7 +125,7 @@ def _check_values(kind: str, values: Mapping[str, Any]) -> None:
 def _build(kind: str, options: Settings, sentence: bool) -> Any:
     """sacrebleu's metric of ``kind`` with ``options``; at sentence level BLEU's ``effective_order`` defaults to yes
     (what ``sacrebleu.sentence_bleu`` uses)."""
-    from sacrebleu.metrics import BLEU, CHRF, TER  # noqa: PLC0415 - heavy (sacrebleu): styleeval metaeval --help stays light
+    from sacrebleu.metrics import BLEU, CHRF, TER  # noqa: PLC0415 - heavy (sacrebleu)
 
     kwargs = dict(options)
     if kind == "bleu" and sentence:

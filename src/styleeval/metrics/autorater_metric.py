@@ -12,9 +12,12 @@ chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One
 
 from __future__ import annotations
 
+from styleeval.autorater.rater import fill_unparsed_with_mean, shared_autorater
+from styleeval.backends import BackendError
 from styleeval.errors import UserError
 from styleeval.metrics.base import Metric, RowMemo, backend_failure
 from styleeval.metrics.registry import register
+from styleeval.options import AUTORATER_OPTIONS
 from styleeval.signature import Signature
 
 _ROWS = RowMemo()  # one rating pass serves both dimensions, whatever the chunking
@@ -32,7 +35,6 @@ class AutoraterMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-        from styleeval.options import AUTORATER_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         return ("fill", *(n for n, o in AUTORATER_OPTIONS.options.items() if o.type is not dict))
 
@@ -41,7 +43,6 @@ class AutoraterMetric(Metric):
         return f"LLM-as-autorater 1-5 rating of {fixed['dimension']} with the authors' prompts."
 
     def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
-        from styleeval.options import AUTORATER_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         if dimension not in ("meaning", "style"):
             raise UserError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
@@ -57,8 +58,6 @@ class AutoraterMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _judge(self):
-        from styleeval.autorater.rater import shared_autorater  # noqa: PLC0415 - heavy (numpy, via styleeval.autorater)
-        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
 
         try:
             return shared_autorater(**self.options)
@@ -77,13 +76,11 @@ class AutoraterMetric(Metric):
     def finalize(self, scores: list[float]) -> list[float]:
         """Applied once to the scores of a whole dataset: the authors' mean fill in paper mode (``fill=mean``)."""
         if self.fill == "mean" and self._judge().mode == "paper":
-            from styleeval.autorater.rater import fill_unparsed_with_mean  # noqa: PLC0415 - heavy (numpy, via styleeval.autorater)
 
             return fill_unparsed_with_mean(scores)
         return list(scores)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
 
         assert styles is not None
         judge = self._judge()

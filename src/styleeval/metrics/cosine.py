@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 
+import numpy as np
+
 from styleeval.errors import UserError
 from styleeval.extras import require
 from styleeval.metrics.base import Metric
@@ -56,7 +58,6 @@ def cosine_similarities(
 ) -> list[float]:
     """Cosine similarity of each pair (texts_a[i], texts_b[i]) under ``encoder`` (``progress``: its bar over the
     batches embedded)."""
-    import numpy as np  # noqa: PLC0415 - heavy (numpy)
 
     if len(texts_a) != len(texts_b):
         raise ValueError(f"{len(texts_a)} texts but {len(texts_b)} texts to compare with")

@@ -11,9 +11,12 @@ style of each row. :class:`styleeval.LogProb` is imported lazily; one scoring pa
 
 from __future__ import annotations
 
+from styleeval.backends import BackendError
 from styleeval.errors import UserError
+from styleeval.logprob import shared_logprob
 from styleeval.metrics.base import Metric, RowMemo, backend_failure
 from styleeval.metrics.registry import register
+from styleeval.options import LOGPROB_OPTIONS
 from styleeval.signature import Signature
 
 _ROWS = RowMemo()  # one scoring pass serves both dimensions, whatever the chunking
@@ -31,7 +34,6 @@ class LogProbMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-        from styleeval.options import LOGPROB_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         return tuple(n for n, o in LOGPROB_OPTIONS.options.items() if o.type is not dict)
 
@@ -41,7 +43,6 @@ class LogProbMetric(Metric):
         return f"{what} (Pauli et al. 2025), from an LLM's log-probabilities of the source and the rewrite."
 
     def __init__(self, dimension: str, **options: object) -> None:
-        from styleeval.options import LOGPROB_OPTIONS  # noqa: PLC0415 - heavy (numpy, via styleeval.options)
 
         if dimension not in ("content", "style"):
             raise UserError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
@@ -54,8 +55,6 @@ class LogProbMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _engine(self):
-        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
-        from styleeval.logprob import shared_logprob  # noqa: PLC0415 - heavy (numpy, via styleeval.logprob)
 
         try:
             return shared_logprob(**self.options)
@@ -71,7 +70,6 @@ class LogProbMetric(Metric):
         return self._engine().signature.renamed(self.name)
 
     def _score(self, sources, rewrites, references, styles):
-        from styleeval.backends import BackendError  # noqa: PLC0415 - heavy (numpy, via styleeval.backends)
 
         assert styles is not None
         engine = self._engine()

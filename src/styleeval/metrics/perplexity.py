@@ -10,6 +10,7 @@ import math
 
 from styleeval._version import __version__
 from styleeval.errors import UserError
+from styleeval.logprob import shared_logprob
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import check_options, register
 from styleeval.signature import Signature
@@ -39,7 +40,6 @@ class Perplexity(Metric):
         return cls(**opts)
 
     def _lp(self):
-        from styleeval.logprob import shared_logprob  # noqa: PLC0415 - heavy (numpy, via styleeval.logprob)
 
         return shared_logprob(self.options["model"], device=self.options["device"], dtype=self.options["dtype"])
 

@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from styleeval.errors import UserError
+from styleeval.files.records import iter_records
 from styleeval.labels import counted, metric_label
 from styleeval.metrics.base import Metric
 from styleeval.metrics.registry import label_clash, register, register_namespace
@@ -96,7 +97,6 @@ from_spec.spec_summary = _spec_summary  # type: ignore[attr-defined]
 
 def from_file(file: str, column: str, lower_is_better: bool | str = False, name: str | None = None) -> PrecomputedMetric:
     """A precomputed metric from column ``column`` of a CSV / JSONL score file keyed by ``id``."""
-    from styleeval.files.records import iter_records  # noqa: PLC0415 - heavy (numpy, via styleeval.files)
 
     path = Path(file)
     for what, text in (("column", name or column), ("file name", path.name)):

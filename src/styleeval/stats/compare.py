@@ -46,7 +46,7 @@ def _corr(x: np.ndarray, y: np.ndarray, method: str) -> float:
 
 def williams_t(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
     """Williams' t and its one-sided p-value (H1: r12 > r13) from the three correlations and n."""
-    from scipy import stats  # noqa: PLC0415 - heavy (scipy): styleeval evaluate --help stays light
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy)
 
     if n <= 3:
         raise ValueError(f"the Williams test needs n > 3, got {n}")

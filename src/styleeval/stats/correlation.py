@@ -84,7 +84,7 @@ def check_scores(human: Sequence[float], metric: Sequence[float], label: str = "
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rho of two aligned vectors (scipy); NaN for fewer than 3 rows or a constant side."""
-    from scipy import stats  # noqa: PLC0415 - heavy (scipy): styleeval evaluate --help stays light
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy)
 
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -160,7 +160,7 @@ def correlate(
     confidence: float = 0.95, label: str = "metric",
 ) -> Correlation:
     """Spearman, Pearson and Kendall (tau-b) with p-values and a bootstrap CI of Spearman (see module doc)."""
-    from scipy import stats  # noqa: PLC0415 - heavy (scipy): styleeval evaluate --help stays light
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy)
 
     h, m = check_scores(human, metric, label)
     sp = stats.spearmanr(m, h)
@@ -221,7 +221,7 @@ def system_level(
     human: Sequence[float], metric: Sequence[float], systems: Sequence[str], method: str = "pearson"
 ) -> tuple[float, float, int]:
     """Correlation of per-system means (Lai et al.'s system level): ``(r, p, n_systems)``."""
-    from scipy import stats  # noqa: PLC0415 - heavy (scipy): styleeval evaluate --help stays light
+    from scipy import stats  # noqa: PLC0415 - heavy (scipy)
 
     if len(systems) != len(human) or len(human) != len(metric):
         raise ValueError(f"system_level: {len(human)} human, {len(metric)} metric and {len(systems)} system labels")

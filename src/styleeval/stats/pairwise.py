@@ -153,7 +153,7 @@ def soft_pairwise_accuracy(human_items: Mapping[str, Sequence[float] | Mapping[H
     human scores and under the metric's (each system's per-item scores: sequences aligned by position, or mappings
     item -> score aligned on the items both systems have), and SPA = mean over pairs of 1 - |p_human - p_metric|.
     Returns SPA and the per-pair ``(p_human, p_metric)``."""
-    import pandas as pd  # noqa: PLC0415 - heavy (pandas): styleeval evaluate --help stays light
+    import pandas as pd  # noqa: PLC0415 - heavy (pandas)
 
     def series(items) -> pd.Series:
         return pd.Series(dict(items) if isinstance(items, Mapping) else list(items), dtype=float)

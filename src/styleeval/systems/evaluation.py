@@ -168,7 +168,7 @@ def _input_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame | None, dataset
                 data_dir: str | Path | None) -> Iterable[Mapping[str, Any]] | pd.DataFrame:
     """``rows``, or the rows of corpus ``dataset`` (:func:`~styleeval.systems.dataset.dataset_rows`): exactly one
     of them, and no ``style`` with a corpus (:func:`~styleeval.systems.dataset.check_input_choice`)."""
-    from styleeval.systems.dataset import check_input_choice, dataset_rows  # noqa: PLC0415 - heavy (datasets): styleeval evaluate on files stays light
+    from styleeval.systems.dataset import check_input_choice, dataset_rows  # noqa: PLC0415 - heavy (datasets, via styleeval.systems.dataset)
 
     check_input_choice(rows is not None, dataset, style)
     return rows if dataset is None else dataset_rows(dataset, data_dir)

@@ -410,7 +410,7 @@ def plot_tradeoff(report: SystemsReport, path: str | Path, content: str | None =
     fig = tradeoff_figure(report, content, style)
     if fig is None:
         return None
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     path = Path(path)
     save_figure(fig, path)
@@ -431,10 +431,10 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
     style = style or _pick(metrics, STYLE_METRICS)
     if content is None or style is None:
         return None
-    import matplotlib  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
+    import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     table = report.systems.set_index(["system", "metric"])
     points, bars = {}, {}
@@ -498,7 +498,7 @@ def _axis_name(report: SystemsReport, metric: str, what: str = "") -> str:
 def _write_figure(fig: Any, path: Path) -> Path:
     """``fig`` saved at ``path`` through a temporary name that ends in its extension (the format), then closed; a
     failure is one error naming ``path``, the previous file left as it was."""
-    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib): a report without a figure stays light
+    import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
     try:
         with atomic_path(path, suffix=f".tmp{path.suffix}") as tmp:
