@@ -35,7 +35,6 @@ class AutoraterMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-
         return ("fill", *(n for n, o in AUTORATER_OPTIONS.options.items() if o.type is not dict))
 
     @classmethod
@@ -43,7 +42,6 @@ class AutoraterMetric(Metric):
         return f"LLM-as-autorater 1-5 rating of {fixed['dimension']} with the authors' prompts."
 
     def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
-
         if dimension not in ("meaning", "style"):
             raise UserError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
         if fill not in ("mean", "none"):
@@ -58,7 +56,6 @@ class AutoraterMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _judge(self):
-
         try:
             return shared_autorater(**self.options)
         except (OSError, ImportError, RuntimeError, BackendError) as err:
@@ -81,7 +78,6 @@ class AutoraterMetric(Metric):
         return list(scores)
 
     def _score(self, sources, rewrites, references, styles):
-
         assert styles is not None
         judge = self._judge()
 

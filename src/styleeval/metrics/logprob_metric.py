@@ -34,7 +34,6 @@ class LogProbMetric(Metric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-
         return tuple(n for n, o in LOGPROB_OPTIONS.options.items() if o.type is not dict)
 
     @classmethod
@@ -43,7 +42,6 @@ class LogProbMetric(Metric):
         return f"{what} (Pauli et al. 2025), from an LLM's log-probabilities of the source and the rewrite."
 
     def __init__(self, dimension: str, **options: object) -> None:
-
         if dimension not in ("content", "style"):
             raise UserError(f"LogProb dimension must be 'content' or 'style', got {dimension!r}")
         self.dimension = dimension
@@ -55,7 +53,6 @@ class LogProbMetric(Metric):
         return tuple(sorted((k, str(v)) for k, v in self.options.items()))
 
     def _engine(self):
-
         try:
             return shared_logprob(**self.options)
         except (OSError, ImportError, RuntimeError, BackendError) as err:
@@ -70,7 +67,6 @@ class LogProbMetric(Metric):
         return self._engine().signature.renamed(self.name)
 
     def _score(self, sources, rewrites, references, styles):
-
         assert styles is not None
         engine = self._engine()
 

@@ -40,7 +40,6 @@ class Perplexity(Metric):
         return cls(**opts)
 
     def _lp(self):
-
         return shared_logprob(self.options["model"], device=self.options["device"], dtype=self.options["dtype"])
 
     @property
