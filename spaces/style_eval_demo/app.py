@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 from styleeval.extras import MissingExtraError, require
@@ -46,6 +48,7 @@ from styleeval.demo import (  # noqa: E402
     write_scored_csv,
 )
 from styleeval.labels import RANDOM_WEIGHTS  # noqa: E402
+from styleeval.systems.report import fmt  # noqa: E402
 
 DEMO = Demo(autorater=os.environ.get("STYLEEVAL_AUTORATER", "1") != "0")
 GATE = Gate()  # the Meta-evaluation tab is computed alone: no request imports the same libraries meanwhile
@@ -134,9 +137,6 @@ def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str):
 
 def _remove_old_batches(age: float = 3600.0) -> None:
     """The scored files of earlier batches are served for an hour, then removed (nothing piles up in /tmp)."""
-    import shutil
-    import time
-
     for old in Path(tempfile.gettempdir()).glob("styleeval-batch-*"):
         try:
             if time.time() - old.stat().st_mtime > age:
@@ -147,8 +147,6 @@ def _remove_old_batches(age: float = 3600.0) -> None:
 
 @_with_status(None, None, None, None)
 def batch_ui(file):
-    from styleeval.systems.report import fmt
-
     if file is None:
         raise gr.Error(f"No file to score: upload a CSV or JSONL file of at most {size_text(MAX_UPLOAD_BYTES)} with "
                        "the columns source, rewrite, style [, system]. (A file over "

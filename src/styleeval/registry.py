@@ -6,7 +6,10 @@ a plain ``"module"`` names the module itself) imported the first time the entry 
 nothing. A registry with an entry-point ``group`` adds the installed plugins' entries (``name = "package.module:Class"``
 in the group) as lazy entries the first time it is read; a name registered in code comes first. A name registered
 twice with another object is one ``ValueError`` in every registry (``backend 'naive' is registered twice``);
-:meth:`Registry.unregister` removes one.
+:meth:`Registry.unregister` removes one. A registry may be read and changed from several threads: the plugins are read
+once, under its lock, before any reader sees the names; a lazy entry's import runs outside it (Python's import lock
+makes it one import), its object put in place under it. An entry that cannot be imported is an ``ImportError``
+naming the registry, the name and its target.
 
 >>> separators = Registry("separator")
 >>> separators.add("sep", "os:sep")          # lazy: nothing imported until read
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -56,6 +60,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._entries: dict[str, T | str] = {}
         self._lazy: set[str] = set()
         self._plugins_read = group is None
+        self._lock = threading.RLock()  # reentrant: an import under add() may register more entries
 
     # -- changing it --------------------------------------------------------------------------------------------
     def add(self, name: str, obj: T | str, *, lazy: bool | None = None) -> None:
@@ -63,24 +68,25 @@ class Registry(Mapping[str, T], Generic[T]):
         registry of strings). The same object (or the same lazy string) again is nothing new; a lazy entry is
         replaced by the object it names when that object registers itself (its module's decorator runs on import);
         any other object under a taken name is the duplicate ``ValueError``."""
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"a {self.kind} needs a name, got {name!r}")
-        lazy = isinstance(obj, str) if lazy is None else lazy
-        if lazy and not (isinstance(obj, str) and _TARGET.fullmatch(obj)):
-            raise ValueError(f"{self.kind} {name!r}: a lazy entry is 'module:object', got {obj!r}")
-        if name in self._entries:
-            current = self._entries[name]
-            if current is obj or (lazy and name in self._lazy and current == obj):
-                return
-            if not (name in self._lazy and not lazy and self._names_object(str(current), obj)):
-                raise ValueError(f"{self.kind} {name!r} is registered twice")
-        if not lazy and self._check is not None:
-            self._check(name, obj)  # type: ignore[arg-type]
-        self._entries[name] = obj
-        self._lazy.discard(name)
-        if lazy:
-            self._lazy.add(name)
-        self._sort()
+        with self._lock:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a {self.kind} needs a name, got {name!r}")
+            lazy = isinstance(obj, str) if lazy is None else lazy
+            if lazy and not (isinstance(obj, str) and _TARGET.fullmatch(obj)):
+                raise ValueError(f"{self.kind} {name!r}: a lazy entry is 'module:object', got {obj!r}")
+            if name in self._entries:
+                current = self._entries[name]
+                if current is obj or (lazy and name in self._lazy and current == obj):
+                    return
+                if not (name in self._lazy and not lazy and self._names_object(str(current), obj)):
+                    raise ValueError(f"{self.kind} {name!r} is registered twice")
+            if not lazy and self._check is not None:
+                self._check(name, obj)  # type: ignore[arg-type]
+            self._entries[name] = obj
+            self._lazy.discard(name)
+            if lazy:
+                self._lazy.add(name)
+            self._sort()
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@registry.register("name")`` adds the decorated object and returns it unchanged."""
@@ -93,33 +99,41 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def unregister(self, name: str) -> None:
         """Remove ``name`` (nothing when it is not registered): tests, plugins reloaded."""
-        self._entries.pop(name, None)
-        self._lazy.discard(name)
+        with self._lock:
+            self._entries.pop(name, None)
+            self._lazy.discard(name)
 
     # -- reading it ---------------------------------------------------------------------------------------------
     def names(self) -> list[str]:
         """Every registered name, in the registry's order; nothing imported (unless the registry is ordered by its
         objects)."""
         self._read_plugins()
-        if self._order is not None and self._lazy:
-            for name in list(self._lazy):
+        if self._order is not None:
+            with self._lock:
+                waiting = list(self._lazy)
+            for name in waiting:
                 self.get(name)
-        return list(self._entries)
+        with self._lock:
+            return list(self._entries)
 
     def get(self, name: str, default: Any = None) -> T | Any:  # type: ignore[override]
         """The object registered as ``name`` (a lazy entry imported now, once), else ``default``."""
         self._read_plugins()
         if name not in self._entries:
             return default
-        if name in self._lazy:
-            target = str(self._entries[name])
-            obj = _load(target)
-            if name in self._lazy and self._entries.get(name) == target:  # its import did not register it itself
-                if self._check is not None:
-                    self._check(name, obj)
-                self._entries[name] = obj
-                self._lazy.discard(name)
-                self._sort()
+        target = self.target(name)
+        if target is not None:
+            try:
+                obj = _load(target)
+            except (ImportError, AttributeError) as err:
+                raise ImportError(f"{self.kind} {name!r} ({target}) cannot be imported: {err}") from err
+            with self._lock:
+                if name in self._lazy and self._entries.get(name) == target:  # its import did not register it
+                    if self._check is not None:
+                        self._check(name, obj)
+                    self._entries[name] = obj
+                    self._lazy.discard(name)
+                    self._sort()
         return self._entries[name]  # type: ignore[return-value]
 
     def loaded(self, name: str) -> bool:
@@ -128,11 +142,13 @@ class Registry(Mapping[str, T], Generic[T]):
 
     def loaded_items(self) -> list[tuple[str, T]]:
         """The entries already imported, nothing imported now (a backend never opened has nothing to clear)."""
-        return [(n, o) for n, o in self._entries.items() if n not in self._lazy]  # type: ignore[misc]
+        with self._lock:
+            return [(n, o) for n, o in self._entries.items() if n not in self._lazy]  # type: ignore[misc]
 
     def target(self, name: str) -> str | None:
         """The ``"module:object"`` a lazy entry names, else ``None``."""
-        return str(self._entries[name]) if name in self._lazy else None
+        with self._lock:
+            return str(self._entries[name]) if name in self._lazy else None
 
     def __getitem__(self, name: str) -> T:
         if name not in self:
@@ -150,18 +166,22 @@ class Registry(Mapping[str, T], Generic[T]):
         return len(self.names())
 
     def __repr__(self) -> str:
-        return f"Registry({self.kind!r}, {list(self._entries)})"
+        with self._lock:
+            return f"Registry({self.kind!r}, {list(self._entries)})"
 
     # -- inside -------------------------------------------------------------------------------------------------
     def _read_plugins(self) -> None:
         if self._plugins_read:
             return
-        self._plugins_read = True
         from importlib.metadata import entry_points  # noqa: PLC0415 - heavy (importlib.metadata)
 
-        for entry in entry_points(group=self.group):
-            if entry.name not in self._entries:
-                self.add(entry.name, entry.value)
+        with self._lock:  # the flag set after the entries are in: no reader sees a registry without its plugins
+            if self._plugins_read:
+                return
+            for entry in entry_points(group=self.group):
+                if entry.name not in self._entries:
+                    self.add(entry.name, entry.value)
+            self._plugins_read = True
 
     def _sort(self) -> None:
         if self._order is None or self._lazy:

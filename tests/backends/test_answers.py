@@ -5,6 +5,7 @@ refused."""
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import random
@@ -240,6 +241,19 @@ def _nested(depth):
     return value
 
 
+class _Text(str):
+    pass
+
+
+class _Count(int):
+    pass
+
+
+class _Size(enum.IntEnum):
+    SMALL = 3
+    BIG = 1 << 70
+
+
 REFUSED_BY_ORJSON_DUMPS = [  # (value, orjson's TypeError text): msgspec would write each
     ({1: 2}, "Dict key must be str"),
     ({"a": {1.5: 1}}, "Dict key must be str"),
@@ -251,6 +265,9 @@ REFUSED_BY_ORJSON_DUMPS = [  # (value, orjson's TypeError text): msgspec would w
     (_nested(255), "Recursion limit reached"),
     ([object()], "Type is not JSON serializable: builtins.object"),  # msgspec refuses it too
     ({(1,): 2}, "Dict key must be str"),
+    ({_Text("k"): 1}, "Dict key must be str"),  # a str subclass as a key (review of issue 48: msgspec wrote it)
+    ([_Size.BIG], "Integer exceeds 64-bit range"),  # an IntEnum beyond 64 bits (msgspec wrote 70 bits)
+    ({"a": [_Count(1 << 70)]}, "Integer exceeds 64-bit range"),
 ]
 
 
@@ -270,6 +287,7 @@ def test_dumps_writes_what_orjson_wrote_byte_for_byte():
     assert answers.dumps(body) == (b'{"model":"m","prompt":[[1,2,18446744073709551615,-9223372036854775808],'
                                    b'["\xc3\xa9\xe2\x80\xa8","x"]],"values":[null,null,0.1,true,null],"n":[1,2]}')
     assert answers.dumps(_nested(254)) == b"[" * 254 + b"]" * 254
+    assert answers.dumps([_Count(5), _Size.SMALL, True, _Count(-1)]) == b"[5,3,true,-1]"  # int subclasses as orjson
     with pytest.raises(TypeError, match="Type is not JSON serializable: numpy.float64"):  # as orjson refused it
         answers.dumps([np.float64(1.5)])
 

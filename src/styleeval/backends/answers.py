@@ -146,10 +146,13 @@ JSON_DEPTH = 254
 
 
 def _plain(value: Any) -> Any:
-    """A ``str`` subclass (``numpy.str_``: orjson wrote it) as the ``str`` msgspec writes; anything else msgspec
-    cannot write is refused as orjson refused it."""
+    """A ``str`` subclass (``numpy.str_``: orjson wrote it) as the ``str`` msgspec writes, an ``int`` subclass as its
+    ``int`` (within :data:`JSON_INTS`, checked before); anything else msgspec cannot write is refused as orjson
+    refused it."""
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, int):
+        return int(value)
     raise TypeError(f"Type is not JSON serializable: {type(value).__module__}.{type(value).__qualname__}")
 
 
@@ -166,7 +169,7 @@ def refuse_unwritable(value: Any, depth: int = 0) -> None:
     if depth >= JSON_DEPTH and isinstance(value, (dict, list, tuple)):
         raise TypeError("Recursion limit reached")
     if isinstance(value, dict):
-        if not all(isinstance(key, str) for key in value):
+        if not all(type(key) is str for key in value):  # a str subclass key too, as orjson
             raise TypeError("Dict key must be str")
         for item in value.values():
             refuse_unwritable(item, depth + 1)
@@ -178,7 +181,7 @@ def refuse_unwritable(value: Any, depth: int = 0) -> None:
         elif not kinds <= _LEAVES:
             for item in value:
                 refuse_unwritable(item, depth + 1)
-    elif type(value) is int:
+    elif isinstance(value, int) and type(value) is not bool:  # an int subclass too (IntEnum), as orjson
         _refuse_large(value)
     elif isinstance(value, (bytes, bytearray, memoryview, set, frozenset)):
         raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
