@@ -38,14 +38,36 @@ def test_every_field_counts_in_equality():
 
 
 @pytest.mark.parametrize("name, fields", [("", {}), ("a|b", {}), ("x", {"k|": 1}), ("x", {"k:": 1}),
-                                          ("x", {"k": "a|b"}), ("x", {"k": "[a]"}), ("x[", {})])
+                                          ("x", {"k": "a|b"}), ("x", {"k": "[a]"}), ("x[", {}),
+                                          ("x", {"k": "a[b"}), ("x", {"k": "a]b["})])
 def test_malformed_signatures_are_errors(name, fields):
     with pytest.raises(ValueError):
         Signature.build(name, fields)
 
 
 @pytest.mark.parametrize("text, message", [("logprob|model", "has no ':'"), ("x|a:[b|c:1", "unbalanced"),
-                                           ("x|a:b]", "unbalanced"), ("x|a:b[c]", "bracket outside")])
+                                           ("x|a:b]", "unbalanced"), ("x|a:[b]c", "bracket outside"),
+                                           ("x|a:b]c[", "unbalanced")])
 def test_parse_rejects_text_that_is_not_a_signature(text, message):
     with pytest.raises(ValueError, match=message):
         Signature.parse(text)
+
+
+def test_a_plain_value_with_brackets_after_its_first_character_is_sacrebleus_own():
+    """sacrebleu writes BLEU's floor smoothing ``smooth:floor[0.10]``: a plain value (a nested signature starts with
+    ``[``); ``s_bleu:smooth_method=floor`` failed in evaluate_systems on its own signature before."""
+    sig = Signature.build("s_bleu", {"smooth": "floor[0.10]", "version": "2.6.0"})
+    assert sig == "s_bleu|smooth:floor[0.10]|version:2.6.0" and Signature.parse(sig).fields["smooth"] == "floor[0.10]"
+    from styleeval.metrics import get_metric
+    from styleeval.systems import evaluate_systems
+
+    metric = get_metric("s_bleu:smooth_method=floor")
+    assert metric.signature.fields["smooth"] == "floor[0.10]"
+    rows = [{"system": s, "source": a, "rewrite": b, "style": "formal"}
+            for s, a, b in [("A", "gimme that", "give me that"), ("A", "thx a lot", "thanks a lot")]]
+    report = evaluate_systems(rows, ["s_bleu:smooth_method=floor"])
+    import sacrebleu
+
+    expected = sacrebleu.BLEU(smooth_method="floor").corpus_score(["give me that", "thanks a lot"],
+                                                                  [["gimme that", "thx a lot"]]).score
+    assert report.systems["score"].tolist() == [expected]

@@ -3,7 +3,8 @@
 A :class:`Signature` is a string ``name|key:value|key:value...`` that knows its parts: the scorer that made a number
 builds it in one place, and every resume or cache check compares the whole string. Booleans are written
 ``yes``/``no``. A value may itself be a signature (a masked metric's inner metric): it is written in brackets,
-``inner:[s_bleu|tok:13a]``, and parses back as a :class:`Signature`.
+``inner:[s_bleu|tok:13a]``, and parses back as a :class:`Signature`. A plain value may hold balanced brackets
+after its first character (sacrebleu's ``smooth:floor[0.10]``): only a value that starts with ``[`` is nested.
 
 >>> sig = Signature.build("logprob", {"model": "m@rev", "eot": True})
 >>> sig
@@ -54,9 +55,9 @@ class Signature(str):
                 text = f"[{value.format()}]"
             else:
                 text = str(value)
-                if any(c in text for c in "|[]"):
-                    raise ValueError(f"signature field {key!r}: a value holds no '|', '[' or ']' (got {text!r}); "
-                                     "nest a Signature instead")
+                if "|" in text or text.startswith("[") or not _balanced(text):
+                    raise ValueError(f"signature field {key!r}: a value holds no '|', starts with no '[' and holds "
+                                     f"brackets only in pairs (got {text!r}); nest a Signature instead")
             if not key or any(c in key for c in "|:[]"):
                 raise ValueError(f"signature field {key!r}: keys hold no ':', '|', '[' or ']'")
             parts.append(f"{key}:{text}")
@@ -111,8 +112,18 @@ def _split(text: str) -> tuple[str, dict[str, str]]:
         key, value = part.split(":", 1)
         if value.startswith("[") and value.endswith("]") and _top_level(value[1:-1]) is not None:
             fields[key] = Signature(value[1:-1])
-        elif any(c in value for c in "[]"):
+        elif value.startswith("[") or not _balanced(value):
             raise ValueError(f"not a signature: field {key!r} of {text!r} holds a bracket outside a nested signature")
         else:
             fields[key] = value
     return name, fields
+
+
+def _balanced(text: str) -> bool:
+    """Whether every ``[`` of ``text`` is closed by a later ``]`` and no ``]`` comes first."""
+    depth = 0
+    for c in text:
+        depth += (c == "[") - (c == "]")
+        if depth < 0:
+            return False
+    return depth == 0
