@@ -60,14 +60,14 @@ def main(argv: list[str] | None = None) -> int:
         "paper": Autorater(model, tokenizer=tokenizer, mode="paper", generate_batch_size=args.batch_size, progress=False),
         "expected": Autorater(model, tokenizer=tokenizer, mode="expected", progress=False),
     }
-    judges["expected"].rate(*[list(x) for x in zip(*rows[:2])])  # warm-up
+    judges["expected"].rate(*[list(x) for x in zip(*rows[:2], strict=True)])  # warm-up
     times = {name: 0.0 for name in judges}
     ratios = []
     import warnings
 
     for start in range(0, len(rows), args.chunk):
         chunk = rows[start : start + args.chunk]
-        sources, rewrites, styles = (list(x) for x in zip(*chunk))
+        sources, rewrites, styles = (list(x) for x in zip(*chunk, strict=True))
         took = {}
         for name, judge in judges.items():
             t = time.perf_counter()

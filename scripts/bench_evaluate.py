@@ -67,7 +67,7 @@ def main() -> None:
         for system in systems:  # one `styleeval score` per system file
             mine = [r for r in chunk if r["system"] == system]
             scores = lp.score([r["source"] for r in mine], [r["rewrite"] for r in mine], [r["style"] for r in mine])
-            out.update({(system, r["source_id"]): s["content"] for r, s in zip(mine, scores)})
+            out.update({(system, r["source_id"]): s["content"] for r, s in zip(mine, scores, strict=True)})
         return out
 
     run_evaluate([r for r in rows if r["source_id"] == sources[0]])  # warm-up: load, first prefix

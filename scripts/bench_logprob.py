@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import math
 import os
 import statistics
@@ -67,7 +68,7 @@ def load_lai(data_dir: Path) -> list[tuple[str, str, str, str]]:
     from styleeval.corpora import load_corpus
 
     ds = load_corpus("lai_formality", data_dir)
-    rows = list(zip(ds["source_id"], ds["source"], ds["rewrite"], ds["target_style"]))
+    rows = list(zip(ds["source_id"], ds["source"], ds["rewrite"], ds["target_style"], strict=True))
     return sorted(rows, key=lambda r: r[0])
 
 
@@ -133,7 +134,7 @@ def plan_flops(config, prompts: list[list[int]], targets: list[list[int]], done:
     prefix = global_prefix(prompts)
     lengths = [(done, prefix - done)]
     seen = set()
-    for p, t in zip(prompts, targets):
+    for p, t in zip(prompts, targets, strict=True):
         if tuple(p) not in seen:
             seen.add(tuple(p))
             lengths.append((prefix, len(p) - prefix))
@@ -279,7 +280,7 @@ def main() -> None:
     def tokenize(chunk_rows):
         sources = [r[1] for r in chunk_rows]
         styles = [r[3] for r in chunk_rows]
-        prompts = {ctx: lp.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles)])
+        prompts = {ctx: lp.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles, strict=True)])
                    for ctx in CONTEXTS}
         return prompts, lp.chat.rewrite_ids([r[2] for r in chunk_rows])
 
@@ -321,8 +322,8 @@ def main() -> None:
     print(f"{'contender':<10} {'samples/s':>10} {'engine is x faster: median (min-max) over chunks':>50}  max|diff|")
     for name in names:
         total = sum(times[name])
-        ratios = [a / b for a, b in zip(times[name], times["engine"])]
-        diffs = [max(abs(a[0] - b[0]), abs(a[1] - b[1])) for a, b in zip(flat(name), flat("engine"))
+        ratios = [a / b for a, b in zip(times[name], times["engine"], strict=True)]
+        diffs = [max(abs(a[0] - b[0]), abs(a[1] - b[1])) for a, b in zip(flat(name), flat("engine"), strict=True)
                  if math.isfinite(a[0]) and math.isfinite(b[0])]
         rel = "" if name == "engine" else (f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
         print(f"{name:<10} {n_rows / total:>10.3f} {rel:>50}  {max(diffs) if diffs else float('nan'):.1e}")
@@ -334,13 +335,13 @@ def main() -> None:
     achieved = need / sum(times["engine"])
     print(f"matmul peak ({args.dtype}): {peak / 1e12:.3f} TFLOP/s; the engine achieves {achieved / 1e12:.3f} TFLOP/s on "
           f"the FLOPs its plan needs ({need / n_rows / 1e9:.1f} GFLOP/sample) = {100 * achieved / peak:.0f}% of peak")
-    around = [(a + b) / 2 for a, b in zip(peaks, peaks[1:])]
-    per_chunk = [f / t / pk for f, t, pk in zip(needs, times["engine"], around)]
+    around = [(a + b) / 2 for a, b in itertools.pairwise(peaks)]
+    per_chunk = [f / t / pk for f, t, pk in zip(needs, times["engine"], around, strict=True)]
     print(f"per chunk, against the mean of the peaks measured just before and after it ({min(peaks) / 1e12:.3f}-"
           f"{max(peaks) / 1e12:.3f} TFLOP/s): median {100 * statistics.median(per_chunk):.0f}% ({100 * min(per_chunk):.0f}-"
           f"{100 * max(per_chunk):.0f}%)")
     if "naive" in times:
-        ratios = [a / b for a, b in zip(times["naive"], times["engine"])]
+        ratios = [a / b for a, b in zip(times["naive"], times["engine"], strict=True)]
         print(f"speedup: {statistics.median(ratios):.2f}")
 
 

@@ -95,7 +95,8 @@ class TextEncoder:
         unguarded = sorted(set(range(len(texts))).difference(guarded))
         for tokenizer, rows in ((self.controls, unguarded), (self._as_text, guarded)):
             if rows:
-                for i, ids in zip(rows, tokenizer([texts[i] for i in rows], add_special_tokens=False)["input_ids"]):
+                encoded = tokenizer([texts[i] for i in rows], add_special_tokens=False)["input_ids"]
+                for i, ids in zip(rows, encoded, strict=True):
                     out[i] = list(ids)
         return out
 
@@ -106,7 +107,7 @@ class TextEncoder:
         normal = [i for i, sp in enumerate(spans) if sp is None]
         if normal:
             encoded = self.controls([texts[i] for i in normal], add_special_tokens=False)["input_ids"]
-            for i, ids in zip(normal, encoded):
+            for i, ids in zip(normal, encoded, strict=True):
                 out[i] = list(ids)
         for i, sp in enumerate(spans):
             if sp is not None:
@@ -359,7 +360,7 @@ class ChatFormat:
         plain = [i for i in range(len(distinct)) if i not in guarded_set]
         texts: list[str] = [""] * len(distinct)
         spans: list[list[tuple[int, int]] | None] = [None] * len(distinct)
-        for i, text in zip(plain, self.prompt_texts([distinct[i] for i in plain], system)):
+        for i, text in zip(plain, self.prompt_texts([distinct[i] for i in plain], system), strict=True):
             texts[i] = text
         for i in guarded:
             texts[i], spans[i] = self.render_spans(self.messages(distinct[i], system), add_generation_prompt=True)
@@ -367,14 +368,17 @@ class ChatFormat:
         cut = self._head_cut(system) if plain else None
         if cut is not None:  # every plain text starts with the head: tokenize it once
             n_chars, head_ids = cut
-            for i, tail in zip(plain, self.encoder.encode([texts[i][n_chars:] for i in plain], [None] * len(plain))):
+            tails = self.encoder.encode([texts[i][n_chars:] for i in plain], [None] * len(plain))
+            for i, tail in zip(plain, tails, strict=True):
                 ids[i] = head_ids + tail
             if ids[plain[0]] != self.encoder.encode([texts[plain[0]]], [None])[0]:  # checked on every call
                 cut = None
         if cut is None:
-            for i, row_ids in zip(plain, self.encoder.encode([texts[i] for i in plain], [None] * len(plain))):
+            for i, row_ids in zip(plain, self.encoder.encode([texts[i] for i in plain], [None] * len(plain)),
+                                  strict=True):
                 ids[i] = row_ids
-        for i, row_ids in zip(guarded, self.encoder.encode([texts[i] for i in guarded], [spans[i] for i in guarded])):
+        for i, row_ids in zip(guarded, self.encoder.encode([texts[i] for i in guarded], [spans[i] for i in guarded]),
+                              strict=True):
             ids[i] = row_ids
         index = {u: i for i, u in enumerate(distinct)}
         return [list(ids[index[u]]) for u in users]  # type: ignore[arg-type]

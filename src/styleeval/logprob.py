@@ -274,7 +274,7 @@ class LogProb:
         prompts = {ctx: self.chat.prompt_ids([user_message(ctx, sources[i], styles[i]) for i in rows])
                    for ctx in CONTEXTS}
         if self.variant == "authors":  # the first rewrite token is context, not scored
-            prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids)] for ctx, ids in prompts.items()}
+            prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids, strict=True)] for ctx, ids in prompts.items()}
             return rows, prompts, [t[1:] for t in rewrite_ids]
         return rows, prompts, rewrite_ids
 

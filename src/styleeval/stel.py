@@ -52,7 +52,7 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
     uu = sum(x * x for x in u)
     vv = sum(x * x for x in v)
     if uu > 0 and vv > 0:
-        return sum(x * y for x, y in zip(u, v)) / math.sqrt(uu * vv)
+        return sum(x * y for x, y in zip(u, v, strict=True)) / math.sqrt(uu * vv)
     return 0.0 if uu > 0 or vv > 0 else 1.0
 
 
@@ -128,7 +128,7 @@ def edit_distance_similarity(a: str, b: str) -> float:
 
 def _pairwise(fn: Similarity) -> BatchSimilarity:
     def batch(texts_a: Sequence[str], texts_b: Sequence[str]) -> list[float]:
-        return [float(fn(a, b)) for a, b in zip(texts_a, texts_b)]
+        return [float(fn(a, b)) for a, b in zip(texts_a, texts_b, strict=True)]
 
     return batch
 
@@ -373,12 +373,12 @@ PREDICTIONS_FILE = "Data/Experiment-Results/models/STEL_single-preds_all-models.
 
 _COMPONENTS = ("nbr_substitution", "contraction")
 PAPER_TABLE3: dict[str, dict[str, float]] = {  # accuracy (Table 3, columns nb3r and c'tion)
-    m: dict(zip(_COMPONENTS, v)) for m, v in {
+    m: dict(zip(_COMPONENTS, v, strict=True)) for m, v in {
         "char3gram": (0.50, 0.64), "word_length": (0.50, 0.94), "punctuation": (0.50, 0.92),
         "share_cased": (0.50, 1.0), "edit_distance": (0.50, 0.39)}.items()
 }
 PAPER_TABLE7: dict[str, dict[str, float]] = {  # share of undecided tasks (Table 7, columns nb3r and c'tion)
-    m: dict(zip(_COMPONENTS, v)) for m, v in {
+    m: dict(zip(_COMPONENTS, v, strict=True)) for m, v in {
         "char3gram": (0.57, 0.02), "word_length": (0.91, 0.0), "punctuation": (0.97, 0.06),
         "share_cased": (0.91, 0.0), "edit_distance": (0.52, 0.33)}.items()
 }

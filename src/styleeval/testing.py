@@ -17,7 +17,7 @@ def train_replies(model, tokenizer, prompts: list[list[int]], replies: list[str]
     torch.manual_seed(seed)
     eot = tokenizer.convert_tokens_to_ids("<|eot_id|>")
     sequences, masks = [], []
-    for prompt, reply in zip(prompts, replies):
+    for prompt, reply in zip(prompts, replies, strict=True):
         target = tokenizer(reply, add_special_tokens=False)["input_ids"] + [eot]
         sequences.append(list(prompt) + target)
         masks.append([0] * len(prompt) + [1] * len(target))
@@ -25,7 +25,7 @@ def train_replies(model, tokenizer, prompts: list[list[int]], replies: list[str]
     ids = torch.zeros((len(sequences), width), dtype=torch.long)
     attention = torch.zeros_like(ids)
     labels = torch.full_like(ids, -100)
-    for b, (seq, mask) in enumerate(zip(sequences, masks)):
+    for b, (seq, mask) in enumerate(zip(sequences, masks, strict=True)):
         ids[b, : len(seq)] = torch.tensor(seq)
         attention[b, : len(seq)] = 1
         labels[b, : len(seq)] = torch.where(torch.tensor(mask) == 1, torch.tensor(seq), torch.tensor(-100))

@@ -255,7 +255,7 @@ class Autorater:
         styles = broadcast_texts("styles", styles, n, allow_empty=False)
         if n == 0:
             return AutoraterResults([], self.signature)
-        conversations = [self.prompt.messages(s, r, st) for s, r, st in zip(sources, rewrites, styles)]
+        conversations = [self.prompt.messages(s, r, st) for s, r, st in zip(sources, rewrites, styles, strict=True)]
         rows = self._rate_expected(conversations) if self.mode == "expected" else self._rate_paper(conversations)
         if self.mode == "paper" and fallback == "mean":
             _fill_with_mean(rows)
@@ -366,7 +366,7 @@ class Autorater:
             meaning_probs = torch.softmax(meaning_lp, dim=-1)
             best = meaning_probs.argmax(-1).tolist()
             style_lp = torch.tensor([[path_logprob(lps, path) for path in style_paths[k]]
-                                     for lps, k in zip(results, best)], dtype=torch.float64)
+                                     for lps, k in zip(results, best, strict=True)], dtype=torch.float64)
         else:
             meaning_probs, style_lp = self._two_pass(prompts)
         style_probs = torch.softmax(style_lp, dim=-1)
@@ -386,7 +386,7 @@ class Autorater:
         meaning_probs = torch.softmax(meaning_lp, dim=-1)
         best = meaning_probs.argmax(-1).tolist()
         scaffolds = {k: self._scaffold(MEANING_SCAFFOLD + RATINGS[k] + STYLE_SCAFFOLD) for k in set(best)}
-        style_lp = self._rating_logprobs([p + scaffolds[k][0] for p, k in zip(prompts, best)],
+        style_lp = self._rating_logprobs([p + scaffolds[k][0] for p, k in zip(prompts, best, strict=True)],
                                          [scaffolds[k][1] for k in best])
         return meaning_probs, style_lp
 
@@ -427,7 +427,7 @@ def _fill_with_mean(rows: list[dict[str, Any]]) -> None:
         if not any(r[f"{key}_parsed"] for r in rows):
             warnings.warn(f"no {key} rating could be read from any reply: NaN", stacklevel=3)
         filled = fill_unparsed_with_mean([r[key] if r[f"{key}_parsed"] else math.nan for r in rows])
-        for r, v in zip(rows, filled):
+        for r, v in zip(rows, filled, strict=True):
             r[key] = v
 
 

@@ -324,7 +324,9 @@ class LlamaCppBackend(Backend):
         mine = list(self.tokenizer.encode(text, add_special_tokens=False))
         theirs = list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         if mine != theirs:
-            k = next((i for i, (a, b) in enumerate(zip(mine, theirs)) if a != b), min(len(mine), len(theirs)))
+            # the first token where they differ; strict=False: one list may be a prefix of the other (then k = its end)
+            k = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+                     min(len(mine), len(theirs)))
             raise ModelLoadError(
                 f"cannot load model {self.info.path!r} with the llamacpp backend: transformers reads its tokenizer "
                 f"otherwise than llama.cpp (token {k} of a probe text: {mine[k : k + 1]} vs {theirs[k : k + 1]})")
@@ -364,7 +366,7 @@ class LlamaCppBackend(Backend):
         if cached == body:
             return
         same = 0
-        for a, b in zip(cached, body):
+        for a, b in zip(cached, body, strict=False):  # the common prefix: the cache and the body differ in length
             if a != b:
                 break
             same += 1
@@ -408,7 +410,7 @@ class LlamaCppBackend(Backend):
             raise ValueError(f"{len(prompts)} prompts but {len(continuations)} continuations")
         if group < 1:
             raise ValueError(f"group must be positive, got {group}")
-        pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in zip(prompts, continuations)]
+        pairs = [([int(t) for t in p], [int(t) for t in c]) for p, c in zip(prompts, continuations, strict=True)]
         for i, (p, c) in enumerate(pairs):
             if not p:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")

@@ -221,7 +221,7 @@ class ServerClient:
             choice = self._post("/chat/completions", {"model": model, "messages": messages}, decoding, extra)[0]
             return (choice.message.content if choice.message else None) or ""
 
-        return self.map_rows(one, list(zip(conversations, extras)), "chat")
+        return self.map_rows(one, list(zip(conversations, extras, strict=True)), "chat")
 
     def complete(self, prompts: Sequence[Sequence[int]], stop_token_ids: Sequence[int] = (),
                  per_row: Sequence[dict[str, Any]] | None = None, **decoding: Any) -> list[str]:
@@ -243,7 +243,7 @@ class ServerClient:
                                 decoding, extra)[0]
             return choice.text or ""
 
-        return self.map_rows(one, list(zip(prompts, extras)), "completion")
+        return self.map_rows(one, list(zip(prompts, extras, strict=True)), "completion")
 
     def prompt_logprobs(self, rows: Sequence[Sequence[Sequence[int]]]) -> list[list[list[float]]]:
         """For each row (a list of token-id prompts sent in one request), the log-probability of every prompt token
@@ -304,7 +304,8 @@ class ServerClient:
                 "temperature": 0.0, "prompt_logprobs": 0}
         choices = self._post("/completions", body, count=len(prompts))
         wanted = tails if tails is not None else [None] * len(prompts)
-        return self._read(lambda: [answers.prompt_logprobs(c, p, t) for c, p, t in zip(choices, prompts, wanted)])
+        return self._read(lambda: [answers.prompt_logprobs(c, p, t)
+                                   for c, p, t in zip(choices, prompts, wanted, strict=True)])
 
     def decoded_prompt(self, prompt: Sequence[int]) -> list[str | None]:
         """The text the server names each token of ``prompt`` after the first by (the ``decoded_token`` of its prompt
@@ -578,12 +579,12 @@ class ServerBackend(Backend):
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
-        pairs = [(list(p), list(c)) for p, c in zip(prompts, continuations)]
+        pairs = [(list(p), list(c)) for p, c in zip(prompts, continuations, strict=True)]
         chunks = [pairs[i : i + group] for i in range(0, len(pairs), group)]
         requests = [[(p + c, len(c)) for p, c in chunk if c] for chunk in chunks]
         answered = self.client.batched_prompt_logprobs(requests, "scoring")
         out = []
-        for chunk, values in zip(chunks, answered):
+        for chunk, values in zip(chunks, answered, strict=True):
             it = iter(values)
             for _, c in chunk:
                 lp = next(it) if c else []

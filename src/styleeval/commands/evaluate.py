@@ -106,7 +106,7 @@ def read_inputs(paths: list[str], system_from_filename: bool, encoding: str = "u
     names = [Path(p).stem for p in paths]
     if system_from_filename and len(set(names)) != len(names):
         raise UserError(f"--system-from-filename: two inputs have the same name ({', '.join(names)})")
-    for path, name in zip(paths, names):
+    for path, name in zip(paths, names, strict=True):
         for where, record in iter_records(path, encoding=encoding):
             if where == "header":
                 continue

@@ -64,7 +64,7 @@ def read_csv(
                 continue
             if len(fields) != len(header):
                 raise ctx.error(f"{len(fields)} fields, expected {len(header)} (as in the header)")
-            yield ctx, dict(zip(header, fields))
+            yield ctx, dict(zip(header, fields, strict=True))
 
 
 def read_lines(path: Path, url: str, expected: int, allow_empty: bool = True) -> list[str]:

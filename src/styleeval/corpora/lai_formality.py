@@ -68,7 +68,7 @@ def load_references(data_dir: str | os.PathLike[str] | None = None) -> list[list
                 raise ctx.error("empty reference")
             column.append(text.strip())
         columns.append(column)
-    return [list(refs) for refs in zip(*columns)]
+    return [list(refs) for refs in zip(*columns, strict=True)]
 
 
 def load(data_dir: str | os.PathLike[str] | None = None, references: int = 1) -> Dataset:

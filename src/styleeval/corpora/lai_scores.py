@@ -64,7 +64,7 @@ def load_lai_scores(data_dir: str | os.PathLike[str] | None = None) -> dict[str,
             for i, (ctx, parts) in enumerate(_read_lines(path, url, fields)):
                 values = [ctx.number(v, f"score {k}", -math.inf, math.inf) for k, v in enumerate(parts[16:])]
                 row = f"lai_formality/{system}/{i}"
-                for name, value in zip(names, values):
+                for name, value in zip(names, values, strict=True):
                     if kind.startswith("cls") and i >= LINES // 2:
                         value = 1.0 - value  # confidence of the target style (informal) on formal->informal lines
                     out[name + ("-ref" if kind == "content.ref" else "")][row] = value

@@ -254,7 +254,7 @@ def _iter_csv(lines: Iterator[str], path: Path, strict: bool = True, first_line:
                         f"{path}, line {line}: {len(fields)} fields but the header has {len(header)} columns "
                         "(quote fields that contain commas: \"Hello, world\")"
                     )
-                yield f"line {line}", dict(zip(header, fields))
+                yield f"line {line}", dict(zip(header, fields, strict=True))
             line = first_line + reader.line_num
     except csv.Error as err:
         raise UserError(f"{path}, line {reader.line_num}: not valid CSV ({err})") from None

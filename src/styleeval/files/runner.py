@@ -496,7 +496,7 @@ class FileRun:
     def _records(self, chunk: list[InputRow], values: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The output records of ``chunk``: each row's number, carried columns and texts, its fields, the signature."""
         return [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
-                 **v, "signature": self.signature} for r, v in zip(chunk, values)]
+                 **v, "signature": self.signature} for r, v in zip(chunk, values, strict=True)]
 
     def _write(self, records: list[dict[str, Any]]) -> None:
         """Append ``records`` to OUT, flushed and synced, and to OUT's running hash; a failed write says what OUT

@@ -42,7 +42,7 @@ def with_style_words(data: RatedData, style_words: str) -> tuple[RatedData, int]
         return data, 0
     mapping = authors_style_words(data.name)
     styles = [mapping.get(s, s) for s in data.styles]
-    changed = sum(a != b for a, b in zip(styles, data.styles))
+    changed = sum(a != b for a, b in zip(styles, data.styles, strict=True))
     return (replace(data, styles=styles) if changed else data), changed
 
 
@@ -67,7 +67,7 @@ class RatedData(ScoringInputs):
         elif hasattr(rows, "features"):  # datasets.Dataset: column access is much faster than row access
             wanted = {*REQUIRED, "id", "source_id", "reference", *(f"{d}_mean" for d in DIMENSIONS)}
             cols = {c: rows[c] for c in rows.column_names if c in wanted}
-            records = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+            records = [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
         else:
             records = list(rows)
         if not records:

@@ -52,7 +52,7 @@ def weighted_geometric_mean(columns: Sequence[np.ndarray], weights: Sequence[flo
     """exp(sum_i w_i log x_i) with the weights normalised to sum to 1 (columns in (0, 1])."""
     w = np.asarray(weights, float)
     w = w / w.sum()
-    return np.exp(sum(wi * np.log(np.clip(c, EPS, None)) for wi, c in zip(w, columns)))
+    return np.exp(sum(wi * np.log(np.clip(c, EPS, None)) for wi, c in zip(w, columns, strict=True)))
 
 
 def _weight_grid(k: int, step: float) -> list[tuple[float, ...]]:

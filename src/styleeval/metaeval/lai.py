@@ -195,7 +195,7 @@ def published() -> list[dict[str, Any]]:
           "fluency": (0.71, 0.63, 0.70, 0.63, 0.66), "overall": (0.70, 0.66, 0.72, 0.68, None)}
     out = []
     for aspect, values in t1.items():
-        for subset, v in zip(("survey 1", "survey 2", "survey 3", "survey 4", "all"), values):
+        for subset, v in zip(("survey 1", "survey 2", "survey 3", "survey 4", "all"), values, strict=True):
             if v is not None:
                 out.append({"table": 1, "metric": "human", "dimension": aspect, "subset": subset,
                             "level": "segment", "statistic": "pearson", "published": v})
@@ -212,7 +212,7 @@ def published() -> list[dict[str, Any]]:
                     "statistic": "tau_like", "published": tau})
     ours = {v: k for k, v in TABLE4_METRICS.items()}
     for column, values in TABLE4.items():
-        for k, v in zip((2, 3, 4), values):
+        for k, v in zip((2, 3, 4), values, strict=True):
             out.append({"table": 4, "metric": ours.get(column, f"lai:{column}"), "dimension": "content",
                         "subset": f"reference {k}", "level": "segment", "statistic": "tau_like", "published": v})
     return out
@@ -238,7 +238,7 @@ def run_lai(metrics: Sequence[Any], dimension: str = "style", data_dir: str | No
             referenced.append(metric)
         values = score_dataset(metric, data, cache, progress=shown.enabled(progress))
         dim = DIMENSION.get(metric.name.removeprefix("lai:"), dimension) if metric.name.startswith("lai:") else dimension
-        wanted[metric.label] = (dim, dict(zip(data.ids, values.tolist())), not metric.higher_is_better)
+        wanted[metric.label] = (dim, dict(zip(data.ids, values.tolist(), strict=True)), not metric.higher_is_better)
     result = lai_analysis(frame, wanted)
     if referenced:
         four = RatedData.from_rows(load_corpus("lai_formality", data_dir, references=4), "lai_formality")

@@ -232,7 +232,7 @@ def _interval(corpus: Corpus, fn, human: np.ndarray, metric: np.ndarray, rows: n
 
 def board_random_weights(board: pd.DataFrame) -> list[str]:
     """The leaderboard's metrics computed with random weights (their signatures say so)."""
-    return random_weight_metrics(dict(zip(board["metric"], board["signature"].fillna(""))))
+    return random_weight_metrics(dict(zip(board["metric"], board["signature"].fillna(""), strict=True)))
 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import textwrap
 import zlib
@@ -124,7 +125,7 @@ def _separate_tick_labels(ax) -> None:
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     boxes = sorted((t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()), key=lambda b: b.x0)
-    if any(a.x1 + 2 > b.x0 for a, b in zip(boxes, boxes[1:])):
+    if any(a.x1 + 2 > b.x0 for a, b in itertools.pairwise(boxes)):
         for label in ax.get_xticklabels():
             label.set(rotation=30, ha="right", rotation_mode="anchor")
         fig.tight_layout()
@@ -154,7 +155,7 @@ def _matrices(result, rows: pd.DataFrame, columns: list[str], column_of) -> tupl
     for r in rows.itertuples():
         col = column_of(r)
         if col is not None and col in columns:
-            for mat, value in zip(mats, (r.spearman, r.ci_low, r.ci_high)):
+            for mat, value in zip(mats, (r.spearman, r.ci_low, r.ci_high), strict=True):
                 mat.loc[r.metric, col] = value
     return tuple(mats)
 
@@ -332,7 +333,8 @@ def lai_figure4(result: pd.DataFrame):
     fig, axes = plt.subplots(1, 2, figsize=(10, max(3.0, 0.35 * fig4["metric"].nunique() + 1.5)), sharey=True)
     metrics = list(dict.fromkeys(fig4["metric"]))
     y = np.arange(len(metrics))
-    for ax, level, label in zip(axes, ("system", "segment"), ("System-level Pearson r", "Segment tau-like")):
+    for ax, level, label in zip(axes, ("system", "segment"), ("System-level Pearson r", "Segment tau-like"),
+                                strict=True):
         values = fig4[fig4["level"] == level].set_index("metric")["value"].reindex(metrics)
         ax.barh(y, values.to_numpy(), color=["tab:orange" if m.endswith("-ref") or m.startswith(("r_", "rs_"))
                                              else "tab:blue" for m in metrics])
@@ -358,7 +360,7 @@ def lai_figure3(result: pd.DataFrame):
 
     colors = metric_colors(list(dict.fromkeys(fig3["metric"])))
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
-    for ax, which in zip(axes, ("top", "last")):
+    for ax, which in zip(axes, ("top", "last"), strict=True):
         for metric, rows in fig3[fig3["subset"].str.startswith(which)].groupby("metric", sort=False):
             n = rows["subset"].str.split("-").str[1].astype(int)
             order = np.argsort(-n.to_numpy())
@@ -434,5 +436,5 @@ def leaderboard_figure(board: pd.DataFrame, statistic: str = "acc_eq"):
                title="significance cluster (PERM-BOTH, p < 0.05): metrics in one cluster are not told apart",
                title_fontsize=8)
     fig.tight_layout(rect=(0, 0.06 if handles else 0, 1, 1))
-    mark_figure(fig, random_weight_metrics(dict(zip(acc["metric"], acc["signature"].fillna("")))))
+    mark_figure(fig, random_weight_metrics(dict(zip(acc["metric"], acc["signature"].fillna(""), strict=True))))
     return fig

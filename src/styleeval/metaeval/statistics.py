@@ -121,6 +121,6 @@ def system_pairwise_accuracy(corpus: Corpus, human: np.ndarray, metric: np.ndarr
 def soft_pairwise(corpus: Corpus, human: np.ndarray, metric: np.ndarray, rows: np.ndarray) -> float:
     keys, sources = corpus.systems[rows], corpus.sources[rows]
     items = {s: (keys == s) for s in set(keys)}  # each system's items, aligned on the source ids
-    return soft_pairwise_accuracy({s: dict(zip(sources[mask], human[mask])) for s, mask in items.items()},
-                                  {s: dict(zip(sources[mask], metric[mask])) for s, mask in items.items()},
+    return soft_pairwise_accuracy({s: dict(zip(sources[mask], human[mask], strict=True)) for s, mask in items.items()},
+                                  {s: dict(zip(sources[mask], metric[mask], strict=True)) for s, mask in items.items()},
                                   trials=SPA_PERMUTATIONS)[0]

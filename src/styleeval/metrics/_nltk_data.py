@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
+import itertools
 import os
 import re
 import shutil
@@ -99,7 +100,7 @@ def wordnet_version(folder: Path) -> str | None:
     """The version in the header of ``folder/data.adj`` (``"3.0"``), ``None`` when there is none."""
     try:
         with open(folder / "data.adj", encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(40), handle):
+            for line in itertools.islice(handle, 40):  # the header: the first 40 lines at most
                 match = re.search(r"Word[nN]et (\d+\.\d+|\d+\+?) Copyright", line)
                 if match:
                     return match.group(1)

@@ -224,7 +224,7 @@ class RowMemo:
         if known_signature != signature:
             table = {}
             self._memo[key] = (signature, table)
-        wanted = list(zip(sources, rewrites, styles))
+        wanted = list(zip(sources, rewrites, styles, strict=True))
         missing = list(dict.fromkeys(row for row in wanted if row not in table))
         if missing:
             try:
@@ -233,7 +233,7 @@ class RowMemo:
                 if not 0 <= err.row < len(missing):
                     raise
                 raise err.at(wanted.index(missing[err.row])) from err
-            table.update(zip(missing, (dict(r) for r in results)))
+            table.update(zip(missing, (dict(r) for r in results), strict=True))
         return [table[row] for row in wanted]
 
 

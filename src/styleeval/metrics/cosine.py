@@ -119,7 +119,7 @@ class CosineMetric(Metric):
         if self.inputs == "source":
             return cosine_similarities(encoder, rewrites, sources, self.batch_size)
         assert references is not None
-        flat_rw = [rw for rw, refs in zip(rewrites, references) for _ in refs]
+        flat_rw = [rw for rw, refs in zip(rewrites, references, strict=True) for _ in refs]
         flat_ref = [ref for refs in references for ref in refs]
         sims = cosine_similarities(encoder, flat_rw, flat_ref, self.batch_size)
         out, k = [], 0

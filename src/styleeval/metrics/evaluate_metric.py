@@ -121,9 +121,9 @@ class EvaluateMetric(Metric):
         if self.inputs == "source":
             return self._compute(rewrites, sources, sources)
         assert references is not None
-        flat_rw = [rw for rw, refs in zip(rewrites, references) for _ in refs]
+        flat_rw = [rw for rw, refs in zip(rewrites, references, strict=True) for _ in refs]
         flat_ref = [ref for refs in references for ref in refs]
-        flat_src = [s for s, refs in zip(sources, references) for _ in refs]
+        flat_src = [s for s, refs in zip(sources, references, strict=True) for _ in refs]
         sims = self._compute(flat_rw, flat_ref, flat_src)
         out, k = [], 0
         for refs in references:

@@ -298,7 +298,7 @@ class Meteor(Metric):
         with _SCORING:
             wordnet = _wordnet_reader(str(self.wordnet))
             out = []
-            for rewrite, texts in zip(rewrites, compared):
+            for rewrite, texts in zip(rewrites, compared, strict=True):
                 hypothesis = word_tokenize(rewrite, self.tok, self.punkt)
                 out.append(max(single_meteor_score(word_tokenize(text, self.tok, self.punkt), hypothesis,
                                                    wordnet=wordnet, alpha=self.alpha, beta=self.beta,

@@ -77,7 +77,7 @@ def nltk_sentence_bleu(
     if fractions[0][0] == 0:
         return 0.0
     precisions = [(num + epsilon) / den if num == 0 else num / den for num, den in fractions]
-    return bp * math.exp(math.fsum(w * math.log(p) for w, p in zip(weights, precisions)))
+    return bp * math.exp(math.fsum(w * math.log(p) for w, p in zip(weights, precisions, strict=True)))
 
 
 def paper_bleu(source: str, rewrite: str) -> float:
@@ -102,7 +102,7 @@ class SourcePaperBLEU(Metric):
         return _signature(self.name, hyp="source")
 
     def _score(self, sources, rewrites, references, styles):
-        return [paper_bleu(s, r) for s, r in zip(sources, rewrites)]
+        return [paper_bleu(s, r) for s, r in zip(sources, rewrites, strict=True)]
 
 
 @register("r_paper_bleu")
@@ -122,4 +122,4 @@ class ReferencePaperBLEU(Metric):
 
     def _score(self, sources, rewrites, references, styles):
         assert references is not None
-        return [max(nltk_sentence_bleu([r], ref) for ref in refs) for r, refs in zip(rewrites, references)]
+        return [max(nltk_sentence_bleu([r], ref) for ref in refs) for r, refs in zip(rewrites, references, strict=True)]

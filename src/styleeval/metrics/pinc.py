@@ -42,7 +42,7 @@ def sentence_pinc(sources: list[str], rewrites: list[str], max_n: int = 4, lower
     """PINC of each (source, rewrite) pair."""
     if len(sources) != len(rewrites):
         raise ValueError(f"{len(sources)} sources but {len(rewrites)} rewrites")
-    return [pinc(s, r, max_n, lowercase) for s, r in zip(sources, rewrites)]
+    return [pinc(s, r, max_n, lowercase) for s, r in zip(sources, rewrites, strict=True)]
 
 
 @register("s_pinc")

@@ -66,5 +66,6 @@ class ROUGE(Metric):
 
     def _score(self, sources, rewrites, references, styles):
         if self.inputs == "source":
-            return [rouge(s, r, self.kind, self.stem) for s, r in zip(sources, rewrites)]
-        return [max(rouge(ref, r, self.kind, self.stem) for ref in refs) for refs, r in zip(references, rewrites)]
+            return [rouge(s, r, self.kind, self.stem) for s, r in zip(sources, rewrites, strict=True)]
+        return [max(rouge(ref, r, self.kind, self.stem) for ref in refs)
+                for refs, r in zip(references, rewrites, strict=True)]

@@ -169,7 +169,7 @@ def _read_rows(path: Path, n: int) -> dict[int, float]:
                 break
         except (ValueError, KeyError, TypeError):
             break
-        out.update((r, math.nan if s is None else float(s)) for r, s in zip(rows, scores))
+        out.update((r, math.nan if s is None else float(s)) for r, s in zip(rows, scores, strict=True))
     return out
 
 

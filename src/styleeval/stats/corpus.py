@@ -217,7 +217,7 @@ def compare_corpus(score: ScoreFunction | Any, statistics: Mapping[str, np.ndarr
         raise ValueError("every system needs the statistics of the same rows")
     k = blocks[0].shape[1] if n else 0
     column = {s: slice(j * k, (j + 1) * k) for j, s in enumerate(names)}
-    totals = {s: b.sum(axis=0) for s, b in zip(names, blocks)}
+    totals = {s: b.sum(axis=0) for s, b in zip(names, blocks, strict=True)}
     scores = {s: score_from_statistics(score, totals[s]) if n else math.nan for s in names}
     stacked = np.hstack(blocks) if n else np.zeros((0, 0))
     resampled = {}

@@ -131,7 +131,7 @@ def compare_systems(
         system_rows += [_system_row(scores, label, s, per_system.get(s), comparison, aggregates[label], note)
                         for s in systems]
         metric_pairs = [_pair_row(label, a, b, per_system[a], per_system[b], comparison) for a, b in pairs]
-        for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs])):
+        for pair, adjusted in zip(metric_pairs, stats.holm([p["p"] for p in metric_pairs]), strict=True):
             pair["p_adjusted"] = adjusted
             pair["significant"] = bool(adjusted <= settings.alpha)
         if metric_pairs:
@@ -148,7 +148,7 @@ def compare_systems(
                            pd.DataFrame(), aggregates, test_signatures, coverage=coverage)
     clusters = {m: _clusters(report, m) for m in labels}
     systems_frame["cluster"] = [clusters[m].get(s, np.nan) for s, m in zip(systems_frame["system"],
-                                                                           systems_frame["metric"])]
+                                                                           systems_frame["metric"], strict=True)]
     report.agreement = agreement_frame(report, corpus)
     return report
 

@@ -116,7 +116,8 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     ids = [given_text(r.get("source_id")) for r in records]
     limit = magnitude_limit(len(records))
     if any(i is not None for i in ids) and any(i is None for i in ids):
-        gaps = [str(r.get("_where") or f"row {k}") for k, (r, i) in enumerate(zip(records, ids)) if i is None]
+        gaps = [str(r.get("_where") or f"row {k}") for k, (r, i) in enumerate(zip(records, ids, strict=True))
+                if i is None]
         raise UserError(f"source_id is missing in {len(gaps)} rows ({', '.join(gaps[:5])}"
                         f"{', ...' if len(gaps) > 5 else ''}) but given in others; give every row its source_id, or "
                         "none (then the source text pairs the rows)")

@@ -251,7 +251,7 @@ class ScoringEngine:
         members = list(groups.values())
         for k, logprobs in self._run(items):
             pieces = logprobs[:, 0].split([len(continuations[i]) for i in members[k]])
-            for i, piece in zip(members[k], pieces):
+            for i, piece in zip(members[k], pieces, strict=True):
                 results[i] = piece
         return results
 
