@@ -253,3 +253,23 @@ def test_an_entry_that_cannot_be_imported_is_an_import_error_naming_the_registry
     assert str(err.value) == ("backend 'nothing' (os:no_such_object) cannot be imported: module 'os' has no "
                               "attribute 'no_such_object'")
     assert not things.loaded("broken") and things.target("broken") == "reg_plugin_broken:Thing"
+
+
+def test_a_backend_plugin_that_cannot_be_imported_is_named_once_and_stops_no_other_command(tmp_path):
+    """One broken install (a plugin whose module fails to import) left out of the options every command collects,
+    with one warning line naming it; naming it is the registry's ImportError (newcomer's finding, issue 48: `score
+    --help`, `list metrics` and `score` on the local backend ended in a traceback)."""
+    folder = _plugin_folder(tmp_path, "reg_plugin_badbackend", "import reg_plugin_not_installed\n",
+                            group="styleeval.backends", entries="bad = reg_plugin_badbackend:BadBackend")
+    env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for command in (["score", "--help"], ["list", "metrics"]):
+        done = subprocess.run([sys.executable, "-m", "styleeval", *command], capture_output=True, text=True,
+                              timeout=120, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.count("reg_plugin_badbackend") == 1 and "Traceback" not in done.stderr
+        assert ("backend 'bad' (reg_plugin_badbackend:BadBackend) cannot be imported: No module named "
+                "'reg_plugin_not_installed'; its options are left out until it can be imported") in done.stderr
+    probe = "from styleeval.backends import backend_class\nbackend_class('bad')"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode != 0 and ("ImportError: backend 'bad' (reg_plugin_badbackend:BadBackend) cannot be "
+                                     "imported") in done.stderr

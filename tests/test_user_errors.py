@@ -628,6 +628,9 @@ def test_user_errors_are_one_class_and_still_value_errors():
     (["metaeval", "--leaderboard-bootstrap", "-7"], "argument --leaderboard-bootstrap: must be a non-negative"),
     (["metaeval", "--seed", "-1"], "argument --seed: must be a non-negative integer"),
     (["evaluate", "IN", "--seed", "-1"], "argument --seed: must be a non-negative integer"),
+    (["evaluate", "IN", "--alpha", "1.5"], "argument --alpha: must be in (0, 1), got 1.5"),
+    (["evaluate", "IN", "--alpha", "0"], "argument --alpha: must be in (0, 1), got 0"),
+    (["evaluate", "IN", "--alpha", "nan"], "argument --alpha: must be in (0, 1), got nan"),
 ])
 def test_settings_that_would_make_p_values_wrong_are_refused(tmp_path, capsys, argv, message):
     """--leaderboard-trials -3 gave p = -0.5 (every pair significant), -1 a ZeroDivisionError, 0 p = 1 everywhere;

@@ -14,6 +14,7 @@ CLI, the evaluate modules' keywords and the metric-spec options (:mod:`styleeval
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from styleeval.backends.base import (
@@ -52,6 +53,24 @@ numpy, torch, urllib3, imported when one is read), the ``styleeval.backends`` en
 BACKENDS.add("local", "styleeval.backends.local:LocalBackend")
 BACKENDS.add("openai", "styleeval.backends.openai_server:ServerBackend")
 BACKENDS.add("llamacpp", "styleeval.backends.llamacpp:LlamaCppBackend")  # imports llama_cpp when a model is opened
+BUILTIN_BACKENDS = ("local", "openai", "llamacpp")
+
+
+def _declared_options(leave_out: str | None = None) -> list[tuple[str, tuple[Option, ...]]]:
+    """Each registered backend's (name, options) but ``leave_out``'s; a plugin that cannot be imported is left out
+    with a warning naming it (it fails where it is named: ``backend_class``), so that one broken install does not
+    stop every command; a built-in one that cannot be imported is an error."""
+    declared = []
+    for name in BACKENDS.names():
+        if name == leave_out:
+            continue
+        try:
+            declared.append((name, BACKENDS[name].options))
+        except ImportError as err:
+            if name in BUILTIN_BACKENDS:
+                raise
+            warnings.warn(f"{err}; its options are left out until it can be imported", stacklevel=3)
+    return declared
 
 
 def register_backend(cls: type[Backend], name: str | None = None) -> type[Backend]:
@@ -62,7 +81,7 @@ def register_backend(cls: type[Backend], name: str | None = None) -> type[Backen
     name = name or cls.name
     if not name or name == "abstract":
         raise ValueError(f"register_backend: {cls.__name__} needs a name (class attribute name)")
-    merge_options([*((n, BACKENDS[n].options) for n in BACKENDS.names() if n != name), (name, cls.options)])
+    merge_options([*_declared_options(leave_out=name), (name, cls.options)])
     BACKENDS.add(name, cls, lazy=False)
     return cls
 
@@ -78,8 +97,9 @@ def backend_names() -> list[str]:
 
 
 def backend_options() -> list[Option]:
-    """Every registered backend's options, merged by name (each records which backends take it)."""
-    return merge_options((name, cls.options) for name, cls in BACKENDS.items())
+    """Every registered backend's options, merged by name (each records which backends take it); a plugin that
+    cannot be imported is left out with a warning."""
+    return merge_options(_declared_options())
 
 
 def backend_class(backend: str | None = None, base_url: str | None = None) -> type[Backend]:

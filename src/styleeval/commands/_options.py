@@ -35,6 +35,14 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def probability(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1 (a significance level)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value
+
+
 def progress_choice(args: argparse.Namespace) -> bool | None:
     """``--no-progress``: ``False``; else ``None``, progress where stderr is a terminal (:mod:`styleeval.progress`)."""
     return False if args.no_progress else None

@@ -23,6 +23,7 @@ from styleeval.commands._options import (
     missing_metrics_status,
     non_negative_int,
     positive_int,
+    probability,
     progress_choice,
 )
 from styleeval.errors import UserError
@@ -77,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="each IN holds one system, named after its file (without the extension)")
     p.add_argument("--test", choices=("ar", "bootstrap"), default="ar",
                    help="ar: paired approximate randomization (10,000 trials, default); bootstrap: paired bootstrap")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm's adjustment (0.05)")
+    p.add_argument("--alpha", type=probability, default=0.05, help="significance level after Holm's adjustment (0.05)")
     p.add_argument("--sort-by", default=None, help="the metric systems are ranked by (default: the first)")
     p.add_argument("--seed", type=non_negative_int, default=SEED,
                    help=f"seed of the bootstrap and randomization draws (default: sacrebleu's, {SEED}: the corpus "
