@@ -49,6 +49,7 @@ SUMMARY = "correlate metrics with human ratings (paper-style tables and plots)"
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register the `metaeval` sub-command."""
     from styleeval.corpora import SPECS, rating_corpora  # noqa: PLC0415 - heavy (datasets, via styleeval.corpora)
+    from styleeval.metaeval.statistics import STATISTICS  # noqa: PLC0415 - heavy (pandas, via styleeval.metaeval.statistics)
     from styleeval.metrics.registry import DEFAULT_METRICS, NAMESPACES, available_metrics  # noqa: PLC0415 - heavy (numpy, via styleeval.metrics.registry)
 
     p = subparsers.add_parser(
@@ -92,8 +93,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="add Mukherjee et al.'s hybrid metrics (oracle and cross-validated by source) to the report")
     p.add_argument("--leaderboard", action="store_true",
                    help="also write leaderboard.csv/.md/.png (or --figure-format): every metric ranked and clustered "
-                   "per corpus and human dimension (content, style, fluency where rated) by acc_eq, system pairwise "
-                   "accuracy, SPA and Spearman (docs/metaeval.md)")
+                   "per corpus and human dimension (content, style, fluency where rated) by each registered "
+                   f"statistic: {', '.join(STATISTICS.names())} (docs/metaeval.md)")
     p.add_argument("--leaderboard-dimensions", default=None, metavar="DIMS",
                    help="only these human dimensions in the leaderboard, comma-separated (content, style, fluency; "
                    "default: all that the corpora rate); the others are not computed")
