@@ -42,29 +42,40 @@ def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_
     return [logp[len(prompt) - 1 + j, token].item() for j, token in enumerate(target)]
 
 
-def slow_expected(model, tokenizer, source, rewrite, style):
-    """The expected-mode autorater by its definition, one full forward pass per (row, rating): the prompt rendered with
-    the chat template, the scaffold + rating appended as text, softmax over the vocabulary, log-probabilities of the
-    rating's tokens; returns (meaning, style, meaning probabilities, style probabilities)."""
+def slow_rating_logprobs(model, tokenizer, source, rewrite, style, best: int | None = None):
+    """The expected-mode autorater's two rating distributions before the softmax, by their definition: one full
+    forward pass per (row, rating), the prompt rendered with the chat template, the scaffold + rating appended as
+    text, log-softmax over the vocabulary in float64, the log-probabilities of the rating's tokens after the tokens
+    the five ratings share summed. Returns (meaning log-probs [5], style log-probs [5], the number of tokens a
+    rating spans at most); the style scaffold names ``best`` (1-5), by default the meaning distribution's argmax."""
     prompt = prompt_ids(tokenizer, PROMPTS["paper-small"].messages(source, rewrite, style))
+    spans = []
 
-    def distribution(scaffold):
+    def logprobs(scaffold):
         encoded = [tokenizer(scaffold + r, add_special_tokens=False)["input_ids"] for r in "12345"]
         shared = 0
         while all(len(e) > shared for e in encoded) and len({e[shared] for e in encoded}) == 1:
             shared += 1
-        logps = []
+        spans.extend(len(e) - shared for e in encoded)
+        out = []
         for e in encoded:
             ids = torch.tensor([prompt + e])
             with torch.no_grad():
                 logits = model(input_ids=ids).logits[0].double()
             lp = torch.log_softmax(logits, dim=-1)
             start = len(prompt) + shared
-            logps.append(sum(float(lp[j - 1, ids[0, j]]) for j in range(start, ids.shape[1])))
-        return torch.softmax(torch.tensor(logps, dtype=torch.float64), dim=0)
+            out.append(sum(float(lp[j - 1, ids[0, j]]) for j in range(start, ids.shape[1])))
+        return torch.tensor(out, dtype=torch.float64)
 
-    meaning = distribution('{"meaning": ')
-    best = int(meaning.argmax()) + 1
-    style_p = distribution('{"meaning": ' + str(best) + ', "style": ')
+    meaning = logprobs('{"meaning": ')
+    best = int(meaning.argmax()) + 1 if best is None else best
+    return meaning, logprobs('{"meaning": ' + str(best) + ', "style": '), max(spans)
+
+
+def slow_expected(model, tokenizer, source, rewrite, style, best: int | None = None):
+    """The expected-mode autorater by its definition (:func:`slow_rating_logprobs`, then a softmax over the five
+    ratings); returns (meaning, style, meaning probabilities, style probabilities)."""
+    meaning_lp, style_lp, _ = slow_rating_logprobs(model, tokenizer, source, rewrite, style, best)
+    meaning, style_p = torch.softmax(meaning_lp, dim=0), torch.softmax(style_lp, dim=0)
     ratings = torch.arange(1, 6, dtype=torch.float64)
     return float((meaning * ratings).sum()), float((style_p * ratings).sum()), meaning, style_p
