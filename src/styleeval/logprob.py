@@ -27,7 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
-from styleeval.backends import Backend, BackendError, given_or_open, shared_backend, split_options
+from styleeval.backends import (
+    Backend,
+    BackendError,
+    given_or_open,
+    shared_backend,
+    signed_backend,
+    split_options,
+)
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.errors import RowError, RowsWarning, UserError, option_advice
 from styleeval.progress import enabled
@@ -168,7 +175,8 @@ class LogProb:
     def signature(self) -> Signature:
         """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
         behind its URL), variant, dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
-        scored, backend, the backend's build where its kernels depend on it (llama.cpp), version."""
+        scored, backend (the one that computed: :func:`~styleeval.backends.signed_backend`), the backend's build where its
+        kernels depend on it (llama.cpp), version."""
         from styleeval.models import tokenizer_fingerprint  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
         identity = self.backend.identity
@@ -184,7 +192,7 @@ class LogProb:
                 **({"sys": "folded"} if getattr(self.chat, "folds", False) else {}),
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",
-                "backend": identity.kind,
+                "backend": signed_backend(self.backend),
                 **({"build": identity.build} if identity.build else {}),
                 "version": __version__,
             },
