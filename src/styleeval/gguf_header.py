@@ -29,7 +29,7 @@ import mmap
 import os
 import struct
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAX_DEPTH = 8
 """Arrays of arrays nested deeper than this are refused (the specification allows nesting; no real file nests)."""
@@ -42,6 +42,9 @@ MAX_TENSORS = 1 << 16
 thousand)."""
 
 
+TEMPLATE_KEY = "tokenizer.chat_template"
+
+
 class HeaderError(ValueError):
     """The header of a GGUF file is refused: the message says what and where."""
 
@@ -49,8 +52,9 @@ class HeaderError(ValueError):
 @dataclass(frozen=True)
 class Header:
     """What :func:`check_header` found: the GGUF ``version``, the ``byte_order`` (``"little"`` or ``"big"``), the
-    counts of metadata entries, metadata values (keys and array elements) and tensors, and where the tensor data
-    start."""
+    counts of metadata entries, metadata values (keys and array elements) and tensors, where the tensor data start,
+    and the chat templates (``tokenizer.chat_template`` and ``tokenizer.chat_template.<name>``, the strings llama.cpp
+    hands to llama-cpp-python, which compiles each when it opens the file)."""
 
     version: int
     byte_order: str
@@ -58,6 +62,7 @@ class Header:
     values: int
     tensors: int
     data_offset: int
+    chat_templates: dict[str, str] = field(default_factory=dict)
 
 
 def check_header(path: str | os.PathLike[str]) -> Header:
@@ -168,6 +173,7 @@ class _Scanner:
         if tensors > MAX_TENSORS:
             raise HeaderError(f"the header claims {tensors} tensors, more than {MAX_TENSORS}")
         keys: set[str] = set()
+        templates: dict[str, str] = {}
         for k in range(entries):
             key = self.read_string(f"metadata key {k}", text=True)
             assert key is not None
@@ -177,6 +183,10 @@ class _Scanner:
             kind = self.value_type(self.read_u32(f"the type of metadata {key!r}"), f"metadata {key!r}")
             if key == "general.alignment":
                 self.alignment = self.read_alignment(kind)
+            elif kind == self.value_types.STRING and (key == TEMPLATE_KEY or key.startswith(TEMPLATE_KEY + ".")):
+                start = self.pos + 8
+                self.read_string(f"metadata {key!r}", text=False)
+                templates[key] = self.data[start : self.pos].decode("utf-8", "replace")
             else:
                 self.skip_value(kind, f"metadata {key!r}", 0)
         if tensors * 24 > self.left():  # a name's length, a dimension count, a type, an offset
@@ -185,7 +195,8 @@ class _Scanner:
         infos = [self.tensor_info(t) for t in range(tensors)]
         data_offset = -(-self.pos // self.alignment) * self.alignment
         self.check_tensors(infos, data_offset)
-        return Header(version, "little" if self.order == "<" else "big", entries, self.values, tensors, data_offset)
+        return Header(version, "little" if self.order == "<" else "big", entries, self.values, tensors, data_offset,
+                      templates)
 
     def read_alignment(self, kind: object) -> int:
         if kind != self.value_types.UINT32:

@@ -360,6 +360,8 @@ def load_model(
         try:
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+                if fingerprint is not None and name.startswith("gguf:"):  # named as given, not by the cache's folder
+                    tokenizer.name_or_path = os.fspath(model)
             model = AutoModelForCausalLM.from_pretrained(
                 source, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
             )
