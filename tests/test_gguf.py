@@ -242,3 +242,28 @@ def test_the_llamacpp_tokenizer_cache_is_built_whole_and_a_damaged_one_replaced(
     assert not cached and not (folder / "stale.txt").exists()
     assert json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+
+
+def test_a_vocabulary_that_does_not_fit_the_weights_is_one_line_at_load(tiny_model, tiny_tokenizer, tmp_path):
+    """Issue 59, item 7: on main a GGUF with 103 more tokens than embedding rows converted and signed normally, then
+    failed with ``IndexError: index out of range in self`` while scoring; 50 tokens short, tokenizers' bare
+    ``Exception: ... out of vocabulary`` while converting. Both are refused from the header, before any conversion;
+    a tokenizer whose ids pass a loaded model's rows (not a GGUF) is refused once the model is loaded."""
+    from styleeval.random_weights import build_model
+
+    n = len(tiny_tokenizer)
+    fewer_rows = build_model("tiny", vocab_size=n - 103, head_scale=30.0)
+    for path, why in ((write_gguf(fewer_rows, tiny_tokenizer, tmp_path / "more.gguf"),
+                       f"its vocabulary (tokenizer.ggml.tokens) holds {n} tokens but token_embd.weight has {n - 103} "
+                       "rows, one per token: the tokenizer does not match the weights"),
+                      (write_gguf(tiny_model, tiny_tokenizer, tmp_path / "short.gguf", vocabulary=n - 50),
+                       f"its vocabulary (tokenizer.ggml.tokens) holds {n - 50} tokens but token_embd.weight has {n} "
+                       "rows")):
+        with pytest.raises(UserError) as caught:
+            LogProb(str(path), progress=False).score(*ROWS)
+        assert str(caught.value).startswith(f"cannot load model {str(path.resolve())!r}: {why}"), str(caught.value)
+    with pytest.raises(UserError) as caught:
+        LogProb(fewer_rows, tokenizer=tiny_tokenizer, progress=False).score(*ROWS)
+    assert str(caught.value) == (f"cannot load model '<model object>': its tokenizer makes token ids up to {n - 1}, "
+                                 f"but its input embedding has {n - 103} rows: the tokenizer is not the weights' own "
+                                 "(pass the model's own tokenizer)")

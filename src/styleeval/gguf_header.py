@@ -43,6 +43,9 @@ thousand)."""
 
 
 TEMPLATE_KEY = "tokenizer.chat_template"
+TOKENS_KEY = "tokenizer.ggml.tokens"
+EMBEDDINGS = ("token_embd.weight", "output.weight")
+"""The tensors with a row per token (llama.cpp's names): each must have as many rows as the vocabulary has tokens."""
 
 
 class HeaderError(ValueError):
@@ -63,6 +66,10 @@ class Header:
     tensors: int
     data_offset: int
     chat_templates: dict[str, str] = field(default_factory=dict)
+    vocabulary: int | None = None
+    """How many tokens ``tokenizer.ggml.tokens`` lists (``None``: no such list)."""
+    rows: dict[str, int] = field(default_factory=dict)
+    """The rows (vocabulary entries) of ``token_embd.weight`` and ``output.weight``, the tensors indexed by token."""
 
 
 def check_header(path: str | os.PathLike[str]) -> Header:
@@ -174,6 +181,7 @@ class _Scanner:
             raise HeaderError(f"the header claims {tensors} tensors, more than {MAX_TENSORS}")
         keys: set[str] = set()
         templates: dict[str, str] = {}
+        vocabulary = None
         for k in range(entries):
             key = self.read_string(f"metadata key {k}", text=True)
             assert key is not None
@@ -188,6 +196,8 @@ class _Scanner:
                 self.read_string(f"metadata {key!r}", text=False)
                 templates[key] = self.data[start : self.pos].decode("utf-8", "replace")
             else:
+                if key == TOKENS_KEY and kind == self.value_types.ARRAY:
+                    vocabulary = self.u64.unpack_from(self.data, self.pos + 4)[0] if self.left() >= 12 else None
                 self.skip_value(kind, f"metadata {key!r}", 0)
         if tensors * 24 > self.left():  # a name's length, a dimension count, a type, an offset
             raise HeaderError(f"the header claims {tensors} tensors: the {self.left()} bytes left in the file hold "
@@ -195,8 +205,9 @@ class _Scanner:
         infos = [self.tensor_info(t) for t in range(tensors)]
         data_offset = -(-self.pos // self.alignment) * self.alignment
         self.check_tensors(infos, data_offset)
+        rows = {name: shape[1] for name, shape, _, _ in infos if name in EMBEDDINGS and len(shape) >= 2}
         return Header(version, "little" if self.order == "<" else "big", entries, self.values, tensors, data_offset,
-                      templates)
+                      templates, vocabulary, rows)
 
     def read_alignment(self, kind: object) -> int:
         if kind != self.value_types.UINT32:
@@ -277,6 +288,17 @@ class _Scanner:
             if end > self.size:
                 raise HeaderError(f"the data of tensor {name!r} ({elements} values of type {_name(kind)}) run past "
                                   f"the end of the file (to byte {end} of {self.size})")
+
+
+def vocabulary_mismatch(header: Header) -> str | None:
+    """Why the file's vocabulary does not fit its weights (a tensor indexed by token with another number of rows than
+    ``tokenizer.ggml.tokens`` has tokens: llama.cpp refuses such a file; transformers converts it, and a token past the
+    rows fails deep inside a forward pass, a token missing breaks the tokenizer), else ``None``."""
+    for name, rows in header.rows.items():
+        if header.vocabulary is not None and rows != header.vocabulary:
+            return (f"its vocabulary (tokenizer.ggml.tokens) holds {header.vocabulary} tokens but {name} has "
+                    f"{rows} rows, one per token: the tokenizer does not match the weights")
+    return None
 
 
 def _name(kind: object) -> str:

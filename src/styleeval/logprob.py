@@ -44,7 +44,7 @@ from styleeval.validation import broadcast_texts, check_rewrites, check_texts
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
 
-__all__ = ["LogProb", "LogProbScores", "logprob_equations", "shared_logprob", "VARIANTS"]
+__all__ = ["LogProb", "LogProbScores", "NotFiniteWarning", "logprob_equations", "shared_logprob", "VARIANTS"]
 
 PIPELINE_ROWS = 256
 VARIANTS = ("default", "authors")
@@ -67,6 +67,10 @@ def logprob_equations(
     content = best_log.mean()
     strength = (style.exp() - torch.maximum(paraphrase, repeat).exp()).mean()
     return float(content), float(strength)
+
+
+class NotFiniteWarning(UserWarning):
+    """The model's log-probabilities are not finite for some rows (:meth:`LogProb.score` says it once per scorer)."""
 
 
 class LogProbScores(list):
@@ -154,6 +158,7 @@ class LogProb:
                 raise UserError(f"{', '.join(given)}: the authors' variant uses their hand-written Llama 3 prompt "
                                 "(system turn, end-of-turn token scored); leave it out or use variant='default'")
         self.pipeline_rows = int(pipeline_rows)
+        self._told_not_finite = False
         self.variant = variant
         self.on_overflow = on_overflow
         self.backend = backend = given_or_open(backend, model, base_url, tokenizer=tokenizer,
@@ -256,6 +261,7 @@ class LogProb:
         if empty:
             warnings.warn("some rewrites have no scored token (an empty rewrite: with end_of_turn=False, or in the "
                           "authors' variant, whose first token is context): NaN", stacklevel=2)
+        self._tell_not_finite(per_row, n)
         rows = []
         for i in range(n):
             target, lp = per_row[i]
@@ -274,6 +280,20 @@ class LogProb:
                 ]
             rows.append(row)
         return LogProbScores(rows, self.signature)
+
+    def _tell_not_finite(self, per_row: dict[int, tuple[list[int], list[torch.Tensor] | None]], n: int) -> None:
+        """Rows whose scored tokens got a log-probability that is not finite (NaN, inf) score NaN: said once per
+        scorer, naming the model (its weights hold NaN or inf, or its dtype overflows), never silently."""
+        if self._told_not_finite:
+            return
+        bad = sum(1 for target, lp in per_row.values()
+                  if lp is not None and target and not all(bool(t.isfinite().all()) for t in lp))
+        if bad:
+            self._told_not_finite = True
+            warnings.warn(NotFiniteWarning(
+                f"the model {self.backend.identity.model_field} gives log-probabilities that are not finite (NaN or "
+                f"inf) for {bad} of {n} rows, which score NaN: its weights hold NaN or inf values, or its dtype "
+                "overflows (float16: try bfloat16 or float32); said once"), stacklevel=3)
 
     def _encode(self, rows: list[int], sources: Sequence[str], rewrites: Sequence[str], styles: Sequence[str]
                 ) -> tuple[list[int], dict[str, list[list[int]]], list[list[int]]]:

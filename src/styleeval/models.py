@@ -308,6 +308,21 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     tokenizer.save_pretrained(folder)
 
 
+def check_vocabulary(model: Any, tokenizer: Any, name: str) -> None:
+    """Every token id ``tokenizer`` makes has a row in ``model``'s input embedding and in its LM head: else one
+    :class:`ModelLoadError` naming the model, now, rather than ``IndexError: index out of range in self`` deep inside
+    a forward pass (a tokenizer that is not the weights' own; a GGUF file is checked before it is converted too:
+    :func:`styleeval.gguf_header.vocabulary_mismatch`). Rows beyond the vocabulary (padding) are no error."""
+    rows = {"input embedding": getattr(model.get_input_embeddings(), "num_embeddings", None),
+            "LM head": getattr(getattr(model.get_output_embeddings(), "weight", None), "shape", (None,))[0]}
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    for what, count in rows.items():
+        if count is not None and largest >= count:
+            raise ModelLoadError(f"cannot load model {name!r}: its tokenizer makes token ids up to {largest}, but "
+                                 f"its {what} has {count} rows: the tokenizer is not the weights' own (pass the "
+                                 "model's own tokenizer)")
+
+
 def _quiet_stderr() -> Any:
     """Where the libraries' progress bars are off (``-q`` / ``--no-progress``: ``HF_HUB_DISABLE_PROGRESS_BARS``),
     stderr is muted while transformers reads a GGUF file: its de-quantizing bar is a plain tqdm with no switch."""
@@ -378,5 +393,6 @@ def load_model(
         raise UserError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
     if not hasattr(model, "get_decoder") or model.get_output_embeddings() is None:
         raise UserError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
+    check_vocabulary(model, tokenizer, str(name))
     commit = fingerprint or revision or getattr(model.config, "_commit_hash", None) or "local"
     return model.to(device).eval(), tokenizer, str(name), str(commit)
