@@ -5,8 +5,10 @@ line each."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+import math
 import os
 import shutil
 import threading
@@ -264,6 +266,15 @@ def test_a_vocabulary_that_does_not_fit_the_weights_is_one_line_at_load(tiny_mod
         assert str(caught.value).startswith(f"cannot load model {str(path.resolve())!r}: {why}"), str(caught.value)
     with pytest.raises(UserError) as caught:
         LogProb(fewer_rows, tokenizer=tiny_tokenizer, progress=False).score(*ROWS)
-    assert str(caught.value) == (f"cannot load model '<model object>': its tokenizer makes token ids up to {n - 1}, "
+    assert str(caught.value) == (f"cannot load model '<model object>': its tokenizer's vocabulary holds {n} tokens, "
                                  f"but its input embedding has {n - 103} rows: the tokenizer is not the weights' own "
                                  "(pass the model's own tokenizer)")
+    padded = build_model("tiny", vocab_size=n + 64, head_scale=30.0)  # rows beyond the vocabulary: padding, no error
+    assert math.isfinite(LogProb(padded, tokenizer=tiny_tokenizer, progress=False).score(*ROWS).content[0])
+    written = copy.deepcopy(tiny_tokenizer)
+    written.add_special_tokens({"additional_special_tokens": ["<|extra|>"]})  # id n: past the tiny model's rows
+    written.chat_template = tiny_tokenizer.chat_template.replace("<|eot_id|>", "<|extra|>")
+    with pytest.raises(UserError) as caught:
+        LogProb(tiny_model, tokenizer=written, progress=False)
+    assert str(caught.value) == (f"cannot load model '<model object>': its chat template writes '<|extra|>', token id "
+                                 f"{n}, but its input embedding has {n} rows: the tokenizer is not the weights' own")

@@ -196,7 +196,7 @@ class ChatFormat:
                 "Pass chat_template=... (a Jinja string) to use one anyway."
             )
         self.template: str = template
-        self._source = None if chat_template is None else "chat_template= (given)"  # None: the tokenizer's name
+        self._source = None if chat_template is None else "given as chat_template="  # None: the tokenizer's
         if system_prompt not in SYSTEM_PROMPT_MODES:
             raise UserError(f"system_prompt must be one of {', '.join(SYSTEM_PROMPT_MODES)}, got {system_prompt!r}")
         accepts = system_prompt == "fold" or self._accepts_system()

@@ -74,12 +74,13 @@ MAX_INT_BITS = 1 << 16
 
 
 class ChatTemplateError(UserError):
-    """A chat template that cannot be rendered: ``reason`` says why (a bound passed, a sandbox refusal, the template's
-    own ``raise_exception``: then ``raised`` is true and ``reason`` its message)."""
+    """A chat template that cannot be rendered: ``source`` says whose (``of 'models/x.gguf'``, ``given as
+    chat_template=``), ``reason`` why (a bound passed, a sandbox refusal, the template's own ``raise_exception``: then
+    ``raised`` is true and ``reason`` its message)."""
 
     def __init__(self, source: str, reason: str, raised: bool = False) -> None:
         self.source, self.reason, self.raised = source, reason, raised
-        super().__init__(f"the chat template of {source} cannot be rendered: {reason}")
+        super().__init__(f"the chat template {source} cannot be rendered: {reason}")
 
 
 class _Refused(Exception):
@@ -513,11 +514,11 @@ def _plain(value: Any) -> Any:
 def render_chat(tokenizer: Any, template: str, messages: list[dict[str, Any]], add_generation_prompt: bool,
                 source: str | None = None, **kwargs: Any) -> str:
     """``messages`` rendered with ``template`` as ``tokenizer.apply_chat_template(messages, chat_template=template,
-    add_generation_prompt=..., tokenize=False, **kwargs)`` renders them, within the module's bounds. ``source`` names
-    the template's owner in errors (default: the tokenizer's ``name_or_path``). Any failure is one
+    add_generation_prompt=..., tokenize=False, **kwargs)`` renders them, within the module's bounds. ``source`` says
+    whose template it is in errors (default: ``of '<the tokenizer's name_or_path>'``). Any failure is one
     :class:`ChatTemplateError`."""
     if source is None:
-        source = repr(str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__))
+        source = f"of {str(getattr(tokenizer, 'name_or_path', '') or type(tokenizer).__name__)!r}"
     variables = _plain({**getattr(tokenizer, "special_tokens_map", {}), **kwargs})
     chat = [_message(m) for m in messages]
     token = _BUDGET.set(_Budget())
@@ -545,7 +546,8 @@ def check_template(template: str, source: str) -> None:
     """``template`` compiled here (a syntax error, a template too long: :class:`ChatTemplateError`) and every constant
     expression Jinja folds while compiling it evaluated within the bounds first: an environment that intercepts no
     operator -- llama-cpp-python's, which compiles every template a GGUF file holds when it opens the file -- computes
-    ``{{ 'x' * 10**10 }}`` at compile time (10 GB before any rendering). ``source`` names the template's owner."""
+    ``{{ 'x' * 10**10 }}`` at compile time (10 GB before any rendering). ``source`` says whose template it is
+    (``of 'models/x.gguf'``)."""
     token = _BUDGET.set(_Budget())
     try:
         _compiled(template)

@@ -239,7 +239,7 @@ class LlamaCppBackend(Backend):
             raise UserError(f"n_ctx must be at least 2, got {n_ctx}")
         info = _gguf_info(model)
         for key, template in check_header(info.path).chat_templates.items():  # llama-cpp-python compiles each
-            check_template(template, f"{info.path!r} ({key})")
+            check_template(template, f"of {info.path!r} ({key})")
         self.info = info
         self.n_threads = int(n_threads or default_threads())
         self.progress = progress
@@ -329,7 +329,7 @@ class LlamaCppBackend(Backend):
         if isinstance(template, str) and template:  # rendered within bounds: the file's template is untrusted
             text = render_chat(self.tokenizer, template, [{"role": "system", "content": "Be brief."},
                                                           {"role": "user", "content": PROBE_TEXT}],
-                               add_generation_prompt=True, source=repr(self.info.path))
+                               add_generation_prompt=True, source=f"of {self.info.path!r}")
         mine = list(self.tokenizer.encode(text, add_special_tokens=False))
         theirs = list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         if mine != theirs:
