@@ -261,7 +261,6 @@ class LogProb:
         if empty:
             warnings.warn("some rewrites have no scored token (an empty rewrite: with end_of_turn=False, or in the "
                           "authors' variant, whose first token is context): NaN", stacklevel=2)
-        self._tell_not_finite(per_row, n)
         rows = []
         for i in range(n):
             target, lp = per_row[i]
@@ -279,15 +278,15 @@ class LogProb:
                     for j, tok in enumerate(target)
                 ]
             rows.append(row)
+        self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]], n)
         return LogProbScores(rows, self.signature)
 
-    def _tell_not_finite(self, per_row: dict[int, tuple[list[int], list[torch.Tensor] | None]], n: int) -> None:
-        """Rows whose scored tokens got a log-probability that is not finite (NaN, inf) score NaN: said once per
-        scorer, naming the model (its weights hold NaN or inf, or its dtype overflows), never silently."""
+    def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
+        """Rows with scored tokens whose score is not finite (a log-probability NaN or inf) are said once per scorer,
+        naming the model (its weights hold NaN or inf, or its dtype overflows), never silently."""
         if self._told_not_finite:
             return
-        bad = sum(1 for target, lp in per_row.values()
-                  if lp is not None and target and not all(bool(t.isfinite().all()) for t in lp))
+        bad = sum(1 for row in scored if not (math.isfinite(row["content"]) and math.isfinite(row["style"])))
         if bad:
             self._told_not_finite = True
             warnings.warn(NotFiniteWarning(

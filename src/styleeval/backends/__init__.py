@@ -37,14 +37,15 @@ from styleeval.errors import UserError
 from styleeval.optiontypes import Option, merge_options
 from styleeval.registry import Registry
 
-__all__ = ["BACKENDS", "Backend", "BackendError", "BackendImportError", "Decoding", "Identity", "TokenTree", "backend_class", "backend_names",
-           "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend",
+__all__ = ["BACKENDS", "Backend", "BackendError", "BackendImportError", "Decoding", "Identity", "TokenTree",
+           "backend_class", "backend_names", "backend_options", "clear_shared", "given_or_open", "open_backend", "register_backend", "shared_backend",
            "signed_backend", "split_options", "unregister_backend", "verify_shared",
            "CANDIDATE_LOGPROBS", "PREFIX_REUSE", "SERVER_CHAT", "TREE_LOGPROBS"]
 
 DEFAULT_BACKEND = "local"
 URL_BACKEND = "openai"
 """The backend chosen when none is named: ``openai`` where a ``base_url`` is given, else ``local``."""
+
 
 class BackendImportError(UserError, ImportError):
     """A registered backend that cannot be used: its module fails to import (whatever it raises), or its entry names
