@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -228,13 +229,19 @@ def test_the_values_a_header_may_hold_are_bounded(tmp_path, monkeypatch):
     assert check_header(gguf_file(tmp_path / "fits.gguf", [entry("x", ARR, (U8, [0] * 998))])).values == 999
 
 
+def _capped() -> None:
+    """The child's address space capped at 4 GB: a regression fails instead of filling the machine."""
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
 def test_a_hostile_file_named_to_a_command_is_one_line(tmp_path):
     path = hostile_files(tmp_path)["a uint8 array claiming 2^40"]
     source = tmp_path / "in.jsonl"
     source.write_text('{"source": "a b", "rewrite": "c d", "style": "formal"}\n', encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run([sys.executable, "-m", "styleeval", "score", str(source), "--out", str(tmp_path / "o.jsonl"),
-                           "--model", str(path), "-q"], capture_output=True, text=True, timeout=120, env=env)
+                           "--model", str(path), "-q"], capture_output=True, text=True, timeout=120, env=env,
+                          preexec_fn=_capped)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
     assert done.stderr.startswith(f"styleeval score: error: cannot load model {str(path)!r}: the GGUF file cannot be "
                                   f"read ({HOSTILE_WHY['a uint8 array claiming 2^40']})")
