@@ -87,9 +87,9 @@ def valid_files(folder: Path) -> list[Path]:
             gguf_file(folder / "v2.gguf", every_type()[:3], version=2)]
 
 
-def reader_facts(path: Path) -> tuple[int, int, int, str]:
+def reader_facts(path: Path, reader: gguf.GGUFReader | None = None) -> tuple[int, int, int, str]:
     """What GGUFReader found: metadata entries (its three pseudo-fields aside), tensors, data offset, byte order."""
-    reader = gguf.GGUFReader(str(path))
+    reader = reader or gguf.GGUFReader(str(path))
     order = "little" if (reader.byte_order == "I") == (sys.byteorder == "little") else "big"
     return len(reader.fields) - 3, len(reader.tensors), int(reader.data_offset), order
 
@@ -108,9 +108,8 @@ def test_the_real_model_file_is_read_alike_by_the_check_and_by_gguf_reader():
     from styleeval.gguf_files import REAL_WEIGHTS, resolve
 
     path = Path(resolve(REAL_WEIGHTS).path)  # fetched as a user gets it, once per test session (the real weights')
-    header = check_header(path)
-    assert (header.metadata, header.tensors, header.data_offset, header.byte_order) == reader_facts(path)
-    reader = gguf.GGUFReader(str(path))
+    header, reader = check_header(path), gguf.GGUFReader(str(path))
+    assert (header.metadata, header.tensors, header.data_offset, header.byte_order) == reader_facts(path, reader)
     arrays = sum(len(f.data) for f in reader.fields.values() if f.types and f.types[0] == gguf.GGUFValueType.ARRAY)
     assert header.values == header.metadata + arrays == 147_238
 

@@ -182,21 +182,21 @@ def _capped() -> None:
 
 
 def test_a_gguf_files_hostile_template_is_one_line_naming_the_file_in_python_and_the_cli(hostile_gguf, tmp_path):
+    """In the CLI (its main) and in Python (LogProb), in one capped child (one load of torch; the CLI's -q has silenced
+    the libraries' bars, so its stderr is its one line)."""
     why = "it makes more than 16,777,216 characters (a string of 1 character repeated 10000000000 times)"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    script = ("from styleeval import LogProb\nfrom styleeval.templates import ChatTemplateError\n"
-              f"try:\n    LogProb({str(hostile_gguf)!r}, progress=False)\n"
-              "except ChatTemplateError as err:\n    print(err)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
-                          preexec_fn=_capped)
-    assert done.returncode == 0 and done.stdout == f"the chat template of {str(hostile_gguf)!r} cannot be rendered: " \
-        f"{why}\n", done.stderr[-3000:]
     source = tmp_path / "in.jsonl"
     source.write_text('{"source": "a b", "rewrite": "c d", "style": "formal"}\n', encoding="utf-8")
-    done = subprocess.run([sys.executable, "-m", "styleeval", "score", str(source), "--out", str(tmp_path / "o.jsonl"),
-                           "--model", str(hostile_gguf), "-q"], capture_output=True, text=True, timeout=300, env=env,
-                          preexec_fn=_capped)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-3000:]
+    command = ["score", str(source), "--out", str(tmp_path / "o.jsonl"), "--model", str(hostile_gguf), "-q"]
+    script = ("from styleeval import LogProb\nfrom styleeval.cli import main\n"
+              "from styleeval.templates import ChatTemplateError\n"
+              f"print(main({command!r}))\n"
+              f"try:\n    LogProb({str(hostile_gguf)!r}, progress=False)\n"
+              "except ChatTemplateError as err:\n    print(err)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, preexec_fn=_capped)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == f"2\nthe chat template of {str(hostile_gguf)!r} cannot be rendered: {why}\n"
     assert done.stderr == f"styleeval score: error: the chat template of {str(hostile_gguf)!r} cannot be rendered: {why}\n"
 
 
