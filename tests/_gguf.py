@@ -17,9 +17,11 @@ def _permute(weight: np.ndarray, heads: int) -> np.ndarray:
         weight.shape)
 
 
-def write_gguf(model, tokenizer, path: Path, architecture: str = "llama", drop: tuple[str, ...] = ()) -> Path:
+def write_gguf(model, tokenizer, path: Path, architecture: str = "llama", drop: tuple[str, ...] = (),
+               vocabulary: int | None = None) -> Path:
     """``model`` (a ``LlamaForCausalLM``) and its byte-level ``tokenizer`` as a float32 GGUF file at ``path``; the
-    tensors named in ``drop`` (llama.cpp's names) are left out."""
+    tensors named in ``drop`` (llama.cpp's names) are left out; ``vocabulary``: only the first tokens listed (a file
+    whose vocabulary does not match its weights)."""
     config = model.config
     writer = gguf.GGUFWriter(str(path), architecture)
     add_tensor = writer.add_tensor
@@ -45,6 +47,7 @@ def write_gguf(model, tokenizer, path: Path, architecture: str = "llama", drop: 
         tokens[index] = text
     special = {t["id"] for t in spec["added_tokens"] if t.get("special")}
     writer.add_tokenizer_model("gpt2")
+    tokens = tokens[:vocabulary]
     writer.add_token_list(tokens)
     writer.add_token_types([3 if i in special else 1 for i in range(len(tokens))])
     merges = spec["model"]["merges"]

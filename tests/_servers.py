@@ -217,7 +217,8 @@ class FakeOpenAI:
     ``seed``), with the faults a test sets:
 
     - ``edit(answer) -> answer``: rewrites the answer's JSON (choices out of order, another model's name...);
-      ``reject(request) -> message | None``: answers 400 with that message;
+      ``reject(request) -> message | None``: answers 400 with that message (``headers``: the request's headers, for
+      a server that echoes them);
     - ``framing``: ``"length"`` (``Content-Length``), ``"close"`` (no length: the body ends where the connection
       closes) or ``"chunked"``; ``cut``: only the body's first ``cut`` bytes are sent, then the connection closes
       (a chunked body's chunks are each complete; the last, empty one never comes);
@@ -241,6 +242,7 @@ class FakeOpenAI:
         self.framing, self.cut, self.ignore_k = "length", None, False
         self.decode: Callable[[int], str] | None = None
         self.bodies: list[dict] = []
+        self.headers: dict[str, str] = {}
         logits = np.random.default_rng(seed).normal(size=(self.VOCAB, self.VOCAB)) * 3.0
         self.table = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
         fake = self
@@ -258,6 +260,7 @@ class FakeOpenAI:
                     body = json.dumps(fake.models()).encode()
                 else:
                     fake.bodies.append(request)
+                    fake.headers = dict(self.headers)
                     refusal = fake.reject(request) if fake.reject else None
                     if refusal is not None:
                         body = json.dumps({"object": "error", "message": refusal, "code": 400}).encode()

@@ -5,8 +5,10 @@ line each."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+import math
 import os
 import shutil
 import threading
@@ -242,3 +244,37 @@ def test_the_llamacpp_tokenizer_cache_is_built_whole_and_a_damaged_one_replaced(
     assert not cached and not (folder / "stale.txt").exists()
     assert json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+
+
+def test_a_vocabulary_that_does_not_fit_the_weights_is_one_line_at_load(tiny_model, tiny_tokenizer, tmp_path):
+    """Issue 59, item 7: on main a GGUF with 103 more tokens than embedding rows converted and signed normally, then
+    failed with ``IndexError: index out of range in self`` while scoring; 50 tokens short, tokenizers' bare
+    ``Exception: ... out of vocabulary`` while converting. Both are refused from the header, before any conversion;
+    a tokenizer whose ids pass a loaded model's rows (not a GGUF) is refused once the model is loaded."""
+    from styleeval.random_weights import build_model
+
+    n = len(tiny_tokenizer)
+    fewer_rows = build_model("tiny", vocab_size=n - 103, head_scale=30.0)
+    for path, why in ((write_gguf(fewer_rows, tiny_tokenizer, tmp_path / "more.gguf"),
+                       f"its vocabulary (tokenizer.ggml.tokens) holds {n} tokens but token_embd.weight has {n - 103} "
+                       "rows, one per token: the tokenizer does not match the weights"),
+                      (write_gguf(tiny_model, tiny_tokenizer, tmp_path / "short.gguf", vocabulary=n - 50),
+                       f"its vocabulary (tokenizer.ggml.tokens) holds {n - 50} tokens but token_embd.weight has {n} "
+                       "rows")):
+        with pytest.raises(UserError) as caught:
+            LogProb(str(path), progress=False).score(*ROWS)
+        assert str(caught.value).startswith(f"cannot load model {str(path.resolve())!r}: {why}"), str(caught.value)
+    with pytest.raises(UserError) as caught:
+        LogProb(fewer_rows, tokenizer=tiny_tokenizer, progress=False).score(*ROWS)
+    assert str(caught.value) == (f"cannot load model '<model object>': its tokenizer's vocabulary holds {n} tokens, "
+                                 f"but its input embedding has {n - 103} rows: the tokenizer is not the weights' own "
+                                 "(pass the model's own tokenizer)")
+    padded = build_model("tiny", vocab_size=n + 64, head_scale=30.0)  # rows beyond the vocabulary: padding, no error
+    assert math.isfinite(LogProb(padded, tokenizer=tiny_tokenizer, progress=False).score(*ROWS).content[0])
+    written = copy.deepcopy(tiny_tokenizer)
+    written.add_special_tokens({"additional_special_tokens": ["<|extra|>"]})  # id n: past the tiny model's rows
+    written.chat_template = tiny_tokenizer.chat_template.replace("<|eot_id|>", "<|extra|>")
+    with pytest.raises(UserError) as caught:
+        LogProb(tiny_model, tokenizer=written, progress=False)
+    assert str(caught.value) == (f"cannot load model '<model object>': its chat template writes '<|extra|>', token id "
+                                 f"{n}, but its input embedding has {n} rows: the tokenizer is not the weights' own")

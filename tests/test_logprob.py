@@ -307,3 +307,35 @@ def test_engine_on_other_architectures(arch, tiny_tokenizer):
                 logp = torch.log_softmax(model(torch.tensor([prompt_ids + target])).logits[0], -1)
             slow = [logp[len(prompt_ids) - 1 + j, t].item() for j, t in enumerate(target)]
             assert [t[ctx] for t in got[k]["tokens"]] == pytest.approx(slow, abs=1e-4)
+
+
+def test_a_model_whose_outputs_are_not_finite_is_said_once_naming_it(tiny_model, tiny_tokenizer, rows):
+    """Issue 59 (also found): a model with NaN weights gave NaN for every row with no word of why (and the reward
+    floored every row silently). Said once per scorer, naming the model; the rows still score NaN."""
+    import copy
+
+    from styleeval.logprob import NotFiniteWarning
+    from styleeval.rewards import LogProbReward
+
+    broken = copy.deepcopy(tiny_model)
+    with torch.no_grad():
+        broken.model.layers[0].mlp.down_proj.weight[0, 0] = math.nan
+    sources, rewrites, styles = map(list, zip(*rows[:4], strict=True))
+    lp = LogProb(broken, tokenizer=tiny_tokenizer, progress=False)
+    with pytest.warns(NotFiniteWarning) as told:
+        scores = lp.score(sources, rewrites, styles)
+    assert all(math.isnan(c) for c in scores.content) and len(told) == 1
+    assert str(told[0].message) == (
+        f"the model {lp.backend.identity.model_field} gives log-probabilities that are not finite (NaN or inf) for 4 "
+        "of 4 rows, which score NaN: its weights hold NaN or inf values, or its dtype overflows (float16: try "
+        "bfloat16 or float32); said once")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotFiniteWarning)
+        lp.score(sources, rewrites, styles)  # once per scorer
+    reward = LogProbReward(backend=lp.backend, style="formal")
+    with pytest.warns(NotFiniteWarning, match="said once"):
+        assert reward(prompts=sources, completions=rewrites, source=sources) == [reward.floor] * 4
+    healthy = LogProb(tiny_model, tokenizer=tiny_tokenizer, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotFiniteWarning)
+        assert all(math.isfinite(c) for c in healthy.score(sources, rewrites, styles).content)

@@ -273,3 +273,113 @@ def test_a_backend_plugin_that_cannot_be_imported_is_named_once_and_stops_no_oth
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode != 0 and ("ImportError: backend 'bad' (reg_plugin_badbackend:BadBackend) cannot be "
                                      "imported") in done.stderr
+
+
+def _plugin_env(*folders: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*map(str, folders), os.environ.get("PYTHONPATH", "")])}
+
+
+def _styleeval(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "styleeval", *args], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_plugins_that_fail_otherwise_or_take_a_name_are_named_once_and_stop_no_command(tmp_path):
+    """Issue 59, item 5: a plugin module raising RuntimeError or SyntaxError at import gave a traceback from `score
+    --help`, `list metrics` and `score`; an entry naming a non-Backend object a TypeError traceback; an entry named like
+    a built-in was silently ignored, and a name two distributions declare went to the first read, unsaid."""
+    folders = [tmp_path / name for name in ("one", "two")]
+    for folder in folders:
+        folder.mkdir()
+    group = "styleeval.backends"
+    _plugin_folder(folders[0], "reg_plugin_raises", "raise RuntimeError('plugin broken at import')\n", group,
+                   "raises = reg_plugin_raises:Plug")
+    _plugin_folder(folders[0], "reg_plugin_syntax", "def broken(:\n", group, "syntax = reg_plugin_syntax:Plug")
+    _plugin_folder(folders[0], "reg_plugin_object", "class NotABackend:\n    pass\n", group,
+                   "object = reg_plugin_object:NotABackend")
+    _plugin_folder(folders[0], "reg_plugin_taken", BACKEND_PLUGIN, group, "local = reg_plugin_taken:PlugBackend")
+    _plugin_folder(folders[0], "reg_plugin_twin_a", BACKEND_PLUGIN, group, "twin = reg_plugin_twin_a:PlugBackend")
+    _plugin_folder(folders[1], "reg_plugin_twin_b", BACKEND_PLUGIN, group, "twin = reg_plugin_twin_b:PlugBackend")
+    env = _plugin_env(*folders)
+    warned = [
+        "backend 'raises' (reg_plugin_raises:Plug) cannot be imported: RuntimeError: plugin broken at import; its "
+        "options are left out until it can be imported",
+        "backend 'syntax' (reg_plugin_syntax:Plug) cannot be imported: SyntaxError: ",
+        "backend 'object' (reg_plugin_object:NotABackend) cannot be used: <class 'reg_plugin_object.NotABackend'> is "
+        "not a Backend subclass; its options are left out",
+        "backend 'local' of reg_plugin_taken 0.1 (reg_plugin_taken:PlugBackend) is left out: the name is taken by "
+        "styleeval.backends.local:LocalBackend (styleeval's own, or registered in code), which is used",
+        "backend 'twin' is declared by two distributions, reg_plugin_twin_a 0.1 (reg_plugin_twin_a:PlugBackend) and "
+        "reg_plugin_twin_b 0.1 (reg_plugin_twin_b:PlugBackend): reg_plugin_twin_a 0.1's is used (the first on "
+        "sys.path); uninstall the other",
+    ]
+    for command in (["score", "--help"], ["list", "metrics"]):
+        done = _styleeval(env, *command)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        for line in warned:
+            assert line in done.stderr, (line, done.stderr)
+        for name in ("reg_plugin_raises", "reg_plugin_syntax", "reg_plugin_object", "reg_plugin_taken",
+                     "reg_plugin_twin_b"):  # each said once
+            assert sum(name in line for line in done.stderr.splitlines()) == 1, (name, done.stderr)
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"source": "a b", "rewrite": "c d", "style": "formal"}\n', encoding="utf-8")
+    for name, why in (("raises", "cannot be imported: RuntimeError: plugin broken at import"),
+                      ("syntax", "cannot be imported: SyntaxError: "), ("object", "cannot be used: ")):
+        done = _styleeval(env, "score", str(source), "--out", str(tmp_path / "out.jsonl"), "--backend", name, "-q")
+        last = done.stderr.strip().splitlines()[-1]
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert last.startswith(f"styleeval score: error: backend '{name}' (") and why in last, last
+    probe = ("from styleeval.backends import BackendImportError, backend_class\n"
+             "from styleeval.errors import UserError\n"
+             "print(backend_class('twin').__module__, backend_class('local').__module__)\n"
+             "for name in ('raises', 'syntax', 'object'):\n"
+             "    try:\n        backend_class(name)\n"
+             "    except BackendImportError as err:\n"
+             "        print(name, isinstance(err, ImportError), isinstance(err, UserError))\n")
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", probe], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["reg_plugin_twin_a styleeval.backends.local", "raises True True",
+                                        "syntax True True", "object True True"]
+
+
+HALVING_PLUGIN = '''
+from styleeval.backends.local import LocalBackend
+
+
+class DupA(LocalBackend):
+    """Log-probabilities halved, and no name or kind of its own: it inherits the local backend's."""
+
+    def token_logprobs(self, prompts, continuations, group=1):
+        return [values / 2 for values in super().token_logprobs(prompts, continuations, group)]
+'''
+
+
+def test_a_plugin_subclassing_a_builtin_backend_signs_as_itself_and_cannot_resume_its_file(tmp_path,
+                                                                                            tiny_model_dir):
+    """Issue 59, item 4: a plugin subclassing LocalBackend (halving log-probs, no kind of its own) signed
+    `backend:local`; resuming an OUT of `--backend local` with `--backend dup` was accepted on main (one signature in
+    the file, mixed numbers). The signature names the backend that computed: its registered name and distribution."""
+    (tmp_path / "plugin").mkdir()
+    folder = _plugin_folder(tmp_path / "plugin", "reg_plugin_dup", HALVING_PLUGIN, "styleeval.backends",
+                            "dup = reg_plugin_dup:DupA")
+    source, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    row = '{{"source": "the food was cold.", "rewrite": "The food was warm {}.", "style": "positive"}}\n'
+    source.write_text(row.format(1) + row.format(2), encoding="utf-8")
+    score = ["score", str(source), "--out", str(out), "--model", str(tiny_model_dir), "-q", "--backend"]
+    probe = ("import pathlib\nfrom styleeval import LogProb\nfrom styleeval.cli import main\n"
+             "rows = (['give me the report now.'], ['Could you send the report?'], 'polite')\n"
+             f"local = LogProb({str(tiny_model_dir)!r}, backend='local', progress=False)\n"
+             "dup = LogProb(local.backend.model, tokenizer=local.tokenizer, backend='dup', progress=False)\n"
+             "print(local.signature.fields['backend'], dup.signature.fields['backend'])\n"
+             "print(dup.score(*rows).content[0] == local.score(*rows).content[0] / 2)\n"
+             f"print(main({score + ['local']!r}))\n"
+             f"written = pathlib.Path({str(out)!r}).read_text()\n"
+             f"pathlib.Path({str(source)!r}).write_text({row.format(1) + row.format(2) + row.format(3)!r})\n"
+             f"print(main({score + ['dup']!r}), pathlib.Path({str(out)!r}).read_text() == written)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                          env=_plugin_env(folder))
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.splitlines() == ["local dup@reg_plugin_dup-0.1", "True", "0", "2 True"]  # nothing added
+    assert (f"styleeval score: error: {out} was written with different settings: row 0 has backend 'local', this run "
+            "asks for 'dup@reg_plugin_dup-0.1'") in done.stderr

@@ -90,6 +90,24 @@ def test_rows_logprob_cannot_score_get_the_floor_and_the_others_their_score(rewa
     assert [math.isnan(v) for v in extra["logprob_style"]] == [True, True, True, False, True]
 
 
+def test_a_lone_surrogate_in_a_completion_gets_the_floor_and_in_a_column_is_refused_naming_the_row(reward):
+    """Issue 59, item 8: tokenizers' bare TypeError ("TextEncodeInput must be ...") on main. A completion is the
+    policy's output: floored as the docs promise for rows LogProb cannot score; the dataset's columns are the user's
+    input: refused naming the row, as the CLI refuses the same text."""
+    bad = "bad \ud800 text"
+    metrics = {}
+    got = call(reward, [bad, COMPLETIONS[1], [{"role": "assistant", "content": bad}]], log_metric=metrics.__setitem__)
+    assert got[0] == got[2] == FLOOR and got[1] == call(reward, [COMPLETIONS[1]], [SOURCES[1]], [STYLES[1]])[0]
+    assert metrics["logprob/floored"] == 2 / 3
+    with pytest.raises(UserError, match=r"^row 2: column 'source' holds a lone surrogate \(U\+D800 at character 4\)"):
+        call(reward, COMPLETIONS, [SOURCES[0], SOURCES[1], bad])
+    with pytest.raises(UserError, match=r"^row 0: column 'style' holds a lone surrogate \(U\+DC80 at character 1\)"):
+        call(reward, COMPLETIONS, styles=["f\udc80rmal", "formal", "formal"])
+    with pytest.raises(UserError, match=r"^rewrites\[1\] holds a lone surrogate \(U\+D800 at character 4\), which "
+                                        r"is not text"):  # LogProb itself, as the CLI: one line naming the row
+        reward.logprob.score(SOURCES[:2], [COMPLETIONS[0], bad], "formal")
+
+
 def test_the_default_floor_is_below_the_worst_content_and_style():
     assert FLOOR == -10.0 - STYLE_WEIGHT == -34.0
     assert default_floor(1.0, 0.0) == -10.0 and default_floor(0.0, 1.0) == -1.0

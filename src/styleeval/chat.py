@@ -23,6 +23,7 @@ import re
 from collections.abc import Sequence
 
 from styleeval.errors import UserError
+from styleeval.templates import ChatTemplateError, render_chat
 
 SYSTEM_PROMPT = (
     "You can repeat sentences, paraphrase sentences or rewrite sentences to change the style or certain "
@@ -195,6 +196,7 @@ class ChatFormat:
                 "Pass chat_template=... (a Jinja string) to use one anyway."
             )
         self.template: str = template
+        self._source = None if chat_template is None else "given as chat_template="  # None: the tokenizer's
         if system_prompt not in SYSTEM_PROMPT_MODES:
             raise UserError(f"system_prompt must be one of {', '.join(SYSTEM_PROMPT_MODES)}, got {system_prompt!r}")
         accepts = system_prompt == "fold" or self._accepts_system()
@@ -214,22 +216,20 @@ class ChatFormat:
         return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:10]
 
     def render(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
-        """The chat template applied to ``messages``, as text."""
-        return self.tokenizer.apply_chat_template(
-            messages,
-            chat_template=self.template,
-            add_generation_prompt=add_generation_prompt,
-            tokenize=False,
-            **TEMPLATE_KWARGS,
-        )
+        """The chat template applied to ``messages``, as text: what ``tokenizer.apply_chat_template(...,
+        tokenize=False)`` gives, rendered within bounds (:func:`styleeval.templates.render_chat`: a model's template
+        is untrusted input); a template that fails is one :class:`~styleeval.templates.ChatTemplateError`."""
+        return render_chat(self.tokenizer, self.template, messages, add_generation_prompt, source=self._source,
+                           **TEMPLATE_KWARGS)
 
     def _accepts_system(self) -> bool:
-        """Whether the template renders a system turn (Gemma's raise "System role not supported")."""
+        """Whether the template renders a system turn (Gemma's raise "System role not supported"); any other failure
+        of the template is its :class:`~styleeval.templates.ChatTemplateError`."""
         try:
             self.render([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
                         add_generation_prompt=True)
-        except Exception as err:  # jinja2's TemplateError from raise_exception, or the template's own failure
-            if "system" in str(err).lower():
+        except ChatTemplateError as err:  # the template's own raise_exception about a system turn: Gemma's
+            if err.raised and "system" in err.reason.lower():
                 return False
             raise
         return True

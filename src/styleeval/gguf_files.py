@@ -30,6 +30,7 @@ from pathlib import Path
 from styleeval.atomic import atomic_path
 from styleeval.digests import file_sha256, remembered
 from styleeval.errors import UserError
+from styleeval.gguf_header import HeaderError, check_header, vocabulary_mismatch
 from styleeval.hub import PROBE_SECONDS, REAL_WEIGHTS, ModelLoadError, check_downloadable
 from styleeval.paths import cache_path
 from styleeval.progress import stage
@@ -143,12 +144,20 @@ def _existing_file(name: str) -> Path:
 
 def read_info(path: str | os.PathLike[str]) -> GGUFInfo:
     """A GGUF file's SHA-256 and header facts, remembered by (path, size, mtime) in styleeval's cache: the header is
-    read (about 2 s for a 49k-token vocabulary) and the bytes hashed once per file version."""
+    read (about 2 s for a 49k-token vocabulary) and the bytes hashed once per file version. Every time, first, the
+    header is checked in bounded memory (:func:`~styleeval.gguf_header.check_header`, 0.1 s): no library reads a
+    header whose counts and sizes the file cannot hold, nor a file whose vocabulary does not fit its embedding."""
     real = os.path.realpath(path)
     with open(real, "rb") as f:
         if f.read(4) != MAGIC:
             raise ModelLoadError(f"cannot load model {os.fspath(path)!r}: not a GGUF file (it does not start with "
                                  "'GGUF'): give a .gguf file, a model folder or a Hub id")
+    try:
+        mismatch = vocabulary_mismatch(check_header(real))
+    except HeaderError as err:
+        raise ModelLoadError(f"cannot load model {real!r}: the GGUF file cannot be read ({err})") from None
+    if mismatch is not None:
+        raise ModelLoadError(f"cannot load model {real!r}: {mismatch}")
     sha = file_sha256(real)
     facts = remembered(f"gguf-header|{sha}", lambda: _header(real))
     return GGUFInfo(real, sha, facts["architecture"], facts["quantization"], facts["name"])

@@ -7,7 +7,9 @@
   credentials in the proxy URL are sent as ``Proxy-Authorization: Basic``, never put in the pool's URL.
 - :func:`split_credentials` / :func:`redacted`: credentials in a URL taken out of it (to be sent as a header) and a
   form of it to print, whose user-info is ``***`` whatever its form (``token@``, ``user:password@``: a user name alone
-  is often the token); :func:`redacted_text`: the same for every URL in a text (a metric spec).
+  is often the token); :func:`redacted_text`: the same for every URL in a text (a metric spec);
+  :class:`Secrets`: what a server was sent to authenticate (an API key, a URL's credentials) blanked out of any text
+  it may echo, with any ``Bearer <token>`` and ``Basic <user:password in base64>`` in it.
 
 TLS is verified against the system's certificates (``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` point OpenSSL elsewhere).
 """
@@ -15,9 +17,11 @@ TLS is verified against the system's certificates (``SSL_CERT_FILE`` / ``SSL_CER
 from __future__ import annotations
 
 import base64
+import binascii
 import os
 import re
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 import urllib3
@@ -80,6 +84,56 @@ def redacted(url: str) -> str:
 def redacted_text(text: str) -> str:
     """``text`` with the user-info of every ``scheme://user-info@`` URL in it replaced by ``***``."""
     return _TEXT_USERINFO.sub("***@", text)
+
+
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+)[A-Za-z0-9\-._~+/]+=*")
+"""An OAuth 2.0 bearer token as an ``Authorization`` header writes it (RFC 6750's b64token)."""
+_BASIC = re.compile(r"\b(Basic)(\s+)([A-Za-z0-9+/]+=*)")
+"""Basic credentials (RFC 7617): ``user:password`` in base64."""
+SHORTEST_SECRET = 4
+"""A secret shorter than this is not looked for in a text: it would blank out ordinary words (``EMPTY``, the key local
+servers take, is no secret either)."""
+
+
+class Secrets:
+    """The credentials a server is sent, and :meth:`redact`: a text with each of them, and any bearer token or Basic
+    credentials, replaced by ``***`` (an error message, a log line, a report: whatever echoes a server's words).
+
+    >>> Secrets(["sk-SECRETKEY-123"]).redact("bad key: Bearer sk-SECRETKEY-123 (key sk-SECRETKEY-123)")
+    'bad key: Bearer *** (key ***)'
+    >>> Secrets([]).redact("Basic YW5uOnMzY3IzdA== and Basic authentication")
+    'Basic *** and Basic authentication'
+    """
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        found = {s for s in secrets if s and len(s) >= SHORTEST_SECRET and s != "EMPTY"}
+        self.secrets = sorted(found, key=len, reverse=True)  # the longest first: one that holds another is blanked whole
+
+    @classmethod
+    def of(cls, api_key: str | None, basic: str | None) -> Secrets:
+        """The secrets of a server's ``api_key`` and of ``basic`` (the ``Basic ...`` credentials of its URL: the
+        base64 string, and the user name and password it holds, each alone and as a pair)."""
+        found = [api_key]
+        if basic:
+            encoded = basic.removeprefix("Basic ")
+            pair = base64.b64decode(encoded).decode("utf-8", "replace")
+            found += [encoded, pair, *pair.split(":", 1)]
+        return cls(found)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret, bearer token and Basic credentials replaced by ``***``."""
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        text = _BEARER.sub(r"\1\2***", text)
+        return _BASIC.sub(lambda m: f"{m[1]}{m[2]}***" if _is_basic_pair(m[3]) else m[0], text)
+
+
+def _is_basic_pair(encoded: str) -> bool:
+    """Whether ``encoded`` is base64 of ``user:password`` (Basic credentials), not a word after "Basic"."""
+    try:
+        return b":" in base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        return False
 
 
 def pool_manager(url: str, **pool_kw: Any) -> urllib3.PoolManager:

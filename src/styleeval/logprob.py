@@ -27,7 +27,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
-from styleeval.backends import Backend, BackendError, given_or_open, shared_backend, split_options
+from styleeval.backends import (
+    Backend,
+    BackendError,
+    given_or_open,
+    shared_backend,
+    signed_backend,
+    split_options,
+)
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.errors import RowError, RowsWarning, UserError, option_advice
 from styleeval.progress import enabled
@@ -37,7 +44,7 @@ from styleeval.validation import broadcast_texts, check_rewrites, check_texts
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
 
-__all__ = ["LogProb", "LogProbScores", "logprob_equations", "shared_logprob", "VARIANTS"]
+__all__ = ["LogProb", "LogProbScores", "NotFiniteWarning", "logprob_equations", "shared_logprob", "VARIANTS"]
 
 PIPELINE_ROWS = 256
 VARIANTS = ("default", "authors")
@@ -60,6 +67,10 @@ def logprob_equations(
     content = best_log.mean()
     strength = (style.exp() - torch.maximum(paraphrase, repeat).exp()).mean()
     return float(content), float(strength)
+
+
+class NotFiniteWarning(UserWarning):
+    """The model's log-probabilities are not finite for some rows (:meth:`LogProb.score` says it once per scorer)."""
 
 
 class LogProbScores(list):
@@ -147,6 +158,7 @@ class LogProb:
                 raise UserError(f"{', '.join(given)}: the authors' variant uses their hand-written Llama 3 prompt "
                                 "(system turn, end-of-turn token scored); leave it out or use variant='default'")
         self.pipeline_rows = int(pipeline_rows)
+        self._told_not_finite = False
         self.variant = variant
         self.on_overflow = on_overflow
         self.backend = backend = given_or_open(backend, model, base_url, tokenizer=tokenizer,
@@ -168,7 +180,8 @@ class LogProb:
     def signature(self) -> Signature:
         """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
         behind its URL), variant, dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
-        scored, backend, the backend's build where its kernels depend on it (llama.cpp), version."""
+        scored, backend (the one that computed: :func:`~styleeval.backends.signed_backend`), the backend's build where its
+        kernels depend on it (llama.cpp), version."""
         from styleeval.models import tokenizer_fingerprint  # noqa: PLC0415 - heavy (torch, via styleeval.models)
 
         identity = self.backend.identity
@@ -184,7 +197,7 @@ class LogProb:
                 **({"sys": "folded"} if getattr(self.chat, "folds", False) else {}),
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",
-                "backend": identity.kind,
+                "backend": signed_backend(self.backend),
                 **({"build": identity.build} if identity.build else {}),
                 "version": __version__,
             },
@@ -265,7 +278,21 @@ class LogProb:
                     for j, tok in enumerate(target)
                 ]
             rows.append(row)
+        self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]], n)
         return LogProbScores(rows, self.signature)
+
+    def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
+        """Rows with scored tokens whose score is not finite (a log-probability NaN or inf) are said once per scorer,
+        naming the model (its weights hold NaN or inf, or its dtype overflows), never silently."""
+        if self._told_not_finite:
+            return
+        bad = sum(1 for row in scored if not (math.isfinite(row["content"]) and math.isfinite(row["style"])))
+        if bad:
+            self._told_not_finite = True
+            warnings.warn(NotFiniteWarning(
+                f"the model {self.backend.identity.model_field} gives log-probabilities that are not finite (NaN or "
+                f"inf) for {bad} of {n} rows, which score NaN: its weights hold NaN or inf values, or its dtype "
+                "overflows (float16: try bfloat16 or float32); said once"), stacklevel=3)
 
     def _encode(self, rows: list[int], sources: Sequence[str], rewrites: Sequence[str], styles: Sequence[str]
                 ) -> tuple[list[int], dict[str, list[list[int]]], list[list[int]]]:

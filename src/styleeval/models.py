@@ -360,6 +360,8 @@ def load_model(
         try:
             if tokenizer is None:
                 tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+                if fingerprint is not None and name.startswith("gguf:"):  # named as given, not by the cache's folder
+                    tokenizer.name_or_path = os.fspath(model)
             model = AutoModelForCausalLM.from_pretrained(
                 source, revision=revision, dtype=dtype, trust_remote_code=trust_remote_code
             )
@@ -376,5 +378,34 @@ def load_model(
         raise UserError(f"model: expected a model id, a path or a model object, got {type(model).__name__}")
     if not hasattr(model, "get_decoder") or model.get_output_embeddings() is None:
         raise UserError(f"model: {name!r} is not a causal LM with a backbone and an LM head")
+    check_vocabulary(model, tokenizer, str(name))
     commit = fingerprint or revision or getattr(model.config, "_commit_hash", None) or "local"
     return model.to(device).eval(), tokenizer, str(name), str(commit)
+
+
+def check_vocabulary(model: Any, tokenizer: Any, name: str) -> None:
+    """Every token id text or the chat template can make has a row in ``model``'s input embedding and in its LM head:
+    else one :class:`ModelLoadError` naming the model, now, rather than ``IndexError: index out of range in self``
+    deep inside a forward pass (a tokenizer that is not the weights' own; a GGUF file is checked before it is
+    converted too: :func:`styleeval.gguf_header.vocabulary_mismatch`). The tokenizer's vocabulary must fit the rows
+    (rows beyond it, padding, are no error), and so must every added token its chat template writes; an added token
+    past the rows that the template does not write is no error: text holding its string is tokenized as text
+    (:class:`styleeval.chat.TextEncoder`) -- transformers adds ``<|endoftext|>`` to a GGUF file's byte-level
+    tokenizer that names no end of text."""
+    rows = {"input embedding": getattr(model.get_input_embeddings(), "num_embeddings", None),
+            "LM head": getattr(getattr(model.get_output_embeddings(), "weight", None), "shape", (None,))[0]}
+    template = tokenizer.chat_template if isinstance(getattr(tokenizer, "chat_template", None), str) else ""
+    added = tokenizer.get_added_vocab() if hasattr(tokenizer, "get_added_vocab") else {}
+    written = sorted((i, t) for t, i in added.items() if t in template)
+    size = int(getattr(tokenizer, "vocab_size", 0) or 0)
+    for what, count in rows.items():
+        if count is None:
+            continue
+        if size > count:
+            raise ModelLoadError(f"cannot load model {name!r}: its tokenizer's vocabulary holds {size} tokens, but "
+                                 f"its {what} has {count} rows: the tokenizer is not the weights' own (pass the "
+                                 "model's own tokenizer)")
+        past = [(i, t) for i, t in written if i >= count]
+        if past:
+            raise ModelLoadError(f"cannot load model {name!r}: its chat template writes {past[0][1]!r}, token id "
+                                 f"{past[0][0]}, but its {what} has {count} rows: the tokenizer is not the weights' own")

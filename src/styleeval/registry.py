@@ -4,12 +4,15 @@ statistics and the CLI's commands are each a :class:`Registry`.
 An entry is the object itself, or a lazy ``"module:object"`` string (``"styleeval.backends.local:LocalBackend"``;
 a plain ``"module"`` names the module itself) imported the first time the entry is read: listing the names imports
 nothing. A registry with an entry-point ``group`` adds the installed plugins' entries (``name = "package.module:Class"``
-in the group) as lazy entries the first time it is read; a name registered in code comes first. A name registered
-twice with another object is one ``ValueError`` in every registry (``backend 'naive' is registered twice``);
-:meth:`Registry.unregister` removes one. A registry may be read and changed from several threads: the plugins are read
-once, under its lock, before any reader sees the names; a lazy entry's import runs outside it (Python's import lock
-makes it one import), its object put in place under it. An entry that cannot be imported is an ``ImportError``
-naming the registry, the name and its target.
+in the group) as lazy entries the first time it is read, each with the distribution that declares it
+(:meth:`Registry.origin`); a name registered in code comes first, and a plugin's entry under it is left out with a
+warning saying so, as is a name two distributions declare (the first on ``sys.path`` wins: the warning names both). A
+name registered twice with another object is one ``ValueError`` in every registry (``backend 'naive' is registered
+twice``); :meth:`Registry.unregister` removes one. A registry may be read and changed from several threads: the plugins
+are read once, under its lock, before any reader sees the names; a lazy entry's import runs outside it (Python's
+import lock makes it one import), its object put in place under it. An entry that cannot be imported, whatever its
+module raises (an ``ImportError``, a ``SyntaxError``, a ``RuntimeError`` of its own...), is an ``ImportError`` naming
+the registry, the name and its target.
 
 >>> separators = Registry("separator")
 >>> separators.add("sep", "os:sep")          # lazy: nothing imported until read
@@ -28,6 +31,7 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -59,6 +63,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._order = order
         self._entries: dict[str, T | str] = {}
         self._lazy: set[str] = set()
+        self._origins: dict[str, str] = {}  # a plugin's name -> "distribution version"
         self._plugins_read = group is None
         self._lock = threading.RLock()  # reentrant: an import under add() may register more entries
 
@@ -102,6 +107,7 @@ class Registry(Mapping[str, T], Generic[T]):
         with self._lock:
             self._entries.pop(name, None)
             self._lazy.discard(name)
+            self._origins.pop(name, None)
 
     # -- reading it ---------------------------------------------------------------------------------------------
     def names(self) -> list[str]:
@@ -127,6 +133,9 @@ class Registry(Mapping[str, T], Generic[T]):
                 obj = _load(target)
             except (ImportError, AttributeError) as err:
                 raise ImportError(f"{self.kind} {name!r} ({target}) cannot be imported: {err}") from err
+            except Exception as err:  # noqa: BLE001  a plugin's module may raise anything: one error naming it
+                raise ImportError(f"{self.kind} {name!r} ({target}) cannot be imported: {type(err).__name__}: "
+                                  f"{err}") from err
             with self._lock:
                 if name in self._lazy and self._entries.get(name) == target:  # its import did not register it
                     if self._check is not None:
@@ -144,6 +153,13 @@ class Registry(Mapping[str, T], Generic[T]):
         """The entries already imported, nothing imported now (a backend never opened has nothing to clear)."""
         with self._lock:
             return [(n, o) for n, o in self._entries.items() if n not in self._lazy]  # type: ignore[misc]
+
+    def origin(self, name: str) -> str | None:
+        """``"distribution version"`` of the installed distribution whose entry point registered ``name``, else
+        ``None`` (registered in code)."""
+        self._read_plugins()
+        with self._lock:
+            return self._origins.get(name)
 
     def target(self, name: str) -> str | None:
         """The ``"module:object"`` a lazy entry names, else ``None``."""
@@ -178,9 +194,24 @@ class Registry(Mapping[str, T], Generic[T]):
         with self._lock:  # the flag set after the entries are in: no reader sees a registry without its plugins
             if self._plugins_read:
                 return
+            declared: dict[str, tuple[str, str]] = {}  # name -> (distribution, target) of the entry used
             for entry in entry_points(group=self.group):
-                if entry.name not in self._entries:
+                origin = _distribution(entry)
+                if entry.name in declared:
+                    first, target = declared[entry.name]
+                    warnings.warn(f"{self.kind} {entry.name!r} is declared by two distributions, {first} ({target}) "
+                                  f"and {origin} ({entry.value}): {first}'s is used (the first on sys.path); "
+                                  "uninstall the other", stacklevel=3)
+                elif entry.name in self._entries:
+                    if self.target(entry.name) != entry.value:
+                        taken = self.target(entry.name) or _qualified(self._entries[entry.name])
+                        warnings.warn(f"{self.kind} {entry.name!r} of {origin} ({entry.value}) is left out: the "
+                                      f"name is taken by {taken} (styleeval's own, or registered in code), which is "
+                                      f"used; {origin} must declare another name", stacklevel=3)
+                else:
+                    declared[entry.name] = (origin, entry.value)
                     self.add(entry.name, entry.value)
+                    self._origins[entry.name] = origin
             self._plugins_read = True
 
     def _sort(self) -> None:
@@ -193,6 +224,19 @@ class Registry(Mapping[str, T], Generic[T]):
     def _names_object(target: str, obj: object) -> bool:
         module, _, attr = target.partition(":")
         return getattr(obj, "__module__", None) == module and getattr(obj, "__qualname__", None) == attr
+
+
+def _distribution(entry: Any) -> str:
+    """``"name version"`` of the distribution that declares an entry point (``"an unnamed distribution"`` where the
+    metadata names none)."""
+    dist = getattr(entry, "dist", None)
+    name = getattr(dist, "name", None) if dist is not None else None
+    return f"{name} {dist.version}" if name else "an unnamed distribution"  # type: ignore[union-attr]
+
+
+def _qualified(obj: Any) -> str:
+    """``module:qualname`` of a registered object (what a lazy entry would name)."""
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', type(obj).__qualname__)}"
 
 
 def _load(target: str) -> Any:

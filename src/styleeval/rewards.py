@@ -14,7 +14,10 @@ weight 0, then equal to ``LogProb.score``'s number. The default weights are expl
 weights").
 
 Rows LogProb cannot score get ``floor``, never an exception in the middle of training: an
-empty or blank completion, a row longer than the scoring model's context, a non-finite score. A truncated
+empty or blank completion, a completion holding a lone surrogate (half of a UTF-16 pair, U+D800 to U+DFFF: no text,
+what a decoder with ``errors="surrogateescape"`` makes of bytes that are not UTF-8; no tokenizer takes it), a row
+longer than the scoring model's context, a non-finite score. The dataset's columns are the user's input, not the
+policy's: a source or style that is not a non-empty text is refused at the first call, naming the row. A truncated
 completion (cut at the trainer's ``max_completion_length``) is scored as the text it is, followed by the
 end-of-turn token: LogProb itself finds that end improbable after a cut sentence (``mask_truncated_completions=True``
 in TRL's config leaves such completions out of the loss instead).
@@ -45,6 +48,7 @@ from typing import Any
 
 from styleeval.errors import RowsWarning, UserError
 from styleeval.logprob import LogProb
+from styleeval.validation import lone_surrogate, surrogate_error
 
 __all__ = ["STYLE_WEIGHT", "WORST_CONTENT", "LogProbReward", "completion_text", "default_floor", "weighted_reward"]
 
@@ -134,8 +138,8 @@ class LogProbReward:
         content_weight, style_weight: the reward is ``content_weight * content + style_weight * style``
             (default 1.0 and :data:`STYLE_WEIGHT`); ``style_weight=0`` rewards content alone, ``content_weight=0``
             style alone.
-        floor: the reward of a row LogProb cannot score (empty or blank completion, longer than the model's
-            context, a non-finite score);
+        floor: the reward of a row LogProb cannot score (empty or blank completion, a lone surrogate in it, longer
+            than the model's context, a non-finite score);
             default :func:`default_floor` (-34.0 with the default weights).
         **logprob_options: :class:`styleeval.LogProb`'s arguments (``model``, ``base_url``, ``backend``: a backend
             object shared with other scorers, ``dtype``...). ``on_overflow`` and ``progress`` are the reward's own
@@ -191,7 +195,7 @@ class LogProbReward:
                                                                                  "style_column or style=")
         if len(prompts) != n:
             raise UserError(f"{len(prompts)} prompts for {n} completions: one prompt per completion")
-        scored = [i for i, text in enumerate(texts) if text.strip()]
+        scored = [i for i, text in enumerate(texts) if text.strip() and lone_surrogate(text) is None]
         content, style = [math.nan] * n, [math.nan] * n
         with _SCORING:
             if scored:
@@ -218,6 +222,9 @@ class LogProbReward:
         for i, value in enumerate(values):
             if not isinstance(value, str) or not value.strip():
                 raise UserError(f"row {i}: column {name!r} is {value!r}, not a non-empty text")
+            at = lone_surrogate(value)
+            if at is not None:
+                raise surrogate_error(f"row {i}: column {name!r}", value, at)
         return values
 
     def _log_signature(self) -> None:

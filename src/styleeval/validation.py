@@ -50,13 +50,37 @@ def missing_text_error(where: str, value: Any) -> UserError:
                      f"with a warning){hint}")
 
 
+def lone_surrogate(text: str) -> int | None:
+    """Where ``text`` holds a lone surrogate (half of a UTF-16 pair, U+D800 to U+DFFF: what Python's
+    ``surrogateescape`` makes of bytes that are not UTF-8), which is no text a tokenizer or UTF-8 takes; ``None``
+    where it holds none."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return err.start
+    return None
+
+
+def surrogate_error(where: str, text: str, at: int) -> UserError:
+    """The refusal of a text holding a lone surrogate at character ``at`` (:func:`lone_surrogate`), naming ``where``
+    (``"rewrites[3]"``, ``"in.csv, row 1 (line 2): 'source'"``)."""
+    return UserError(f"{where} holds a lone surrogate (U+{ord(text[at]):04X} at character {at}), which is not text "
+                     "and cannot be written as UTF-8")
+
+
 def text_value(value: Any, where: str) -> str:
     """One input text by the rule of this module: a string as it is (empty included), a missing value refused
-    (:func:`missing_text_error`), anything else refused naming its type."""
+    (:func:`missing_text_error`), a lone surrogate refused (:func:`surrogate_error`: no tokenizer takes it), anything
+    else refused naming its type."""
     if is_missing(value):
         raise missing_text_error(where, value)
     if not isinstance(value, str):
         raise UserError(f"{where} is {type(value).__name__}, not str: {value!r:.60}")
+    at = lone_surrogate(value)
+    if at is not None:
+        raise surrogate_error(where, value, at)
     return value
 
 

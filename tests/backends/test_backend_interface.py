@@ -71,7 +71,11 @@ def test_any_backend_serves_logprob_and_the_autorater(tiny_model, tiny_tokenizer
     assert not plain.capabilities
     want = LogProb(backend=local, progress=False).score(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
     got = LogProb(backend=plain, progress=False).score(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
-    assert got.content == pytest.approx(want.content, abs=1e-5) and "backend:plain" in got.signature
+    assert got.content == pytest.approx(want.content, abs=1e-5)
+    # signed as the class that computed (registered nowhere, of no distribution: its module), never as the kind it
+    # declares (issue 59: a plugin inheriting the local backend's kind signed as it)
+    module = TwoCallBackend.__module__
+    assert f"|backend:{module}.TwoCallBackend@{module}|" in got.signature and "backend:plain" not in got.signature
     a = Autorater(backend=local, progress=False).rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)
     b = Autorater(backend=plain, progress=False).rate(JUDGE_SOURCES, JUDGE_REWRITES, JUDGE_STYLE)  # no trees
     assert b.meaning == pytest.approx(a.meaning, abs=1e-4) and b.style == pytest.approx(a.style, abs=1e-4)

@@ -131,3 +131,68 @@ def test_a_spec_that_does_not_parse_is_echoed_without_its_credentials():
     with pytest.raises(UserError) as caught:
         parse_spec("logprob_content:http://ann:s3cr%40t@h/v1")
     assert "'logprob_content:http://***@h/v1'" in str(caught.value) and "s3cr" not in str(caught.value)
+
+
+KEY = "sk-SECRETKEY-123"
+
+
+@pytest.fixture()
+def echoing(fake):
+    """The fake server answering every request 400 with the Authorization header it was sent (issue 59, item 9)."""
+    fake.reject = lambda request: f"bad key: {fake.headers.get('Authorization')}"
+    yield fake
+    fake.reject = None
+
+
+def test_a_server_echoing_the_authorization_header_gets_no_secret_printed(echoing, tiny_model_dir):
+    """Issue 59, item 9: ``error: http://127.0.0.1:46703/v1 answered 400: bad key: Bearer sk-SECRETKEY-123`` on
+    main, in Python and the CLI. The configured key, the URL's credentials (base64 and decoded) and any bearer token
+    or Basic credentials are blanked out of the server's words."""
+    from styleeval import LogProb
+
+    messages = []
+    for attempt in (
+        lambda: ServerClient(echoing.base_url, model="m", api_key=KEY, max_retries=0).batched_prompt_logprobs(
+            [[([1, 2, 3], 2)]]),
+        lambda: LogProb(base_url=echoing.base_url, model="m", tokenizer=str(tiny_model_dir), api_key=KEY,
+                        max_retries=0).score(["a b"], ["c d"], "formal"),
+        lambda: ServerClient(echoing.base_url.replace("http://", "http://ann:s3cr3t-pw@"), model="m",
+                             max_retries=0).batched_prompt_logprobs([[([1, 2, 3], 2)]]),
+    ):
+        with pytest.raises(ServerError) as caught:
+            attempt()
+        messages.append(str(caught.value))
+    assert messages[0].endswith("answered 400: bad key: Bearer ***") and "answered 400: bad key: Bearer ***" in \
+        messages[1]
+    assert messages[2].endswith("answered 400: bad key: Basic ***"), messages[2]
+    assert not any(secret in m for m in messages for secret in (KEY, "SECRETKEY", "s3cr3t", "YW5uOnMzY3IzdC1wdw"))
+    echoing.reject = lambda request: "you sent ann:s3cr3t-pw (user ann, password s3cr3t-pw)"
+    with pytest.raises(ServerError) as caught:
+        ServerClient(echoing.base_url.replace("http://", "http://ann:s3cr3t-pw@"), model="m",
+                     max_retries=0).batched_prompt_logprobs([[([1, 2, 3], 2)]])
+    assert str(caught.value).endswith("answered 400: you sent *** (user ann, password ***)")  # "ann": too short
+
+
+def test_the_cli_prints_no_secret_a_server_echoes(echoing, tiny_model_dir, tmp_path, monkeypatch, capsys):
+    from styleeval.cli import main
+
+    monkeypatch.setenv("STYLEEVAL_API_KEY", KEY)
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"source": "a b", "rewrite": "c d", "style": "formal"}\n', encoding="utf-8")
+    status = main(["score", str(source), "--out", str(tmp_path / "out.jsonl"), "--base-url", echoing.base_url,
+                   "--model", "m", "--tokenizer", str(tiny_model_dir), "--max-retries", "0", "-q"])
+    err = capsys.readouterr().err
+    assert status == 2 and KEY not in err and "SECRETKEY" not in err, err
+    assert err.count("\n") == 1 and err.startswith("styleeval score: error: ") and "bad key: Bearer ***" in err
+
+
+def test_a_served_name_holding_the_key_is_not_signed_with_it(tiny_model_dir):
+    """What a report or a log line shows of a server (the signature's model) goes through the same blanking."""
+    from styleeval import LogProb
+
+    server = FakeOpenAI(name=f"echo-{KEY}")
+    try:
+        logprob = LogProb(base_url=server.base_url, tokenizer=str(tiny_model_dir), api_key=KEY, max_retries=0)
+        assert logprob.signature.fields["model"].startswith("echo-***@server-") and KEY not in logprob.signature
+    finally:
+        server.close()

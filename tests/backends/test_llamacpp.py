@@ -251,6 +251,31 @@ def test_what_is_not_a_gguf_file_is_one_line(tmp_path):
     assert LlamaCppBackend.missing_weights(None) is None
 
 
+def test_a_hostile_chat_template_never_reaches_llama_cpp_python(tiny_model, tiny_tokenizer, tmp_path):
+    """llama-cpp-python compiles every chat template of a file when it opens it, and Jinja folds the constants of a
+    sandbox that intercepts no operator at compile time: on main ``{{ 'x' * 10**10 }}`` built its 10 GB there (issue
+    59, item 3). The templates are checked first: one line naming the file (a fresh process, its address space capped
+    at 4 GB: a regression fails instead of filling the machine)."""
+    import copy
+    import os
+    import subprocess
+
+    from _gguf import write_gguf
+
+    tokenizer = copy.deepcopy(tiny_tokenizer)
+    tokenizer.chat_template = "{{ 'x' * 10**10 }}" + tiny_tokenizer.chat_template
+    path = str(write_gguf(tiny_model, tokenizer, tmp_path / "hostile.gguf"))
+    script = ("import resource\nresource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))\n"
+              "from styleeval.backends.llamacpp import LlamaCppBackend\nfrom styleeval.errors import UserError\n"
+              f"try:\n    LlamaCppBackend({path!r}, n_threads=1)\nexcept UserError as err:\n    print(err)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == (f"the chat template of {path!r} (tokenizer.chat_template) cannot be rendered: it makes more "
+                           "than 16,777,216 characters (a string of 1 character repeated 10000000000 times), folding "
+                           "its constants as Jinja does while compiling\n")
+
+
 def test_the_cli_scores_a_file_with_it(lcpp, tmp_path):
     from styleeval.cli import main
     from styleeval.files import read_scores

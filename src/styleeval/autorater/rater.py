@@ -44,6 +44,7 @@ from styleeval.backends import (
     TokenTree,
     given_or_open,
     shared_backend,
+    signed_backend,
     split_options,
 )
 from styleeval.backends.base import common_prefix_length
@@ -219,7 +220,7 @@ class Autorater:
             fields["tok"] = tokenizer_fingerprint(self.tokenizer)
             if self.chat.folds:
                 fields["sys"] = "folded"
-        fields["backend"] = identity.kind
+        fields["backend"] = signed_backend(self.backend)
         if identity.build:
             fields["build"] = identity.build
         fields["version"] = __version__

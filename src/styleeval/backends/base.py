@@ -134,7 +134,9 @@ class Backend(ABC):
         name: the registered name (``backend="local"``, ``--backend openai``).
         options: the options this backend takes besides the model (:class:`~styleeval.optiontypes.Option`); the CLI,
             the evaluate modules and the metric specs offer them, and :meth:`from_options` rejects any other.
-        kind: what signatures record (``backend:<kind>``); never branched on by callers.
+        kind: what the backend calls itself in messages, and what a built-in backend signs as (``backend:local``);
+            any other signs as :func:`~styleeval.backends.signed_backend` says (its registered name and
+            distribution), whatever it declares here; never branched on by callers.
         app_model: the model the apps (the Space, the metric modules' apps) run when none is named; ``None``: the
             backend's own choice (a server's only model).
         capabilities: optional calls this backend supports (:data:`TREE_LOGPROBS`, :data:`CANDIDATE_LOGPROBS`,

@@ -51,10 +51,12 @@ from styleeval.gguf_files import PRESETS as GGUF_PRESETS
 from styleeval.gguf_files import REAL_WEIGHTS, GGUFInfo, is_gguf_name
 from styleeval.gguf_files import label as gguf_label
 from styleeval.gguf_files import resolve as resolve_gguf
+from styleeval.gguf_header import check_header
 from styleeval.hub import ModelLoadError
 from styleeval.optiontypes import Option
 from styleeval.paths import cache_path
 from styleeval.progress import bar, loading
+from styleeval.templates import check_template, render_chat
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -236,6 +238,8 @@ class LlamaCppBackend(Backend):
         if n_ctx is not None and n_ctx < 2:
             raise UserError(f"n_ctx must be at least 2, got {n_ctx}")
         info = _gguf_info(model)
+        for key, template in check_header(info.path).chat_templates.items():  # llama-cpp-python compiles each
+            check_template(template, f"of {info.path!r} ({key})")
         self.info = info
         self.n_threads = int(n_threads or default_threads())
         self.progress = progress
@@ -259,12 +263,14 @@ class LlamaCppBackend(Backend):
         self._lock = threading.Lock()
         self._cached: list[int] = []  # the prompt tokens whose KV entries are in cells 0..len-1, in BLOCK calls
         self.tokenizer, from_cache = _gguf_tokenizer(info)
+        self.tokenizer.name_or_path = info.path  # what its chat template's errors name (not the cache's folder)
         try:
             self.check_tokenizer()
         except ModelLoadError:
             if not from_cache:
                 raise
             self.tokenizer, _ = _gguf_tokenizer(info, cached=False)
+            self.tokenizer.name_or_path = info.path
             self.check_tokenizer()
 
     def _open(self, llama_cpp: Any, path: str, n_ctx: int) -> Any:
@@ -317,10 +323,13 @@ class LlamaCppBackend(Backend):
         """:data:`PROBE_TEXT` in a chat turn (with the template's control tokens), tokenized by llama.cpp and by
         :attr:`tokenizer`: another id anywhere is a :class:`~styleeval.hub.ModelLoadError` naming the first one."""
         text = PROBE_TEXT
-        if getattr(self.tokenizer, "chat_template", None):
-            text = self.tokenizer.apply_chat_template(
-                [{"role": "system", "content": "Be brief."}, {"role": "user", "content": PROBE_TEXT}],
-                tokenize=False, add_generation_prompt=True)
+        template = getattr(self.tokenizer, "chat_template", None)
+        if isinstance(template, dict):  # tokenizers with several named templates
+            template = template.get("default")
+        if isinstance(template, str) and template:  # rendered within bounds: the file's template is untrusted
+            text = render_chat(self.tokenizer, template, [{"role": "system", "content": "Be brief."},
+                                                          {"role": "user", "content": PROBE_TEXT}],
+                               add_generation_prompt=True, source=f"of {self.info.path!r}")
         mine = list(self.tokenizer.encode(text, add_special_tokens=False))
         theirs = list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         if mine != theirs:

@@ -19,7 +19,9 @@ On top of it this module adds:
   same (a probe that tells no weights apart marks it ``-unverified``).
 
 The API key comes from ``api_key=``, else ``STYLEEVAL_API_KEY``, else ``OPENAI_API_KEY`` (local servers accept
-any key).
+any key). It is never printed: every message of the client and the backend, and the served name a signature records,
+go through :meth:`ServerClient.redact` (the key, the URL's credentials, any bearer token or Basic credentials a
+server's words echo, blanked out).
 """
 
 from __future__ import annotations
@@ -151,7 +153,8 @@ class ServerClient:
             models = self.list_models()
             if len(models) != 1:
                 names = ", ".join(repr(m["id"]) for m in models) or "none"
-                raise UserError(f"{self.base_url} serves {len(models)} models ({names}); pass the model name")
+                raise UserError(self.redact(f"{self.base_url} serves {len(models)} models ({names}); pass the model "
+                                            "name"))
             self._model = str(models[0]["id"])
         return self._model
 
@@ -383,26 +386,31 @@ class ServerClient:
         data = self.transport.request("POST", path, answers.dumps(sent), limit=answers.size_limit(sent))
         return self._read(lambda: answers.read(data, count, self.model, self.served_names))
 
+    def redact(self, text: str) -> str:
+        """``text`` without the API key, the URL's credentials, or any bearer token or Basic credentials (a server's
+        words may echo what it was sent): what every message of this client goes through."""
+        return self.transport.secrets.redact(text)
+
     def _read(self, fn: Callable[[], R]) -> R:
         """``fn()``, an :class:`AnswerError` made a :class:`ServerError` (status 200) naming the server."""
         try:
             return fn()
         except AnswerError as err:
-            raise ServerError(f"{self.base_url} {err}", 200) from None
+            raise ServerError(self.redact(f"{self.base_url} {err}"), 200) from None
 
     def _call(self, fn: Callable[[], R], what: str, row: int | None = None) -> R:
         try:
             return fn()
         except ServerError as err:
-            raise ServerError(err.reason, err.status, row, what) from None
+            raise ServerError(self.redact(err.reason), err.status, row, what) from None
         except TransportError as err:
-            raise ServerError(str(err), err.status, row, what) from None
+            raise ServerError(self.redact(str(err)), err.status, row, what) from None
         except AnswerError as err:
-            raise ServerError(f"{self.base_url} {err}", 200, row, what) from None
+            raise ServerError(self.redact(f"{self.base_url} {err}"), 200, row, what) from None
         except (ValueError, KeyError, AttributeError, TypeError, IndexError) as err:
             # an answer that is not the JSON asked for (wrong shape): the server's fault, not the input's
-            raise ServerError(f"{self.base_url} sent an answer that could not be read ({type(err).__name__}: "
-                              f"{str(err)[:200]})", 200, row, what) from None
+            raise ServerError(self.redact(f"{self.base_url} sent an answer that could not be read "
+                                          f"({type(err).__name__}: {str(err)[:200]})"), 200, row, what) from None
 
     def close(self) -> None:
         """Stop the request threads and close the connections (the client opens new ones if used again)."""
@@ -498,8 +506,8 @@ class ServerBackend(Backend):
         entry = next((m for m in served_models if m.get("id") == self.model_name), None)
         if entry is None:
             names = ", ".join(repr(m.get("id")) for m in served_models) or "none"
-            raise UserError(f"model: {self.base_url} does not serve {self.model_name!r} (it serves {names}); pass "
-                            "the served model name")
+            raise UserError(self.client.redact(f"model: {self.base_url} does not serve {self.model_name!r} (it "
+                                               f"serves {names}); pass the served model name"))
         self.extra_body = dict(extra_body or {})
         if tokenizer is None and need_tokenizer:
             tokenizer = self.model_name
@@ -531,7 +539,7 @@ class ServerBackend(Backend):
     def verify_identity(self) -> Identity:
         """Probe the server now (see :meth:`ServerClient.fingerprint`), and check that the tokenizer is the served
         model's (:meth:`check_tokenizer`)."""
-        identity = Identity(self.model_name, self.client.fingerprint(), "server", self.kind)
+        identity = Identity(self.client.redact(self.model_name), self.client.fingerprint(), "server", self.kind)
         if self.tokenizer is not None:
             self.check_tokenizer()
         self._identity, self._probed = identity, time.monotonic()
@@ -554,9 +562,10 @@ class ServerBackend(Backend):
             if theirs is not None and not _reads_as(self.tokenizer, token, theirs):
                 name = getattr(self.tokenizer, "name_or_path", None) or type(self.tokenizer).__name__
                 mine = self.tokenizer.decode([token])
-                raise UserError(f"tokenizer: {name} is not the tokenizer of the model {self.model_name!r} at "
-                                f"{self.base_url}: it decodes token {token} as {mine!r}, the server as {theirs!r}; "
-                                "pass the served model's tokenizer (tokenizer=<its Hub id or folder>)")
+                raise UserError(self.client.redact(
+                    f"tokenizer: {name} is not the tokenizer of the model {self.model_name!r} at {self.base_url}: it "
+                    f"decodes token {token} as {mine!r}, the server as {theirs!r}; pass the served model's tokenizer "
+                    "(tokenizer=<its Hub id or folder>)"))
 
     def close(self) -> None:
         """Close the client's connections and threads (:meth:`ServerClient.close`)."""

@@ -19,7 +19,8 @@
   ``x-should-retry: true|false`` decides where present.
 - Credentials in ``base_url`` (``http://user:password@host/v1``) are sent as ``Authorization: Basic`` (instead of
   the API key's ``Bearer``, as httpx does) and never printed: messages show ``***@`` (a user name alone may be the
-  token). A redirect is not followed (the API key would go to another URL): it is an error naming where the server
+  token). A server that echoes what it was sent (``bad key: Bearer sk-...``) has the API key, the URL's credentials
+  and any bearer token or Basic credentials blanked out of its words (:attr:`Transport.secrets`). A redirect is not followed (the API key would go to another URL): it is an error naming where the server
   points.
 - A gzip or deflate body is decoded. Failures are :class:`TransportError` with the HTTP status (``None``:
   unreachable or timed out) and a message that says what to do; the caller adds the row.
@@ -53,7 +54,7 @@ from urllib3.util import Retry
 
 from styleeval._version import __version__
 from styleeval.errors import UserError
-from styleeval.http_pools import pool_manager, proxy_for, redacted, split_credentials
+from styleeval.http_pools import Secrets, pool_manager, proxy_for, redacted, split_credentials
 
 INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
@@ -232,6 +233,8 @@ class Transport:
         self.base_url = redacted(base_url.rstrip("/"))
         """The API root as it may be printed (its user-info shown as ``***``)."""
         self._root = bare
+        self.secrets = Secrets.of(api_key, basic)
+        """The configured API key and the URL's credentials: blanked out of every message."""
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self._headers = {"Authorization": basic or f"Bearer {api_key}", "Accept": "application/json",
@@ -248,8 +251,15 @@ class Transport:
 
     def request(self, method: str, path: str, body: bytes | None = None, limit: int = DEFAULT_LIMIT) -> bytes:
         """The body of a 2xx answer to ``method path`` (``body``: JSON bytes), after the retries the module docstring
-        describes; anything else raises :class:`TransportError`, an answer that decodes to more than ``limit`` bytes
-        (the most one to this request can take) at once, not retried."""
+        describes; anything else raises :class:`TransportError` (its message without a secret: :attr:`secrets`), an
+        answer that decodes to more than ``limit`` bytes (the most one to this request can take) at once, not
+        retried."""
+        try:
+            return self._request(method, path, body, limit)
+        except TransportError as err:
+            raise TransportError(self.secrets.redact(str(err)), err.status, err.timed_out) from None
+
+    def _request(self, method: str, path: str, body: bytes | None, limit: int) -> bytes:
         url = self._root + path
         headers = self._headers if body is None else self._json_headers
         retry = self._retry

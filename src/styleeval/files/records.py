@@ -36,7 +36,7 @@ from typing import Any, Literal, NamedTuple
 
 from styleeval.errors import UserError
 from styleeval.escaping import csv_text, csv_untext
-from styleeval.validation import is_missing, missing_text_error
+from styleeval.validation import is_missing, lone_surrogate, missing_text_error, surrogate_error
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -422,11 +422,9 @@ def _text(record: dict[str, Any], column: str, where: str, allow_empty: bool = T
         raise UserError(f"{where}: {column!r} must be a string, got {type(value).__name__} {value!r:.40}")
     if not allow_empty and not value.strip():
         raise UserError(f"{where}: {column!r} is empty")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise UserError(f"{where}: {column!r} holds a lone surrogate (U+{ord(value[err.start]):04X} at character "
-                        f"{err.start}), which is not text and cannot be written as UTF-8") from None
+    at = lone_surrogate(value)
+    if at is not None:
+        raise surrogate_error(f"{where}: {column!r}", value, at)
     return value
 
 

@@ -212,7 +212,7 @@ class LocalBackend(Backend):
             key = (str(model), str(given.get("device")), str(given.get("dtype") or "float32"),
                    model_revision_key(model, load.get("revision")), bool(load.get("trust_remote_code")),
                    repr(load.get("tokenizer")))
-            full = (key, tuple(sorted((k, repr(v)) for k, v in given.items())))
+            full = (cls, key, tuple(sorted((k, repr(v)) for k, v in given.items())))  # a subclass: its own backend
             with Backend._shared_lock:
                 if key not in cls._weights:
                     first = cls(model, device=given.get("device"), dtype=given.get("dtype"), progress=False, **load)
