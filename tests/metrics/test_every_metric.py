@@ -35,7 +35,7 @@ class Overlap(evaluate.Metric):
 
 
 @pytest.fixture(scope="module")
-def offline_specs(tiny_model_dir, judge_model_dir, tmp_path_factory) -> dict[str, str]:
+def offline_specs(tiny_model_dir, judge_model_dir, classifier_dir, tmp_path_factory) -> dict[str, str]:
     """An offline spec of every registered metric (local model folders, a local evaluate module, a score file)."""
     folder = tmp_path_factory.mktemp("overlap")
     (folder / "overlap.py").write_text(textwrap.dedent(MODULE))
@@ -54,6 +54,9 @@ def offline_specs(tiny_model_dir, judge_model_dir, tmp_path_factory) -> dict[str
     for name in ("autorater_meaning", "autorater_style"):
         specs[name] = f"{name}:model={judge_model_dir}:device=cpu"
     specs["precomputed"] = f"precomputed:file={scores}:column=value"
+    for name in ("clf_accuracy", "clf_confidence", "s_clf_emd", "s_clf_kl", "s_clf_js", "s_clf_cosine", "r_clf_emd",
+                 "r_clf_kl", "r_clf_js", "r_clf_cosine"):  # the STYLES rows' styles mapped to the tiny model's labels
+        specs[name] = f"{name}:model={classifier_dir}:labels=positive=positive,polite=neutral,formal=negative"
     return specs
 
 

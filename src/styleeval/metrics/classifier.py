@@ -201,8 +201,13 @@ _SHARED_LOCK = threading.Lock()
 
 def shared_classifier(model: Any, tokenizer: Any = None, device: str | None = None, dtype: str = "float32",
                       batch_size: int = DEFAULT_BATCH) -> StyleClassifier:
-    """A :class:`StyleClassifier` loaded once per process per (model, tokenizer, device, dtype, batch size)."""
-    key = (model if isinstance(model, (str, os.PathLike)) else id(model),
+    """A :class:`StyleClassifier` loaded once per process per (model, tokenizer, device, dtype, batch size); a local
+    folder whose files changed (its fingerprint) is loaded again."""
+    from styleeval.models import model_fingerprint  # noqa: PLC0415 - heavy (torch, via styleeval.models)
+
+    named = isinstance(model, (str, os.PathLike))
+    fingerprint = model_fingerprint(model) if named and os.path.isdir(model) else None
+    key = (os.fspath(model) if named else id(model), fingerprint,
            tokenizer if tokenizer is None or isinstance(tokenizer, (str, os.PathLike)) else id(tokenizer),
            device, dtype, int(batch_size))
     with _SHARED_LOCK:
