@@ -73,7 +73,7 @@ def test_other_styles_get_the_generalised_words():
         PROMPTS["mukherjee-binary"].messages("a", "b", "formal", "meaning")
 
 
-ROWS = (["give me the report now.", "the food was cold."], ["Could you send me the report?", "The food was warm."],
+ROWS = (["give me the report now.", "the food was cold."], ["Could you send me the report?", "Lovely food."],
         ["polite", "positive"])
 
 
@@ -120,7 +120,7 @@ def trained_judge(tiny_tokenizer):
     keys = list(replies)
     prompts = judge.chat.conversation_ids([PROMPTS["mukherjee"].messages(ROWS[0][i], ROWS[1][i], ROWS[2][i], d)
                                            for d, i in keys])
-    train_replies(model, tok, prompts, [replies[k] for k in keys], steps=300, lr=3e-3)
+    train_replies(model, tok, prompts, [replies[k] for k in keys], steps=120, lr=5e-3)
     return model, replies
 
 
