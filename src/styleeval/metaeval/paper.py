@@ -210,6 +210,13 @@ What the rows use:
   LaBSE, COMET, Llama 3.x for LogProb and the LLM-as-Autorater in paper mode: "needs weights", checked in the local
   cache without any network request) or methods outside this package (QuestEval, COMET-Kiwi). With the weights in
   the Hugging Face cache (or `--online`), the same script fills them in.
+- **Table 8** (appendix E, fluency) = `ppl:model=openai-community/gpt2` and
+  `clf_confidence:model=textattack/roberta-base-CoLA:label=LABEL_1` (the paper's `clf_colo`: the CoLA classifier's
+  probability of "acceptable", CoLA's label 1). Both need weights from the Hub: no package on the index ships a CoLA,
+  formality, sentiment or toxicity classifier's weights (searched for issue 62). **Lai et al.'s Table 2** (their
+  C-GYAFC, C-PT16 and R-PT16) is shown from their released per-sentence scores (`lai:<score>`, reproduced) and, with
+  `--classifier NAME=FOLDER`, computed from their checkpoints (a Google Drive folder, not the Hub) converted to a
+  folder as the table's note says.
 - *Rows in italics* are the paper's LLM rows **measured** with a model the paper did not try (`--model`; here
   SmolLM2-135M-Instruct, Q4_1, 10x smaller than its smallest): LogProb, the autorater in the paper's mode (generated
   JSON reply) and in the expected mode (teacher-forced scaffold, never out of format). They sit under the paper's
