@@ -11,7 +11,7 @@ from scipy.special import rel_entr
 from scipy.stats import wasserstein_distance, wasserstein_distance_nd
 from transformers import pipeline
 
-from styleeval.errors import UserError
+from styleeval.errors import RowError, UserError
 from styleeval.metrics import get_metric
 from styleeval.metrics.distributional import cosine, emd, js_divergence, kl_divergence
 
@@ -88,6 +88,12 @@ def test_reference_metrics_keep_the_closest_reference(classifier_dir, rows, prob
 def test_options_that_do_not_apply_are_refused(classifier_dir):
     with pytest.raises(UserError, match="unknown options \\['direction'\\]"):
         get_metric(f"s_clf_kl:model={classifier_dir}:direction=yes")
+    with pytest.raises(UserError, match="unknown options \\['labels'\\]"):
+        get_metric(f"s_clf_js:model={classifier_dir}:labels=a=b")
+    with pytest.raises(UserError, match="only s_clf_emd's direction reads"):
+        get_metric(f"s_clf_emd:model={classifier_dir}:direction=no:label=0")
+    with pytest.raises(RowError, match=r"row 1: its source: \d+ tokens, more than the classifier"):
+        get_metric(f"s_clf_kl:model={classifier_dir}").compute(["fine.", "word " * 400], ["a", "b"])
     with pytest.raises(UserError, match="direction must be yes or no"):
         get_metric(f"s_clf_emd:model={classifier_dir}:direction=maybe")
     assert get_metric(f"s_clf_cosine:model={classifier_dir}").higher_is_better is False

@@ -55,9 +55,10 @@ def offline_specs(tiny_model_dir, judge_model_dir, classifier_dir, tmp_path_fact
         specs[name] = f"{name}:model={judge_model_dir}:device=cpu"
     specs["autorater_fluency"] = f"autorater_fluency:model={judge_model_dir}:device=cpu:prompt=mukherjee"
     specs["precomputed"] = f"precomputed:file={scores}:column=value"
-    for name in ("clf_accuracy", "clf_confidence", "s_clf_emd", "s_clf_kl", "s_clf_js", "s_clf_cosine", "r_clf_emd",
-                 "r_clf_kl", "r_clf_js", "r_clf_cosine"):  # the STYLES rows' styles mapped to the tiny model's labels
+    for name in ("clf_accuracy", "clf_confidence", "s_clf_emd"):  # STYLES mapped to the tiny classifier's labels
         specs[name] = f"{name}:model={classifier_dir}:labels=positive=positive,polite=neutral,formal=negative"
+    for name in ("s_clf_kl", "s_clf_js", "s_clf_cosine", "r_clf_emd", "r_clf_kl", "r_clf_js", "r_clf_cosine"):
+        specs[name] = f"{name}:model={classifier_dir}"
     return specs
 
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from styleeval.errors import UserError
+from styleeval.errors import RowError, UserError
 from styleeval.metrics.base import targets
 from styleeval.metrics.classifier import CLASSIFIER_OPTIONS, ClassifierMetric
 from styleeval.metrics.registry import check_options, register
@@ -98,8 +98,9 @@ class DistributionalMetric(ClassifierMetric):
 
     @classmethod
     def spec_options(cls, **fixed: object) -> tuple[str, ...]:
-        extra = ("direction",) if fixed == {"measure": "emd", "inputs": "source"} else ()
-        return (*CLASSIFIER_OPTIONS, *extra)
+        if fixed == {"measure": "emd", "inputs": "source"}:  # the direction reads the target style's label
+            return (*CLASSIFIER_OPTIONS, "direction")
+        return tuple(o for o in CLASSIFIER_OPTIONS if o not in ("label", "labels"))
 
     @classmethod
     def spec_summary(cls, **fixed: object) -> str:
@@ -127,6 +128,9 @@ class DistributionalMetric(ClassifierMetric):
         if flag not in ("yes", "no", "true", "false"):
             raise UserError(f"direction must be yes or no, got {direction!r}")
         self.direction = corrected and flag in ("yes", "true")
+        if not self.direction and ({"label", "labels"} & {k for k, v in options.items() if v is not None}):
+            raise UserError(f"label= and labels= choose the target style's label, which only s_clf_emd's direction "
+                            f"reads; {self.name} compares whole distributions: leave them out")
         super().__init__(model, **options)  # type: ignore[arg-type]
 
     @classmethod
@@ -141,10 +145,10 @@ class DistributionalMetric(ClassifierMetric):
 
     def signature_fields(self) -> dict[str, object]:
         fields = super().signature_fields()
-        del fields["label"]  # the whole distribution is compared: no label is read...
-        if self.direction:  # ...except the target's, for the direction
-            fields["label"] = self.rule.field
+        if self.direction:  # the target style's label decides the sign
             fields["direction"] = True
+        else:  # the whole distributions are compared: no label is read
+            del fields["label"]
         return fields
 
     def _score(self, sources, rewrites, references, styles):
@@ -155,7 +159,11 @@ class DistributionalMetric(ClassifierMetric):
         q = clf.scores(rewrites)
         groups = targets(self, sources, references)
         flat = [t for refs in groups for t in refs]
-        p_flat = clf.scores(flat)
+        owners = [row for row, refs in enumerate(groups) for _ in refs]
+        try:
+            p_flat = clf.scores(flat)
+        except RowError as err:  # a source's or a reference's row: the caller's
+            raise RowError(owners[err.row], f"its {self.inputs}: {err.reason}") from err
         q_flat = np.repeat(q, [len(refs) for refs in groups], axis=0)
         values = self._measure(p_flat, q_flat)
         out, k = [], 0
