@@ -27,6 +27,7 @@ from styleeval.errors import UserError
 from styleeval.hub import OFFLINE_ADVICE, available_here, go_offline
 from styleeval.logprob import shared_logprob
 from styleeval.metaeval import RatedData, claims
+from styleeval.metaeval.lai import run_lai
 from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
 from styleeval.metrics import get_metric, parse_spec
 from styleeval.metrics._nltk_data import MissingNLTKDataError
@@ -661,8 +662,6 @@ def lai_classifier_table(args: Options) -> str:
     """Lai et al.'s Table 2 (style strength: system-level Pearson r over the 8 systems' means / segment-level
     tau-like per input, averaged): published, from their released scores (``lai:<score>``), and computed from the
     weights where ``args.classifiers`` names a converted folder, else "needs weights" with the way to get them."""
-    from styleeval.metaeval.lai import run_lai  # noqa: PLC0415 - heavy (pandas, scipy, via styleeval.metaeval.lai)
-
     lines = ["### Lai et al. (2022), Table 2: style classifiers (system r / segment tau-like, n = 8 / 640)", "",
              "| row | published | their released scores (`lai:<score>`) | computed from the weights |", "|---|---|---|---|"]
     if "lai_formality" in args.unloaded:
