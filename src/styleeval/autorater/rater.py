@@ -138,7 +138,8 @@ class Autorater:
             token ids (user text that looks like control tokens stays text, and the reply equals the local
             backend's); without it the server renders the chat itself (``/chat/completions``).
         mode: ``"expected"`` (default: deterministic, never breaks format) or ``"paper"`` (the authors' judge).
-        prompt: ``"paper-small"`` (default; the authors' 1B/3B/8B prompt) or ``"paper-70b"``.
+        prompt: ``"paper-small"`` (default; the authors' 1B/3B/8B prompt), ``"paper-70b"``, or Mukherjee et al.'s
+            ``"mukherjee"`` (style, meaning and fluency, one prompt each) or ``"mukherjee-binary"`` (style, 0/1).
         parser: ``"robust"`` (default) or ``"authors"`` (paper mode); a prompt per dimension reads its one number
             with its own parser (``number``) and takes no other.
         seed: sampling seed (``paper-70b``); each row samples with :func:`row_seed` of it.
