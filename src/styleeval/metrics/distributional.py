@@ -19,8 +19,8 @@ The measures, for the classifier's distributions P (source, or reference) and Q 
 - ``emd``: the earth mover's distance with a ground distance of 1 between any two different labels (labels are
   nominal), as Mir et al.'s ``pyemd.emd(P, Q, np.ones((N, N)))`` computes it (pyemd moves the mass that stays in a
   bin for free): half the L1 distance, ``sum_k max(P_k - Q_k, 0)``. For two labels it equals
-  ``scipy.stats.wasserstein_distance([0, 1], [0, 1], P, Q)``; for more, the distance of the labels placed on the
-  vertices of a simplex (``scipy.stats.wasserstein_distance_nd``), both tested. ``s_clf_emd`` is Mir et al.'s
+  ``scipy.stats.wasserstein_distance([0, 1], [0, 1], P, Q)``; for more, the transport problem with cost 1 between
+  different labels solved by ``scipy.optimize.linprog``, both tested. ``s_clf_emd`` is Mir et al.'s
   *direction-corrected* EMD by default (``direction=yes``: negative when the rewrite's probability of the target
   style is lower than the source's; it reads the rows' target styles); ``direction=no`` is the plain distance.
 - ``kl``: KL(P || Q) = ``sum(scipy.special.rel_entr(P, Q))``, the source (or reference) distribution first, as the
