@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from styleeval.autorater import Autorater
-from styleeval.autorater.prompts import PROMPTS
+from styleeval.autorater.prompts import PROMPTS, DimensionPrompt
 from styleeval.errors import UserError
 from styleeval.metrics import get_metric
 from styleeval.random_weights import build_model
@@ -108,25 +108,35 @@ def test_expected_mode_equals_a_plain_forward_pass(prompt, tiny_model, tiny_toke
     assert results.signature.fields["prompt"] == prompt and results.compliance_rate == 1.0
 
 
+SHORT = DimensionPrompt("short-test", templates={"style": "S1: {source}\nS2: {rewrite}\nstyle =",
+                                                 "meaning": "S1: {source}\nS2: {rewrite}\nmeaning =",
+                                                 "fluency": "S: {rewrite}\nfluency ="}, decoding=PROMPTS["mukherjee"].decoding)
+"""A prompt set of the same kind as ``mukherjee`` (the same code path: a prompt per dimension, one number each) with
+short texts, so that a tiny judge learns its replies in seconds (Mukherjee et al.'s are ~350 tokens each here)."""
+
+
 @pytest.fixture(scope="module")
 def trained_judge(tiny_tokenizer):
-    """A tiny judge overfit to answer Mukherjee et al.'s prompts of the two ROWS with known replies."""
+    """A tiny judge overfit to answer SHORT's prompts of the two ROWS with known replies (SHORT registered the way a
+    prompt is added: one entry of PROMPTS)."""
     tok = tiny_tokenizer
     model = build_model("tiny", vocab_size=len(tok), eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
                         pad_token_id=tok.pad_token_id)
-    judge = Autorater(model, tokenizer=tok, mode="paper", prompt="mukherjee", progress=False)
-    replies = {("style", 0): "4", ("meaning", 0): " 5\n\nThe meaning is kept.", ("fluency", 0): "On a scale of 1 to 5: 3",
-               ("style", 1): "6", ("meaning", 1): "2", ("fluency", 1): "Fluent."}
-    keys = list(replies)
-    prompts = judge.chat.conversation_ids([PROMPTS["mukherjee"].messages(ROWS[0][i], ROWS[1][i], ROWS[2][i], d)
-                                           for d, i in keys])
-    train_replies(model, tok, prompts, [replies[k] for k in keys], steps=120, lr=5e-3)
-    return model, replies
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(PROMPTS, SHORT.name, SHORT)
+        judge = Autorater(model, tokenizer=tok, mode="paper", prompt=SHORT.name, progress=False)
+        replies = {("style", 0): "4", ("meaning", 0): " 5\n\nThe meaning is kept.",
+                   ("fluency", 0): "On a scale of 1 to 5: 3", ("style", 1): "6", ("meaning", 1): "2",
+                   ("fluency", 1): "Fluent."}
+        keys = list(replies)
+        prompts = judge.chat.conversation_ids([SHORT.messages(ROWS[0][i], ROWS[1][i], ROWS[2][i], d) for d, i in keys])
+        train_replies(model, tok, prompts, [replies[k] for k in keys], steps=150, lr=1e-2)
+        yield model, replies
 
 
 def test_paper_mode_reads_one_number_per_dimension(trained_judge, tiny_tokenizer):
     model, replies = trained_judge
-    judge = Autorater(model, tokenizer=tiny_tokenizer, mode="paper", prompt="mukherjee", progress=False)
+    judge = Autorater(model, tokenizer=tiny_tokenizer, mode="paper", prompt=SHORT.name, progress=False)
     first, second = judge.rate(*ROWS)
     assert json.loads(first["reply"]) == {d: replies[d, 0] for d in ("style", "meaning", "fluency")}
     assert (first["style"], first["meaning"], first["fluency"], first["parsed"]) == (4.0, 5.0, 3.0, True)
@@ -136,7 +146,7 @@ def test_paper_mode_reads_one_number_per_dimension(trained_judge, tiny_tokenizer
     assert (filled[1]["style"], filled[1]["fluency"]) == (4.0, 3.0)  # the call's readable mean, per dimension
     assert judge.signature.fields["parser"] == "number" and judge.signature.fields["decoding"] == "greedy-16"
     with pytest.raises(UserError, match="one number each, read by its own parser"):
-        Autorater(model, tokenizer=tiny_tokenizer, mode="paper", prompt="mukherjee", parser="robust")
+        Autorater(model, tokenizer=tiny_tokenizer, mode="paper", prompt=SHORT.name, parser="robust")
 
 
 def test_metrics_of_the_prompt_dimensions(judge_model_dir):
