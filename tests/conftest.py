@@ -103,6 +103,19 @@ def tiny_model_dir(tiny_model, tiny_tokenizer, tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def classifier_dir(tmp_path_factory) -> Path:
+    """A tiny random-weight RoBERTa sentiment classifier (labels negative, neutral, positive) and its tokenizer saved
+    with ``save_pretrained``: the style-classifier metrics' model (real code path, random weights)."""
+    from styleeval.random_weights import build_classifier
+
+    model, tokenizer = build_classifier(labels=("negative", "neutral", "positive"))
+    path = tmp_path_factory.mktemp("tiny-classifier")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
 # --- an autorater judge with known replies, and a real vLLM server serving it -------------------------------
 JUDGE_SOURCES = ["give me the report now.", "the food was cold.", "the meeting is on Tuesday."]
 JUDGE_REWRITES = ["Could you send the report?", "The food was warm.", "The meeting is on Monday."]

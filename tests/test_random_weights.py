@@ -56,6 +56,14 @@ def test_the_preset_has_room_for_every_judge_prompt_of_the_bundled_corpora(tmp_p
         checked.append(name)
         rows = list(zip(corpus["source"], corpus["rewrite"], corpus["target_style"], strict=True))
         for prompt in PROMPTS.values():
+            if prompt.per_dimension:  # Mukherjee et al.'s: the task's words depend on the style; each row's bytes
+                for dimension in prompt.dimensions:
+                    sizes = [(len(chat.render(chat.fold(prompt.messages(*row, dimension)),
+                                              add_generation_prompt=True).encode()), row) for row in rows]
+                    size, row = max(sizes)
+                    assert len(chat.conversation_ids([prompt.messages(*row, dimension)])[0]) <= size
+                    longest = max(longest, size)
+                continue
             empty = len(chat.render(chat.fold(prompt.messages("", "", "")), add_generation_prompt=True).encode())
             count = {key: prompt.user.count("{" + key + "}") for key in ("source", "rewrite", "style")}
             bound = [empty + sum(count[k] * len(v.encode()) for k, v in zip(count, row, strict=True)) for row in rows]

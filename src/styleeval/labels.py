@@ -44,7 +44,7 @@ def dataset_label(name: str) -> str:
 
 
 _WORDS = {"bleu": "BLEU", "chrf": "chrF", "ter": "TER", "meteor": "METEOR", "pinc": "PINC", "bleurt": "BLEURT",
-          "comet": "COMET", "bertscore": "BERTScore"}
+          "comet": "COMET", "bertscore": "BERTScore", "emd": "EMD", "kl": "KL", "js": "JS"}
 """How the metrics' own names are written (as their authors and sacrebleu write them); other words are capitalized."""
 
 

@@ -1,6 +1,7 @@
 """Random-weight chat models built offline, in production and in the tests: the ``tiny-random`` preset
 (:func:`styleeval.models.tiny_random_dir`, the model that needs no download; its numbers are marked as from random
-weights) is built here, and so are the tests' and the benchmarks' tiny models.
+weights) is built here, and so are the tests' and the benchmarks' tiny models, and a tiny random text classifier
+(:func:`build_classifier`: the style-classifier metrics' tests).
 
 Nothing here downloads anything: a byte-level BPE tokenizer is trained in-process with the ``tokenizers``
 library and given a chat template, and a ``LlamaForCausalLM`` is built from a config with random weights.
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 LLAMA3_TEMPLATE = (
     "{{ bos_token }}{% for message in messages %}"
@@ -171,3 +172,40 @@ def build_model(
             else:
                 model.lm_head.weight.mul_(head_scale)
     return model.to(dtype).eval()
+
+
+CLASSIFIER_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>"]
+"""RoBERTa's special tokens, in its order (``<s>`` 0, ``<pad>`` 1, ``</s>`` 2)."""
+
+
+def build_classifier(labels: Iterable[str] = ("negative", "positive"), seed: int = 0, hidden_size: int = 32,
+                     corpus: Iterable[str] | None = None):
+    """A ``RobertaForSequenceClassification`` with random weights (2 layers) and a byte-level BPE tokenizer that adds
+    ``<s> ... </s>`` as RoBERTa's does: ``(model, tokenizer)``, the labels named ``labels`` (``id2label`` in that
+    order). What a real classifier's code path needs (tokenizer, padding token, position ids, the classification
+    head), without its weights."""
+    from transformers import (  # noqa: PLC0415 - heavy (transformers)
+        PreTrainedTokenizerFast,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
+
+    names = list(labels)
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=CLASSIFIER_SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(list(corpus if corpus is not None else DEFAULT_CORPUS), trainer=trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
+                                                       special_tokens=[("<s>", 0), ("</s>", 2)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", cls_token="<s>",
+                                        sep_token="</s>", pad_token="<pad>", unk_token="<unk>", model_max_length=128)
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=2,
+                           num_attention_heads=4, intermediate_size=2 * hidden_size, max_position_embeddings=130,
+                           pad_token_id=1, bos_token_id=0, eos_token_id=2, num_labels=len(names),
+                           id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)},
+                           initializer_range=0.5)  # wide weights: probabilities that differ by text
+    torch.manual_seed(seed)
+    model = RobertaForSequenceClassification(config)
+    return model.eval(), tokenizer

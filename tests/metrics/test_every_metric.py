@@ -35,7 +35,7 @@ class Overlap(evaluate.Metric):
 
 
 @pytest.fixture(scope="module")
-def offline_specs(tiny_model_dir, judge_model_dir, tmp_path_factory) -> dict[str, str]:
+def offline_specs(tiny_model_dir, judge_model_dir, classifier_dir, tmp_path_factory) -> dict[str, str]:
     """An offline spec of every registered metric (local model folders, a local evaluate module, a score file)."""
     folder = tmp_path_factory.mktemp("overlap")
     (folder / "overlap.py").write_text(textwrap.dedent(MODULE))
@@ -53,7 +53,12 @@ def offline_specs(tiny_model_dir, judge_model_dir, tmp_path_factory) -> dict[str
         specs[name] = f"{name}:model={tiny_model_dir}:device=cpu"
     for name in ("autorater_meaning", "autorater_style"):
         specs[name] = f"{name}:model={judge_model_dir}:device=cpu"
+    specs["autorater_fluency"] = f"autorater_fluency:model={judge_model_dir}:device=cpu:prompt=mukherjee"
     specs["precomputed"] = f"precomputed:file={scores}:column=value"
+    for name in ("clf_accuracy", "clf_confidence", "s_clf_emd"):  # STYLES mapped to the tiny classifier's labels
+        specs[name] = f"{name}:model={classifier_dir}:labels=positive=positive,polite=neutral,formal=negative"
+    for name in ("s_clf_kl", "s_clf_js", "s_clf_cosine", "r_clf_emd", "r_clf_kl", "r_clf_js", "r_clf_cosine"):
+        specs[name] = f"{name}:model={classifier_dir}"
     return specs
 
 

@@ -19,6 +19,9 @@ Two parsers, each ``reply -> (meaning, style)`` with ``None`` for a rating that 
     is not read.
 
 Any string parses or comes back unparsed (``(None, None)``); no reply raises.
+
+Mukherjee et al.'s prompts ask for one rating per reply: :func:`parse_number` reads it (the first number of the
+reply, once the scale the prompt names is taken out of it).
 """
 
 from __future__ import annotations
@@ -89,6 +92,34 @@ def parse_authors(reply: str) -> Ratings:
     if not isinstance(reply, str):
         return None, None
     return _authors_value(reply, "meaning"), _authors_value(reply, "style")
+
+
+_SCALE = re.compile(r"\b(?:1\s*(?:to|-|–)\s*5|0\s*or\s*1)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+NUMBER_PARSER = "number"
+"""The parser name a one-rating prompt's signature records."""
+
+
+def parse_number(reply: str, ratings: tuple[str, ...] = ("1", "2", "3", "4", "5")) -> float | None:
+    """The rating of a reply that should be one number (Mukherjee et al.'s prompts): the first number in the reply,
+    after the scale the prompt names ("1 to 5", "1-5", "0 or 1") is taken out of it, if it is one of ``ratings``
+    (``4`` and ``4.0`` are 4; ``4.5``, ``6`` or no number: ``None``).
+
+    >>> [parse_number(r) for r in ("4", " 5\\n\\nThe sentiment is now positive.", "On a scale of 1 to 5, I rate it 3.",
+    ...                            "Rating: 4/5", "4.5", "none", "7")]
+    [4.0, 5.0, 3.0, 4.0, None, None, None]
+    >>> parse_number("1 (transferred)", ("0", "1")), parse_number("(0 or 1) = 0", ("0", "1"))
+    (1.0, 0.0)
+    """
+    if not isinstance(reply, str):
+        return None
+    match = _NUMBER.search(_SCALE.sub(" ", reply))
+    if match is None:
+        return None
+    value = float(match.group(0))
+    if not math.isfinite(value) or value != int(value) or str(int(value)) not in ratings:
+        return None
+    return value
 
 
 PARSERS: dict[str, Callable[[str], Ratings]] = {"robust": parse_robust, "authors": parse_authors}

@@ -4,7 +4,9 @@ Two modes, on any :class:`~styleeval.backends.Backend` (a local model or an Open
 
 ``paper``
     The authors' judge (Pauli et al. 2025, appendix D.2): the prompt of :mod:`styleeval.autorater.prompts`, a
-    generated reply, ratings read by a parser (:mod:`styleeval.autorater.parsing`). A row whose rating cannot be
+    generated reply, ratings read by a parser (:mod:`styleeval.autorater.parsing`). Mukherjee et al.'s prompts
+    (``prompt="mukherjee"``, ``"mukherjee-binary"``) ask one prompt per dimension, each reply a number
+    (:func:`~styleeval.autorater.parsing.parse_number`). A row whose rating cannot be
     read stays NaN with ``parsed=False``. The authors filled it with the mean of the readable ratings; that fill
     depends on which rows are averaged, so it is applied once over the whole set being aggregated
     (:func:`fill_unparsed_with_mean`: a meta-evaluation dataset, an evaluate call), never per chunk. Sampling
@@ -21,6 +23,11 @@ Two modes, on any :class:`~styleeval.backends.Backend` (a local model or an Open
 How the scaffold is tokenized: the assistant text (``{"meaning": 3, "style": `` ...) is tokenized on its own and
 appended to the prompt ids; the rating tokens are where the encodings of ``<scaffold>1`` .. ``<scaffold>5`` part
 (for Llama 3 the digits ``1``..``5``; for a tokenizer that glues the space to a digit, `` 1``..`` 5``).
+
+With a prompt per dimension (Mukherjee et al.'s, whose user turn ends on "rating (on a scale of 1 to 5) ="), expected
+mode reads the first token of the judge's reply: the probabilities of the prompt's ratings (``1``..``5``, or ``0`` and
+``1`` for the binary prompt) at the start of the assistant turn, renormalised over them, and the rating is their
+expectation (the binary prompt's: the probability of ``1``). Each dimension is its own pass.
 """
 
 from __future__ import annotations
@@ -35,8 +42,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from styleeval._version import __version__
-from styleeval.autorater.parsing import get_parser
-from styleeval.autorater.prompts import JudgePrompt, get_prompt
+from styleeval.autorater.parsing import NUMBER_PARSER, get_parser, parse_number
+from styleeval.autorater.prompts import DimensionPrompt, JudgePrompt, get_prompt
 from styleeval.backends import (
     SERVER_CHAT,
     TREE_LOGPROBS,
@@ -70,7 +77,9 @@ class AutoraterResults(list):
 
     Each row is a dict with ``meaning``, ``style`` (floats), ``parsed`` (bool) and, in paper mode, ``reply`` (the
     raw text), in expected mode ``meaning_probs`` and ``style_probs`` (the five renormalised probabilities of
-    ratings 1..5).
+    ratings 1..5). With a prompt per dimension the row has a rating per dimension the prompt rates (``fluency`` too
+    with ``mukherjee``; ``style`` alone with ``mukherjee-binary``: ``meaning`` is then NaN), ``<dimension>_parsed``,
+    and ``reply`` is a JSON object of each dimension's reply.
     """
 
     def __init__(self, rows: Sequence[dict[str, Any]], signature: str) -> None:
@@ -80,12 +89,12 @@ class AutoraterResults(list):
     @property
     def meaning(self) -> list[float]:
         """The meaning-preservation rating of every row."""
-        return [row["meaning"] for row in self]
+        return [row.get("meaning", math.nan) for row in self]
 
     @property
     def style(self) -> list[float]:
         """The style rating of every row."""
-        return [row["style"] for row in self]
+        return [row.get("style", math.nan) for row in self]
 
     @property
     def compliance_rate(self) -> float:
@@ -130,8 +139,10 @@ class Autorater:
             token ids (user text that looks like control tokens stays text, and the reply equals the local
             backend's); without it the server renders the chat itself (``/chat/completions``).
         mode: ``"expected"`` (default: deterministic, never breaks format) or ``"paper"`` (the authors' judge).
-        prompt: ``"paper-small"`` (default; the authors' 1B/3B/8B prompt) or ``"paper-70b"``.
-        parser: ``"robust"`` (default) or ``"authors"`` (paper mode).
+        prompt: ``"paper-small"`` (default; the authors' 1B/3B/8B prompt), ``"paper-70b"``, or Mukherjee et al.'s
+            ``"mukherjee"`` (style, meaning and fluency, one prompt each) or ``"mukherjee-binary"`` (style, 0/1).
+        parser: ``"robust"`` (default) or ``"authors"`` (paper mode); a prompt per dimension reads its one number
+            with its own parser (``number``) and takes no other.
         seed: sampling seed (``paper-70b``); each row samples with :func:`row_seed` of it.
         max_new_tokens: override the prompt's reply length (paper mode).
         chat_template: a Jinja chat template for tokenizers without one.
@@ -155,7 +166,7 @@ class Autorater:
         tokenizer: Any = None,
         mode: str = "expected",
         prompt: str = "paper-small",
-        parser: str = "robust",
+        parser: str | None = None,
         base_url: str | None = None,
         seed: int = 0,
         max_new_tokens: int | None = None,
@@ -168,9 +179,15 @@ class Autorater:
         if mode not in MODES:
             raise UserError(f"mode: unknown mode {mode!r}; choose 'expected' or 'paper'")
         self.mode = mode
-        self.prompt: JudgePrompt = get_prompt(prompt)
-        self.parser_name = parser
-        self.parse = get_parser(parser)
+        self.prompt: JudgePrompt | DimensionPrompt = get_prompt(prompt)
+        if self.prompt.per_dimension:
+            if parser not in (None, NUMBER_PARSER):
+                raise UserError(f"parser: prompt {self.prompt.name}'s replies are one number each, read by its own "
+                                f"parser ({NUMBER_PARSER}); leave parser out")
+            self.parser_name = NUMBER_PARSER
+        else:
+            self.parser_name = parser or "robust"
+            self.parse = get_parser(self.parser_name)
         if max_new_tokens is not None and max_new_tokens < 1:
             raise UserError(f"max_new_tokens must be positive, got {max_new_tokens}")
         self.decoding = self.prompt.decoding
@@ -256,24 +273,67 @@ class Autorater:
         styles = broadcast_texts("styles", styles, n, allow_empty=False)
         if n == 0:
             return AutoraterResults([], self.signature)
-        conversations = [self.prompt.messages(s, r, st) for s, r, st in zip(sources, rewrites, styles, strict=True)]
-        rows = self._rate_expected(conversations) if self.mode == "expected" else self._rate_paper(conversations)
+        if self.prompt.per_dimension:
+            rows = self._rate_dimensions(sources, rewrites, styles)
+        else:
+            conversations = [self.prompt.messages(s, r, st) for s, r, st in zip(sources, rewrites, styles, strict=True)]
+            rows = self._rate_expected(conversations) if self.mode == "expected" else self._rate_paper(conversations)
         if self.mode == "paper" and fallback == "mean":
-            _fill_with_mean(rows)
+            _fill_with_mean(rows, self.prompt.dimensions)
         return AutoraterResults(rows, self.signature)
 
+    # a prompt per dimension (Mukherjee et al.)
+    def _rate_dimensions(self, sources: list[str], rewrites: list[str], styles: list[str]) -> list[dict[str, Any]]:
+        """Each row's rating of every dimension of a :class:`DimensionPrompt`, one prompt per (row, dimension)."""
+        import torch  # noqa: PLC0415 - heavy (torch)
+
+        prompt = self.prompt
+        assert isinstance(prompt, DimensionPrompt)
+        rows: list[dict[str, Any]] = [{} for _ in sources]
+        values = torch.tensor([float(r) for r in prompt.ratings], dtype=torch.float64)
+        replies: list[dict[str, str]] = [{} for _ in sources]
+        for dimension in prompt.dimensions:
+            conversations = [prompt.messages(s, r, st, dimension)
+                             for s, r, st in zip(sources, rewrites, styles, strict=True)]
+            if self.mode == "paper":
+                for i, reply in enumerate(self._generate(conversations)):
+                    value = parse_number(reply, prompt.ratings)
+                    rows[i][dimension] = math.nan if value is None else value
+                    rows[i][f"{dimension}_parsed"] = value is not None
+                    replies[i][dimension] = reply
+                continue
+            ids = self.chat.conversation_ids(conversations)
+            self._check_context(ids, 16)
+            shared, tails = self._scaffold("", prompt.ratings)
+            probs = torch.softmax(self._rating_logprobs([p + shared for p in ids], [tails] * len(ids)), dim=-1)
+            expected = (probs * values).sum(-1)
+            for i in range(len(ids)):
+                rows[i][dimension] = float(expected[i])
+                rows[i][f"{dimension}_probs"] = probs[i].tolist()
+        for i, row in enumerate(rows):
+            row["parsed"] = self.mode == "expected" or all(row[f"{d}_parsed"] for d in prompt.dimensions)
+            row.setdefault("meaning", math.nan)
+            row.setdefault("style", math.nan)
+            if self.mode == "paper":
+                row["reply"] = json.dumps(replies[i], ensure_ascii=False)
+        return rows
+
     # paper mode
-    def _rate_paper(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+    def _generate(self, conversations: list[list[dict[str, str]]]) -> list[str]:
+        """The judge's reply to each conversation (each row sampled with its own seed)."""
         seeds = [row_seed(self.seed, conv) for conv in conversations]
         if self.chat is not None:  # rendered and tokenized here: user text stays text, on any backend
             prompts = self.chat.conversation_ids(conversations)
             self._check_context(prompts, self.decoding.max_new_tokens)
-            replies = self.backend.generate(prompts, self.decoding, seeds, stop_ids=self._stop_ids())
-        else:  # the server renders the chat (no tokenizer here)
-            if any(_CONTROL_LIKE.search(m["content"]) for conv in conversations for m in conv):
-                warnings.warn("some texts look like chat control tokens and the server renders the chat itself; "
-                              "pass tokenizer=... so that prompts are tokenized locally and stay text", stacklevel=3)
-            replies = self.backend.generate_chat(conversations, self.decoding, seeds)
+            return self.backend.generate(prompts, self.decoding, seeds, stop_ids=self._stop_ids())
+        # the server renders the chat (no tokenizer here)
+        if any(_CONTROL_LIKE.search(m["content"]) for conv in conversations for m in conv):
+            warnings.warn("some texts look like chat control tokens and the server renders the chat itself; "
+                          "pass tokenizer=... so that prompts are tokenized locally and stay text", stacklevel=4)
+        return self.backend.generate_chat(conversations, self.decoding, seeds)
+
+    def _rate_paper(self, conversations: list[list[dict[str, str]]]) -> list[dict[str, Any]]:
+        replies = self._generate(conversations)
         rows = []
         for reply in replies:
             meaning, style = self.parse(reply)
@@ -291,14 +351,15 @@ class Autorater:
         return [self._end_of_turn_id] if self._end_of_turn_id is not None else []
 
     # expected mode
-    def _scaffold(self, text: str) -> tuple[list[int], list[list[int]]]:
+    def _scaffold(self, text: str, ratings: tuple[str, ...] = RATINGS) -> tuple[list[int], list[list[int]]]:
         """Token ids of ``text`` up to where the encodings of ``text + "1"`` .. ``text + "5"`` part, and the five
         rating tails after it (one token each for Llama 3; a tokenizer may glue the space to some digits)."""
-        encoded = self.chat.encoder.plain([text + r for r in RATINGS])
+        encoded = self.chat.encoder.plain([text + r for r in ratings])
         shared = common_prefix_length(encoded)
         tails = [list(e[shared:]) for e in encoded]
         if any(not t for t in tails):
-            raise UserError(f"expected mode: the tokenizer cannot tell the ratings 1-5 apart after {text!r}")
+            raise UserError(f"expected mode: the tokenizer cannot tell the ratings {', '.join(ratings)} apart after "
+                            f"{text!r}")
         return list(encoded[0][:shared]), tails
 
     def _scaffold_tree(self) -> tuple[list[int], list, list, list[list], list[list[list]]] | None:
@@ -392,11 +453,12 @@ class Autorater:
         return meaning_probs, style_lp
 
     def _rating_logprobs(self, contexts: list[list[int]], tails: list[list[list[int]]]) -> torch.Tensor:
-        """(n, 5) float64 log-probabilities of each rating's tail tokens after each context (chain rule)."""
+        """(n, ratings) float64 log-probabilities of each rating's tail tokens after each context (chain rule)."""
         import torch  # noqa: PLC0415 - heavy (torch)
 
         n = len(contexts)
-        out = torch.empty((n, len(RATINGS)), dtype=torch.float64)
+        k = len(tails[0]) if tails else len(RATINGS)
+        out = torch.empty((n, k), dtype=torch.float64)
         single = [i for i in range(n) if all(len(t) == 1 for t in tails[i])]
         by_candidates: dict[tuple[int, ...], list[int]] = {}
         for i in single:
@@ -407,9 +469,9 @@ class Autorater:
                                                         shared_prefixes=True).double()
         if multi:
             pairs = [(contexts[i], tail) for i in multi for tail in tails[i]]
-            lps = self.backend.token_logprobs([c for c, _ in pairs], [t for _, t in pairs], group=len(RATINGS))
+            lps = self.backend.token_logprobs([c for c, _ in pairs], [t for _, t in pairs], group=k)
             sums = torch.tensor([float(lp.double().sum()) for lp in lps], dtype=torch.float64)
-            out[multi] = sums.view(len(multi), len(RATINGS))
+            out[multi] = sums.view(len(multi), k)
         return out
 
     def _check_context(self, prompts: list[list[int]], extra: int) -> None:
@@ -422,9 +484,9 @@ class Autorater:
                                   f"{limit} with {extra} tokens of reply")
 
 
-def _fill_with_mean(rows: list[dict[str, Any]]) -> None:
+def _fill_with_mean(rows: list[dict[str, Any]], dimensions: Sequence[str] = ("meaning", "style")) -> None:
     """The authors' fallback on one call's rows (``fallback="mean"``), per dimension."""
-    for key in ("meaning", "style"):
+    for key in dimensions:
         if not any(r[f"{key}_parsed"] for r in rows):
             warnings.warn(f"no {key} rating could be read from any reply: NaN", stacklevel=3)
         filled = fill_unparsed_with_mean([r[key] if r[f"{key}_parsed"] else math.nan for r in rows])

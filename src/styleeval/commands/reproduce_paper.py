@@ -11,19 +11,21 @@ from __future__ import annotations
 import argparse
 import os
 
+from styleeval.errors import UserError
 from styleeval.hub import go_offline
 
 SUMMARY = "the paper's Tables 3-5 (Pauli et al. 2025) computed and printed beside the published values"
 """What ``styleeval --help`` says of this command."""
 
 EPILOG = """\
-Every row of the three tables is attempted with the metric that implements it (s_paper_bleu for the paper's NLTK
+Every row of the three tables (and of Table 8, fluency) is attempted with the metric that implements it (s_paper_bleu for the paper's NLTK
 BLEU, logprob_content:model=8b for LogProb 8b, ...); cells that cannot be computed say why (missing weights,
 ratings not public, metric not implemented). A corpus that cannot be loaded is said once, in one line on stderr and
 below the tables, and its cells say "not computed (corpus not loaded)"; when none can be loaded, the command stops
 with exit status 2 and writes nothing. Without --online the Hugging Face clients run offline: models that are
 not in the local cache are reported as missing instead of being downloaded. Scores are cached, so a rerun is
-instant. Needs the embeddings extra (pip install 'styleeval[embeddings]') for the cosine rows.
+instant. Needs the embeddings extra (pip install 'styleeval[embeddings]') for the cosine rows. Lai et al.'s style
+classifiers (their Table 2) are shown from their released scores and, with --classifier, computed from the weights.
 """
 
 
@@ -48,7 +50,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "rows as measured, never counted as reproduced, with the paper's claims answered; SmolLM2-135M "
                    "on every corpus: about 50 minutes on 2 cores, resumable (the scores cache keeps every finished "
                    "chunk), seconds once cached")
+    p.add_argument("--classifier", action="append", default=[], metavar="NAME=FOLDER",
+                   help="Lai et al.'s classifier NAME (r-pt16, c-pt16, c-gyafc) converted to FOLDER: its Table 2 row is "
+                   "computed from the weights beside their released scores (repeatable; how to convert their "
+                   "checkpoints: the table's note)")
     p.set_defaults(func=run)
+
+
+def classifier_folders(given: list[str]) -> dict[str, str]:
+    """``--classifier NAME=FOLDER`` options as a dict; a wrong NAME, a missing folder or NAME twice is a
+    :class:`~styleeval.errors.UserError` naming it."""
+    names = ("r-pt16", "c-pt16", "c-gyafc")
+    out: dict[str, str] = {}
+    for item in given:
+        name, sep, folder = item.partition("=")
+        if not sep or name.strip() not in names:
+            raise UserError(f"--classifier {item}: write NAME=FOLDER with NAME one of {', '.join(names)}")
+        if not os.path.isdir(os.path.expanduser(folder.strip())):
+            raise UserError(f"--classifier {item}: {folder.strip()} is not a folder (convert the checkpoint first)")
+        if name.strip() in out:
+            raise UserError(f"--classifier {name.strip()} is given twice; give it once")
+        out[name.strip()] = os.path.expanduser(folder.strip())
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,4 +83,4 @@ def run(args: argparse.Namespace) -> int:
     return reproduce(Options(data_dir=args.data_dir or os.environ.get("STYLEEVAL_DATA_DIR") or None,
                              cache_dir=args.cache_dir, no_cache=args.no_cache, online=args.online,
                              no_progress=args.no_progress, write=args.write,
-                             model=args.model))
+                             model=args.model, classifiers=classifier_folders(args.classifier)))

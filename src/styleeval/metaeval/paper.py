@@ -1,5 +1,6 @@
 """Tables 3, 4 and 5 of Pauli et al. (2025), "Mind the Style Gap", reproduced as far as weights and data allow
-(``styleeval reproduce-paper``).
+(``styleeval reproduce-paper``), with their Table 8 (fluency: GPT-2 perplexity and the CoLA classifier) and Lai et al.
+(2022)'s style classifiers computed beside their released scores (:func:`classifier_sections`).
 
 Every row of the three tables is attempted with the metric that implements it (``s_paper_bleu`` for the paper's NLTK
 BLEU, ``logprob_content:model=8b`` for LogProb 8b, ...). Cells are printed beside the published values; cells that
@@ -23,9 +24,10 @@ from styleeval.backends import backend_class
 from styleeval.corpora import CorpusError, load_corpus
 from styleeval.corpora._files import ENV_DATA_DIR, local_data_dir
 from styleeval.errors import UserError
-from styleeval.hub import OFFLINE_ADVICE, go_offline
+from styleeval.hub import OFFLINE_ADVICE, available_here, go_offline
 from styleeval.logprob import shared_logprob
 from styleeval.metaeval import RatedData, claims
+from styleeval.metaeval.lai import run_lai
 from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
 from styleeval.metrics import get_metric, parse_spec
 from styleeval.metrics._nltk_data import MissingNLTKDataError
@@ -50,6 +52,9 @@ class Options:
     """Metric spec -> why its data cannot be had (found before any work: METEOR's WordNet)."""
     unloaded: dict[str, str] = field(default_factory=dict)
     """Corpus -> why it could not be loaded (found before any work, said once: its cells say "not computed")."""
+    classifiers: dict[str, str] = field(default_factory=dict)
+    """Lai et al.'s style classifiers converted to folders (``r-pt16``, ``c-pt16``, ``c-gyafc`` -> folder;
+    ``--classifier NAME=FOLDER``): their rows are computed from the weights (:data:`LAI_CLASSIFIERS`)."""
 
 
 # Published values, transcribed from the paper. "*" = not significant at the 0.05 level.
@@ -154,7 +159,10 @@ def needs_weights(spec: str) -> str | None:
     """For an LLM metric spec (LogProb, the autorater): ``"needs weights (<id>)"`` when its model is neither a local
     folder nor in the Hugging Face cache -- checked without any network request -- else ``None``."""
     name, opts = parse_spec(spec)
-    if not name.startswith(("logprob_", "autorater_")):
+    if name in CLASSIFIER_METRICS:  # a text-classification model: a folder, or a Hub id in the local cache
+        model = opts.get("model", "")
+        return None if available_here(model) else f"needs weights ({model}: not in the local Hugging Face cache)"
+    if not name.startswith(("logprob_", "autorater_", "ppl")):
         return None
     missing = backend_class(opts.get("backend"), opts.get("base_url")).missing_weights(opts.get("model"))
     return None if missing is None else f"needs weights ({missing})"
@@ -203,6 +211,13 @@ What the rows use:
   LaBSE, COMET, Llama 3.x for LogProb and the LLM-as-Autorater in paper mode: "needs weights", checked in the local
   cache without any network request) or methods outside this package (QuestEval, COMET-Kiwi). With the weights in
   the Hugging Face cache (or `--online`), the same script fills them in.
+- **Table 8** (appendix E, fluency) = `ppl:model=openai-community/gpt2` and
+  `clf_confidence:model=textattack/roberta-base-CoLA:label=LABEL_1` (the paper's `clf_colo`: the CoLA classifier's
+  probability of "acceptable", CoLA's label 1). Both need weights from the Hub: no package on the index ships a CoLA,
+  formality, sentiment or toxicity classifier's weights (searched for issue 62). **Lai et al.'s Table 2** (their
+  C-GYAFC, C-PT16 and R-PT16) is shown from their released per-sentence scores (`lai:<score>`, reproduced) and, with
+  `--classifier NAME=FOLDER`, computed from their checkpoints (a Google Drive folder, not the Hub) converted to a
+  folder as the table's note says.
 - *Rows in italics* are the paper's LLM rows **measured** with a model the paper did not try (`--model`; here
   SmolLM2-135M-Instruct, Q4_1, 10x smaller than its smallest): LogProb, the autorater in the paper's mode (generated
   JSON reply) and in the expected mode (teacher-forced scaffold, never out of format). They sit under the paper's
@@ -498,6 +513,10 @@ def _reproduce(args: Options) -> int:
         parts.append(text)
         for k, v in counts.items():
             totals[k] += v
+    fluency, counts = classifier_sections(args)  # Pauli et al.'s Table 8, Lai et al.'s classifiers
+    parts.append(fluency)
+    for k, v in counts.items():
+        totals[k] += v
     if args.unloaded:  # why, once
         parts.append("Not computed: " + "; ".join(f"{name}, not loaded ({why})" for name, why in args.unloaded.items())
                      + ".")
@@ -587,3 +606,85 @@ def measured_sections(args: Options, content: Measurement, style: Measurement | 
     if "style_gap_testset" in content.data:
         parts.append(claims.disagreements(content, lambda: shared_logprob(model=args.model)))
     return "\n\n".join(p for p in parts if p)
+
+
+# --- Issue 62: Pauli et al.'s Table 8 (fluency) and Lai et al.'s style classifiers ----------------------------------
+CLASSIFIER_METRICS = ("clf_accuracy", "clf_confidence", "s_clf_emd", "s_clf_kl", "s_clf_js", "s_clf_cosine",
+                      "r_clf_emd", "r_clf_kl", "r_clf_js", "r_clf_cosine")
+"""The metrics that read a text-classification model (``model=`` a Hub id or a folder)."""
+TABLE8_COLUMNS = [("Lai", "lai_formality", "all"), ("Alva-M.", "asset", "all"), ("Scia.", None, None),
+                  ("Zieg.", "ziegenbein_appropriateness", "all")]
+TABLE8 = {"ppl": "0.45 0.36 0.24* 0.23", "clf_colo": "0.52 0.43 0.49 0.2"}
+"""Pauli et al.'s Table 8 (Spearman with the human fluency ratings; the paper writes the classifier ``clf_colo``)."""
+FLUENCY_METRICS = {"ppl": "ppl:model=openai-community/gpt2",
+                   "clf_colo": "clf_confidence:model=textattack/roberta-base-CoLA:label=LABEL_1"}
+"""Table 8's rows: GPT-2's perplexity (negated by the meta-evaluation: lower is better) and the CoLA classifier's
+probability of "acceptable" (``LABEL_1``: CoLA's label 1; the paper says "predicted as acceptable", we read the
+probability, the classifier's graded answer, rather than the 0/1 decision, which would tie most rows)."""
+TABLE8_WEIGHTS = ("to fill it, run `styleeval reproduce-paper --online` once with network access (the weights are on "
+                  "the Hugging Face Hub; no package ships them)")
+LAI_CLASSIFIERS = {"r-pt16": ("R-PT16", "label=0", (0.93, 0.33)), "c-pt16": ("C-PT16", "labels=formal=1,informal=0",
+                                                                               (0.93, 0.39)),
+                   "c-gyafc": ("C-GYAFC", "labels=formal=1,informal=0", (0.97, 0.42))}
+"""Lai et al.'s Table 2 rows: name -> (row label, the spec's label rule for their checkpoint converted to a folder,
+published system-level r and segment-level tau-like). Their BERT classifiers give softmax[1] = "formal" (their
+``eval_style.py``); the regressor's one output is its formality score."""
+LAI_CONVERT = ("python -c \"import sys, torch; from transformers import BertForSequenceClassification as M, "
+               "BertTokenizer as T; n = 1 if 'reg' in sys.argv[1] else 2; m = M.from_pretrained('bert-base-cased', "
+               "num_labels=n, problem_type='regression' if n == 1 else None); m.load_state_dict(torch.load(sys.argv[1], "
+               "map_location='cpu')); m.save_pretrained(sys.argv[2]); T.from_pretrained('bert-base-cased')"
+               ".save_pretrained(sys.argv[2])\" checkpoints/bert_cls_xformal.chkpt c-gyafc")
+"""How a checkpoint of Lai et al.'s Google Drive folder (their README's "All the models") becomes a folder the
+classifier metrics load (bert-base-cased's config and tokenizer from the Hub)."""
+
+
+def lai_classifier_spec(name: str, folder: str) -> str:
+    """The metric spec that computes Lai et al.'s classifier ``name`` from its converted ``folder``."""
+    return f"clf_confidence:model={folder}:{LAI_CLASSIFIERS[name][1]}:as=computed-{name}"
+
+
+def classifier_sections(args: Options) -> tuple[str, dict[str, int]]:
+    """Pauli et al.'s Table 8 (fluency) beside ours, and Lai et al.'s Table 2 classifiers computed beside their
+    released per-sentence scores (``lai:<score>``): the Markdown and Table 8's cell counts (Lai's rows are not Pauli et
+    al.'s published cells and are not counted)."""
+    print("Table 8 (fluency)", file=sys.stderr)
+    datasets = [d for _label, d, _s in TABLE8_COLUMNS if d is not None]
+    values, failures = run_table(FLUENCY_METRICS, list(TABLE8), "fluency", datasets, args)
+    for row, reason in list(failures.items()):
+        if reason.startswith("needs weights"):
+            failures[row] = f"{reason}; {TABLE8_WEIGHTS}"
+    text, counts = render("Table 8 (appendix E): fluency", TABLE8_COLUMNS, TABLE8, values, failures, args.unloaded,
+                          rated_rows(args, [d for d in datasets if d not in args.unloaded], "fluency"))
+    return text + "\n\n" + lai_classifier_table(args), counts
+
+
+def lai_classifier_table(args: Options) -> str:
+    """Lai et al.'s Table 2 (style strength: system-level Pearson r over the 8 systems' means / segment-level
+    tau-like per input, averaged): published, from their released scores (``lai:<score>``), and computed from the
+    weights where ``args.classifiers`` names a converted folder, else "needs weights" with the way to get them."""
+    lines = ["### Lai et al. (2022), Table 2: style classifiers (system r / segment tau-like, n = 8 / 640)", "",
+             "| row | published | their released scores (`lai:<score>`) | computed from the weights |", "|---|---|---|---|"]
+    if "lai_formality" in args.unloaded:
+        return "\n".join([*lines, *(f"| {label} | {r} / {t} | {NOT_LOADED} | {NOT_LOADED} |"
+                                    for label, _rule, (r, t) in LAI_CLASSIFIERS.values())])
+    cache = ScoresCache(None if args.no_cache else args.cache_dir)
+    specs = [f"lai:{name}" for name in LAI_CLASSIFIERS]
+    specs += [lai_classifier_spec(name, args.classifiers[name]) for name in LAI_CLASSIFIERS if name in args.classifiers]
+    result = run_lai(specs, "style", data_dir=args.data_dir, cache=cache,
+                     progress=False if args.no_progress else None, plots=False)
+    table2 = result[(result["subset"] == "all") & (result["table"] == 2)]
+
+    def levels(metric: str) -> str:
+        got = table2[table2["metric"] == metric].set_index("level")["value"]
+        return f"{got['system']:.3f} / {got['segment']:.3f}" if len(got) == 2 else "–"
+
+    for name, (label, _rule, (r, t)) in LAI_CLASSIFIERS.items():
+        computed = (levels(f"computed-{name}") if name in args.classifiers else
+                    f"needs weights (not on the Hub: their README's Google Drive folder, `checkpoints/bert_"
+                    f"{'reg' if name == 'r-pt16' else 'cls'}_{'pt16' if 'pt16' in name else 'xformal'}.chkpt`; "
+                    f"convert it with the command below, then `--classifier {name}=FOLDER`)")
+        lines.append(f"| {label} | {r} / {t} | {levels(f'lai:{name}')} | {computed} |")
+    lines += ["", "Converting one of their checkpoints (a `BertForSequenceClassification` state dict on bert-base-cased) "
+              f"into a folder: `{LAI_CONVERT}`. The computed row is `{lai_classifier_spec('c-gyafc', 'FOLDER')}`: "
+              "the classifier's probability of the target style (their `1 - c` on formal->informal lines)."]
+    return "\n".join(lines)

@@ -14,7 +14,9 @@ a sacrebleu-like ``signature``.
 ``s_meteor``       NLTK's METEOR as the paper's ``evaluate`` module called it (WordNet 3.0; ``tok=nltk3.9``)
 ``s_evaluate``     any ``evaluate`` module (``module=bertscore``...); aliases s_bertscore, s_bleurt...
 ``logprob_*``      LogProb content / style (``model=1b`` ...)
-``autorater_*``    LLM-as-autorater meaning / style (``model=3b:mode=paper``, ``base_url=...``)
+``autorater_*``    LLM-as-autorater meaning / style / fluency (``model=3b:mode=paper``, ``prompt=mukherjee``)
+``clf_*``          a text classifier's accuracy / confidence for the target style (``model=...``, ``labels=...``)
+``s_clf_*``        EMD / KL / JS / cosine of its label distributions, source vs rewrite (``r_``: vs reference)
 =================  =======================================================================
 """
 

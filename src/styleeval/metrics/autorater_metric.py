@@ -1,8 +1,9 @@
-"""The LLM autorater (Pauli et al. 2025, D.2) as two metrics: ``autorater_meaning`` and ``autorater_style``.
+"""The LLM autorater (Pauli et al. 2025, D.2; Mukherjee et al. 2025, D) as metrics: ``autorater_meaning``,
+``autorater_style`` and ``autorater_fluency`` (Mukherjee et al.'s fluency prompt: ``prompt=mukherjee``).
 
 Options: those of :data:`styleeval.options.AUTORATER_OPTIONS`: ``model`` (preset, id or path; with ``base_url`` the
 served model name), ``mode`` (``expected`` or
-``paper``), ``prompt`` (``paper-small``, ``paper-70b``), ``parser`` (``robust``, ``authors``), ``base_url``,
+``paper``), ``prompt`` (``paper-small``, ``paper-70b``, ``mukherjee``, ``mukherjee-binary``), ``parser`` (``robust``, ``authors``), ``base_url``,
 ``tokenizer``, ``device``, ``dtype``, ``seed``, ``fill`` (paper mode: ``mean``, the authors' rule, fills every
 unreadable rating with the mean of the readable ones over the whole dataset, once all its rows are rated -- never per
 chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One rating pass serves both dimensions
@@ -12,6 +13,7 @@ chunk; ``none`` leaves NaN), e.g. ``autorater_meaning:model=3b:mode=paper``. One
 
 from __future__ import annotations
 
+from styleeval.autorater.prompts import PROMPTS, get_prompt
 from styleeval.autorater.rater import fill_unparsed_with_mean, shared_autorater
 from styleeval.backends import BackendError
 from styleeval.errors import UserError
@@ -23,10 +25,11 @@ from styleeval.signature import Signature
 _ROWS = RowMemo()  # one rating pass serves both dimensions, whatever the chunking
 
 
+@register("autorater_fluency", dimension="fluency")
 @register("autorater_style", dimension="style")
 @register("autorater_meaning", dimension="meaning")
 class AutoraterMetric(Metric):
-    """One dimension (``meaning`` or ``style``) of :class:`styleeval.Autorater`."""
+    """One dimension (``meaning``, ``style`` or ``fluency``) of :class:`styleeval.Autorater`."""
 
     needs_styles = True
     incremental = True
@@ -39,17 +42,24 @@ class AutoraterMetric(Metric):
 
     @classmethod
     def spec_summary(cls, **fixed: object) -> str:
+        if fixed["dimension"] == "fluency":
+            return "LLM-as-autorater 1-5 rating of fluency (prompt=mukherjee: Mukherjee et al.'s fluency prompt)."
         return f"LLM-as-autorater 1-5 rating of {fixed['dimension']} with the authors' prompts."
 
     def __init__(self, dimension: str, fill: str = "mean", **options: object) -> None:
-        if dimension not in ("meaning", "style"):
-            raise UserError(f"autorater dimension must be 'meaning' or 'style', got {dimension!r}")
+        if dimension not in ("meaning", "style", "fluency"):
+            raise UserError(f"autorater dimension must be 'meaning', 'style' or 'fluency', got {dimension!r}")
         if fill not in ("mean", "none"):
             raise UserError(f"fill must be 'mean' or 'none', got {fill!r}")
         self.dimension = dimension
         self.name = f"autorater_{dimension}"
         self.fill = fill
         self.options = {k: v for k, v in AUTORATER_OPTIONS.from_spec(options).items() if v is not None}
+        rates = get_prompt(str(self.options.get("prompt", "paper-small"))).dimensions
+        if dimension not in rates:
+            rating = [p for p, prompt in PROMPTS.items() if dimension in prompt.dimensions]
+            raise UserError(f"prompt {self.options.get('prompt', 'paper-small')} rates {' and '.join(rates)}, not "
+                            f"{dimension}; choose prompt={' or prompt='.join(rating)}")
 
     @property
     def _key(self) -> tuple:
