@@ -184,6 +184,27 @@ def test_the_tokenizer_is_the_ggufs_own(lcpp):
     lcpp.check_tokenizer()
 
 
+def test_the_tokenizer_signs_alike_read_from_the_file_or_from_the_cache(tiny_model, tiny_tokenizer, tmp_path):
+    """The first open reads the GGUF's tokenizer from the file, later ones from styleeval's cache: both must be the
+    same tokenizer, with the same ``tok:`` field. A Qwen2 tokenizer read from a GGUF has no normalizer, and NFC once
+    saved and read back (the Hub's has NFC): the first judge of a process on Qwen2.5-Coder-0.5B signed
+    ``tok:2b30df480f25``, every later one ``tok:a503704b48f3``. What is used is the tokenizer read back, each time."""
+    from _gguf import write_gguf
+
+    from styleeval.backends.llamacpp import _gguf_tokenizer
+    from styleeval.gguf_files import read_info
+    from styleeval.models import tokenizer_fingerprint
+
+    info = read_info(write_gguf(tiny_model, tiny_tokenizer, tmp_path / "tiny-qwen2.gguf", architecture="qwen2"))
+    fresh, from_cache = _gguf_tokenizer(info, cached=False)
+    kept, again = _gguf_tokenizer(info)
+    assert (from_cache, again) == (False, True)
+    assert type(fresh).__name__ == "Qwen2Tokenizer" and fresh.backend_tokenizer.normalizer is not None
+    assert tokenizer_fingerprint(fresh) == tokenizer_fingerprint(kept)
+    text = "Cafe\u0301 au lait"  # not NFC: both tokenizers give the ids of its NFC form
+    assert fresh.encode(text, add_special_tokens=False) == kept.encode("Caf\u00e9 au lait", add_special_tokens=False)
+
+
 def test_generation_is_deterministic_and_sampling_follows_each_rows_seed(lcpp, pairs):
     prompts = [pairs[0][0], pairs[3][0], pairs[7][0]]
     greedy = Decoding(do_sample=False, max_new_tokens=12)

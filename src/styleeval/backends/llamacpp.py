@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import threading
 import weakref
 from collections.abc import Sequence
@@ -167,12 +168,18 @@ def _gguf_tokenizer(info: GGUFInfo, cached: bool = True) -> tuple[Any, bool]:
         text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelLoadError(f"cannot load model {info.path!r}: transformers cannot read the tokenizer of this GGUF "
                              f"file ({text})") from None
-    try:  # kept for the next process (a damaged one replaced); a cache that cannot be written costs the 10 s again
+    # What is used is always the tokenizer saved and read back, never the one read from the file: they differ (a
+    # Qwen2 tokenizer read from a GGUF has no normalizer; saved and read back, transformers' class gives it NFC, as
+    # the Hub's tokenizer has), and the first open of a file must tokenize and sign as every later one (and as the
+    # local backend's converted folder, also saved and read back).
+    try:  # kept for the next process (a damaged one replaced)
         with atomic_dir(folder) as tmp:
             tokenizer.save_pretrained(tmp)
-    except OSError:
-        pass
-    return tokenizer, False
+        return AutoTokenizer.from_pretrained(str(folder)), False
+    except OSError:  # a cache that cannot be written: read back from a temporary folder (and the 10 s paid again)
+        with tempfile.TemporaryDirectory(prefix="styleeval-tokenizer-") as tmp:
+            tokenizer.save_pretrained(tmp)
+            return AutoTokenizer.from_pretrained(tmp), False
 
 
 def _gguf_info(model: Any) -> GGUFInfo:
