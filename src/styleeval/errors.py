@@ -9,7 +9,17 @@ traceback. It is a ``ValueError``, so that ``except ValueError`` around styleeva
 A scorer raises :class:`RowError` with the index of the row in *its caller's* list; whoever called it with a
 slice of a bigger input (the file runner, a piece of rows) maps ``row`` to its own numbering with
 :meth:`RowError.at`, never by rewriting message text. :class:`RowsWarning` does the same for warnings about
-several rows (rows skipped because they are too long).
+several rows (rows skipped because they are too long): a caller that hands a slice on says how its rows are named
+with :func:`rows_named_by`, and a warning made inside names the caller's rows (a context variable: each thread its
+own; ``warnings.catch_warnings`` would swap the process's filters under other threads).
+
+>>> import warnings
+>>> with warnings.catch_warnings(record=True) as caught, rows_named_by([10, 11, 12].__getitem__):
+...     warnings.simplefilter("always")
+...     with rows_named_by([2, 0].__getitem__):  # the inner call saw rows 2 and 0 of the outer one's
+...         warnings.warn(RowsWarning("rows {rows} skipped", [0, 1]))
+>>> str(caught[0].message)
+'rows [10, 12] skipped'
 
 Advice names an option as the caller's interface takes it (:func:`option_advice`): ``--on-overflow skip`` on the
 command line, ``on_overflow='skip'`` in Python, ``logprob_content:on_overflow=skip`` in a metric spec (``evaluate``,
@@ -145,15 +155,33 @@ class RowError(UserError):
         return err
 
 
-class RowsWarning(UserWarning):
-    """A warning about some rows (caller's numbering in ``rows``); the message is ``template`` with ``{rows}``."""
+_ROW_NAMES: ContextVar[tuple[Callable[[int], int], ...]] = ContextVar("styleeval_row_names", default=())
 
-    def __init__(self, template: str, rows: Sequence[int]) -> None:
+
+@contextmanager
+def rows_named_by(to: Callable[[int], int]) -> Iterator[None]:
+    """Inside, a :class:`RowsWarning` made about row ``i`` names the caller's row ``to(i)`` (nested: the innermost
+    mapping first). For whoever scores a slice of its rows, as :meth:`RowError.at` is for errors."""
+    token = _ROW_NAMES.set((*_ROW_NAMES.get(), to))
+    try:
+        yield
+    finally:
+        _ROW_NAMES.reset(token)
+
+
+class RowsWarning(UserWarning):
+    """A warning about some rows (caller's numbering in ``rows``, through every :func:`rows_named_by` it is made
+    inside); the message is ``template`` with ``{rows}``."""
+
+    def __init__(self, template: str, rows: Sequence[int], *, named: bool = False) -> None:
         self.template = template
-        self.rows = sorted(int(r) for r in rows)
+        rows = [int(r) for r in rows]
+        for to in () if named else reversed(_ROW_NAMES.get()):
+            rows = [int(to(r)) for r in rows]
+        self.rows = sorted(rows)
         shown = str(self.rows[0]) if len(self.rows) == 1 else str(self.rows[:10])  # row 9, rows [3, 9]
         super().__init__(template.format(rows=shown, count=len(self.rows)))
 
     def mapped(self, to: Callable[[int], int]) -> RowsWarning:
         """The same warning with every row mapped by ``to``."""
-        return RowsWarning(self.template, [to(r) for r in self.rows])
+        return RowsWarning(self.template, [to(r) for r in self.rows], named=True)

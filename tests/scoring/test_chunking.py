@@ -72,3 +72,32 @@ def test_no_chunking_changes_a_logprob_score(tiny_model_dir, tmp_path):
 @pytest.mark.parametrize("floor", [1, 7])
 def test_the_floor_is_the_callers(floor):
     assert {len(c) for c in timed_chunks(range(7 * 5), seconds=1e-9, cap=64, first=floor, floor=floor)} == {floor}
+
+
+def test_a_skipped_row_is_named_by_its_row_in_the_data(tiny_model_dir):
+    """A row too long for the model, skipped (``on_overflow=skip``), is named by its position in the data, whatever
+    the chunk it was scored in and the rows of its chunk that repeat another (LogProb's content and style share one
+    pass over the distinct rows): row 35 of 40, in the chunk of rows 32-39 where row 33 repeats row 32. It was named
+    "row 3" (its place in its chunk), or "row 2" (among the distinct rows)."""
+    import random
+    import warnings
+
+    from styleeval.errors import RowsWarning
+
+    words = random.Random(0)
+    long = " ".join("".join(words.choice("qxzjkvw") for _ in range(5)) for _ in range(2500))  # > 4096 tokens
+    rows = _rows(40)
+    for r in rows:
+        r["source_id"] = r["id"]  # every row its own source: chunks of 32 rows, then 8
+        r["rewrite"] = r["rewrite"] or "Kindly."
+    rows[33] = {**rows[32], "id": "toy/33", "source_id": "toy/33"}
+    rows[35]["source"] = long
+    data = RatedData.from_rows(rows, "toy")
+    for name in ("logprob_content", "logprob_style"):
+        metric = get_metric(f"{name}:model={tiny_model_dir}:on_overflow=skip")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            scores = score_dataset(metric, data, min_chunk_rows=32)
+        assert np.flatnonzero(np.isnan(scores)).tolist() == [35]
+        named = [w.message.rows for w in caught if isinstance(w.message, RowsWarning)]
+        assert named == ([[35]] if name == "logprob_content" else []), named  # said once: style reuses the pass

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from styleeval.errors import RowError, UserError
+from styleeval.errors import RowError, UserError, rows_named_by
 from styleeval.signature import Signature
 from styleeval.validation import broadcast_texts, check_rewrites, check_texts, empty_rewrites_told
 
@@ -228,7 +228,8 @@ class RowMemo:
         missing = list(dict.fromkeys(row for row in wanted if row not in table))
         if missing:
             try:
-                results = compute([r[0] for r in missing], [r[1] for r in missing], [r[2] for r in missing])
+                with rows_named_by(lambda i: wanted.index(missing[i])):  # warnings too name the caller's rows
+                    results = compute([r[0] for r in missing], [r[1] for r in missing], [r[2] for r in missing])
             except RowError as err:  # a row of ``missing``: named as the caller's
                 if not 0 <= err.row < len(missing):
                     raise

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from styleeval.errors import RowError, UserError
+from styleeval.errors import RowError, UserError, rows_named_by
 from styleeval.files.runner import FULL_CHUNK_ROWS, timed_chunks
 from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
@@ -35,8 +35,8 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     shards' rows; when shard files exist but miss rows, it raises :class:`ShardError` naming the missing shards
     instead of scoring them itself.
 
-    A :class:`~styleeval.errors.RowError` names the row by its position in ``data`` (whatever the chunk it was in);
-    callers that reordered their rows into ``data`` map it back.
+    A :class:`~styleeval.errors.RowError` or :class:`~styleeval.errors.RowsWarning` names the row by its position
+    in ``data`` (whatever the chunk it was in); callers that reordered their rows into ``data`` map it back.
     """
 
     signature, fingerprint = metric.signature, data.fingerprint
@@ -51,7 +51,7 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
 
     def compute(idx: np.ndarray) -> list[float]:
         try:
-            with empty_rewrites_told():  # its caller says it of the whole input, as the input names its rows
+            with empty_rewrites_told(), rows_named_by(lambda i: int(idx[i])):  # a warning names data's rows
                 return metric.compute(
                     [data.sources[i] for i in idx],
                     [data.rewrites[i] for i in idx],
