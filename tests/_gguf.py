@@ -18,18 +18,29 @@ def _permute(weight: np.ndarray, heads: int) -> np.ndarray:
 
 
 def write_gguf(model, tokenizer, path: Path, architecture: str = "llama", drop: tuple[str, ...] = (),
-               vocabulary: int | None = None) -> Path:
+               vocabulary: int | None = None, quantize: gguf.GGMLQuantizationType | None = None) -> Path:
     """``model`` (a ``LlamaForCausalLM``) and its byte-level ``tokenizer`` as a float32 GGUF file at ``path``; the
     tensors named in ``drop`` (llama.cpp's names) are left out; ``vocabulary``: only the first tokens listed (a file
-    whose vocabulary does not match its weights)."""
+    whose vocabulary does not match its weights); ``quantize``: the matrices quantized so (gguf's own quantizer, as
+    llama.cpp's real files are: Q8_0, Q4_1, ...), the norms kept in float32."""
     config = model.config
     writer = gguf.GGUFWriter(str(path), architecture)
     add_tensor = writer.add_tensor
-    writer.add_tensor = lambda name, data: None if name in drop else add_tensor(name, data)
+
+    def add(name: str, data: np.ndarray) -> None:
+        if name in drop:
+            return
+        if quantize is None or data.ndim < 2:
+            add_tensor(name, data)
+        else:
+            add_tensor(name, gguf.quants.quantize(data, quantize), raw_dtype=quantize)
+
+    writer.add_tensor = add
     writer.add_name("tiny random llama")
     writer.add_basename("tiny-llama")
     writer.add_size_label("2L")
-    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32 if quantize is None else
+                         gguf.LlamaFileType[f"MOSTLY_{quantize.name}"])
     writer.add_block_count(config.num_hidden_layers)
     writer.add_context_length(config.max_position_embeddings)
     writer.add_embedding_length(config.hidden_size)

@@ -68,7 +68,7 @@ def test_the_converted_folder_deleted_or_changed_is_rebuilt(tiny_gguf, tiny_mode
     assert (folder / GGUF_MARKER).is_file() and json.loads((folder / GGUF_MARKER).read_text())["sha256"] == info.sha256
     shutil.rmtree(folder)
     assert gguf_folder(info) == folder and (folder / "config.json").is_file()
-    with open(folder / "model.safetensors", "r+b") as f:  # weights changed under the cache: not trusted
+    with open(folder / "model-00001.safetensors", "r+b") as f:  # weights changed under the cache: not trusted
         f.seek(-4, os.SEEK_END)
         f.write(b"\0\0\0\0")
     gguf_folder(info)
@@ -278,3 +278,38 @@ def test_a_vocabulary_that_does_not_fit_the_weights_is_one_line_at_load(tiny_mod
         LogProb(tiny_model, tokenizer=written, progress=False)
     assert str(caught.value) == (f"cannot load model '<model object>': its chat template writes '<|extra|>', token id "
                                  f"{n}, but its input embedding has {n} rows: the tokenizer is not the weights' own")
+
+
+@pytest.mark.parametrize("quantize", [None, "Q8_0", "Q4_1"])
+def test_the_tensor_by_tensor_conversion_equals_transformers_loader_to_the_bit(
+        tiny_model, tiny_tokenizer, tmp_path, monkeypatch, quantize):
+    """styleeval.gguf_convert writes one tensor at a time what transformers' GGUF loader (``from_pretrained(gguf_file=)``,
+    every tensor de-quantized into one dictionary) gives: the same names, shapes and bits, tied head included; shards
+    of at most SHARD_BYTES (here 40 KB: several shards)."""
+    import gguf
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from styleeval import gguf_convert
+
+    qtype = None if quantize is None else gguf.GGMLQuantizationType[quantize]
+    tied = copy.deepcopy(tiny_model)
+    tied.config.tie_word_embeddings = True
+    for model, name in ((tiny_model, "untied"), (tied, "tied")):
+        path = write_gguf(model, tiny_tokenizer, tmp_path / f"{name}.gguf", quantize=qtype)
+        slow = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=path.name, dtype=torch.float32)
+        folder = tmp_path / f"{name}-converted"
+        folder.mkdir()
+        monkeypatch.setattr(gguf_convert, "SHARD_BYTES", 40_000)
+        gguf_convert.convert_tensors(str(path), folder)
+        index = json.loads((folder / gguf_convert.INDEX).read_text(encoding="utf-8"))
+        shards = sorted(set(index["weight_map"].values()))
+        assert len(shards) > 3 and shards[0] == "model-00001.safetensors"
+        fast = {k: v for shard in shards for k, v in load_file(str(folder / shard)).items()}
+        expected = {k: v for k, v in slow.state_dict().items() if not (name == "tied" and k == "lm_head.weight")}
+        assert sorted(fast) == sorted(expected)
+        for key, value in expected.items():
+            assert fast[key].dtype == torch.float32 and torch.equal(fast[key], value), key
+        loaded = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+        ids = torch.tensor([[1, 5, 9, 2]])
+        assert torch.equal(loaded(ids).logits, slow(ids).logits)

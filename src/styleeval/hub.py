@@ -24,6 +24,10 @@ REAL_WEIGHTS = "smollm2-135m"
 """The real-weights preset: a real chat model that needs no Hub account and no GPU (a GGUF file:
 :mod:`styleeval.gguf_files` fetches it; named here, with the other presets)."""
 
+GGUF_PRESET_NAMES = (REAL_WEIGHTS, "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+"""Every GGUF preset (real chat models fetched on first use without a Hub account; :data:`REAL_WEIGHTS` the smallest
+and quickest), in :mod:`styleeval.gguf_files`' order."""
+
 DEFAULT_MODEL = PRESETS["1b"]
 """The model of LogProb and the autorater when none is given (local backend)."""
 UNGATED_PRESET = "qwen-1.5b"
@@ -178,9 +182,9 @@ def looks_like_hub_id(name: str) -> bool:
 
 
 def preset_names() -> tuple[str, ...]:
-    """Every model preset, as ``styleeval list models`` shows them: the GGUF preset :data:`REAL_WEIGHTS`,
+    """Every model preset, as ``styleeval list models`` shows them: the GGUF presets :data:`GGUF_PRESET_NAMES`,
     :data:`PRESETS` and :data:`TINY_RANDOM`."""
-    return (REAL_WEIGHTS, *PRESETS, TINY_RANDOM)
+    return (*GGUF_PRESET_NAMES, *PRESETS, TINY_RANDOM)
 
 
 def did_you_mean(name: str) -> str:

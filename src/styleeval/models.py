@@ -277,10 +277,11 @@ def _converted(root: Path, info: GGUFInfo) -> bool:
 
 
 def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
-    """Read the GGUF with transformers (its tokenizer, config and de-quantized weights) and save a plain float32
-    model folder: a GGUF-loaded model refuses ``save_pretrained``, so the weights move into a model built from the
-    same config without its quantization config."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
+    """Read the GGUF's tokenizer with transformers and write its weights de-quantized to float32 one tensor at a time
+    (:mod:`styleeval.gguf_convert`: transformers' numbers to the bit, in a fraction of the memory its loader takes)."""
+    from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
+
+    from styleeval.gguf_convert import MissingWeights, convert_tensors  # noqa: PLC0415 - heavy (gguf, transformers)
 
     directory, filename = os.path.split(info.path)
     unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
@@ -288,24 +289,22 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     try:
         with _quiet_stderr():
             tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
-            loaded, report = AutoModelForCausalLM.from_pretrained(directory, gguf_file=filename, dtype=torch.float32,
-                                                                  output_loading_info=True)
-    except (ValueError, OSError, KeyError, NotImplementedError, RuntimeError, TypeError) as err:
-        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelLoadError(f"{unreadable}: {text}") from None
-    missing = sorted({*report.get("missing_keys", ()), *(k[0] if isinstance(k, tuple) else k
-                                                          for k in report.get("mismatched_keys", ()))})
-    if missing:  # transformers would fill them with random values: numbers that change with every conversion
+            convert_tensors(info.path, folder)
+    except MissingWeights as err:  # transformers would fill them with random values: numbers that change each time
+        missing = err.names
         raise ModelLoadError(f"{unreadable}: {len(missing)} weight(s) of the model are not in the file "
-                             f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})")
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    plain = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    plain.load_state_dict(loaded.state_dict())
-    plain.generation_config = loaded.generation_config
-    plain.save_pretrained(folder)
+                             f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})") from None
+    except OSError as err:
+        if err.errno is not None:  # writing the folder failed (a full disk): said by gguf_folder
+            raise
+        raise ModelLoadError(f"{unreadable}: {_first_line(err)}") from None
+    except (ValueError, KeyError, NotImplementedError, RuntimeError, TypeError) as err:
+        raise ModelLoadError(f"{unreadable}: {_first_line(err)}") from None
     tokenizer.save_pretrained(folder)
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
 def _quiet_stderr() -> Any:

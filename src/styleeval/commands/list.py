@@ -102,8 +102,8 @@ def model_lines(width: int = 100) -> Iterator[str]:
            "or a .gguf file)")
     rows: list[tuple[str, str]] = []
     for key, source in GGUF_PRESETS.items():
-        rows.append((key, f"{source.label}: a real chat model, fetched on first use without a Hub account (for "
-                          "trying, not for numbers); sha256 pinned"))
+        rows.append((key, f"{source.label}: a real chat model, fetched on first use without a Hub account "
+                          f"({source.size / 1e6:,.0f} MB, sha256 pinned); {source.worth}"))
     for key, hub_id in PRESETS.items():
         what = ("ungated, the size of 1b (not the paper's)" if key == UNGATED_PRESET
                 else "the paper's backbone (gated on the Hub: accept Meta's licence first)")
