@@ -285,7 +285,8 @@ def test_the_tensor_by_tensor_conversion_equals_transformers_loader_to_the_bit(
         tiny_model, tiny_tokenizer, tmp_path, monkeypatch, quantize):
     """styleeval.gguf_convert writes one tensor at a time what transformers' GGUF loader (``from_pretrained(gguf_file=)``,
     every tensor de-quantized into one dictionary) gives: the same names, shapes and bits, tied head included; shards
-    of at most SHARD_BYTES (here 40 KB: several shards)."""
+    of at most SHARD_BYTES (here 40 KB: several shards), large tensors de-quantized in slabs of rows (here 1 KB of
+    the file's bytes at a time)."""
     import gguf
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
@@ -301,6 +302,7 @@ def test_the_tensor_by_tensor_conversion_equals_transformers_loader_to_the_bit(
         folder = tmp_path / f"{name}-converted"
         folder.mkdir()
         monkeypatch.setattr(gguf_convert, "SHARD_BYTES", 40_000)
+        monkeypatch.setattr(gguf_convert, "CHUNK_BYTES", 1_000)  # the embedding de-quantized a few rows at a time
         gguf_convert.convert_tensors(str(path), folder)
         index = json.loads((folder / gguf_convert.INDEX).read_text(encoding="utf-8"))
         shards = sorted(set(index["weight_map"].values()))

@@ -281,7 +281,7 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     (:mod:`styleeval.gguf_convert`: transformers' numbers to the bit, in a fraction of the memory its loader takes)."""
     from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
-    from styleeval.gguf_convert import MissingWeights, convert_tensors  # noqa: PLC0415 - heavy (gguf, transformers)
+    from styleeval.gguf_convert import MissingWeights, convert_tensors  # noqa: PLC0415 - heavy (transformers, via styleeval.gguf_convert)
 
     directory, filename = os.path.split(info.path)
     unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
