@@ -287,9 +287,9 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
                   f"{info.architecture}, quantization {info.quantization})")
     try:
-        with _quiet_stderr():
-            tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
+        with _quiet_stderr():  # the weights first: their buffers are returned to the system before the tokenizer's
             convert_tensors(info.path, folder)
+            tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
     except MissingWeights as err:  # transformers would fill them with random values: numbers that change each time
         missing = err.names
         raise ModelLoadError(f"{unreadable}: {len(missing)} weight(s) of the model are not in the file "
