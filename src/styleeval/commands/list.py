@@ -18,7 +18,14 @@ from collections.abc import Iterator
 
 from styleeval.escaping import terminal_text
 from styleeval.gguf_files import PRESETS as GGUF_PRESETS
-from styleeval.hub import DEFAULT_MODEL, PRESETS, TINY_RANDOM, UNGATED_PRESET
+from styleeval.hub import (
+    DEFAULT_MODEL,
+    MODEL_AGREEMENT,
+    PRESETS,
+    TINY_RANDOM,
+    UNGATED_PRESET,
+    UNKNOWN_AGREEMENT,
+)
 from styleeval.labels import metric_label
 from styleeval.terminal import terminal_width
 
@@ -110,6 +117,7 @@ def model_lines(width: int = 100) -> Iterator[str]:
         rows.append((key, f"{hub_id}: {what}" + ("; the default" if hub_id == DEFAULT_MODEL else "")))
     rows.append((TINY_RANDOM, "a tiny model with random weights, made locally: tests the pipeline; its numbers mean "
                               "nothing (marked 'random weights' wherever shown)"))
+    rows = [(key, f"{text}; agreement with humans: {MODEL_AGREEMENT.get(key, UNKNOWN_AGREEMENT)}") for key, text in rows]
     indent = max(len(k) for k, _ in rows) + 4
     for key, text in rows:
         yield from _entry(key, text, width, indent)
