@@ -117,7 +117,7 @@ def model_lines(width: int = 100) -> Iterator[str]:
         rows.append((key, f"{hub_id}: {what}" + ("; the default" if hub_id == DEFAULT_MODEL else "")))
     rows.append((TINY_RANDOM, "a tiny model with random weights, made locally: tests the pipeline; its numbers mean "
                               "nothing (marked 'random weights' wherever shown)"))
-    rows = [(key, f"{text}; agreement with humans: {MODEL_AGREEMENT.get(key, UNKNOWN_AGREEMENT)}") for key, text in rows]
+    rows = [(key, f"{text}; {MODEL_AGREEMENT.get(key, UNKNOWN_AGREEMENT)}") for key, text in rows]  # what it is worth
     indent = max(len(k) for k, _ in rows) + 4
     for key, text in rows:
         yield from _entry(key, text, width, indent)
