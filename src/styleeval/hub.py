@@ -144,8 +144,7 @@ MODEL_AGREEMENT: dict[str, str] = {
     TINY_RANDOM: "random weights, numbers mean nothing",
     REAL_WEIGHTS: "LogProb content vs the human content ratings of the paper's test set: Spearman 0.28 (measured; "
                   "the paper's Llama 3.2 1B: 0.37): for trying, not for publishing numbers",
-    "1b": "the paper's default; LogProb content vs the human content ratings of its test set: Spearman 0.37 (the "
-          "paper's Table 4)",
+    "1b": "LogProb content vs the human content ratings of the paper's test set: Spearman 0.37 (the paper's Table 4)",
     "3b": "LogProb content vs the human content ratings of the paper's test set: Spearman 0.54, the autorater 0.31 "
           "(the paper's Table 4)",
     "8b": "LogProb content vs the human content ratings of the paper's test set: Spearman 0.63, the autorater 0.67 "
