@@ -55,9 +55,10 @@ def test_the_copy_and_the_human_reference_are_scored_beside_the_systems_and_left
     # shown, marked: report.md, the terminal, report.json
     text = report.to_markdown()
     assert "| (copy source) | 100 [100, 100] | " in text and "| (human reference) | " in text
-    legend = ("(copy source) and (human reference) are baselines, not systems ((copy source): every source copied "
-              "unchanged; (human reference): the first human reference of each source, not scored by "
-              "reference-based metrics")
+    legend = ("(copy source) (every source copied unchanged) and (human reference) (the first human reference of "
+              "each source, not scored by reference-based metrics: against the references it would be scored "
+              "against itself) are baselines, not systems; they are scored on the sources the systems are compared "
+              "on and left out of the significance tests, clusters, rankings and agreement")
     assert legend in text and "Similarity metrics reward copying" in text
     terminal = report.to_text(width=100)
     assert " ".join(legend.split()) in " ".join(terminal.split())
@@ -100,7 +101,7 @@ def test_evaluate_shows_the_copy_baseline_in_every_output(tmp_path, capsys):
     metrics = "logprob_content:model=tiny-random,logprob_style:model=tiny-random,s_bleu"
     assert main(["evaluate", str(table), "--metrics", metrics, "--out", str(out), "--no-progress"]) == 0
     stdout = capsys.readouterr().out
-    assert "(copy source) is a baseline, not a system" in " ".join(stdout.split())
+    assert "(copy source) (every source copied unchanged) is a baseline, not a system" in " ".join(stdout.split())
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "| (copy source) | " in report and HUMAN not in report  # no references: no human reference
     systems = pd.read_csv(out / "systems.csv")

@@ -269,8 +269,8 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
 
 BASELINE_WHAT = {
     "(copy source)": "every source copied unchanged",
-    "(human reference)": "the first human reference of each source, not scored by reference-based metrics (against "
-                         "the references it would be scored against itself)",
+    "(human reference)": "the first human reference of each source, not scored by reference-based metrics: against "
+                         "the references it would be scored against itself",
 }
 """What each baseline is, in the reports' legend (:func:`baselines_legend`)."""
 
@@ -282,7 +282,7 @@ def baselines_legend(report: SystemsReport) -> str:
     if not names:
         return ""
     one = len(names) == 1
-    what = "; ".join(f"{name}: {BASELINE_WHAT.get(name, 'a baseline')}" for name in names)
+    what = " and ".join(f"{name} ({BASELINE_WHAT.get(name, 'a baseline')})" for name in names)
     they = "it is" if one else "they are"
     treated = (f"{they} compared as systems here (--test-baselines): in the tests, clusters and rankings"
                if report.baselines_tested else
@@ -291,8 +291,7 @@ def baselines_legend(report: SystemsReport) -> str:
                "test_baselines=True)")
     copy = (" Similarity metrics reward copying: a system near (copy source) on a content metric may have changed "
             "little." if "(copy source)" in names else "")
-    return (f"{' and '.join(names)} {'is a baseline, not a system' if one else 'are baselines, not systems'} "
-            f"({what}); {treated}.{copy}")
+    return f"{what} {'is a baseline, not a system' if one else 'are baselines, not systems'}; {treated}.{copy}"
 
 
 def to_text(report: SystemsReport, width: int | None = None) -> str:
