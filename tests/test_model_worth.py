@@ -84,3 +84,23 @@ def test_list_models_says_what_each_presets_numbers_are_worth(capsys):
     assert "(marked 'random weights' wherever shown); random weights, numbers mean nothing" in text
     assert "Qwen/Qwen2.5-1.5B-Instruct: ungated, the size of 1b (not the paper's); agreement with humans not measured" \
         in text
+
+
+def test_the_space_content_reading_has_a_threshold_per_model_and_says_how_reliable_it_is():
+    """The Space's "look for swapped, invented or dropped content" fired at 135M on good rewrites (the paper's
+    test-set rewrites that keep the content: mean token probability often below 0.5). Its threshold is now the
+    measured one per preset (scripts/calibrate_reading.py), and where it fires it says how reliable it is there."""
+    import math
+
+    from styleeval.demo import CONTENT_ERROR_AT, READING_CALIBRATION, UNCALIBRATED, Demo, reading_content
+
+    threshold, reliability = READING_CALIBRATION["smollm2-135m"]
+    assert threshold == 0.11 < CONTENT_ERROR_AT and "fires on 45% of" in reliability and "on 52% of" in reliability
+    between = math.log((threshold + CONTENT_ERROR_AT) / 2)  # a 135M good rewrite's typical reading
+    assert reading_content(between, "smollm2-135m").endswith(f"close to a faithful rewrite ({reliability})")
+    assert reading_content(between).endswith(f"look for swapped, invented or dropped content in the highlighted "
+                                             f"tokens ({UNCALIBRATED})")
+    assert reading_content(math.log(threshold / 2), "smollm2-135m").endswith(f"({reliability})")
+    out = Demo(model=TINY, autorater=False).score("give me the report now.", "Could you send me the report?",
+                                                  "polite")
+    assert out["content_reading"].endswith(f"({UNCALIBRATED})")  # random weights: no token is explained
