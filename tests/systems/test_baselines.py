@@ -67,6 +67,11 @@ def test_the_copy_and_the_human_reference_are_scored_beside_the_systems_and_left
     assert saved["baselines"]["names"] == [COPY, HUMAN] and saved["baselines"]["tested"] is False
     assert {(r["system"], r["baseline"]) for r in saved["baselines"]["systems"]} == {(COPY, True), (HUMAN, True)}
     assert not any(r.get("baseline") for r in saved["systems"])
+    # the report's scores compared again: the baselines are known by their names, still not compared
+    from styleeval.systems import compare_systems
+
+    again = compare_systems(report.scores, report.signatures, report.higher_is_better, **FAST)
+    assert again.baseline_names == [COPY, HUMAN] and set(again.systems["system"]) == {"dog", "upper"}
 
 
 def test_asked_for_the_baselines_are_tested_as_systems_and_marked_all_the_same():

@@ -18,7 +18,7 @@ from styleeval.errors import UserError
 from styleeval.labels import counted
 from styleeval.stats.settings import DEFAULT_SETTINGS, TestSettings
 from styleeval.systems.agreement import agreement_frame
-from styleeval.systems.inputs import CorpusInputs, magnitude_limit
+from styleeval.systems.inputs import BASELINES, CorpusInputs, magnitude_limit
 from styleeval.systems.report import HUMAN_PREFIX, Coverage, SystemsReport, coverage_of, lacking_sources
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def compare_systems(
     log: Callable[[str], None] | None = None,
     corpus: Mapping[str, CorpusInputs] | None = None,
     progress: bool | None = None,
-    baselines: Sequence[str] = (),
+    baselines: Sequence[str] | None = None,
     test_baselines: bool = False,
 ) -> SystemsReport:
     """The comparison part of :func:`evaluate_systems`, on per-row scores already computed: ``scores`` has the
@@ -97,8 +97,9 @@ def compare_systems(
     (:class:`~styleeval.stats.TestSettings`). ``progress``: a bar over the metrics compared (``None``: where stderr
     is a terminal).
 
-    ``baselines``: systems of ``scores`` that are reference points, not systems (the copy of the source, a human
-    reference: :data:`~styleeval.systems.inputs.BASELINES`). Each gets its score and CI per metric on the sources the
+    ``baselines``: systems of ``scores`` that are reference points, not systems (default: those of
+    :data:`~styleeval.systems.inputs.BASELINES`, the copy of the source and a human reference, that ``scores`` has:
+    a report's ``scores`` compared again give its numbers). Each gets its score and CI per metric on the sources the
     systems are compared on (those it has a score on), in ``report.baselines``, and is left out of the coverage, the
     tests, the clusters and the agreement; with ``test_baselines`` they are compared as systems (marked in
     ``report.baseline_names`` all the same)."""
@@ -116,7 +117,7 @@ def compare_systems(
         raise UserError(f"sort_by (--sort-by) {sort_by!r} is not among the metrics ({', '.join(labels)})")
 
     present = set(scores["system"])
-    baselines = [b for b in dict.fromkeys(baselines) if b in present]
+    baselines = [b for b in dict.fromkeys(BASELINES if baselines is None else baselines) if b in present]
     aside = [] if test_baselines else baselines  # the baselines shown beside the systems, not compared
     compared = scores[~scores["system"].isin(aside)] if aside else scores
     systems = sorted(compared["system"].unique())
