@@ -8,7 +8,7 @@ purpose (``substitution``: content swapped, ``insertion``: invented, ``deletion`
 (:func:`styleeval.demo.reading_content`) says "look for swapped, invented or dropped content" where the mean
 per-token probability exp(content) is at or below a threshold (0.5 before issue 61). This script scores every row
 with LogProb on ``--model`` and reports, at the old threshold and at the one that best separates the two kinds
-(Youden's J on this set, as :data:`styleeval.demo.READING_THRESHOLDS` takes it), the share of each kind on which the
+(Youden's J on this set, as :data:`styleeval.demo.READING_CALIBRATION` takes it), the share of each kind on which the
 warning fires, also for the good rewrites the raters scored content 4 or more (of 5).
 
     export STYLEEVAL_DATA_DIR=../shared/data
