@@ -144,6 +144,23 @@ TINY_RANDOM = "tiny-random"
 """A preset for trying the pipeline with no weights to download: a 2-layer random-weight Llama with a byte-level
 BPE tokenizer and a Llama-3 chat template, built once on this machine (the test suite's model). Its numbers mean
 nothing; every code path is the real one."""
+MODEL_AGREEMENT: dict[str, str] = {
+    TINY_RANDOM: "random weights, numbers mean nothing",
+    REAL_WEIGHTS: "LogProb content vs the human content ratings of the paper's test set: Spearman 0.28 (measured; "
+                  "the paper's Llama 3.2 1B: 0.37): for trying, not for publishing numbers",
+    "1b": "LogProb content vs the human content ratings of the paper's test set: Spearman 0.37 (the paper's Table 4)",
+    "3b": "LogProb content vs the human content ratings of the paper's test set: Spearman 0.54, the autorater 0.31 "
+          "(the paper's Table 4)",
+    "8b": "LogProb content vs the human content ratings of the paper's test set: Spearman 0.63, the autorater 0.67 "
+          "(the paper's Table 4)",
+    "qwen-1.5b": "agreement with humans not measured (not the paper's model)",
+}
+"""What each preset's numbers are worth: its known agreement with the human ratings (the paper's Table 4, all tasks;
+``smollm2-135m``: measured, README.md's "Quick start"), in every report that uses it
+(:func:`styleeval.labels.model_worth`) and in ``styleeval list models``."""
+UNKNOWN_AGREEMENT = ("agreement with humans not known: measure it (styleeval metaeval --datasets style_gap_testset "
+                     "--model MODEL)")
+"""What a report says of a model that is no preset (or a preset whose agreement is not measured)."""
 WITHOUT_WEIGHTS = (f"or the preset {TINY_RANDOM} to try the pipeline without weights: --model {TINY_RANDOM}, "
                    f"model={TINY_RANDOM} in a metric spec, LogProb(\"{TINY_RANDOM}\") in Python")
 """The advice that ends every model-load error: the preset, as each interface takes it."""

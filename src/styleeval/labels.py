@@ -9,11 +9,12 @@ field says so, on every machine)."""
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from styleeval.hub import TINY_RANDOM
+from styleeval.hub import MODEL_AGREEMENT, PRESETS, REAL_WEIGHTS, TINY_RANDOM, UNKNOWN_AGREEMENT
 from styleeval.signature import Signature
 
 RANDOM_WEIGHTS = "random weights: not for numbers"
@@ -219,6 +220,91 @@ def has_random_weights(signature: Any) -> bool:
     return False
 
 
+def signed_models(signature: Any) -> list[str]:
+    """The models a number signed ``signature`` was computed with: its ``model`` fields (a nested signature's too),
+    without their digests; ``[]`` for anything that is not a signature or names no model.
+
+    >>> signed_models("logprob|model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f|variant:default")
+    ['gguf:smollm2-135M:Q4_1']
+    >>> signed_models("s_bleu|tok:13a")
+    []
+    """
+    try:
+        parsed = Signature.parse(signature)
+    except ValueError:
+        return []
+    out: list[str] = []
+    for key, value in parsed.fields.items():
+        if isinstance(value, Signature):
+            out += [m for m in signed_models(value) if m not in out]
+        elif key == "model" and value.split("@", 1)[0] not in out:
+            out.append(value.split("@", 1)[0])
+    return out
+
+
+def model_preset(model: str) -> str | None:
+    """The preset a signed model name (:func:`signed_models`) is, or ``None``: a Hub id of :data:`~styleeval.hub.
+    PRESETS`, the real-weights GGUF preset's file (``gguf:smollm2-135M:Q4_1``), ``tiny-random``.
+
+    >>> model_preset("meta-llama/Llama-3.2-1B-Instruct"), model_preset("gguf:smollm2-135M:Q4_1")
+    ('1b', 'smollm2-135m')
+    >>> model_preset("my/own-model") is None
+    True
+    """
+    low = model.lower()
+    if low == TINY_RANDOM:
+        return TINY_RANDOM
+    if low == f"gguf:{REAL_WEIGHTS}:q4_1":
+        return REAL_WEIGHTS
+    return next((key for key, hub_id in PRESETS.items() if hub_id.lower() == low), None)
+
+
+@dataclass(frozen=True)
+class ModelWorth:
+    """What a report's numbers of one model are worth: the model (as signed), its preset, the metrics computed with
+    it and its known agreement with the human ratings (:data:`~styleeval.hub.MODEL_AGREEMENT`)."""
+
+    model: str
+    preset: str | None
+    metrics: tuple[str, ...]
+    agreement: str
+
+    def line(self) -> str:
+        """``gguf:smollm2-135M:Q4_1 (smollm2-135m; LogProb content, LogProb style): LogProb content vs ...``."""
+        named = self.model if self.preset in (None, self.model) else f"{self.model} ({self.preset})"
+        return f"{named}, for {', '.join(metric_label(m) for m in self.metrics)}: {self.agreement}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """For ``report.json``."""
+        return {"model": self.model, "preset": self.preset, "metrics": list(self.metrics),
+                "agreement": self.agreement}
+
+
+def model_worth(signatures: Mapping[str, Any]) -> list[ModelWorth]:
+    """One :class:`ModelWorth` per model the metrics of ``signatures`` (label -> signature) were computed with, in
+    the order they first appear: what a report says of each model it uses.
+
+    >>> [w.line() for w in model_worth({"logprob_content": "logprob|model:tiny-random@local-2185",
+    ...                                 "s_bleu": "s_bleu|tok:13a"})]
+    ['tiny-random, for LogProb content: random weights, numbers mean nothing']
+    """
+    metrics: dict[str, list[str]] = {}
+    for label, signature in signatures.items():
+        for model in signed_models(signature):
+            metrics.setdefault(model, []).append(label)
+    out = []
+    for model, labels in metrics.items():
+        preset = model_preset(model)
+        out.append(ModelWorth(model, preset, tuple(labels), MODEL_AGREEMENT.get(preset or "", UNKNOWN_AGREEMENT)))
+    return out
+
+
+def model_worth_lines(signatures: Mapping[str, Any]) -> list[str]:
+    """``Model: <line>`` for each model of ``signatures`` (:func:`model_worth`): the reports' lines on what their
+    numbers are worth."""
+    return [f"Model: {w.line()}" for w in model_worth(signatures)]
+
+
 def warning_field(signature: Any) -> dict[str, str]:
     """``{"warning": RANDOM_WEIGHTS}`` for results signed with random weights, else ``{}``: the key every result dict
     (the evaluate modules', the Space's API) carries beside such numbers.
@@ -251,6 +337,26 @@ def with_warning(frame: Any, random: Iterable[str], column: str = "metric") -> A
     if not random:
         return frame
     return frame.assign(warning=[RANDOM_WEIGHTS if m in random else "" for m in frame[column]])
+
+
+def note_models(fig: Any, signatures: Mapping[str, Any], width: int = 120) -> None:
+    """Write what the figure's model numbers are worth (:func:`model_worth_lines`) across the bottom of a laid-out
+    matplotlib figure, when any of ``signatures`` names a model: the figure grows at the bottom to make room, every
+    axes keeps its place in inches."""
+    lines = [part for line in model_worth_lines(signatures) for part in textwrap.wrap(line, width)]
+    if not lines:
+        return
+    width_in, height = fig.get_size_inches()
+    extra = 0.1 + 0.16 * len(lines)
+    fig.set_size_inches(width_in, height + extra)
+    for ax in fig.axes:  # keep every axes where it was, in inches: the figure grows at the bottom
+        box = ax.get_position()
+        ax.set_position([box.x0, (box.y0 * height + extra) / (height + extra), box.width,
+                         box.height * height / (height + extra)])
+    for text_object in [*fig.texts, *([fig._suptitle] if getattr(fig, "_suptitle", None) else [])]:
+        x, y = text_object.get_position()
+        text_object.set_position((x, (y * height + extra) / (height + extra)))
+    fig.text(0.01, 0.05 / (height + extra), "\n".join(lines), ha="left", va="bottom", color="#333333", fontsize=7)
 
 
 def mark_figure(fig: Any, names: Iterable[str]) -> None:

@@ -46,8 +46,9 @@ def test_a_system_missing_sources_is_named_and_the_counts_are_those_the_statisti
     assert f"# System evaluation\n\n{summary}. Each cell" in report and note in report
     assert "| n | 8 |" in report  # the n row: each system's rows in the statistics, 3 x 8 = 24
     systems = pd.read_csv(out / "systems.csv").set_index("system")
-    assert systems["n"].to_dict() == {"A": 8, "B": 8, "C": 8} and systems["n_missing"].to_dict() == {"A": 2, "B": 2,
-                                                                                                      "C": 0}
+    # the copy baseline (every source) is scored on the same 8 sources as the systems
+    assert systems["n"].to_dict() == {"A": 8, "B": 8, "C": 8, "(copy source)": 8}
+    assert systems["n_missing"].to_dict() == {"A": 2, "B": 2, "C": 0, "(copy source)": 2}
     coverage = json.loads((out / "report.json").read_text(encoding="utf-8"))["coverage"]
     assert coverage == {"systems": 3, "rows": 28, "sources": 10, "shared_sources": 8, "shared_rows": 24,
                         "lacking": {"C": {"sources": 2, "examples": ["s3", "s7"]}}}

@@ -73,7 +73,7 @@ def test_dataset_gives_the_numbers_of_the_hand_made_csv_side_by_side(data_dir, t
     ours = [line for line in report_md.split("## Significant")[0].splitlines() if line.startswith("| ")][:-1]
     worked = README[README.index("**Worked example: Lai"):]
     readme_table = re.findall(r"^\| .*\|$", worked[:worked.index("S-BLEU, S-chrF and R-chrF are")], re.M)
-    assert readme_table == ours and len(ours) == 10
+    assert readme_table == ours and len(ours) == 11  # header, rule, 9 systems, (copy source)
 
 
 def test_the_python_api_takes_a_dataset_and_refuses_two_inputs_or_none(data_dir):
@@ -117,13 +117,13 @@ def test_limit_keeps_the_first_sources_and_says_so(data_dir, tmp_path, capsys):
     assert "9 systems, 45 rows: the first 5 of 80 sources (--limit 5); 1 metric" in err
     assert "note: evaluated on the first 5 of 80 sources (--limit 5): every system's rows of them, 45 rows" in err
     table = pd.read_csv(out / "systems.csv")
-    assert (table["n"] == 5).all() and len(table) == 9 * 4  # s_chrf and the 3 human ratings
+    assert (table["n"] == 5).all() and len(table) == 9 * 4 + 1  # s_chrf and the 3 human ratings; (copy source)
     systems = table[table["metric"] == "s_chrf"].set_index("system")
     high = [r for r in dataset_rows("lai_formality", data_dir) if r["system"] == "HIGH"][:5]
     assert systems.loc["HIGH", "score"] == sacrebleu.corpus_chrf([r["rewrite"] for r in high],
                                                                  [[r["source"] for r in high]]).score
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert len(rows) == 45 and {r["source_id"] for r in rows} == {"0", "1", "2", "3", "4"}
+    assert len(rows) == 45 + 5 and {r["source_id"] for r in rows} == {"0", "1", "2", "3", "4"}  # + the copies
     assert "9 systems, 45 rows: the first 5 of 80 sources (--limit 5). Each cell" in (out / "report.md").read_text()
     assert json.loads((out / "report.json").read_text())["subset"] == "the first 5 of 80 sources (--limit 5)"
 
@@ -133,7 +133,8 @@ def test_limit_in_python_counts_sources_in_the_order_the_rows_first_give_them():
             for s in ("A", "B") for src in ("zz top", "aa bottom", "mm middle")]
     report = evaluate_systems(rows, ["s_chrf:agg=mean"], limit=2, **FAST)
     assert sorted(set(report.scores["source_id"])) == ["aa bottom", "zz top"]  # not the first two in sorted order
-    assert report.scores["row"].tolist() == [0, 1, 3, 4] and report.subset == "the first 2 of 3 sources (limit=2)"
+    given = report.scores[report.scores["system"] != "(copy source)"]  # the copy baseline's rows come last
+    assert given["row"].tolist() == [0, 1, 3, 4] and report.subset == "the first 2 of 3 sources (limit=2)"
     assert evaluate_systems(rows, ["s_chrf:agg=mean"], limit=3, **FAST).subset == ""  # all of them: nothing said
     for bad in (0, -1, True, 2.5):
         with pytest.raises(UserError, match=r"limit must be a positive integer \(the number of sources"):
@@ -167,7 +168,7 @@ def test_sharded_runs_with_limit_put_together_what_one_run_with_limit_reports(da
     whole = json.loads(capsys.readouterr().out)
     for k in (0, 1):
         assert main([*args("sharded"), "--shard", f"{k}/2"]) == 0
-    assert "shard 1/2: rows scored: logprob_content 9 " in capsys.readouterr().err  # source 1, 9 systems
+    assert "shard 1/2: rows scored: logprob_content 10 " in capsys.readouterr().err  # source 1: 9 systems, copy
     assert main(args("sharded")) == 0
     sharded = json.loads(capsys.readouterr().out)
     assert sharded["systems"] == whole["systems"] and {r["n"] for r in whole["systems"]} == {3}

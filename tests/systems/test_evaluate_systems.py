@@ -144,11 +144,12 @@ def test_cli_writes_every_file_and_a_rerun_computes_only_new_metrics(tmp_path, m
     systems = pd.read_csv(out / "systems.csv")
     assert list(systems.columns) == ["system", "metric", "aggregate", "n", "n_missing", "score", "mean", "ci_low",
                                      "ci_high", "cluster"]
-    assert set(systems.metric) == {"s_bleu", "s_chrf"} and len(systems) == 4
+    assert set(systems.metric) == {"s_bleu", "s_chrf"} and len(systems) == 4 + 2  # and the copy baseline's
     pairs = pd.read_csv(out / "pairs.csv")
     assert list(pairs.columns)[:4] == ["metric", "system_a", "system_b", "n_pairs"] and len(pairs) == 2
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
-    assert len(rows) == 24 and set(rows[0]["signatures"]) == {"s_bleu", "s_chrf"}
+    assert len(rows) == 24 + 12 and set(rows[0]["signatures"]) == {"s_bleu", "s_chrf"}  # the copy baseline's last
+    assert [r.get("baseline", False) for r in rows] == [False] * 24 + [True] * 12
     assert json.loads((out / "report.json").read_text())["test"] == "ar"
     assert "# System evaluation" in (out / "report.md").read_text()
 
@@ -179,7 +180,7 @@ def test_sharded_evaluate_puts_the_shards_together(tmp_path, tiny_model_dir, cap
     assert main([*args("whole")]) == 0
     whole = json.loads(capsys.readouterr().out)
     assert main([*args("sharded"), "--shard", "0/3"]) == 0
-    assert "shard 0/3: rows scored: logprob_content 4" in capsys.readouterr().err  # sources 0 and 3, two systems
+    assert "shard 0/3: rows scored: logprob_content 6" in capsys.readouterr().err  # sources 0 and 3: 2 systems, copy
     assert main([*args("sharded")]) == 2
     assert "logprob_content: shard 1/3, 2/3 have not run" in capsys.readouterr().err
     for k in (1, 2):

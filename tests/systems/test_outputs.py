@@ -85,13 +85,13 @@ def test_names_cannot_forge_markdown_rows_or_spreadsheet_formulas(tmp_path):
     assert _evaluate(table, out) == 0
     report = (out / "report.md").read_text(encoding="utf-8")
     table_lines = [line for line in report.split("## Significant")[0].splitlines() if line.startswith("|")]
-    assert len(table_lines) == 2 + 4 + 1  # header, rule, 4 systems, n: no forged row, no broken line
+    assert len(table_lines) == 2 + 4 + 1 + 1  # header, rule, 4 systems, (copy source), n: no forged row or line
     cells = [len(re.findall(r"(?<!\\)\|", line)) for line in table_lines]  # unescaped pipes: the columns
     assert cells == [cells[0]] * len(cells) and "A \\| 99.9 [99, 100] (1) \\|" in report
     systems = pd.read_csv(out / "systems.csv")
-    assert set(systems["system"]) == {forged, "'=HYPERLINK(\"http://x\")", "line\nbreak", "'@sum"}
+    assert set(systems["system"]) == {forged, "'=HYPERLINK(\"http://x\")", "line\nbreak", "'@sum", "(copy source)"}
     rows = [json.loads(line) for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert {r["system"] for r in rows} == {forged, "=HYPERLINK(\"http://x\")", "line\nbreak", "@sum"}
+    assert {r["system"] for r in rows} == {forged, "=HYPERLINK(\"http://x\")", "line\nbreak", "@sum", "(copy source)"}
 
 
 def test_a_system_named_0_keeps_its_name_in_the_space(tmp_path, tiny_model_dir):
@@ -129,11 +129,13 @@ def test_evaluate_prints_the_systems_table_or_json(tmp_path, capsys):
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
     assert lines[0].split() == ["system", "S-BLEU", "↑"] and set(lines[1]) <= {"-", " "}
-    assert {line.split()[0] for line in lines[2:]} == {"A", "B"} and "[" in lines[2] and "(1)" in lines[2]
+    shown = lines[2:lines.index("")]  # then the baselines' legend
+    assert [line.split()[0] for line in shown] == ["A", "B", "(copy"] and "[" in lines[2] and "(1)" in lines[2]
     assert "2 systems, 12 rows, 1 metric," in captured.err
     assert _evaluate(table, tmp_path / "report", "--format", "json") == 0
     out = json.loads(capsys.readouterr().out)
     assert {r["system"] for r in out["systems"]} == {"A", "B"} and out["aggregates"] == {"s_bleu": "mean"}
+    assert out["baselines"]["names"] == ["(copy source)"] and not out["baselines"]["tested"]
 
 
 EIGHT = ("s_bleu", "s_chrf", "s_ter", "s_pinc", "s_paper_bleu", "r_chrf")
@@ -174,8 +176,8 @@ def test_the_terminal_table_fits_the_width_and_keeps_every_number():
              "human_content": float((i + k) % 4), "human_style": float((i * k) % 3)}
             for k, (name, texts) in enumerate(rewrites.items()) for i, (s, r) in enumerate(zip(SOURCES, texts, strict=True))]
     for systems in (rewrites, list(rewrites)[:4], ["copy", "UPPER"]):
-        report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT),
-                                  settings=TestSettings(trials=50, n_boot=20))
+        report = evaluate_systems([r for r in rows if r["system"] in systems], list(EIGHT),  # the layout: no baselines
+                                  settings=TestSettings(trials=50, n_boot=20), baselines=False)
         header, body = _cells(report)
         assert len(header) == 9 and len(" | ".join(header + body[0])) > 200  # as wide as it was
         expected = {(r[0], h): c for r in body for h, c in zip(header[1:], r[1:], strict=True)}
@@ -214,7 +216,9 @@ def test_systems_csv_writes_clusters_as_integers(tmp_path):
     assert main(["evaluate", str(table), "--metrics", "s_bleu,r_chrf", "--out", str(out), "--no-progress"]) == 0
     clusters = pd.read_csv(out / "systems.csv", dtype=str, keep_default_na=False).set_index(["system", "metric"])
     assert clusters["cluster"].to_dict() == {("A", "s_bleu"): "1", ("B", "s_bleu"): "1", ("C", "s_bleu"): "1",
-                                             ("A", "r_chrf"): "1", ("C", "r_chrf"): "2", ("B", "r_chrf"): ""}
+                                             ("A", "r_chrf"): "1", ("C", "r_chrf"): "2", ("B", "r_chrf"): "",
+                                             **{(b, m): "" for b in ("(copy source)", "(human reference)")
+                                                for m in ("s_bleu", "r_chrf")}}  # baselines: in no cluster
 
 
 def _layout(text: str) -> list[tuple[str, list[str], list[str]]]:
@@ -249,7 +253,7 @@ def test_two_systems_that_do_not_fit_side_by_side_are_compared_in_every_table(tm
     layouts = {}
     for systems in (["copy"], ["copy", "UPPER"], ["copy", "UPPER", "dog"]):
         report = evaluate_systems([r for r in rows if r["system"] in systems], ["s_bleu", "s_chrf", "s_ter"],
-                                  settings=TestSettings(trials=50, n_boot=20))
+                                  settings=TestSettings(trials=50, n_boot=20), baselines=False)  # the layout
         for width in (60, 100):
             text = report.to_text(width=width)
             assert max(map(len, text.splitlines())) <= width
@@ -269,7 +273,7 @@ def test_two_systems_that_do_not_fit_side_by_side_are_compared_in_every_table(tm
     monkeypatch.setenv("COLUMNS", "60")
     capsys.readouterr()
     assert main(["evaluate", str(table), "--metrics", "s_bleu,s_chrf,s_ter", "--out", str(tmp_path / "out"),
-                 "--no-progress"]) == 0
+                 "--no-progress", "--no-baselines"]) == 0
     shown = _layout(capsys.readouterr().out)
     assert len(shown) > 1 and {(key, tuple(body)) for key, _, body in shown} == {("system", ("copy", "UPPER"))}
     assert [column for _, columns, _ in shown for column in columns] == metrics

@@ -39,6 +39,10 @@ Instead of IN, --dataset NAME compares the systems of a rated corpus: every syst
 references, its human ratings as human_* columns; NAME is a corpus in which several systems rewrote every
 source (`styleeval list corpora` marks them "systems"; another NAME is refused, naming them).
 --limit N evaluates the first N sources only (every system's rows of them), as the report says.
+Every report shows two baselines beside the systems, marked as such: (copy source), every source copied
+unchanged (similarity metrics reward copying: where a system lands next to it), and (human reference), the first
+reference of each source where the rows have references (not scored by r_* metrics: it is one of the references);
+they are left out of the tests, clusters and agreement (--test-baselines to test them; --no-baselines: none).
 OUT gets rows.jsonl (every row's texts: source, rewrite, style, references; its scores and the metrics'
 signatures), systems.csv (system, metric, aggregate, n, n_missing, score, mean, ci_low, ci_high, cluster; a warning
 column with random weights), pairs.csv (paired tests, Holm-adjusted per metric), report.md, report.json and
@@ -91,6 +95,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="what goes to stdout: the systems table, score [95%% CI] (cluster) per metric (text, default), "
                    "or report.json's content (json); the files in --out are the same either way")
+    p.add_argument("--no-baselines", action="store_false", dest="baselines",
+                   help="leave out the baselines: (copy source), every source copied, and (human reference), the "
+                   "first reference where the rows have references; by default every report shows where they land "
+                   "on every metric, marked as baselines")
+    p.add_argument("--test-baselines", action="store_true",
+                   help="compare the baselines as systems (paired tests, clusters, rankings); by default they are "
+                   "shown beside the systems and left out of them")
     add_allow_missing(p)
     p.add_argument("--no-progress", "--quiet", "-q", action="store_true", dest="no_progress",
                    help="hide progress bars")
@@ -152,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         from styleeval.systems.evaluation import score_shard  # noqa: PLC0415 - heavy (pandas, via styleeval.systems.evaluation)
 
         done = score_shard(rows, metrics, args.shard, out / "cache", style=args.style, progress=progress_choice(args),
-                           data_dir=args.data_dir, limit=args.limit)
+                           data_dir=args.data_dir, limit=args.limit, baselines=args.baselines)
         scored = ", ".join(f"{label} {n}" for label, n in done.items()) or "no LLM metric: nothing to shard"
         print(f"shard {args.shard}: rows scored: {scored} ({time.perf_counter() - start:.1f}s) -> {out / 'cache'}; "
               "when every shard is done, run the same command without --shard", file=sys.stderr)
@@ -160,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     settings = TestSettings(test=args.test, alpha=args.alpha, seed=args.seed)
     report = evaluate_systems(rows, metrics, limit=args.limit, style=args.style, settings=settings,
                               sort_by=args.sort_by, cache_dir=out / "cache", progress=progress_choice(args),
-                              data_dir=args.data_dir,
+                              data_dir=args.data_dir, baselines=args.baselines, test_baselines=args.test_baselines,
                               log=lambda message: print(f"note: {terminal_text(message, lines=True)}",
                                                         file=sys.stderr))
     paths = write_outputs(report, out, plots=not args.no_plots, figure_format=args.figure_format)

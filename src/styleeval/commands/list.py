@@ -18,7 +18,14 @@ from collections.abc import Iterator
 
 from styleeval.escaping import terminal_text
 from styleeval.gguf_files import PRESETS as GGUF_PRESETS
-from styleeval.hub import DEFAULT_MODEL, PRESETS, TINY_RANDOM, UNGATED_PRESET
+from styleeval.hub import (
+    DEFAULT_MODEL,
+    MODEL_AGREEMENT,
+    PRESETS,
+    TINY_RANDOM,
+    UNGATED_PRESET,
+    UNKNOWN_AGREEMENT,
+)
 from styleeval.labels import metric_label
 from styleeval.terminal import terminal_width
 
@@ -96,6 +103,10 @@ def corpus_lines(width: int = 100) -> Iterator[str]:
         yield from _entry(name, text, width, indent)
 
 
+DEFAULT = "; the default"
+"""The end of the default preset's line in ``list models``."""
+
+
 def model_lines(width: int = 100) -> Iterator[str]:
     """The ``models`` section: the model presets, what each names, the default."""
     yield ("models (--model, model=... of LogProb, the autorater and ppl; besides these: a Hub id, a local folder "
@@ -107,9 +118,11 @@ def model_lines(width: int = 100) -> Iterator[str]:
     for key, hub_id in PRESETS.items():
         what = ("ungated, the size of 1b (not the paper's)" if key == UNGATED_PRESET
                 else "the paper's backbone (gated on the Hub: accept Meta's licence first)")
-        rows.append((key, f"{hub_id}: {what}" + ("; the default" if hub_id == DEFAULT_MODEL else "")))
+        rows.append((key, f"{hub_id}: {what}" + (DEFAULT if hub_id == DEFAULT_MODEL else "")))
     rows.append((TINY_RANDOM, "a tiny model with random weights, made locally: tests the pipeline; its numbers mean "
                               "nothing (marked 'random weights' wherever shown)"))
+    rows = [(key, f"{text.removesuffix(DEFAULT)}; {MODEL_AGREEMENT.get(key, UNKNOWN_AGREEMENT)}"  # what it is worth
+             + (DEFAULT if text.endswith(DEFAULT) else "")) for key, text in rows]
     indent = max(len(k) for k, _ in rows) + 4
     for key, text in rows:
         yield from _entry(key, text, width, indent)

@@ -15,6 +15,7 @@ from styleeval.labels import (
     SYSTEM_SCORE,
     counted,
     dataset_label,
+    model_worth_lines,
     random_weights_warning,
     system_score_legend,
     system_statistic,
@@ -284,6 +285,8 @@ def write_report(result: MetaevalResult, out_dir: str | Path, plots: bool = True
     lines = [f"# Meta-evaluation: {result.dimension}", "",
              *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')} (marked [random weights]); "
                 "they test the pipeline, their correlations mean nothing.", ""] if warning else []),
+             *([*(f"- {md_cell(line)}" for line in models), ""]
+               if (models := model_worth_lines(result.signatures)) else []),
              f"Spearman correlation between each metric and the mean human **{result.dimension}** rating. "
              "`*` = not significant at the 0.05 level (the paper's convention). `avg` = mean correlation over the "
              "group's columns, `avg rank` = mean rank of the metric per column (1 = best, among metrics with a "

@@ -41,12 +41,13 @@ def agreement_frame(report: SystemsReport, corpus: Mapping[str, CorpusInputs]) -
     own = report.systems.pivot(index="system", columns="metric", values="score")
     rows = []
     for human in humans:
-        mask, left_out = _like_rows(report.scores, [*metrics, human])
+        aside = set() if report.baselines_tested else set(report.baseline_names)
+        mask, left_out = _like_rows(report.scores, [*metrics, human], aside)
         positions = np.flatnonzero(mask)
         human_scores = _scores_on(report.scores, human, positions, None, own)
         for metric in metrics:
             sign = 1.0 if report.higher_is_better.get(metric, True) else -1.0
-            values = _scores_on(report.scores, metric, positions, corpus.get(metric), own)
+            values = _scores_on(report.scores, metric, positions, corpus.get(metric), own, aside)
             r, accuracy = _system_agreement(human_scores, sign * values)
             both = own[[human, metric]].dropna()
             r_own, accuracy_own = _system_agreement(both[human], sign * both[metric])
@@ -59,18 +60,20 @@ def agreement_frame(report: SystemsReport, corpus: Mapping[str, CorpusInputs]) -
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
 
-def _like_rows(scores: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, str]:
+def _like_rows(scores: pd.DataFrame, columns: list[str], aside: set[str] | frozenset[str] = frozenset()
+               ) -> tuple[np.ndarray, str]:
     """The rows where every one of ``columns`` has a score, on the sources every system with such a row has; and
-    which systems that leaves out, and why (``"reference (no r_chrf score)"``; ``""``: none)."""
+    which systems that leaves out, and why (``"reference (no r_chrf score)"``; ``""``: none). The systems ``aside``
+    (baselines, not compared) are left out unsaid."""
     values = scores[columns].apply(pd.to_numeric, errors="coerce")
-    complete = values.notna().all(axis=1).to_numpy()
     systems = scores["system"].to_numpy()
+    complete = values.notna().all(axis=1).to_numpy() & ~np.isin(systems, list(aside))
     kept = sorted(set(systems[complete]))
     per_source = pd.Series(systems[complete]).groupby(scores["source_id"].to_numpy()[complete]).nunique()
     common = per_source.index[per_source.to_numpy() == len(kept)]
     mask = complete & scores["source_id"].isin(common).to_numpy()
     reasons = []
-    for system in sorted(set(systems) - set(kept)):
+    for system in sorted(set(systems) - set(kept) - set(aside)):
         mine = values[systems == system]
         unscored = [c for c in columns if mine[c].isna().all()]
         reasons.append(f"{system} (no {', '.join(unscored)} score)" if unscored else
@@ -79,7 +82,7 @@ def _like_rows(scores: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, st
 
 
 def _scores_on(scores: pd.DataFrame, metric: str, positions: np.ndarray, inputs: CorpusInputs | None,
-               own: pd.DataFrame) -> pd.Series:
+               own: pd.DataFrame, aside: set[str] | frozenset[str] = frozenset()) -> pd.Series:
     """Each system's score of ``metric`` on the rows at ``positions`` of ``scores``: the mean of their row scores, or
     the corpus score: the systems table's where its rows are these (the rows :func:`_shared_sources` compares),
     else recomputed on these."""
@@ -87,7 +90,7 @@ def _scores_on(scores: pd.DataFrame, metric: str, positions: np.ndarray, inputs:
     if inputs is None:
         values = pd.to_numeric(scores[metric], errors="coerce").to_numpy(float)
         return pd.Series(values[positions]).groupby(systems[positions]).mean()
-    table_rows = np.flatnonzero(_like_rows(scores, [metric])[0])
+    table_rows = np.flatnonzero(_like_rows(scores, [metric], aside)[0])
     out = {}
     for system in sorted(set(systems[positions])):
         rows = positions[systems[positions] == system]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,8 +18,8 @@ from styleeval.errors import UserError
 from styleeval.labels import counted
 from styleeval.stats.settings import DEFAULT_SETTINGS, TestSettings
 from styleeval.systems.agreement import agreement_frame
-from styleeval.systems.inputs import CorpusInputs, magnitude_limit
-from styleeval.systems.report import Coverage, SystemsReport, coverage_of, lacking_sources
+from styleeval.systems.inputs import BASELINES, CorpusInputs, magnitude_limit
+from styleeval.systems.report import HUMAN_PREFIX, Coverage, SystemsReport, coverage_of, lacking_sources
 
 if TYPE_CHECKING:
     pass
@@ -79,6 +79,8 @@ def compare_systems(
     log: Callable[[str], None] | None = None,
     corpus: Mapping[str, CorpusInputs] | None = None,
     progress: bool | None = None,
+    baselines: Sequence[str] | None = None,
+    test_baselines: bool = False,
 ) -> SystemsReport:
     """The comparison part of :func:`evaluate_systems`, on per-row scores already computed: ``scores`` has the
     columns ``row``, ``system``, ``source_id`` and one column per metric (or ``human_*`` rating), one row per
@@ -93,7 +95,14 @@ def compare_systems(
     can be significant (the smallest p its test can give, times Holm's factor for the number of pairs, exceeds
     ``alpha``), a note says so. ``settings``: the test, ``alpha``, ``n_boot``, ``trials`` and ``seed``
     (:class:`~styleeval.stats.TestSettings`). ``progress``: a bar over the metrics compared (``None``: where stderr
-    is a terminal)."""
+    is a terminal).
+
+    ``baselines``: systems of ``scores`` that are reference points, not systems (default: those of
+    :data:`~styleeval.systems.inputs.BASELINES`, the copy of the source and a human reference, that ``scores`` has:
+    a report's ``scores`` compared again give its numbers). Each gets its score and CI per metric on the sources the
+    systems are compared on (those it has a score on), in ``report.baselines``, and is left out of the coverage, the
+    tests, the clusters and the agreement; with ``test_baselines`` they are compared as systems (marked in
+    ``report.baseline_names`` all the same)."""
     check_test_settings(settings)
     notes = [] if notes is None else notes
     corpus = dict(corpus or {})
@@ -107,14 +116,20 @@ def compare_systems(
     if sort_by not in labels:
         raise UserError(f"sort_by (--sort-by) {sort_by!r} is not among the metrics ({', '.join(labels)})")
 
-    systems = sorted(scores["system"].unique())
+    present = set(scores["system"])
+    baselines = [b for b in dict.fromkeys(BASELINES if baselines is None else baselines) if b in present]
+    aside = [] if test_baselines else baselines  # the baselines shown beside the systems, not compared
+    compared = scores[~scores["system"].isin(aside)] if aside else scores
+    systems = sorted(compared["system"].unique())
+    if not systems:
+        raise UserError(f"no system to compare: every row is a baseline's ({', '.join(baselines)})")
     if len(systems) == 1:
         note(f"only one system ({systems[0]}): nothing to compare, no pairs")
-    coverage = coverage_of(scores)
+    coverage = coverage_of(compared)
     if coverage.cut:
         note(coverage.note())
     appearance = _first_appearance(scores)
-    system_rows, pair_rows, aggregates = [], [], {}
+    system_rows, pair_rows, aggregates, baseline_rows = [], [], {}, []
     test_signatures: dict[str, str] = {}
     for label in shown.bar(labels, desc="comparing systems", unit="metric", progress=progress):
         inputs = corpus.get(label)
@@ -141,6 +156,15 @@ def compare_systems(
             floor = min(r.p_min for r in comparison.pairs.values())
             _note_out_of_reach(label, n, len(metric_pairs), floor, settings, note)
         pair_rows += metric_pairs
+        shared = set(next(iter(per_system.values()))["source_id"]) if per_system else set()
+        for baseline in aside if not label.startswith(HUMAN_PREFIX) else ():  # a baseline has no human rating
+            part = _in_input_order(_baseline_part(scores, label, baseline, shared), appearance)
+            result = (_comparison(label, inputs, {baseline: part}, [], len(part), settings) if len(part)
+                      else stats.CorpusComparison({}, {}))
+            baseline_rows.append(_system_row(scores, label, baseline, part, result, aggregates[label], note))
+            if 0 < len(part) < n:
+                note(f"{label}: the baseline {baseline} has a score on {len(part)} of the {n} sources the systems "
+                     "are compared on; its score is over those")
     systems_frame = pd.DataFrame(system_rows, columns=SYSTEM_COLUMNS[:-1])
     pairs_frame = pd.DataFrame(pair_rows, columns=PAIR_COLUMNS)
     report = SystemsReport(systems_frame, pairs_frame, scores, signatures, better, notes, settings.test,
@@ -149,8 +173,20 @@ def compare_systems(
     clusters = {m: _clusters(report, m) for m in labels}
     systems_frame["cluster"] = [clusters[m].get(s, np.nan) for s, m in zip(systems_frame["system"],
                                                                            systems_frame["metric"], strict=True)]
+    report.baselines = pd.DataFrame(baseline_rows, columns=SYSTEM_COLUMNS[:-1]).assign(cluster=np.nan)
+    report.baseline_names = baselines
+    report.baselines_tested = bool(test_baselines and baselines)
     report.agreement = agreement_frame(report, corpus)
     return report
+
+
+def _baseline_part(scores: pd.DataFrame, label: str, baseline: str, shared: set[str]) -> pd.DataFrame:
+    """A baseline's scored rows of ``label`` on the ``shared`` sources (those the systems are compared on), with
+    ``_i`` (their positions in ``scores``), as :func:`_shared_sources` gives a system's."""
+    frame = scores[["system", "source_id", label]].assign(_i=np.arange(len(scores)))
+    keep = ((frame["system"] == baseline) & frame["source_id"].isin(shared)
+            & pd.to_numeric(frame[label], errors="coerce").notna())
+    return frame[keep.to_numpy()]
 
 
 def _first_appearance(scores: pd.DataFrame) -> np.ndarray:

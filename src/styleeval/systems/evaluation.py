@@ -42,8 +42,12 @@ from styleeval.scoring.score import ShardError
 from styleeval.stats.settings import DEFAULT_SETTINGS, TestSettings
 from styleeval.systems.comparison import check_test_settings, compare_systems, noter
 from styleeval.systems.inputs import (
+    BASELINES,
+    HUMAN_REFERENCE,
     CorpusInputs,
     SystemRow,
+    baseline_rows,
+    check_baseline_names,
     check_labels,
     check_rows,
     first_sources,
@@ -68,6 +72,8 @@ def evaluate_systems(
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
     data_dir: str | Path | None = None,
+    baselines: bool = True,
+    test_baselines: bool = False,
 ) -> SystemsReport:
     """Score every row with every metric and compare the systems (see the module docstring).
 
@@ -94,15 +100,22 @@ def evaluate_systems(
         log: a callback for notes as they happen.
         data_dir: the local corpus mirror of metrics that read corpus files (``lai:<score>``), as in the
             meta-evaluation.
+        baselines: add the reference points :data:`~styleeval.systems.inputs.BASELINES` (``(copy source)``: every
+            source copied; ``(human reference)``: the first reference, where the rows have references), scored by
+            every metric on the sources the systems are compared on (:func:`~styleeval.systems.inputs.
+            baseline_rows`), shown in the report marked as baselines (``report.baselines``).
+        test_baselines: compare the baselines as systems too (paired tests, clusters, rankings); by default they are
+            left out of them.
     """
     check_test_settings(settings)  # before any scoring
     rows = _input_rows(rows, dataset, style, data_dir)
-    checked, objs, order, data, subset = _prepare(rows, metrics, style, data_dir, limit)
+    checked, objs, order, data, subset = _prepare(rows, metrics, style, data_dir, limit, baselines)
+    given = [r for r in checked if r.system not in BASELINES]  # the input's rows (the baselines' come after)
     notes: list[str] = []
     note = noter(notes, log)
     if subset:
-        note(f"evaluated on {subset}: every system's rows of them, {counted(len(checked), 'row')}")
-    for warning in input_warnings(checked, any(m.needs_references for m in objs)):  # shown as warnings (the CLI: "styleeval evaluate: warning: ...")
+        note(f"evaluated on {subset}: every system's rows of them, {counted(len(given), 'row')}")
+    for warning in input_warnings(given, any(m.needs_references for m in objs)):  # shown as warnings (the CLI: "styleeval evaluate: warning: ...")
         warnings.warn(warning, stacklevel=2)
         notes.append(str(warning))  # and kept in the report's notes
     cache = ScoresCache(cache_dir)
@@ -144,11 +157,14 @@ def evaluate_systems(
         if metric.aggregate == "corpus":
             corpus[metric.label] = CorpusInputs(metric, [r.source for r in checked], [r.rewrite for r in checked],
                                                 [r.references for r in checked])
-        missing = int(np.isnan(column).sum())
+        missing = int(np.isnan(column[:len(given)]).sum())
         if missing:
             why = " (no reference)" if metric.needs_references else ""
-            note(f"{metric.label}: {missing} of {counted(len(column), 'row')} {'has' if missing == 1 else 'have'} no "
+            note(f"{metric.label}: {missing} of {counted(len(given), 'row')} {'has' if missing == 1 else 'have'} no "
                  f"score{why}; {'it is' if missing == 1 else 'they are'} left out and counted")
+        if metric.needs_references and any(r.system == HUMAN_REFERENCE for r in checked):
+            note(f"{metric.label}: the baseline {HUMAN_REFERENCE} is not scored: it is one of the references, and "
+                 "scored against them it would be scored against itself (a perfect score that means nothing)")
     _check_unchanged(objs, signatures, cache, data.fingerprint)
     for column in sorted({k for r in checked for k in r.human}):
         scores[column] = [r.human.get(column, np.nan) for r in checked]
@@ -156,7 +172,9 @@ def evaluate_systems(
     if len(scores.columns) == 3:
         raise UserError(_nothing_computed(not_computed))
     report = compare_systems(scores, system_signatures, better, settings=settings, sort_by=sort_by, notes=notes,
-                             log=log, corpus=corpus, progress=progress)
+                             log=log, corpus=corpus, progress=progress,
+                             baselines=[b for b in BASELINES if any(r.system == b for r in checked)],
+                             test_baselines=test_baselines)
     report.not_computed = not_computed
     report.texts = pd.DataFrame({"source": [r.source for r in checked], "rewrite": [r.rewrite for r in checked],
                                  "style": [r.style for r in checked], "references": [r.references for r in checked]})
@@ -175,9 +193,10 @@ def _input_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame | None, dataset
 
 
 def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence[Any] | str, style: str | None,
-             data_dir: str | Path | None,
-             limit: int | None = None) -> tuple[list[SystemRow], list[Any], list[int], Any, str]:
-    """The checked rows (those of the first ``limit`` sources: :func:`first_sources`), the metric objects (specs
+             data_dir: str | Path | None, limit: int | None = None,
+             baselines: bool = True) -> tuple[list[SystemRow], list[Any], list[int], Any, str]:
+    """The checked rows (those of the first ``limit`` sources: :func:`first_sources`; then, with ``baselines``, the
+    baselines' rows: :func:`~styleeval.systems.inputs.baseline_rows`), the metric objects (specs
     built here: unknown names and missing extras fail before the rows are read; metric objects as given), the
     scoring inputs: rows sorted by source, so that every system's rewrite of a source lands in one scoring call (one
     prompt, one tree), with ``order`` mapping them back; and what ``limit`` kept (``""``: every row)."""
@@ -188,6 +207,9 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
     objs = [m if isinstance(m, Metric) else get_metric(m, data_dir=None if data_dir is None else str(data_dir))
             for m in metrics]
     checked, subset = first_sources(check_rows(rows, style), limit)
+    if baselines:
+        check_baseline_names(checked)
+        checked = checked + baseline_rows(checked)
     check_distinct_labels(metrics, objs)
     labels = [m.label for m in objs]
     check_labels(labels)
@@ -219,16 +241,17 @@ def score_shard(
     progress: bool | None = None,
     data_dir: str | Path | None = None,
     limit: int | None = None,
+    baselines: bool = True,
 ) -> dict[str, int]:
     """Shard ``K/N`` of :func:`evaluate_systems`'s scoring, for job arrays: the LLM metrics' rows of every source
     ``j`` with ``j mod N == K`` are scored into the shard's own files in ``cache_dir`` (resumable); the other
     metrics are fast and left to the run that puts the shards together (``evaluate_systems`` with the same
-    ``cache_dir`` and ``limit``, which names any shard not run or not finished). Returns metric label -> rows in this
-    shard."""
+    ``cache_dir``, ``limit`` and ``baselines``, which names any shard not run or not finished). Returns metric label
+    -> rows in this shard."""
     progress = shown.enabled(progress)
     part = Shard.parse(shard)
     assert part is not None
-    checked, objs, order, data, _ = _prepare(rows, metrics, style, data_dir, limit)
+    checked, objs, order, data, _ = _prepare(rows, metrics, style, data_dir, limit, baselines)
     cache = ScoresCache(cache_dir)
     done = {}
     for metric in objs:

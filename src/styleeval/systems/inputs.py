@@ -180,6 +180,63 @@ def check_rows(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, style: str | No
     return out
 
 
+COPY_SOURCE = "(copy source)"
+"""The copy baseline: every source copied unchanged, scored as a system (what similarity metrics reward)."""
+HUMAN_REFERENCE = "(human reference)"
+"""The human-reference baseline: each source's first human reference, scored as a system (not by reference-based
+metrics: against the references it would be scored against itself)."""
+BASELINES = (COPY_SOURCE, HUMAN_REFERENCE)
+"""The pseudo-systems a report shows beside the systems, as reference points (:func:`baseline_rows`)."""
+
+
+def check_baseline_names(checked: Sequence[SystemRow]) -> None:
+    """A ``UserError`` where an input system has a baseline's name (:data:`BASELINES`): its rows and the baseline's
+    would be one system."""
+    for row in checked:
+        if row.system in BASELINES:
+            raise UserError(f"{row.where}: the system name {row.system!r} is the name of a baseline the report adds; "
+                            "rename the system, or leave the baselines out (--no-baselines, baselines=False)")
+
+
+def reference_system(checked: Sequence[SystemRow]) -> str | None:
+    """The input system whose rewrites are the human references already (a rated corpus's reference rows, which
+    carry no references themselves): on every source with references, its rewrite is one of them. ``None``: none."""
+    refs = {r.source_id: {ref.strip() for ref in r.references} for r in checked if r.references}
+    if not refs:
+        return None
+    for system in dict.fromkeys(r.system for r in checked):
+        rows = [r for r in checked if r.system == system and r.source_id in refs]
+        if len(rows) == len(refs) and all(r.rewrite.strip() in refs[r.source_id] for r in rows):
+            return system
+    return None
+
+
+def baseline_rows(checked: Sequence[SystemRow]) -> list[SystemRow]:
+    """The rows of the baselines (:data:`BASELINES`), one per source in the order the rows first give them, after
+    the input's rows (``row`` numbers after the input's last): :data:`COPY_SOURCE` rewrites each source as itself
+    (with the source's references: R-* metrics score a copy of the source too); :data:`HUMAN_REFERENCE` is the
+    first reference of each source that has references, with no references itself (a reference scored against
+    the references is scored against itself: R-* metrics leave it out), unless an input system is the references
+    already (:func:`reference_system`: a rated corpus's reference rows, which have human ratings)."""
+    first: dict[str, SystemRow] = {}
+    refs: dict[str, list[str]] = {}
+    for row in checked:
+        first.setdefault(row.source_id, row)
+        if row.references:
+            refs.setdefault(row.source_id, row.references)
+    out: list[SystemRow] = []
+    start = max((r.row for r in checked), default=-1) + 1
+    for source_id, row in first.items():
+        out.append(SystemRow(start + len(out), f"{COPY_SOURCE}, source {source_id!r:.60}", COPY_SOURCE,
+                             source_id, row.source, row.source, row.style, refs.get(source_id)))
+    if refs and reference_system(checked) is None:
+        for source_id, row in first.items():
+            if source_id in refs:
+                out.append(SystemRow(start + len(out), f"{HUMAN_REFERENCE}, source {source_id!r:.60}",
+                                     HUMAN_REFERENCE, source_id, row.source, refs[source_id][0], row.style))
+    return out
+
+
 class ReferenceCopyWarning(RowsWarning):
     """A system's rewrites are its references (on at least :data:`COPY_SHARE` of its rows with references)."""
 

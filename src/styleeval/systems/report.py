@@ -23,6 +23,9 @@ from styleeval.labels import (
     counted,
     mark_figure,
     metric_label,
+    model_worth,
+    model_worth_lines,
+    note_models,
     random_weight_metrics,
     random_weights_warning,
     shown_label,
@@ -129,6 +132,14 @@ class SystemsReport:
     every source of the input."""
     coverage: Coverage | None = None
     """Which sources the systems cover (``None``: computed from ``scores``): the cut to the shared ones, said."""
+    baselines: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The baselines shown beside the systems and not compared (``(copy source)``, ``(human reference)``: each
+    metric's score [CI] on the sources the systems are compared on), as ``systems``' rows; empty where there are
+    none, or where they were tested as systems (then they are in ``systems``)."""
+    baseline_names: list[str] = field(default_factory=list)
+    """Every baseline of the report, tested or not: the pseudo-systems, marked wherever they are shown."""
+    baselines_tested: bool = False
+    """Whether the baselines were compared as systems (tests, clusters, rankings: ``test_baselines=True``)."""
 
     def __post_init__(self) -> None:
         if self.coverage is None:
@@ -180,13 +191,21 @@ class SystemsReport:
                     for r in frame.to_dict("records")]
 
         warning = random_weights_warning(self.random_weights)
-        return {"warnings": [warning] if warning else [], "random_weights": self.random_weights,
-                "test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
-                "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
-                "test_signatures": self.test_signatures, "systems": records(self.systems),
-                "pairs": records(self.pairs), "agreement": records(self.agreement),
-                "coverage": self.coverage.to_dict(), "notes": self.notes,
-                "not_computed": self.not_computed, "subset": self.subset}
+        marked = set(self.baseline_names)
+        systems = [{**r, "baseline": True} if r["system"] in marked else r for r in records(self.systems)]
+        out = {"warnings": [warning] if warning else [], "random_weights": self.random_weights,
+               "test": self.test, "alpha": self.alpha, "sort_by": self.sort_by, "signatures": self.signatures,
+               "higher_is_better": self.higher_is_better, "aggregates": self.aggregates,
+               "test_signatures": self.test_signatures, "systems": systems,
+               "pairs": records(self.pairs), "agreement": records(self.agreement),
+               "models": [w.to_dict() for w in model_worth(self.signatures)],
+               "coverage": self.coverage.to_dict(), "notes": self.notes,
+               "not_computed": self.not_computed, "subset": self.subset}
+        if self.baseline_names:  # reference points, not systems: flagged, and said whether they were tested
+            out["baselines"] = {"names": self.baseline_names, "tested": self.baselines_tested,
+                                "what": baselines_legend(self),
+                                "systems": [{**r, "baseline": True} for r in records(self.baselines)]}
+        return out
 
 
 def lacking_sources(systems: np.ndarray, sources: np.ndarray, among: list[str]) -> dict[str, list[str]]:
@@ -234,8 +253,11 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
     cell = {(r.system, r.metric): r for r in report.systems.itertuples()}
     arrow = {m: "↑" if report.higher_is_better.get(m, True) else "↓" for m in metrics}
     ranked = report.ranking()
+    aside = list(dict.fromkeys(report.baselines["system"])) if len(report.baselines) else []
+    for r in report.baselines.itertuples():
+        cell[(r.system, r.metric)] = r
     rows = []
-    for system in ranked + sorted(set(report.scores["system"]) - set(ranked)):
+    for system in ranked + sorted(set(report.scores["system"]) - set(ranked) - set(aside)) + aside:
         row = [system]
         for m in metrics:
             r = cell.get((system, m))
@@ -243,6 +265,33 @@ def _cells(report: SystemsReport) -> tuple[list[str], list[list[str]]]:
             row.append("–" if r is None or not r.n else f"{fmt(r.score)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]{cluster}")
         rows.append(row)
     return ["system"] + [f"{report.label(m)} {arrow[m]}" for m in metrics], rows
+
+
+BASELINE_WHAT = {
+    "(copy source)": "every source copied unchanged",
+    "(human reference)": "the first human reference of each source, not scored by reference-based metrics: against "
+                         "the references it would be scored against itself",
+}
+"""What each baseline is, in the reports' legend (:func:`baselines_legend`)."""
+
+
+def baselines_legend(report: SystemsReport) -> str:
+    """What the report's baselines are and how they were treated (``""``: none): a reference point for every
+    number, left out of the tests unless asked; the paper's argument (similarity metrics reward copying) said."""
+    names = report.baseline_names
+    if not names:
+        return ""
+    one = len(names) == 1
+    what = " and ".join(f"{name} ({BASELINE_WHAT.get(name, 'a baseline')})" for name in names)
+    they = "it is" if one else "they are"
+    treated = (f"{they} compared as systems here (--test-baselines): in the tests, clusters and rankings"
+               if report.baselines_tested else
+               f"{they} scored on the sources the systems are compared on and left out of the significance tests, "
+               f"clusters, rankings and agreement (to test {'it' if one else 'them'}: --test-baselines, "
+               "test_baselines=True)")
+    copy = (" Similarity metrics reward copying: a system near (copy source) on a content metric may have changed "
+            "little." if "(copy source)" in names else "")
+    return f"{what} {'is a baseline, not a system' if one else 'are baselines, not systems'}; {treated}.{copy}"
 
 
 def to_text(report: SystemsReport, width: int | None = None) -> str:
@@ -255,9 +304,13 @@ def to_text(report: SystemsReport, width: int | None = None) -> str:
     width = terminal_width() if width is None else width
     warning = random_weights_warning(report.random_weights)
     out = [*wrap_text(warning, width), ""] if warning else []
+    models = model_worth_lines(report.signatures)
+    out += [*(line for model in models for line in wrap_text(model, width)), ""] if models else []
     header, rows = _cells(report)
     for k, block in enumerate(_systems_blocks(header, rows, width)):
         out += ([""] if k else []) + block
+    if legend := baselines_legend(report):
+        out += ["", *wrap_text(legend, width)]
     for title, header, rows in _agreement_tables(report):
         out += ["", *wrap_text(title, width), *text_table(header, rows, width)]
     if len(report.agreement):
@@ -326,7 +379,8 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
     ``figure``: the file name of its tradeoff figure, shown below the systems table."""
     metrics = report.metrics
     header, rows = _cells(report)
-    n_row = ["n"] + [", ".join(sorted({str(r.n) for r in report.systems.itertuples() if r.metric == m and r.n}))
+    both = pd.concat([report.systems, report.baselines]) if len(report.baselines) else report.systems
+    n_row = ["n"] + [", ".join(sorted({str(r.n) for r in both.itertuples() if r.metric == m and r.n}))
                      for m in metrics]
     test = ("paired approximate randomization" if report.test == "ar" else "paired bootstrap")
     corpus = [report.label(m) for m, a in report.aggregates.items() if a == "corpus"]
@@ -338,12 +392,14 @@ def to_markdown(report: SystemsReport, figure: str | None = None) -> str:
         "# System evaluation", "",
         *([f"> **{RANDOM_WEIGHTS}**: {warning.removeprefix(RANDOM_WEIGHTS + ': ')}; they test the pipeline, their "
            "values mean nothing.", ""] if warning else []),
+        *([*(f"- {md_cell(line)}" for line in models), ""] if (models := model_worth_lines(report.signatures)) else []),
         f"{md_cell(report.coverage.summary())}{f': {md_cell(report.subset)}' if report.subset else ''}. Each cell: score [95% bootstrap CI] "
         f"(cluster). Score: {aggregate}. Clusters, WMT's rule: walking down the ranking, a system opens a new cluster "
         f"when any system of the current cluster is significantly better ({test}, Holm-adjusted p <= "
         f"{report.alpha:g}); no system is significantly worse than one of its own cluster, but two systems of "
         f"neighbouring clusters need not differ significantly. Sorted by {md_cell(report.label(report.sort_by))}.", "",
         _table(header, rows + [n_row]), "",
+        *([md_cell(legend), ""] if (legend := baselines_legend(report)) else []),
         *([figure_link(figure, "Systems: content preservation vs style strength, with 95% CIs and the Pareto front"),
            ""] if figure else []),
         *([f"The figure's axes are {md_cell(shown)}: this run has no LogProb scores, which the figure shows by default "
@@ -449,13 +505,28 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
             points[system] = (sign_x * cx["score"], sign_y * sy["score"])
             bars[system] = (cx, sy)
     front = set(pareto_front(points))
+    aside = report.baselines.set_index(["system", "metric"]) if len(report.baselines) else None
+    marks = {}  # the baselines beside the systems: grey hollow squares, never on the front
+    for system in dict.fromkeys(report.baselines["system"]) if aside is not None else ():
+        try:
+            cx, sy = aside.loc[(system, content)], aside.loc[(system, style)]
+        except KeyError:
+            continue
+        if math.isfinite(cx["score"]) and math.isfinite(sy["score"]):
+            marks[system] = (cx, sy)
+    tested = [s for s in bars if s in report.baseline_names]  # --test-baselines: systems, marked all the same
     fig, ax = plt.subplots(figsize=(7, 5))
     for system, (cx, sy) in bars.items():
         x, y = cx["score"], sy["score"]
         xerr = [[x - cx["ci_low"]], [cx["ci_high"] - x]] if math.isfinite(cx["ci_low"]) else None
         yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
-        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o", color="tab:red" if system in front else "tab:blue",
-                    capsize=3, elinewidth=1.2)
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="s" if system in tested else "o",
+                    color="tab:red" if system in front else "tab:blue", capsize=3, elinewidth=1.2)
+    for cx, sy in marks.values():
+        x, y = cx["score"], sy["score"]
+        xerr = [[x - cx["ci_low"]], [cx["ci_high"] - x]] if math.isfinite(cx["ci_low"]) else None
+        yerr = [[y - sy["ci_low"]], [sy["ci_high"] - y]] if math.isfinite(sy["ci_low"]) else None
+        ax.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="s", color="tab:gray", mfc="none", capsize=3, elinewidth=1.0)
     if len(front) > 1:
         pts = sorted((bars[s][0]["score"], bars[s][1]["score"]) for s in front)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "--", color="tab:red", linewidth=1)
@@ -467,10 +538,14 @@ def tradeoff_figure(report: SystemsReport, content: str | None = None, style: st
     shown = axes_instead(report, content if chosen[0] is None else None, style if chosen[1] is None else None)
     if shown:  # said where it is seen: the axes are not LogProb's (report.md says why, in a note under the figure)
         title += f"\naxes: {shown}"
+    if marks or tested:
+        title += "\nsquares: baselines, not systems" + ("" if tested else " (grey: not in the front or the tests)")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    place_labels(ax, [(bars[s][0]["score"], bars[s][1]["score"]) for s in bars], list(bars))
+    shown_points = {**bars, **marks}
+    place_labels(ax, [(p[0]["score"], p[1]["score"]) for p in shown_points.values()], list(shown_points))
     mark_figure(fig, [m for m in (content, style) if m in report.random_weights])
+    note_models(fig, {m: report.signatures[m] for m in (content, style) if m in report.signatures})
     return fig
 
 
@@ -537,7 +612,9 @@ def write_outputs(report: SystemsReport, out_dir: str | Path, plots: bool = True
             f.write(json.dumps(clean, ensure_ascii=False, default=_plain) + "\n")
 
     atomic_write(paths["rows"], rows)
-    systems = report.systems.assign(cluster=report.systems["cluster"].astype("Int64"))  # 2, not 2.0; empty: none
+    both = pd.concat([report.systems, report.baselines], ignore_index=True) if len(report.baselines) \
+        else report.systems  # the baselines after the systems (their names in parentheses; no cluster)
+    systems = both.assign(cluster=both["cluster"].astype("Int64"))  # 2, not 2.0; empty: none
     for name, frame in (("systems", systems), ("pairs", report.pairs)):
         frame = spreadsheet_safe(with_warning(frame, random))
         atomic_write(paths[name], lambda f, frame=frame: frame.to_csv(f, index=False))
@@ -557,6 +634,9 @@ def row_records(report: SystemsReport) -> list[dict[str, Any]]:
     scored (``source``, ``rewrite``, ``style``, ``references``: :attr:`SystemsReport.texts`, where the report has
     them), then every metric's score and the human ratings."""
     scores = report.scores.to_dict("records")
+    marked = set(report.baseline_names)
+    if marked:  # a baseline's row, flagged: not a system's output
+        scores = [{**r, "baseline": True} if r.get("system") in marked else r for r in scores]
     if report.texts.empty:
         return scores
     keys = ("row", "system", "source_id")
