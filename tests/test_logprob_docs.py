@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from styleeval import LogProb
-from styleeval.chat import AUTHORS_TEMPLATE, INSTRUCTIONS, SYSTEM_PROMPT, TEMPLATE_KWARGS
+from styleeval.chat import AUTHORS_TEMPLATE, INSTRUCTIONS, SYSTEM_PROMPT, TEMPLATE_KWARGS, ChatFormat
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "logprob.md").read_text(encoding="utf-8")
@@ -68,3 +68,12 @@ def test_the_pages_reimplementation_gives_styleevals_numbers(tiny_model, tiny_to
         assert not math.isnan(want[0])
     assert len({round(s["content"], 4) for s in scores if not math.isnan(s["content"])}) >= 3  # rows told apart
 
+
+
+def test_the_pages_prompt_snippet_gives_styleevals_prompt_ids(tiny_tokenizer):
+    snippet = [text for lang, text in BLOCKS if lang == "python" and "def logprob(" not in text]
+    assert len(snippet) == 1
+    instruction = INSTRUCTIONS["style"].format(style="polite", source="give me the report now.")
+    namespace = {"tokenizer": tiny_tokenizer, "instruction": instruction, "SYSTEM_PROMPT": SYSTEM_PROMPT}
+    exec(compile(snippet[0], "docs/logprob.md", "exec"), namespace)
+    assert namespace["prompt_ids"] == ChatFormat(tiny_tokenizer).prompt_ids([instruction])[0]
