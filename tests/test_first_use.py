@@ -99,3 +99,17 @@ def test_readme_docs_and_cli_agree_that_ziegenbeins_ratings_are_public_but_not_i
     mirror = " ".join((data_dir / "README.md").read_text(encoding="utf-8").split())  # what the mirror's README says
     assert "Ratings file, **not included here** (must be downloaded): `data/style-transfer/study_results/" in mirror
     assert "https://raw.githubusercontent.com/timonziegenbein/inappropriateness-mitigation/" in mirror
+
+
+def test_the_browser_tests_offline_route_is_documented_and_is_the_one_they_use():
+    """Issue 61, item 9: Playwright is in the test extra, and the README gives the Debian Chromium route the browser
+    tests and .ci/run use (Playwright's own browser download needs its CDN)."""
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    test_extra = pyproject.split("\ntest = [", 1)[1].split("]", 1)[0]
+    assert re.search(r'"playwright>=[\d.]+"', test_extra)
+    chromium = re.search(r'^CHROMIUM = "([^"]+)"', (ROOT / "tests" / "apps" / "test_space.py").read_text(
+        encoding="utf-8"), re.M).group(1)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"launch Debian's Chromium at `{chromium}`" in readme
+    assert "apt-get install -y chromium chromium-driver" in readme
+    assert "apt-get install -y -qq chromium chromium-driver" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
