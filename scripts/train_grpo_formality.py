@@ -3,6 +3,7 @@
 The check of issue 49: a real, small training run on CPU, and independent measures that the reward was not gamed.
 
     python scripts/train_grpo_formality.py --data-dir ../shared/data --out runs/grpo-formality
+    python scripts/train_grpo_formality.py --data-dir ../shared/data --out runs/smoke --smoke   # minutes: try it first
 
 Data: Lai et al.'s 80 informal GYAFC sentences (Family & Relationships): every fourth one (20) held out, the other
 60 trained on, with the formality rows' sources of the style-gap test set. The policy is the smollm2-135m preset
@@ -13,7 +14,13 @@ Before and after, on the 20 held-out sentences (greedy decoding): the reward and
 that it was not gamed: BLEU to Lai's human formal reference (one per sentence: r_bleu), S-chrF / S-BLEU to the source and exact
 copies (copying), length, the autorater's 1-5 meaning and style ratings (the same 135M model in expected mode:
 near chance on this model, docs/reproduction.md: reported, not trusted); the 10 first held-out examples. Written to
-OUT/report.md and OUT/results.json (docs/training.md quotes them).
+OUT/report.md and OUT/results.json (docs/training.md quotes them) as the run goes: after the first measurement, after
+every training step (the log so far, the step reached) and at the end, each file replaced whole (a killed run leaves
+the last one); LoRA checkpoints every --save-steps steps in OUT/trainer/checkpoint-<step> (TRL's save_steps), the
+final adapter in OUT/adapter.
+
+``--smoke`` is the same pipeline small (SMOKE: 2 steps on 4 sentences, 2 completions of at most 12 tokens, 2
+held-out rows, no autorater, a checkpoint every step): to check an installation in minutes before a real run.
 """
 
 from __future__ import annotations
@@ -31,30 +38,75 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTION = "Rewrite the following sentence in a formal style. Reply with the rewritten sentence only.\n\n{source}"
 CHECKS = ("r_bleu", "s_chrf", "s_bleu")
+STEP_SECONDS = "8.8 s quiet (150 in 21.9 min) to 220 s on a loaded machine"
+"""One step of the real run (2 prompts x 4 completions of up to 40 tokens) as measured: docs/training.md."""
+SMOKE_MINUTES = "took 4.0 min with 1 thread and 10.4 min with 2 at a load of 8-13"
+"""The whole ``--smoke`` run as measured (docs/training.md, "Try it first")."""
+FULL = {"steps": 150, "train_rows": None, "generations": 4, "prompts_per_step": 2, "max_completion_length": 40,
+        "eval_rows": None, "logging_steps": 5, "save_steps": 25}
+"""The real run's settings (docs/training.md): every sentence, 150 steps."""
+SMOKE = {"steps": 2, "train_rows": 4, "generations": 2, "prompts_per_step": 1, "max_completion_length": 12,
+         "eval_rows": 2, "logging_steps": 1, "save_steps": 1}
+"""``--smoke``: the pipeline end to end in minutes (no autorater); an option given on the command line wins."""
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--data-dir", default=os.environ.get("STYLEEVAL_DATA_DIR"), help="the corpus mirror")
-    parser.add_argument("--out", type=Path, required=True, help="a folder for the adapter, report.md, results.json")
-    parser.add_argument("--steps", type=int, default=150, help="GRPO steps (9-10 s each on 2 quiet CPU cores)")
-    parser.add_argument("--generations", type=int, default=4, help="completions per prompt (GRPO's group)")
-    parser.add_argument("--prompts-per-step", type=int, default=2)
-    parser.add_argument("--max-completion-length", type=int, default=40)
-    parser.add_argument("--learning-rate", type=float, default=5e-4)
-    parser.add_argument("--lora-rank", type=int, default=16)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", default=os.environ.get("STYLEEVAL_DATA_DIR"),
+                        help="the corpus mirror (default: $STYLEEVAL_DATA_DIR, else downloaded)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="a folder for report.md, results.json, trainer/ (checkpoints) and adapter/")
+    parser.add_argument("--smoke", action="store_true",
+                        help="a smoke run: 2 steps on 4 sentences, 2 held-out rows, no autorater (the whole script "
+                             f"{SMOKE_MINUTES} on 2 CPU cores, measured); the options below override it")
+    parser.add_argument("--steps", type=int, help=f"GRPO steps (default {FULL['steps']}; one step took "
+                        f"{STEP_SECONDS} on 2 CPU cores, measured: try --smoke first)")
+    parser.add_argument("--train-rows", type=int, help="train on the first N sentences (default: all 110)")
+    parser.add_argument("--generations", type=int, help=f"completions per prompt, GRPO's group (default "
+                        f"{FULL['generations']})")
+    parser.add_argument("--prompts-per-step", type=int, help=f"default {FULL['prompts_per_step']}")
+    parser.add_argument("--max-completion-length", type=int, help=f"default {FULL['max_completion_length']}")
+    parser.add_argument("--learning-rate", type=float, default=5e-4, help="default 5e-4")
+    parser.add_argument("--lora-rank", type=int, default=16, help="default 16")
     parser.add_argument("--style-weight", type=float, default=None, help="the reward's (default: its own default)")
     parser.add_argument("--beta", type=float, default=0.0,
                         help="GRPO's KL penalty to the untrained model (TRL's default 0: none, no reference pass)")
     parser.add_argument("--mask-truncated", action="store_true",
                         help="leave completions cut at --max-completion-length out of the loss (TRL's "
                              "mask_truncated_completions)")
-    parser.add_argument("--logging-steps", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-autorater", action="store_true", help="skip the autorater's ratings (faster)")
+    parser.add_argument("--logging-steps", type=int, help=f"TRL's log every N steps (default {FULL['logging_steps']})")
+    parser.add_argument("--save-steps", type=int, help="a LoRA checkpoint in OUT/trainer/ every N steps (TRL's "
+                        f"save_steps; default {FULL['save_steps']})")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch's CPU threads (default: 1 where the machine is busier than it has cores, by its "
+                             "load average, else torch's own: one per core). At a load of 10 on 2 cores a forward "
+                             "and backward pass of the 135M model took 207 s with 2 threads and 35 s with 1 "
+                             "(measured: threads that wait for each other spin)")
+    parser.add_argument("--seed", type=int, default=0, help="default 0")
+    parser.add_argument("--no-autorater", action="store_true", help="skip the autorater's ratings (faster; --smoke "
+                        "skips them)")
     parser.add_argument("--eval-rows", type=int, default=None, help="measure the first N held-out rows (default: 20)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name, value in (SMOKE if args.smoke else FULL).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    args.no_autorater = args.no_autorater or args.smoke
+    return args
+
+
+def busy_machine_threads() -> int | None:
+    """1 where the machine's 1-minute load average is at least its number of cores (other jobs hold them: torch's
+    threads would spin waiting for each other, several times slower; docs/training.md), else ``None`` (torch's
+    default); said on stderr."""
+    try:
+        load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    except OSError:  # no load average on this system
+        return None
+    if load < cores:
+        return None
+    print(f"the machine is busy (load {load:.1f} on {cores} cores): 1 torch thread (--threads N to choose)",
+          file=sys.stderr)
+    return 1
 
 
 def formality_sources(data_dir: str | None) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -76,10 +128,10 @@ def formality_sources(data_dir: str | None) -> tuple[list[str], list[tuple[str, 
 
 def policy_folder() -> Path:
     """The smollm2-135m preset as a transformers folder (fetched and converted once into styleeval's cache)."""
-    from styleeval.gguf_files import REAL_WEIGHTS, resolve
-    from styleeval.models import gguf_folder
+    from styleeval.gguf_files import REAL_WEIGHTS
+    from styleeval.models import model_source
 
-    return gguf_folder(resolve(REAL_WEIGHTS))
+    return Path(model_source(REAL_WEIGHTS))
 
 
 def generate(model, tokenizer, sources: list[str], max_new_tokens: int) -> list[str]:
@@ -122,7 +174,66 @@ def measure(rewrites: list[str], held_out: list[tuple[str, list[str]]], reward, 
     return {"means": means, "rows": rows, "rewrites": rewrites}
 
 
-def train(args: argparse.Namespace, folder: Path, sources: list[str], reward) -> tuple[object, list[dict], float]:
+class Progress:
+    """OUT/report.md and OUT/results.json, rewritten whole (a temporary file renamed into place) whenever the run
+    moves: after the first measurement, after each training step, log and checkpoint, and at the end. A run killed at
+    any point leaves the last report, which says how far it got."""
+
+    def __init__(self, args: argparse.Namespace, held_out, reward, n_train: int) -> None:
+        self.args, self.held_out, self.reward, self.n_train = args, held_out, reward, n_train
+        self.started = time.perf_counter()
+        self.before: dict | None = None
+        self.after: dict | None = None
+        self.log: list[dict] = []
+        self.train_seconds: float | None = None
+
+    def write(self, status: str) -> str:
+        """Both files, now; returns the report's text."""
+        elapsed = time.perf_counter() - self.started
+        checkpoints = sorted((p.name for p in (self.args.out / "trainer").glob("checkpoint-*")),
+                             key=lambda name: int(name.rsplit("-", 1)[1]))
+        text = report(self.args, self.before, self.after, self.held_out, self.log, self.train_seconds, self.reward,
+                      self.n_train, status, elapsed, checkpoints)
+        results = {"status": status, "elapsed_seconds": elapsed, "checkpoints": checkpoints,
+                   "args": {k: str(v) for k, v in vars(self.args).items()}, "signature": self.reward.signature,
+                   "seconds": self.train_seconds, "before": self.before, "after": self.after, "log": self.log,
+                   "held_out": self.held_out}
+        _replace(self.args.out / "results.json", json.dumps(results, indent=1))
+        _replace(self.args.out / "report.md", text)
+        return text
+
+    def callback(self):
+        """A TRL/transformers callback that writes both files after every step, log and checkpoint."""
+        from transformers import TrainerCallback
+
+        progress = self
+
+        class WriteAsItGoes(TrainerCallback):
+            def _write(self, state, what: str) -> None:
+                progress.log = list(state.log_history)
+                progress.write(f"training: {what} {state.global_step} of {state.max_steps} done")
+
+            def on_step_end(self, args, state, control, **kwargs):
+                self._write(state, "step")
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                self._write(state, "step")
+
+            def on_save(self, args, state, control, **kwargs):
+                self._write(state, "step")
+
+        return WriteAsItGoes()
+
+
+def _replace(path: Path, text: str) -> None:
+    """``path`` replaced whole by ``text`` (never a half-written file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def train(args: argparse.Namespace, folder: Path, sources: list[str], reward, progress: Progress
+          ) -> tuple[object, list[dict], float]:
     import datasets
     import peft
     import trl
@@ -134,14 +245,15 @@ def train(args: argparse.Namespace, folder: Path, sources: list[str], reward) ->
         output_dir=str(args.out / "trainer"), max_steps=args.steps, num_generations=args.generations,
         per_device_train_batch_size=args.generations * args.prompts_per_step,
         max_completion_length=args.max_completion_length, learning_rate=args.learning_rate, logging_steps=args.logging_steps,
-        save_strategy="no", report_to="none", use_cpu=True, seed=args.seed, temperature=1.0,
-        gradient_checkpointing=False, beta=args.beta, mask_truncated_completions=args.mask_truncated, disable_tqdm=not sys.stderr.isatty())
+        save_strategy="steps", save_steps=args.save_steps, report_to="none", use_cpu=True, seed=args.seed,
+        temperature=1.0, gradient_checkpointing=False, beta=args.beta, mask_truncated_completions=args.mask_truncated,
+        disable_tqdm=not sys.stderr.isatty())
     lora = peft.LoraConfig(r=args.lora_rank, lora_alpha=2 * args.lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
                                            "down_proj"])
     trainer = trl.GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(folder), reward_funcs=[reward], args=config,
                               train_dataset=data, processing_class=AutoTokenizer.from_pretrained(folder),
-                              peft_config=lora)
+                              peft_config=lora, callbacks=[progress.callback()])
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
@@ -149,29 +261,39 @@ def train(args: argparse.Namespace, folder: Path, sources: list[str], reward) ->
     return trainer.model, trainer.state.log_history, seconds
 
 
-def report(args: argparse.Namespace, before: dict, after: dict, held_out, log: list[dict], seconds: float,
-           reward, n_train: int) -> str:
-    names = [k for k in before["means"] if k != "source_words"]
-    lines = [f"# GRPO with LogProb as the reward: {args.steps} steps, {seconds / 60:.1f} min",
+def report(args: argparse.Namespace, before: dict | None, after: dict | None, held_out, log: list[dict],
+           seconds: float | None, reward, n_train: int, status: str = "done", elapsed: float = 0.0,
+           checkpoints: list[str] = ()) -> str:
+    took = "" if seconds is None else f", {seconds / 60:.1f} min of training"
+    lines = [f"# GRPO with LogProb as the reward: {args.steps} steps{took}", "",
+             f"Status: **{status}** ({elapsed / 60:.1f} min since the start; this file is rewritten as the run goes).",
              "", f"Reward: `{reward.signature}`", "",
              f"Trained on {n_train} informal sentences ({args.prompts_per_step} prompts x {args.generations} "
              f"completions per step, LoRA rank {args.lora_rank}, lr {args.learning_rate:g}, max completion "
              f"{args.max_completion_length} tokens, KL beta {args.beta:g}, truncated completions "
-             f"{'masked' if args.mask_truncated else 'trained on'}); measured on {len(held_out)} held-out Lai sentences, greedy. "
-             f"Source length: {before['means']['source_words']:.1f} words.", "",
-             "| measure | before | after |", "|---|---|---|"]
-    lines += [f"| {k} | {before['means'][k]:.3f} | {after['means'][k]:.3f} |" for k in names]
-    lines += ["", f"Training log (every {args.logging_steps} steps): step, reward mean (std), content, style, completion length, "
-              "clipped ratio", ""]
+             f"{'masked' if args.mask_truncated else 'trained on'}); measured on {len(held_out)} held-out Lai "
+             "sentences, greedy."]
+    if checkpoints:
+        lines += ["", f"Checkpoints (LoRA adapters, in {args.out / 'trainer'}): {', '.join(checkpoints)}."]
+    if before is not None:
+        lines += ["", f"Source length: {before['means']['source_words']:.1f} words.", "",
+                  "| measure | before | after |", "|---|---|---|"]
+        names = [k for k in before["means"] if k != "source_words"]
+        lines += [f"| {k} | {before['means'][k]:.3f} | {'–' if after is None else format(after['means'][k], '.3f')} |"
+                  for k in names]
+    lines += ["", f"Training log (every {args.logging_steps} steps): step, reward mean (std), content, style, "
+              "completion length, clipped ratio", ""]
     for entry in log:
         if "reward" in entry:
             lines.append(f"- {entry.get('step', '?')}: {entry['reward']:.3f} ({entry.get('reward_std', math.nan):.3f}), "
                          f"{entry.get('logprob/content', math.nan):.3f}, {entry.get('logprob/style', math.nan):.4f}, "
                          f"{entry.get('completions/mean_length', math.nan):.1f}, "
                          f"{entry.get('completions/clipped_ratio', math.nan):.2f}")
-    lines += ["", "| source | before | after |", "|---|---|---|"]
-    for (source, _), b, a in list(zip(held_out, before["rewrites"], after["rewrites"], strict=True))[:10]:
-        lines.append(f"| {source} | {b} | {a} |".replace("\n", " "))
+    if before is not None:
+        lines += ["", "| source | before | after |", "|---|---|---|"]
+        afters = after["rewrites"] if after is not None else ["–"] * len(held_out)
+        for (source, _), b, a in list(zip(held_out, before["rewrites"], afters, strict=True))[:10]:
+            lines.append(f"| {source} | {b} | {a} |".replace("\n", " "))
     return "\n".join(lines) + "\n"
 
 
@@ -185,28 +307,32 @@ def main(argv: list[str] | None = None) -> int:
     from styleeval.rewards import LogProbReward
 
     torch.manual_seed(args.seed)
+    args.threads = args.threads or busy_machine_threads()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.threads = torch.get_num_threads()  # recorded in results.json
     args.out.mkdir(parents=True, exist_ok=True)
     train_sources, held_out = formality_sources(args.data_dir)
+    train_sources = train_sources[:args.train_rows]
     held_out = held_out[:args.eval_rows]
     folder = policy_folder()
     options = {} if args.style_weight is None else {"style_weight": args.style_weight}
     reward = LogProbReward(model=REAL_WEIGHTS, **options)
+    progress = Progress(args, held_out, reward, len(train_sources))
     tokenizer = AutoTokenizer.from_pretrained(folder)
     base = AutoModelForCausalLM.from_pretrained(folder)
     print(f"before: generating {len(held_out)} held-out rewrites", file=sys.stderr)
-    before = measure(generate(base, tokenizer, [s for s, _ in held_out], args.max_completion_length), held_out,
-                     reward, not args.no_autorater)
-    print(f"training: {len(train_sources)} sources, {args.steps} steps", file=sys.stderr)
-    model, log, seconds = train(args, folder, train_sources, reward)
+    progress.before = measure(generate(base, tokenizer, [s for s, _ in held_out], args.max_completion_length), held_out,
+                              reward, not args.no_autorater)
+    progress.write("measured before training; training not started")
+    print(f"training: {len(train_sources)} sources, {args.steps} steps (report.md rewritten after each step)",
+          file=sys.stderr)
+    model, progress.log, progress.train_seconds = train(args, folder, train_sources, reward, progress)
+    progress.write(f"trained {args.steps} steps; measuring after training")
     model.eval()
-    after = measure(generate(model, tokenizer, [s for s, _ in held_out], args.max_completion_length), held_out,
-                    reward, not args.no_autorater)
-    text = report(args, before, after, held_out, log, seconds, reward, len(train_sources))
-    (args.out / "report.md").write_text(text, encoding="utf-8")
-    (args.out / "results.json").write_text(json.dumps(
-        {"args": {k: str(v) for k, v in vars(args).items()}, "signature": reward.signature, "seconds": seconds,
-         "before": before, "after": after, "log": log, "held_out": held_out}, indent=1), encoding="utf-8")
-    print(text)
+    progress.after = measure(generate(model, tokenizer, [s for s, _ in held_out], args.max_completion_length),
+                             held_out, reward, not args.no_autorater)
+    print(progress.write("done"))
     return 0
 
 

@@ -313,6 +313,18 @@ def _quiet_stderr() -> Any:
     return contextlib.redirect_stderr(io.StringIO()) if are_progress_bars_disabled() else contextlib.nullcontext()
 
 
+def model_source(model: str | os.PathLike[str]) -> str:
+    """Where ``transformers`` loads a model named as styleeval names it: the converted folder of a ``.gguf`` file or of
+    the ``smollm2-135m`` preset (fetched and converted once), the built folder of ``tiny-random``, the Hub id of a
+    preset (``1b``...), else the name itself. For code of your own beside styleeval (a policy to train:
+    docs/training.md), ``AutoModelForCausalLM.from_pretrained(model_source("smollm2-135m"))``.
+
+    >>> model_source("1b"), model_source("Qwen/Qwen2.5-1.5B-Instruct")
+    ('meta-llama/Llama-3.2-1B-Instruct', 'Qwen/Qwen2.5-1.5B-Instruct')
+    """
+    return _signed_source(model)[1]
+
+
 def _signed_source(model: str | os.PathLike[str]) -> tuple[str, str, str | None]:
     """``(name, source, fingerprint)`` of a model named by a string: what signatures record, where transformers
     loads it from, and the revision that identifies the weights (``None``: a Hub id's own). A GGUF file or preset

@@ -81,7 +81,7 @@ def test_a_corpus_that_cannot_be_loaded_is_said_once_and_its_cells_say_not_compu
     columns = [("Mir", "mir_yelp", "all"), ("Ze.", "ziegenbein_appropriateness", "system")]
     text, counts = paper.render("Table 3", columns, {"S-Bleu": "0.51 0.63"}, {("S-Bleu", "mir_yelp", "all"): (0.51, 0.0)},
                                 {}, {"ziegenbein_appropriateness": "study_abs_results.csv: missing from the mirror"})
-    assert "| S-Bleu | 0.51 / 0.51 | 0.63 / – | not computed (corpus not loaded), ok |" in text
+    assert "| S-Bleu | 0.51 / 0.51 | 0.63 / – | ok: Mir; not computed (corpus not loaded): Ze. |" in text
     assert "missing from the mirror" not in text and counts == {"ok": 1, "close": 0, "differs": 0, "not computed": 1}
     args = paper.Options(unloaded={"ziegenbein_appropriateness": "why"}, no_cache=True, no_progress=True)
     values, failures = paper.run_table({"S-Bleu": "s_paper_bleu"}, ["S-Bleu"], "content", ["ziegenbein_appropriateness"],

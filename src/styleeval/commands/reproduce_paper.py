@@ -20,7 +20,10 @@ SUMMARY = "the paper's Tables 3-5 (Pauli et al. 2025) computed and printed besid
 EPILOG = """\
 Every row of the three tables (and of Table 8, fluency) is attempted with the metric that implements it (s_paper_bleu for the paper's NLTK
 BLEU, logprob_content:model=8b for LogProb 8b, ...); cells that cannot be computed say why (missing weights,
-ratings not public, metric not implemented). A corpus that cannot be loaded is said once, in one line on stderr and
+ratings not public, metric not implemented), and each row's status column says which cell has which status. What
+to install or run is said once, below the tables and on stderr, never in every row: METEOR's WordNet where it is
+missing, and --model smollm2-135m where the LLM rows need the paper's Llama weights (a real 135M model from the
+package index, no Hub account: those rows measured with it, shown as measured, never counted). A corpus that cannot be loaded is said once, in one line on stderr and
 below the tables, and its cells say "not computed (corpus not loaded)"; when none can be loaded, the command stops
 with exit status 2 and writes nothing. Without --online the Hugging Face clients run offline: models that are
 not in the local cache are reported as missing instead of being downloaded. Scores are cached, so a rerun is

@@ -28,6 +28,9 @@ ENV_DATA_DIR = "STYLEEVAL_DATA_DIR"
 DOWNLOAD_TIMEOUT = 60.0
 """Seconds to connect, and between two reads of a download."""
 DOWNLOAD_RETRIES = 3
+OFFLINE_ADVICE = (f"to use the corpora without the network, point --data-dir (data_dir= in Python) or ${ENV_DATA_DIR} "
+                  "at a local copy laid out like the download (e.g. ../shared/data on this project's machines)")
+"""Said by a failed download: it only happens where neither ``data_dir`` nor ``$STYLEEVAL_DATA_DIR`` names a mirror."""
 
 
 class CorpusError(UserError):
@@ -36,14 +39,17 @@ class CorpusError(UserError):
     The message names the file, the line (when the problem is in one row) and the URL the file comes from.
     """
 
-    def __init__(self, message: str, *, file: str | os.PathLike[str], url: str, line: int | None = None):
+    def __init__(self, message: str, *, file: str | os.PathLike[str], url: str, line: int | None = None,
+                 advice: str = ""):
         self.reason = message
         """What is wrong, without the file and the URL (a one-line summary names the corpus instead)."""
         self.file = str(file)
         self.url = url
         self.line = line
+        self.advice = advice
+        """What to do about it (``""``: nothing beyond the message), after the file and the URL."""
         where = f"{self.file}, line {line}" if line is not None else self.file
-        super().__init__(f"{message} [file: {where}; source: {url}]")
+        super().__init__(f"{message} [file: {where}; source: {url}]" + (f"; {advice}" if advice else ""))
 
 
 class ChecksumError(CorpusError):
@@ -212,7 +218,7 @@ def resolve(source: Source, path: str, data_dir: str | os.PathLike[str] | None =
         try:
             download(url, cached)
         except OSError as err:
-            raise MissingFileError(f"download failed ({err})", file=cached, url=url) from err
+            raise MissingFileError(f"download failed ({err})", file=cached, url=url, advice=OFFLINE_ADVICE) from err
     try:
         verify(cached, key, url)
     except ChecksumError:

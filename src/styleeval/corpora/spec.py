@@ -29,7 +29,8 @@ class CorpusSpec:
     """A corpus: ``name`` (``load_corpus`` name and ``datasets/<name>`` folder), ``label`` (tables and plots),
     ``kind`` (``"rating"``: the long rating schema, in the meta-evaluation; ``"stel"``: STEL's tasks), ``order``
     (its place in lists), its Hub ``configs``, the ``authors_style_words`` their scripts used where the corpus's
-    words differ, ``public_ratings`` (``False`` where the ratings file is not public: the corpus is then left out of
+    words differ, ``public_ratings`` (``False`` where the ratings file is not in this project's mirror and the
+    loader untested on it, Ziegenbein's: the corpus is then left out of
     :func:`~styleeval.corpora.load_rating_corpora`'s default), ``compares_systems`` (``True`` where several systems
     rewrote every source, each rewrite a row: ``styleeval evaluate --dataset`` takes the corpus as its systems), and
     ``loader(data_dir, **options) -> Dataset``."""

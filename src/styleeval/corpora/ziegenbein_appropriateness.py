@@ -1,4 +1,4 @@
-"""Ziegenbein et al. (2024), appropriateness rewriting of arguments: 225 sources x 6 systems (incl. human).
+"""Ziegenbein et al. (2024), appropriateness rewriting of arguments: 225 sources x 6 systems (incl. human); ratings file public, in the authors' GitHub repository, but not in this project's mirror: downloaded on first use.
 
 Source: ``timonziegenbein/inappropriateness-mitigation``. Items: ``study_pairs.csv`` of the absolute-rating
 study app (``id,source,rewrite,issue,batch``). Ratings: ``study_abs_results.csv``, one row per
