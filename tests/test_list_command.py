@@ -88,7 +88,7 @@ def test_list_names_every_corpus_and_model_preset(capsys, monkeypatch):
     assert "random weights" in models[TINY_RANDOM]
     assert models["qwen2.5-coder-1.5b"].startswith("Qwen2.5-Coder-1.5B-Instruct (Q4_K_M GGUF, Qwen's official file): a "
                                                  "real chat model, fetched on first use without a Hub account "
-                                                 "(1,117 MB, sha256 pinned; 1.54B parameters, 6.2 GB in float32")
+                                                 "(1,117 MB, sha256 pinned; 1.54B parameters, 7.1 GB in float32")
     assert "for trying, not for publishing numbers" in models["smollm2-135m"]
     assert "Spearman 0.43" in models["qwen2.5-coder-1.5b"] and "Spearman 0.17" in models["qwen2.5-coder-0.5b"]
     everything = _listed(capsys)

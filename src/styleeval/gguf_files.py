@@ -144,7 +144,7 @@ PRESETS: dict[str, GGUFSource] = {
         licence="Apache-2.0 (Qwen's Qwen2.5-Coder-0.5B-Instruct; the wheels' uploaders declare none: trusted by "
                 "digest only)",
         signed_name="gguf:Qwen2.5-Coder-0.5B:Q4_K_M",
-        footprint="494M parameters, 2.0 GB in float32 (0.5 GB with --backend llamacpp)",
+        footprint="494M parameters, 2.5 GB in float32 (0.5 GB with --backend llamacpp)",
     ),
     "qwen2.5-coder-1.5b": GGUFSource(
         preset="qwen2.5-coder-1.5b",
@@ -202,7 +202,7 @@ PRESETS: dict[str, GGUFSource] = {
         licence="Apache-2.0 (Qwen's Qwen2.5-Coder-1.5B-Instruct; the wheels' uploaders declare none: trusted by "
                 "digest only)",
         signed_name="gguf:Qwen2.5-Coder-1.5B:Q4_K_M",
-        footprint="1.54B parameters, 6.2 GB in float32 (1.1 GB with --backend llamacpp)",
+        footprint="1.54B parameters, 7.1 GB in float32 (1.1 GB with --backend llamacpp)",
     ),
 }
 """GGUF presets, fetched on first use without a Hub account: HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0)
