@@ -72,7 +72,7 @@ def test_engine_equals_slow_path(tiny_model, tiny_tokenizer, rows, expected, bat
         for ctx in CONTEXT_INSTRUCTIONS:
             worst = max(worst, max(abs(t[ctx] - s) for t, s in zip(tokens, slow_lp[ctx], strict=True)))
         assert got[k]["content"] == pytest.approx(content, abs=1e-4)
-        assert got[k]["style"] == pytest.approx(style, abs=1e-6)
+        assert got[k]["style_strength"] == pytest.approx(style, abs=1e-6)
     assert worst <= 1e-4
     # the last token of every row is the end-of-turn token, including the empty rewrite's only token
     assert got[order.index(len(rows) - 1)]["tokens"][0]["token"] == "<|eot_id|>"
@@ -84,7 +84,7 @@ def test_results_independent_of_batching(tiny_model, tiny_tokenizer, rows):
     tight = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=40, progress=False)
     other = tight.score(sources, rewrites, styles)
     assert [r["content"] for r in other] == pytest.approx([r["content"] for r in base], abs=1e-5)
-    assert other.style == pytest.approx(base.style, abs=1e-7)
+    assert other.style_strength == pytest.approx(base.style_strength, abs=1e-7)
 
 
 def test_score_ranges(tiny_model, tiny_tokenizer):
@@ -92,7 +92,7 @@ def test_score_ranges(tiny_model, tiny_tokenizer):
     lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False)
     got = lp.score(["a b c"], ["a b c"], "formal")
     assert got[0]["content"] <= 0.0
-    assert -1.0 <= got[0]["style"] <= 1.0
+    assert -1.0 <= got[0]["style_strength"] <= 1.0
 
 
 def test_prompt_and_token_sets_are_pinned(tiny_tokenizer):
@@ -124,7 +124,7 @@ def test_end_of_turn_off(tiny_model, tiny_tokenizer, rows):
     assert "eot:no" in got.signature
     with pytest.warns(UserWarning, match="no scored token"):
         empty = lp.score(["x"], [""], "polite")
-    assert math.isnan(empty[0]["content"]) and math.isnan(empty[0]["style"])
+    assert math.isnan(empty[0]["content"]) and math.isnan(empty[0]["style_strength"])
 
 
 def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
@@ -253,7 +253,7 @@ def test_overflow_error_and_skip(tiny_tokenizer):
         warnings.simplefilter("always")
         got = skip.score(["hi", long_source], ["hello", "x"], "polite")
     assert any("skipped" in str(w.message) for w in caught)
-    assert not math.isnan(got[0]["content"]) and math.isnan(got[1]["content"]) and math.isnan(got[1]["style"])
+    assert not math.isnan(got[0]["content"]) and math.isnan(got[1]["content"]) and math.isnan(got[1]["style_strength"])
     with pytest.raises(ValueError, match="on_overflow must be"):
         LogProb(short, tokenizer=tiny_tokenizer, on_overflow="truncate")
 
@@ -263,7 +263,7 @@ def test_accepts_any_iterable_of_strings(lp):
 
     a = lp.score(("x y", "z"), np.array(["x", "z z"]), iter(["polite", "formal"]))
     b = lp.score(["x y", "z"], ["x", "z z"], ["polite", "formal"])
-    assert a.content == b.content and a.style == b.style
+    assert a.content == b.content and a.style_strength == b.style_strength
     with pytest.raises(ValueError, match="styles must be a list of strings, got dict"):
         lp.score(["a"], ["b"], {"style": "polite"})
 

@@ -43,7 +43,7 @@ def call(reward, completions, sources=SOURCES, styles=STYLES, **extra):
 
 def test_the_reward_is_logprobs_content_and_style_weighted(reward, expected):
     got = call(reward, COMPLETIONS)
-    want = [row["content"] + STYLE_WEIGHT * row["style"] for row in expected]
+    want = [row["content"] + STYLE_WEIGHT * row["style_strength"] for row in expected]
     assert got == want  # the same numbers, not close ones
     assert all(math.isfinite(v) for v in got) and len(set(got)) == 3
 

@@ -84,7 +84,7 @@ def test_scores_equal_logprob_and_records_are_documented(tmp_path, tiny_model_di
     assert [r["row"] for r in records] == list(range(N))
     assert [r["rewrite"] for r in records] == [r["rewrite"] for r in rows]
     assert [r["content"] for r in records] == pytest.approx(expected.content, abs=1e-6)
-    assert [r["style_strength"] for r in records] == pytest.approx(expected.style, abs=1e-6)
+    assert [r["style_strength"] for r in records] == pytest.approx(expected.style_strength, abs=1e-6)
     assert {r["signature"] for r in records} == {expected.signature}
     first = json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert list(first) == ["row", "source", "rewrite", "style", "content", "style_strength", "signature"]
