@@ -339,3 +339,58 @@ def test_a_model_whose_outputs_are_not_finite_is_said_once_naming_it(tiny_model,
     with warnings.catch_warnings():
         warnings.simplefilter("error", NotFiniteWarning)
         assert all(math.isfinite(c) for c in healthy.score(sources, rewrites, styles).content)
+
+
+def test_a_style_likely_misspelt_is_said_once_with_the_closest_known_style(tiny_model_dir, tmp_path, monkeypatch):
+    """Issue 61, item 3: ``polyte`` and ``Polite.`` were taken silently and gave other numbers than ``polite``. Each
+    is said once per process (a StyleSpellingWarning naming the closest known style and how to silence it), a
+    deliberate free-text style is not, and the advice silences it, in Python and on the command line."""
+    import os
+    import subprocess
+    import sys
+
+    from styleeval import validation
+    from styleeval.validation import StyleSpellingWarning
+
+    monkeypatch.setattr(validation, "_STYLES_TOLD", set())
+    lp = LogProb(str(tiny_model_dir), device="cpu", progress=False)
+    source, rewrite = "give me the report now.", "Could you send me the report?"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        polite = lp.score([source], [rewrite], "polite")
+        misspelt = lp.score([source] * 3, [rewrite] * 3, ["polyte", "Polite.", "polyte"])
+        again = lp.score([source], [rewrite], ["polyte"])
+        lp.score([source] * 4, [rewrite] * 4, ["like a pirate", "impolite", "more formal", "formal"])  # meant
+    said = [str(w.message) for w in caught if issubclass(w.category, StyleSpellingWarning)]
+    assert len(said) == 2, said
+    assert said[0].startswith("unknown style 'polyte': did you mean 'polite'? The style is free text"), said[0]
+    assert said[1].startswith("unknown style 'Polite.': did you mean 'polite'? ('Polite.' differs from it in case, "
+                              "spaces or punctuation)"), said[1]
+    assert '"Rewrite the following sentence to be polyte: ..."' in said[0]
+    assert said[0].endswith('silence this with warnings.filterwarnings("ignore", '
+                            'category=styleeval.validation.StyleSpellingWarning) (said once per style)'), said[0]
+    # why it matters: the numbers differ (the words of the instruction differ), the same for the same spelling
+    assert min(abs(row["content"] - polite[0]["content"]) for row in misspelt) > 1e-3, (misspelt, polite)
+    assert again[0]["content"] == pytest.approx(misspelt[0]["content"], abs=1e-5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=StyleSpellingWarning)  # the advice, for a deliberate style
+        lp.score([source], [rewrite], "politee")
+    assert not [w for w in caught if issubclass(w.category, StyleSpellingWarning)]
+
+    # the command line: a `styleeval score: warning:` line with its own advice, which silences it
+    table = tmp_path / "in.csv"
+    table.write_text(f"source,rewrite\n{source},{rewrite}\n", encoding="utf-8")
+    command = [sys.executable, "-m", "styleeval", "score", str(table), "--model", str(tiny_model_dir),
+               "--device", "cpu", "--style", "polyte", "-q"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONWARNINGS", None)
+    loud = subprocess.run([*command, "--out", str(tmp_path / "a.jsonl")], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert loud.returncode == 0, loud.stderr
+    advice = 'silence this with PYTHONWARNINGS="ignore:unknown style \'polyte\'"'
+    assert "styleeval score: warning: unknown style 'polyte': did you mean 'polite'?" in loud.stderr, loud.stderr
+    assert advice in loud.stderr and loud.stderr.count("warning: unknown style") == 1, loud.stderr
+    quiet = subprocess.run([*command, "--out", str(tmp_path / "b.jsonl")], capture_output=True, text=True,
+                           env={**env, "PYTHONWARNINGS": "ignore:unknown style 'polyte'"}, timeout=300)
+    assert quiet.returncode == 0 and "unknown style" not in quiet.stderr, quiet.stderr

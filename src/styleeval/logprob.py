@@ -39,7 +39,7 @@ from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
 from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import broadcast_texts, check_rewrites, check_texts
+from styleeval.validation import check_rewrites, check_styles, check_texts
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -234,7 +234,9 @@ class LogProb:
         Args:
             sources: the original texts.
             rewrites: the rewritten texts (an empty rewrite scores only the end-of-turn token).
-            styles: the target style of each row (e.g. ``"polite"``), or one string for all rows.
+            styles: the target style of each row (e.g. ``"polite"``), or one string for all rows: free text, put as
+                written into the style instruction; one close to a known style but not one (``polyte``, ``Polite.``)
+                is said once (:class:`~styleeval.validation.StyleSpellingWarning`).
             return_tokens: add a ``tokens`` list per row: for every scored token its text and its
                 log-probability under each context (keys ``style``, ``paraphrase``, ``repeat``).
 
@@ -246,7 +248,7 @@ class LogProb:
         sources = check_texts("sources", sources)
         n = len(sources)
         rewrites = check_rewrites(rewrites, n)
-        styles = broadcast_texts("styles", styles, n, allow_empty=False)
+        styles = check_styles(styles, n)
         if n == 0:
             return LogProbScores([], self.signature)
 
