@@ -78,7 +78,7 @@ def text_value(value: Any, where: str) -> str:
     if is_missing(value):
         raise missing_text_error(where, value)
     if not isinstance(value, str):
-        raise UserError(f"{where} is {type(value).__name__}, not str: {value!r:.60}")
+        raise UserError(f"{where} is {type(value).__name__}, not str: {value!r:.60}; give every row its text as a str")
     at = lone_surrogate(value)
     if at is not None:
         raise surrogate_error(where, value, at)

@@ -169,6 +169,35 @@ def test_bad_input_is_reported(load_metric, tiny_model_dir):
         metric.compute(predictions=REWRITES, sources=SOURCES[:2], styles=STYLES, model_id=str(tiny_model_dir))
 
 
+@pytest.mark.parametrize("module", ["logprob_style", "llm_autorater"])
+def test_a_missing_or_non_text_row_is_refused_naming_the_row_and_the_fix(module):
+    """Issue 61, item 5: a None prediction got evaluate's "Module inputs don't match the expected format" (first
+    row), or reached the scorer and was named ``rewrites[1]`` (any other row), not the project's refusal that the
+    README promises. Both modules, loaded as users load them, on tiny-random."""
+    import evaluate
+
+    from styleeval import evaluate_module
+
+    metric = evaluate.load(str(evaluate_module(module)), keep_in_memory=True)
+    given = {"predictions": REWRITES, "sources": SOURCES, "styles": "polite", "model": "tiny-random"}
+    cases = [
+        ({"predictions": [None, *REWRITES[1:]]},
+         r"^predictions\[0\] is None \(missing\); give every row its text \(a rewrite that is really empty is \"\""),
+        ({"predictions": [REWRITES[0], None, REWRITES[2]]}, r"^predictions\[1\] is None \(missing\); give every row"),
+        ({"predictions": [*REWRITES[:2], 3]}, r"^predictions\[2\] is int, not str: 3; give every row its text as a str$"),
+        ({"sources": [SOURCES[0], math.nan, SOURCES[2]]}, r"^sources\[1\] is nan \(missing\); .*keep_default_na=False"),
+        ({"styles": ["polite", None, "formal"]}, r"^styles\[1\] is None \(missing\)"),
+    ]
+    for change, message in cases:
+        with pytest.raises(ValueError, match=message) as err:
+            metric.compute(**{**given, **change})
+        assert "expected format" not in str(err.value)
+    with pytest.raises(ValueError, match=r"^predictions\[1\] of this add_batch call is None \(missing\)"):
+        metric.add_batch(predictions=["Could you?", None], sources=SOURCES[:2], styles="polite")
+    result = metric.compute(**given)  # nothing of the refused calls was kept
+    assert len(result["content" if module == "logprob_style" else "meaning"]) == 3, result
+
+
 def test_empty_input_gives_empty_lists(load_metric, tiny_model_dir):
     result = load_metric().compute(predictions=[], sources=[], styles=[], model_id=str(tiny_model_dir), device="cpu")
     assert result["content"] == [] and result["style_strength"] == []
