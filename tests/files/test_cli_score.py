@@ -308,7 +308,7 @@ def test_the_summary_says_how_many_rows_its_means_are_over_and_how_many_were_ski
     from styleeval.commands.score import _number
 
     rows = _rows(3)
-    rows[1]["rewrite"] = "the cat sat on the mat " * 120  # longer than tiny-random's 512 positions
+    rows[1]["rewrite"] = " ".join(str(i * 7919 % 10007) for i in range(1500))  # beyond tiny-random's 512 positions
     inp = _write_csv(tmp_path / "in.csv", rows)
     out = tmp_path / "out.jsonl"
     assert main(["score", str(inp), "--model", "tiny-random", "--out", str(out), "--on-overflow", "skip"]) == 0
