@@ -360,7 +360,7 @@ def test_a_style_likely_misspelt_is_said_once_with_the_closest_known_style(tiny_
         polite = lp.score([source], [rewrite], "polite")
         misspelt = lp.score([source] * 3, [rewrite] * 3, ["polyte", "Polite.", "polyte"])
         again = lp.score([source], [rewrite], ["polyte"])
-        lp.score([source] * 4, [rewrite] * 4, ["like a pirate", "impolite", "more formal", "formal"])  # meant
+        lp.score([source] * 5, [rewrite] * 5, ["like a pirate", "impolite", "simpler", "more formal", "formal"])
     said = [str(w.message) for w in caught if issubclass(w.category, StyleSpellingWarning)]
     assert len(said) == 2, said
     assert said[0].startswith("unknown style 'polyte': did you mean 'polite'? The style is free text"), said[0]

@@ -11,6 +11,7 @@ unless ``keep_default_na=False``).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import threading
@@ -191,22 +192,25 @@ def _plain(style: str) -> str:
     return " ".join(style.split()).strip(" .,;:!?'\"").lower()
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every chunk of a file
 def closest_known_style(style: str) -> str | None:
     """The known style that ``style`` is likely a misspelling of, or ``None`` (a known style, or free text not close
     to one): the same words in other case, spaces or punctuation, or within one edit (two for a style of more than
-    six letters).
+    six letters), a comparative (``simpler``) excepted.
 
     >>> closest_known_style("polyte"), closest_known_style("Polite."), closest_known_style("polite")
     ('polite', 'polite', None)
-    >>> closest_known_style("impolite"), closest_known_style("more formal"), closest_known_style("like a pirate")
-    (None, None, None)
+    >>> [closest_known_style(s) for s in ("impolite", "simpler", "more formal", "like a pirate")]
+    [None, None, None, None]
     """
     if style in KNOWN_STYLES:
         return None
     plain = _plain(style)
     if plain in KNOWN_STYLES:
         return plain
-    close = [(d, known) for known in KNOWN_STYLES if (d := _distance(plain, known)) <= (1 if len(known) <= 6 else 2)]
+    close = [(d, known) for known in KNOWN_STYLES if abs(len(plain) - len(known)) <= 2  # else more edits: free text
+             and plain not in (known + "r", known + "er")  # a comparative (simpler, politer) is meant
+             and (d := _distance(plain, known)) <= (1 if len(known) <= 6 else 2)]
     return min(close)[1] if close else None
 
 
@@ -218,7 +222,7 @@ def _silencing(style: str) -> str:
     if interface == "python":
         return ('; if it is meant, silence this with warnings.filterwarnings("ignore", '
                 "category=styleeval.validation.StyleSpellingWarning)")
-    prefix = f"unknown style {style!r}" if not set(style) & set(":,\"\n") else "unknown style"
+    prefix = f"unknown style {style!r}" if not set(style) & set(":,'\"\n") else "unknown style"
     return f'; if it is meant, silence this with PYTHONWARNINGS="ignore:{prefix}"'
 
 
