@@ -105,7 +105,7 @@ def make_logprob(model: str, threads: int, **options: Any) -> Callable[[Rows], l
 
     def run(rows: Rows) -> list[tuple[float, float]]:
         scores = lp.score(rows["source"], rows["rewrite"], rows["target_style"])
-        return list(zip(scores.content, scores.style, strict=True))
+        return list(zip(scores.content, scores.style_strength, strict=True))
 
     run.lp = lp  # type: ignore[attr-defined]
     return run

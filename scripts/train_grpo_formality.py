@@ -157,7 +157,7 @@ def measure(rewrites: list[str], held_out: list[tuple[str, list[str]]], reward, 
     references = [refs for _, refs in held_out]
     rows: dict[str, list[float]] = {}
     scores = reward.logprob.score(sources, rewrites, "formal")
-    rows["logprob_content"], rows["logprob_style"] = scores.content, scores.style
+    rows["logprob_content"], rows["logprob_style"] = scores.content, scores.style_strength
     rows["reward"] = reward(prompts=sources, completions=rewrites, source=sources, style=["formal"] * len(sources))
     for name in CHECKS:
         rows[name] = get_metric(name).compute(sources, rewrites, references=references)

@@ -57,7 +57,7 @@ def test_logprob_equals_the_slow_reference(family):
     want = _reference(model, tok, eot, fold=name == "gemma-2")
     for row, (content, style) in zip(got, want, strict=True):
         assert row["content"] == pytest.approx(content, abs=1e-5)
-        assert row["style"] == pytest.approx(style, abs=1e-5)
+        assert row["style_strength"] == pytest.approx(style, abs=1e-5)
 
 
 def test_forced_modes_and_the_autorater(family):

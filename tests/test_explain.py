@@ -14,7 +14,7 @@ def test_token_table_means_are_the_scores(tiny_model, tiny_tokenizer):
     table = token_table(row)
     assert len(table) == len(row["tokens"]) and table[-1]["token"] == "<|eot_id|>"
     assert sum(r["content"] for r in table) / len(table) == pytest.approx(row["content"], abs=1e-9)
-    assert sum(r["style"] for r in table) / len(table) == pytest.approx(row["style"], abs=1e-9)
+    assert sum(r["style"] for r in table) / len(table) == pytest.approx(row["style_strength"], abs=1e-9)
     for r in table:
         assert r["content"] == max(r["logp_style"], r["logp_paraphrase"], r["logp_repeat"])
         assert r[f"logp_{r['best']}"] == r["content"]

@@ -41,7 +41,7 @@ def test_a_gguf_file_loads_as_the_model_it_was_written_from(tiny_gguf, tiny_mode
     assert (name, revision) == ("gguf:tiny-llama-2L:F32", f"sha256-{read_info(tiny_gguf).sha256[:16]}")
     got = LogProb(str(tiny_gguf), progress=False).score(*ROWS)
     want = LogProb(tiny_model, tokenizer=tiny_tokenizer, progress=False).score(*ROWS)
-    assert got.content == want.content and got.style == want.style
+    assert got.content == want.content and got.style_strength == want.style_strength
     assert f"|model:gguf:tiny-llama-2L:F32@{revision}|" in got.signature and "dtype:float32" in got.signature
     assert "dtype:bfloat16" in LogProb(str(tiny_gguf), dtype="bfloat16", progress=False).score(*ROWS).signature
 

@@ -72,7 +72,7 @@ def test_engine_equals_slow_path(tiny_model, tiny_tokenizer, rows, expected, bat
         for ctx in CONTEXT_INSTRUCTIONS:
             worst = max(worst, max(abs(t[ctx] - s) for t, s in zip(tokens, slow_lp[ctx], strict=True)))
         assert got[k]["content"] == pytest.approx(content, abs=1e-4)
-        assert got[k]["style"] == pytest.approx(style, abs=1e-6)
+        assert got[k]["style_strength"] == pytest.approx(style, abs=1e-6)
     assert worst <= 1e-4
     # the last token of every row is the end-of-turn token, including the empty rewrite's only token
     assert got[order.index(len(rows) - 1)]["tokens"][0]["token"] == "<|eot_id|>"
@@ -84,7 +84,7 @@ def test_results_independent_of_batching(tiny_model, tiny_tokenizer, rows):
     tight = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", batch_tokens=40, progress=False)
     other = tight.score(sources, rewrites, styles)
     assert [r["content"] for r in other] == pytest.approx([r["content"] for r in base], abs=1e-5)
-    assert other.style == pytest.approx(base.style, abs=1e-7)
+    assert other.style_strength == pytest.approx(base.style_strength, abs=1e-7)
 
 
 def test_score_ranges(tiny_model, tiny_tokenizer):
@@ -92,7 +92,7 @@ def test_score_ranges(tiny_model, tiny_tokenizer):
     lp = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False)
     got = lp.score(["a b c"], ["a b c"], "formal")
     assert got[0]["content"] <= 0.0
-    assert -1.0 <= got[0]["style"] <= 1.0
+    assert -1.0 <= got[0]["style_strength"] <= 1.0
 
 
 def test_prompt_and_token_sets_are_pinned(tiny_tokenizer):
@@ -124,7 +124,7 @@ def test_end_of_turn_off(tiny_model, tiny_tokenizer, rows):
     assert "eot:no" in got.signature
     with pytest.warns(UserWarning, match="no scored token"):
         empty = lp.score(["x"], [""], "polite")
-    assert math.isnan(empty[0]["content"]) and math.isnan(empty[0]["style"])
+    assert math.isnan(empty[0]["content"]) and math.isnan(empty[0]["style_strength"])
 
 
 def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
@@ -253,7 +253,7 @@ def test_overflow_error_and_skip(tiny_tokenizer):
         warnings.simplefilter("always")
         got = skip.score(["hi", long_source], ["hello", "x"], "polite")
     assert any("skipped" in str(w.message) for w in caught)
-    assert not math.isnan(got[0]["content"]) and math.isnan(got[1]["content"]) and math.isnan(got[1]["style"])
+    assert not math.isnan(got[0]["content"]) and math.isnan(got[1]["content"]) and math.isnan(got[1]["style_strength"])
     with pytest.raises(ValueError, match="on_overflow must be"):
         LogProb(short, tokenizer=tiny_tokenizer, on_overflow="truncate")
 
@@ -263,7 +263,7 @@ def test_accepts_any_iterable_of_strings(lp):
 
     a = lp.score(("x y", "z"), np.array(["x", "z z"]), iter(["polite", "formal"]))
     b = lp.score(["x y", "z"], ["x", "z z"], ["polite", "formal"])
-    assert a.content == b.content and a.style == b.style
+    assert a.content == b.content and a.style_strength == b.style_strength
     with pytest.raises(ValueError, match="styles must be a list of strings, got dict"):
         lp.score(["a"], ["b"], {"style": "polite"})
 
@@ -339,3 +339,58 @@ def test_a_model_whose_outputs_are_not_finite_is_said_once_naming_it(tiny_model,
     with warnings.catch_warnings():
         warnings.simplefilter("error", NotFiniteWarning)
         assert all(math.isfinite(c) for c in healthy.score(sources, rewrites, styles).content)
+
+
+def test_a_style_likely_misspelt_is_said_once_with_the_closest_known_style(tiny_model_dir, tmp_path, monkeypatch):
+    """Issue 61, item 3: ``polyte`` and ``Polite.`` were taken silently and gave other numbers than ``polite``. Each
+    is said once per process (a StyleSpellingWarning naming the closest known style and how to silence it), a
+    deliberate free-text style is not, and the advice silences it, in Python and on the command line."""
+    import os
+    import subprocess
+    import sys
+
+    from styleeval import validation
+    from styleeval.validation import StyleSpellingWarning
+
+    monkeypatch.setattr(validation, "_STYLES_TOLD", set())
+    lp = LogProb(str(tiny_model_dir), device="cpu", progress=False)
+    source, rewrite = "give me the report now.", "Could you send me the report?"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        polite = lp.score([source], [rewrite], "polite")
+        misspelt = lp.score([source] * 3, [rewrite] * 3, ["polyte", "Polite.", "polyte"])
+        again = lp.score([source], [rewrite], ["polyte"])
+        lp.score([source] * 5, [rewrite] * 5, ["like a pirate", "impolite", "simpler", "more formal", "formal"])
+    said = [str(w.message) for w in caught if issubclass(w.category, StyleSpellingWarning)]
+    assert len(said) == 2, said
+    assert said[0].startswith("unknown style 'polyte': did you mean 'polite'? The style is free text"), said[0]
+    assert said[1].startswith("unknown style 'Polite.': did you mean 'polite'? ('Polite.' differs from it in case, "
+                              "spaces or punctuation)"), said[1]
+    assert '"Rewrite the following sentence to be polyte: ..."' in said[0]
+    assert said[0].endswith('silence this with warnings.filterwarnings("ignore", '
+                            'category=styleeval.validation.StyleSpellingWarning) (said once per style)'), said[0]
+    # why it matters: the numbers differ (the words of the instruction differ), the same for the same spelling
+    assert min(abs(row["content"] - polite[0]["content"]) for row in misspelt) > 1e-3, (misspelt, polite)
+    assert again[0]["content"] == pytest.approx(misspelt[0]["content"], abs=1e-5)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=StyleSpellingWarning)  # the advice, for a deliberate style
+        lp.score([source], [rewrite], "politee")
+    assert not [w for w in caught if issubclass(w.category, StyleSpellingWarning)]
+
+    # the command line: a `styleeval score: warning:` line with its own advice, which silences it
+    table = tmp_path / "in.csv"
+    table.write_text(f"source,rewrite\n{source},{rewrite}\n", encoding="utf-8")
+    command = [sys.executable, "-m", "styleeval", "score", str(table), "--model", str(tiny_model_dir),
+               "--device", "cpu", "--style", "polyte", "-q"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONWARNINGS", None)
+    loud = subprocess.run([*command, "--out", str(tmp_path / "a.jsonl")], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert loud.returncode == 0, loud.stderr
+    advice = 'silence this with PYTHONWARNINGS="ignore:unknown style \'polyte\'"'
+    assert "styleeval score: warning: unknown style 'polyte': did you mean 'polite'?" in loud.stderr, loud.stderr
+    assert advice in loud.stderr and loud.stderr.count("warning: unknown style") == 1, loud.stderr
+    quiet = subprocess.run([*command, "--out", str(tmp_path / "b.jsonl")], capture_output=True, text=True,
+                           env={**env, "PYTHONWARNINGS": "ignore:unknown style 'polyte'"}, timeout=300)
+    assert quiet.returncode == 0 and "unknown style" not in quiet.stderr, quiet.stderr

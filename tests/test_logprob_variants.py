@@ -59,10 +59,10 @@ def test_authors_variant_equals_slow_reference(tiny_model, tiny_tokenizer, rows)
         for k, i in enumerate(order):
             want_c, want_s = expected[i]
             if math.isnan(want_c):  # the empty rewrite: only <|eot_id|>, which is context: nothing scored
-                assert math.isnan(got[k]["content"]) and math.isnan(got[k]["style"])
+                assert math.isnan(got[k]["content"]) and math.isnan(got[k]["style_strength"])
                 continue
             assert got[k]["content"] == pytest.approx(want_c, abs=1e-5)
-            assert got[k]["style"] == pytest.approx(want_s, abs=1e-5)
+            assert got[k]["style_strength"] == pytest.approx(want_s, abs=1e-5)
     assert "|variant:authors|" in got.signature and "|first:no|" in got.signature
 
 
@@ -113,7 +113,7 @@ def test_bfloat16_head_rounds_probabilities_like_the_authors(tiny_model, tiny_to
     for (source, rewrite, style), row in zip(live, got, strict=True):
         want_c, want_s = slow_authors(tiny_model, tiny_tokenizer, source, rewrite, style, head_dtype=torch.bfloat16)
         assert row["content"] == pytest.approx(want_c, abs=2e-2)  # float32 rounding may flip a bfloat16 rounding
-        assert row["style"] == pytest.approx(want_s, abs=2e-2)
+        assert row["style_strength"] == pytest.approx(want_s, abs=2e-2)
     with pytest.raises(ValueError, match="head_dtype"):
         LogProb(tiny_model, tokenizer=tiny_tokenizer, head_dtype="int8", device="cpu")
 

@@ -95,7 +95,7 @@ def test_the_engine_equals_a_naive_loop_on_real_weights(real_backend, task_rows,
         best = [max(v) for v in zip(*reference[i].values(), strict=True)]
         assert abs(got[k]["content"] - sum(best) / len(best)) <= w + 1e-12, f"row {i}"
         gain = [math.exp(s) - max(math.exp(p), math.exp(r)) for s, p, r in zip(*reference[i].values(), strict=True)]
-        assert abs(got[k]["style"] - sum(gain) / len(gain)) <= 2 * w * math.exp(w) + 1e-12, f"row {i}"
+        assert abs(got[k]["style_strength"] - sum(gain) / len(gain)) <= 2 * w * math.exp(w) + 1e-12, f"row {i}"
     print(f"{options}: engine {worst:.2e} from float64, the naive float32 loop {floor:.2e}")
     assert worst <= float32_bound(floor)
     assert got[order.index(len(task_rows) - 1)]["tokens"][0]["token"] == "<|im_end|>"

@@ -174,7 +174,7 @@ def test_a_backend_added_by_the_recipe_serves_everything_by_name(naive_backend, 
     naive = LogProb(str(tiny_model_dir), backend="naive", max_tokens=4096, progress=False)
     local = LogProb(str(tiny_model_dir), device="cpu", progress=False)
     got, want = naive.score(sources, rewrites, styles), local.score(sources, rewrites, styles)
-    assert got.content == pytest.approx(want.content, abs=1e-4) and got.style == pytest.approx(want.style, abs=1e-4)
+    assert got.content == pytest.approx(want.content, abs=1e-4) and got.style_strength == pytest.approx(want.style_strength, abs=1e-4)
     assert "backend:naive" in got.signature and "@naive-" in got.signature
     with pytest.raises(ValueError, match="max_tokens: not an option of the local backend"):
         LogProb(str(tiny_model_dir), max_tokens=5)

@@ -43,15 +43,16 @@ def call(reward, completions, sources=SOURCES, styles=STYLES, **extra):
 
 def test_the_reward_is_logprobs_content_and_style_weighted(reward, expected):
     got = call(reward, COMPLETIONS)
-    want = [row["content"] + STYLE_WEIGHT * row["style"] for row in expected]
+    want = [row["content"] + STYLE_WEIGHT * row["style_strength"] for row in expected]
     assert got == want  # the same numbers, not close ones
     assert all(math.isfinite(v) for v in got) and len(set(got)) == 3
 
 
-@pytest.mark.parametrize(("weights", "dimension"), [((1.0, 0.0), "content"), ((0.0, 1.0), "style")])
-def test_each_dimension_alone_equals_logprob_score(reward, expected, weights, dimension):
+@pytest.mark.parametrize(("weights", "dimension", "key"), [((1.0, 0.0), "content", "content"),
+                                                          ((0.0, 1.0), "style", "style_strength")])
+def test_each_dimension_alone_equals_logprob_score(reward, expected, weights, dimension, key):
     alone = LogProbReward(backend=reward.logprob.backend, content_weight=weights[0], style_weight=weights[1])
-    assert call(alone, COMPLETIONS) == [row[dimension] for row in expected]
+    assert call(alone, COMPLETIONS) == [row[key] for row in expected]
     assert alone.__name__ == f"logprob_{dimension}"
 
 

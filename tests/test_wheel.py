@@ -100,7 +100,7 @@ def test_the_readmes_wheel_examples_run_outside_the_repository(installed, real_b
     check = ("\nimport styleeval, math\n"
              f"assert styleeval.__file__.startswith({purelib!r}), styleeval.__file__\n"
              f"assert styleeval.evaluate_module('logprob_style').startswith({purelib!r})\n"
-             "assert len(r['content_preservation']) == 1 and math.isfinite(r['content_preservation'][0])\n"
+             "assert len(r['content']) == 1 and math.isfinite(r['content'][0])\n"
              "assert 'model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f' in r['signature']\n"
              "assert 'warning' not in r\n")
     _run([python, "-c", PYTHON.group(1) + check], work, env)

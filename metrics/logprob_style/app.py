@@ -26,7 +26,7 @@ def score(source: str, rewrite: str, style: str) -> dict:
         scores = _scorer().score([source], [rewrite], [style])
     except (ValueError, RuntimeError) as err:
         raise gr.Error(str(err)) from None
-    return {"content_preservation": scores[0]["content"], "style_strength": scores[0]["style"],
+    return {"content": scores[0]["content"], "style_strength": scores[0]["style_strength"],
             "signature": scores.signature}
 
 

@@ -18,6 +18,7 @@ A thin `evaluate` wrapper: all the work is done by ``styleeval.LogProb``.
 
 import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
+import styleeval.errors
 import styleeval.evaluate_support as support
 import styleeval.labels
 import styleeval.logprob
@@ -75,12 +76,14 @@ Args:
     A misspelled or mistyped argument raises a ValueError naming it and the valid ones; `references` are not
     taken (the rewrite is compared with its source).
 Returns:
-    content_preservation (`list` of `float`): per rewrite, the mean log of the best of the three token
-        probabilities; <= 0, higher is better (0: every token fully expected).
+    content (`list` of `float`): per rewrite, the content preservation: the mean log of the best of the three
+        token probabilities; <= 0, higher is better (0: every token fully expected).
     style_strength (`list` of `float`): per rewrite, the mean probability gain of the style instruction;
         in [-1, 1], higher is stronger style transfer (around 0: no style-specific change).
-    content_preservation_mean (`float`): mean of `content_preservation` (NaN rows left out).
+    content_mean (`float`): mean of `content` (NaN rows left out).
     style_strength_mean (`float`): mean of `style_strength` (NaN rows left out).
+    The names are those of `LogProb.score` and of `styleeval score`'s records; the names of earlier versions
+    (`content_preservation`, `content_preservation_mean`) still read, with a FutureWarning.
     signature (`str`): model, revision, variant, dtype, head precision, chat template hash, end-of-turn,
         backend and version: quote it with the scores.
     warning (`str`, only with random weights): "random weights: not for numbers" (the tiny-random preset).
@@ -94,10 +97,12 @@ Examples:
     ...     model="smollm2-135m",  # a real 135M chat model, no Hub account; the paper's default: "1b"
     ... )  # doctest: +SKIP
     >>> sorted(results)  # doctest: +SKIP
-    ['content_preservation', 'content_preservation_mean', 'signature', 'style_strength', 'style_strength_mean']
+    ['content', 'content_mean', 'signature', 'style_strength', 'style_strength_mean']
 """
 
 INPUTS = ("predictions", "sources", "styles")
+RENAMED = {"content_preservation": "content", "content_preservation_mean": "content_mean"}
+"""Result keys of earlier versions (one name per number everywhere), still read with a FutureWarning."""
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -124,13 +129,12 @@ class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
         opts = styleeval.options.LOGPROB_OPTIONS.from_kwargs("logprob_style", options, fixed=INPUTS)
         scorer = styleeval.logprob.shared_logprob(**opts)
         scores = scorer.score(sources, predictions, styles)
-        content = [row["content"] for row in scores]
-        style = [row["style"] for row in scores]
-        return {
-            "content_preservation": content,
-            "style_strength": style,
-            "content_preservation_mean": support.nan_mean(content),
-            "style_strength_mean": support.nan_mean(style),
+        content, style_strength = scores.content, scores.style_strength
+        return styleeval.errors.RenamedKeys({
+            "content": content,
+            "style_strength": style_strength,
+            "content_mean": support.nan_mean(content),
+            "style_strength_mean": support.nan_mean(style_strength),
             "signature": scores.signature,
             **styleeval.labels.warning_field(scores.signature),  # "random weights: not for numbers" with tiny-random
-        }
+        }, RENAMED)

@@ -107,7 +107,7 @@ def _with_status(*cleared):
 def score_api(source: str, rewrite: str, style: str) -> dict:
     """Scores of one rewrite: LogProb content and style, the autorater's ratings, S-BLEU and S-chrF."""
     out = DEMO.score(source, rewrite, style)
-    keys = ("content", "style", "autorater", "s_bleu", "s_chrf", "signature", "warning")
+    keys = ("content", "style_strength", "autorater", "s_bleu", "s_chrf", "signature", "warning")
     return {k: out[k] for k in keys if k in out}
 
 
@@ -115,7 +115,7 @@ def score_api(source: str, rewrite: str, style: str) -> dict:
 def score_ui(source: str, rewrite: str, style: str, paper_mode: bool):
     out = DEMO.score(source, rewrite, style, paper_mode=paper_mode)
     lines = [f"**LogProb content** {_fmt(out['content'])}: {out['content_reading']}",
-             f"**LogProb style** {_fmt(out['style'])}: {out['style_reading']}"]
+             f"**LogProb style** {_fmt(out['style_strength'])}: {out['style_reading']}"]
     warning = f"{out['warning']}: " if "warning" in out else ""  # the tiny-random preset: no reading is a result
     if "autorater" in out:
         a = out["autorater"]

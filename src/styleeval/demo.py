@@ -239,9 +239,9 @@ class Demo:
         models = signed_models(self.logprob().signature)
         preset = model_preset(models[0]) if models else None
         out: dict[str, Any] = {
-            "content": row["content"], "style": row["style"],
+            "content": row["content"], "style_strength": row["style_strength"],
             "content_reading": warning + reading_content(row["content"], preset),
-            "style_reading": warning + reading_style(row["style"]),
+            "style_reading": warning + reading_style(row["style_strength"]),
             "tokens": [(t["token"], _label(t)) for t in tokens],
             "token_table": [[t["token"], readable(t["logp_style"]), readable(t["logp_paraphrase"]),
                              readable(t["logp_repeat"]), t["best"], readable(t["style"])] for t in tokens],
@@ -266,7 +266,7 @@ class Demo:
         b = self.score(source, rewrite_b, style)
         mark = RANDOM_MARK if self.warning else ""
         rows = [["LogProb content" + mark, a["content"], b["content"]],
-                ["LogProb style" + mark, a["style"], b["style"]]]
+                ["LogProb style" + mark, a["style_strength"], b["style_strength"]]]
         if "autorater" in a:
             rows += [["Autorater meaning" + mark, a["autorater"]["meaning"], b["autorater"]["meaning"]],
                      ["Autorater style" + mark, a["autorater"]["style"], b["autorater"]["style"]]]
@@ -307,7 +307,7 @@ class Demo:
             out.append({"row": r.row, **{k: r.extra.get(k) for k in carried},  # as `styleeval score`: every row
                         "system": given_text(r.extra.get("system")) or "(all)",
                         "source": r.source, "rewrite": r.rewrite, "style": r.style, "content": s["content"],
-                        "style_strength": s["style"], "signature": scores.signature, **warning})
+                        "style_strength": s["style_strength"], "signature": scores.signature, **warning})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
                               "source_id": [given_text(r.extra.get("source_id")) or r.source for r in rows],
                               "logprob_content": [o["content"] for o in out],

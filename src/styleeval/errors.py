@@ -43,9 +43,11 @@ messages are built where the error is raised, in that context.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 INTERFACES = ("python", "cli", "spec", "space")
 """Where a user meets styleeval: Python calls (the default), the command line, metric specs, the Space."""
@@ -130,6 +132,44 @@ def unknown_names(what: str, names: Sequence[str], known: Sequence[str], cli: st
     shown = ", ".join(f"{n!r}" + (f" (did you mean {close[n][0]!r}?)" if close[n] else "") for n in names)
     return UserError(f"unknown {what if len(names) == 1 else plural or what + 's'} {shown}; choose from "
                      f"{', '.join(known)}{advice}")
+
+
+class RenamedKeys(dict):
+    """A result dict whose keys were renamed: an old key (``renamed``: old -> new) still reads the new key's value,
+    with a ``FutureWarning`` naming the new key, so that code written for an earlier version keeps working and is
+    told what to change. Only the new keys are listed (``keys()``, ``in``, ``json.dumps``, equality).
+
+    >>> import warnings
+    >>> row = RenamedKeys({"content": -1.5, "style_strength": 0.25}, {"style": "style_strength"})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     row["style"], row.get("style"), list(row)
+    (0.25, 0.25, ['content', 'style_strength'])
+    >>> print(caught[0].message)
+    the key 'style' is now 'style_strength' (one name per number everywhere); read 'style_strength'
+    """
+
+    def __init__(self, values: Any, renamed: dict[str, str]) -> None:
+        super().__init__(values)
+        self._renamed = renamed
+
+    def __missing__(self, key: Any) -> Any:
+        new = self._renamed.get(key) if isinstance(key, str) else None
+        if new is None or new not in self:
+            raise KeyError(key)
+        warnings.warn(FutureWarning(f"the key {key!r} is now {new!r} (one name per number everywhere); read {new!r}"),
+                      stacklevel=2)
+        return self[new]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """``dict.get``, old keys included (with their warning)."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __reduce__(self) -> Any:  # pickled (a worker process, a cache) as what it is
+        return (type(self), (dict(self), self._renamed))
 
 
 class RowError(UserError):

@@ -1,5 +1,6 @@
-"""What the ``evaluate`` modules in ``metrics/`` share: style broadcasting, rejecting references, NaN-aware means,
-one call at a time per module object.
+"""What the ``evaluate`` modules in ``metrics/`` share: style broadcasting, rejecting references, every input row a
+text (refused naming the row, before evaluate's own check, whose message names neither the row nor the fix),
+NaN-aware means, one call at a time per module object.
 
 The modules stay thin (constants, ``_info``, ``_compute``); their keyword arguments are checked by
 :meth:`styleeval.options.Options.from_kwargs`, so every module reports a misspelled or mistyped keyword the same way:
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from styleeval.errors import UserError
+from styleeval.validation import text_value
 
 
 def broadcast_styles(predictions: Sequence[str] | None, kwargs: dict[str, Any]) -> None:
@@ -27,6 +29,19 @@ def reject_references(module: str, references: Any) -> None:
     if references is not None:
         raise UserError(f"{module} compares each prediction with its source and target style and takes no "
                         "references; pass sources=... and styles=...")
+
+
+def check_inputs(batch: dict[str, Any], where: str = "") -> None:
+    """Every row of every input (``predictions``, ``sources``, ``styles``) is a text: a missing one (``None``, NaN) or
+    one that is not a ``str`` is refused naming the input and its row (:func:`styleeval.validation.text_value`:
+    ``predictions[2] is None (missing); give every row its text ...``); ``where`` follows the row (`` of this
+    add_batch call``). evaluate's own encoding would refuse a ``None`` in the first row only, and without naming it
+    ("Module inputs don't match the expected format"), and pass it on from any other row."""
+    for name, values in batch.items():
+        if values is None or isinstance(values, (str, bytes, dict)):
+            continue  # evaluate names a missing input, and a single text is no list of rows (it says so)
+        for i, value in enumerate(values):
+            text_value(value, f"{name}[{i}]{where}")
 
 
 def nan_mean(values: Sequence[float]) -> float:
@@ -50,16 +65,23 @@ class SourceStyleInputs:
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)  # type: ignore[call-arg]
         self._calls = threading.RLock()  # reentrant: evaluate's compute calls add_batch
+        self._computing = False
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Like ``evaluate.Metric.compute``; ``references`` are rejected (the rewrite is compared with its source)."""
         reject_references(self.name, references)
         with self._calls:
-            return super().compute(predictions=predictions, **kwargs)  # type: ignore[misc]
+            self._computing = True
+            try:
+                return super().compute(predictions=predictions, **kwargs)  # type: ignore[misc]
+            finally:
+                self._computing = False
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):
-        """Like ``evaluate.Metric.add_batch``; a single string ``styles`` applies to every prediction."""
+        """Like ``evaluate.Metric.add_batch``; a single string ``styles`` applies to every prediction; a row that is
+        not a text is refused naming it (:func:`check_inputs`)."""
         reject_references(self.name, references)
         broadcast_styles(predictions, kwargs)
         with self._calls:
+            check_inputs({"predictions": predictions, **kwargs}, "" if self._computing else " of this add_batch call")
             return super().add_batch(predictions=predictions, **kwargs)  # type: ignore[misc]

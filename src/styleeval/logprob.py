@@ -36,10 +36,10 @@ from styleeval.backends import (
     split_options,
 )
 from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
-from styleeval.errors import RowError, RowsWarning, UserError, option_advice
+from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import broadcast_texts, check_rewrites, check_texts
+from styleeval.validation import check_rewrites, check_styles, check_texts
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -73,8 +73,20 @@ class NotFiniteWarning(UserWarning):
     """The model's log-probabilities are not finite for some rows (:meth:`LogProb.score` says it once per scorer)."""
 
 
+RENAMED = {"style": "style_strength"}
+"""Keys of a row in earlier versions (one name per number: ``style`` is the target style everywhere), still read with a
+``FutureWarning``."""
+
+
+def logprob_row(content: float, style_strength: float) -> RenamedKeys:
+    """One row of :class:`LogProbScores`: ``content`` and ``style_strength`` (the old key ``style`` still reads, with
+    a ``FutureWarning``: :class:`~styleeval.errors.RenamedKeys`)."""
+    return RenamedKeys({"content": content, "style_strength": style_strength}, RENAMED)
+
+
 class LogProbScores(list):
-    """Per-row LogProb results (dicts with ``content`` and ``style``) in input order, with a ``signature``."""
+    """Per-row LogProb results (dicts with ``content`` and ``style_strength``, the names of the CLI's records and the
+    ``evaluate`` module) in input order, with a ``signature``."""
 
     def __init__(self, rows: Sequence[dict[str, Any]], signature: str) -> None:
         super().__init__(rows)
@@ -86,9 +98,16 @@ class LogProbScores(list):
         return [row["content"] for row in self]
 
     @property
-    def style(self) -> list[float]:
+    def style_strength(self) -> list[float]:
         """The style-strength score of every row."""
-        return [row["style"] for row in self]
+        return [row["style_strength"] for row in self]
+
+    @property
+    def style(self) -> list[float]:
+        """``style_strength`` under its earlier name (with a ``FutureWarning``)."""
+        warnings.warn(FutureWarning("LogProbScores.style is now LogProbScores.style_strength (one name per number "
+                                    "everywhere); read .style_strength"), stacklevel=2)
+        return self.style_strength
 
     def __repr__(self) -> str:
         return f"LogProbScores({len(self)} rows, signature={self.signature!r})"
@@ -215,19 +234,21 @@ class LogProb:
         Args:
             sources: the original texts.
             rewrites: the rewritten texts (an empty rewrite scores only the end-of-turn token).
-            styles: the target style of each row (e.g. ``"polite"``), or one string for all rows.
+            styles: the target style of each row (e.g. ``"polite"``), or one string for all rows: free text, put as
+                written into the style instruction; one close to a known style but not one (``polyte``, ``Polite.``)
+                is said once (:class:`~styleeval.validation.StyleSpellingWarning`).
             return_tokens: add a ``tokens`` list per row: for every scored token its text and its
                 log-probability under each context (keys ``style``, ``paraphrase``, ``repeat``).
 
         Returns:
             :class:`LogProbScores`: one dict per row, in input order, with ``content`` (mean log of the best
-            of the three probabilities, <= 0) and ``style`` (mean probability gain of the style instruction,
-            in [-1, 1]).
+            of the three probabilities, <= 0) and ``style_strength`` (mean probability gain of the style
+            instruction, in [-1, 1]); the names of ``styleeval score``'s records and of the ``evaluate`` module.
         """
         sources = check_texts("sources", sources)
         n = len(sources)
         rewrites = check_rewrites(rewrites, n)
-        styles = broadcast_texts("styles", styles, n, allow_empty=False)
+        styles = check_styles(styles, n)
         if n == 0:
             return LogProbScores([], self.signature)
 
@@ -265,13 +286,13 @@ class LogProb:
         for i in range(n):
             target, lp = per_row[i]
             if lp is None:
-                row: dict[str, Any] = {"content": math.nan, "style": math.nan}
+                row: dict[str, Any] = logprob_row(math.nan, math.nan)
                 if return_tokens:
                     row["tokens"] = []
                 rows.append(row)
                 continue
             content, strength = logprob_equations(*lp)
-            row = {"content": content, "style": strength}
+            row = logprob_row(content, strength)
             if return_tokens:
                 row["tokens"] = [
                     {"token": self.tokenizer.decode([tok]), **{ctx: float(lp[k][j]) for k, ctx in enumerate(CONTEXTS)}}
@@ -286,7 +307,7 @@ class LogProb:
         naming the model (its weights hold NaN or inf, or its dtype overflows), never silently."""
         if self._told_not_finite:
             return
-        bad = sum(1 for row in scored if not (math.isfinite(row["content"]) and math.isfinite(row["style"])))
+        bad = sum(1 for row in scored if not (math.isfinite(row["content"]) and math.isfinite(row["style_strength"])))
         if bad:
             self._told_not_finite = True
             warnings.warn(NotFiniteWarning(

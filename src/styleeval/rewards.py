@@ -204,7 +204,7 @@ class LogProbReward:
                     scores = self.logprob.score([sources[i] for i in scored], [texts[i] for i in scored],
                                                 [styles[i] for i in scored])
                 for i, row in zip(scored, scores, strict=True):
-                    content[i], style[i] = row["content"], row["style"]
+                    content[i], style[i] = row["content"], row["style_strength"]
             self._log_signature()
         rewards = [weighted_reward(c, s, self.content_weight, self.style_weight, self.floor)
                    for c, s in zip(content, style, strict=True)]

@@ -11,15 +11,17 @@ unless ``keep_default_na=False``).
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from styleeval.errors import RowsWarning, UserError
+from styleeval.errors import RowsWarning, UserError, current_interface
 
 PANDAS_HINT = ("pandas' read_csv makes an empty cell and the text NaN a NaN: read with "
                "pd.read_csv(..., keep_default_na=False)")
@@ -77,7 +79,7 @@ def text_value(value: Any, where: str) -> str:
     if is_missing(value):
         raise missing_text_error(where, value)
     if not isinstance(value, str):
-        raise UserError(f"{where} is {type(value).__name__}, not str: {value!r:.60}")
+        raise UserError(f"{where} is {type(value).__name__}, not str: {value!r:.60}; give every row its text as a str")
     at = lone_surrogate(value)
     if at is not None:
         raise surrogate_error(where, value, at)
@@ -153,3 +155,92 @@ def broadcast_texts(name: str, values: Any, n: int, allow_empty: bool = False) -
     if isinstance(values, str):
         values = [values] * n
     return check_texts(name, values, n, allow_empty=allow_empty)
+
+
+KNOWN_STYLES = ("polite", "formal", "informal", "positive", "negative", "detoxified", "catchy", "persuasive", "simple",
+                "appropriate", "simplified", "appropriated", "understandable for layman", "addressed to an expert",
+                "layman", "expert", "simplicity")
+"""The target styles of the paper's six tasks (its test set: polite, formal, positive/negative, detoxified, catchy,
+persuasive) and of the corpora (Lai: formal/informal, Mir: positive/negative, ASSET: simple, Ziegenbein:
+appropriate), with the words of the authors' scripts (:func:`styleeval.metaeval.data.authors_style_words`). A test
+checks that every corpus's ``target_style`` is here."""
+
+
+class StyleSpellingWarning(UserWarning):
+    """A target style that is not a known style (:data:`KNOWN_STYLES`) but close to one (``polyte``, ``Polite.``): the
+    style is free text put as written into the instruction, so another spelling gives other numbers. Said once per
+    process and style (:func:`check_styles`)."""
+
+
+_STYLES_TOLD: set[str] = set()
+_STYLES_LOCK = threading.Lock()
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def _plain(style: str) -> str:
+    """``style`` in lower case, spaces collapsed, punctuation and quotes around it dropped."""
+    return " ".join(style.split()).strip(" .,;:!?'\"").lower()
+
+
+@functools.lru_cache(maxsize=4096)  # asked for every chunk of a file
+def closest_known_style(style: str) -> str | None:
+    """The known style that ``style`` is likely a misspelling of, or ``None`` (a known style, or free text not close
+    to one): the same words in other case, spaces or punctuation, or within one edit (two for a style of more than
+    six letters), a comparative (``simpler``) excepted.
+
+    >>> closest_known_style("polyte"), closest_known_style("Polite."), closest_known_style("polite")
+    ('polite', 'polite', None)
+    >>> [closest_known_style(s) for s in ("impolite", "simpler", "more formal", "like a pirate")]
+    [None, None, None, None]
+    """
+    if style in KNOWN_STYLES:
+        return None
+    plain = _plain(style)
+    if plain in KNOWN_STYLES:
+        return plain
+    close = [(d, known) for known in KNOWN_STYLES if abs(len(plain) - len(known)) <= 2  # else more edits: free text
+             and plain not in (known + "r", known + "er")  # a comparative (simpler, politer) is meant
+             and (d := _distance(plain, known)) <= (1 if len(known) <= 6 else 2)]
+    return min(close)[1] if close else None
+
+
+def _silencing(style: str) -> str:
+    """How to silence the warning for a deliberate style, as the current interface takes it."""
+    interface = current_interface()
+    if interface == "space":
+        return ""
+    if interface == "python":
+        return ('; if it is meant, silence this with warnings.filterwarnings("ignore", '
+                "category=styleeval.validation.StyleSpellingWarning)")
+    prefix = f"unknown style {style!r}" if not set(style) & set(":,'\"\n") else "unknown style"
+    return f'; if it is meant, silence this with PYTHONWARNINGS="ignore:{prefix}"'
+
+
+def check_styles(values: Any, n: int, stacklevel: int = 2) -> list[str]:
+    """:func:`broadcast_texts` of ``styles`` (no empty style), and a :class:`StyleSpellingWarning` for each style that
+    is likely a misspelling of a known one (:func:`closest_known_style`), once per process and style."""
+    styles = broadcast_texts("styles", values, n, allow_empty=False)
+    for style in dict.fromkeys(styles):
+        known = closest_known_style(style)
+        if known is None:
+            continue
+        with _STYLES_LOCK:
+            if style in _STYLES_TOLD:
+                continue
+            _STYLES_TOLD.add(style)
+        how = f" ({style!r} differs from it in case, spaces or punctuation)" if _plain(style) == known else ""
+        warnings.warn(StyleSpellingWarning(
+            f"unknown style {style!r}: did you mean {known!r}?{how} The style is free text, put as written into the "
+            f"instructions (LogProb's \"Rewrite the following sentence to be {style}: ...\"), so another spelling "
+            f"gives other numbers{_silencing(style)} (said once per style)"), stacklevel=stacklevel + 1)
+    return styles

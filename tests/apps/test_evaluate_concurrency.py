@@ -99,7 +99,7 @@ def differences(alone: list, together: list, rows_key: str) -> list[str]:
 def test_one_logprob_module_object_shared_by_eight_threads(tiny_model_dir, tmp_path, keep_in_memory):
     cache_dir = None if keep_in_memory else str(tmp_path)
     alone, together = alone_and_together("logprob_style", str(tiny_model_dir), cache_dir)
-    wrong = differences(alone, together, "content_preservation")
+    wrong = differences(alone, together, "content")
     assert wrong == [], f"{len(wrong)} of {THREADS * ROUNDS} answers differ from the same call alone: {wrong[:3]}"
 
 

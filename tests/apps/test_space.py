@@ -91,9 +91,9 @@ def test_score_api(space):
 
     client = Client(space.url, verbose=False)
     out = client.predict("Send me the report now.", "Could you send the report?", "polite", api_name="/score")
-    assert set(out) >= {"content", "style", "autorater", "s_bleu", "s_chrf", "signature"}
+    assert set(out) >= {"content", "style_strength", "autorater", "s_bleu", "s_chrf", "signature"}
     assert out["warning"] == "random weights: not for numbers"  # the fixture runs the tiny-random preset
-    assert out["content"] <= 0 and -1 <= out["style"] <= 1 and 1 <= out["autorater"]["meaning"] <= 5
+    assert out["content"] <= 0 and -1 <= out["style_strength"] <= 1 and 1 <= out["autorater"]["meaning"] <= 5
     with pytest.raises(AppError) as refused:  # the demo's UserError, as the API's caller receives it: gr.Error
         client.predict("Send me the report now.", "x", "", api_name="/score")
     assert refused.value.message == "Please fill in the target style."
@@ -318,12 +318,12 @@ def test_the_space_shows_a_real_models_reading_in_chromium(real_space, real_back
     want = LogProb(backend=real_backend, progress=False).score([source], [rewrite], ["polite"])
     assert "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f" in out["signature"] and "warning" not in out
     assert out["signature"] == want.signature
-    assert (out["content"], out["style"]) == pytest.approx((want[0]["content"], want[0]["style"]), abs=1e-9)
+    assert (out["content"], out["style_strength"]) == pytest.approx((want[0]["content"], want[0]["style_strength"]), abs=1e-9)
     shown = f"{out['content']:.2f}"
     assert shown in readings, (shown, readings)  # the page shows the number the API and the library give
 
 
-@pytest.mark.parametrize("module,endpoint,keys", [("logprob_style", "/score", {"content_preservation"}),
+@pytest.mark.parametrize("module,endpoint,keys", [("logprob_style", "/score", {"content", "style_strength"}),
                                                   ("llm_autorater", "/rate", {"meaning", "style"})])
 def test_metric_app_answers(tiny_model_dir, tmp_path, module, endpoint, keys):
     from gradio_client import Client
@@ -649,7 +649,7 @@ def test_concurrent_users_get_the_answers_of_the_same_requests_alone(space, tiny
             rows, report = demo.batch(*args)
             return [(r["content"], r["style_strength"]) for r in rows], report.systems["score"].tolist()
         out = getattr(demo, kind)(*args)
-        return out if kind == "compare" else (out["content"], out["style"], out["autorater"])
+        return out if kind == "compare" else (out["content"], out["style_strength"], out["autorater"])
 
     alone = [run(c) for c in calls]
     with ThreadPoolExecutor(max_workers=4) as pool:

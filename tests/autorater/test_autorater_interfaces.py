@@ -119,7 +119,7 @@ def test_cli_autorate_paper_mode_resumes(tmp_path, judge_model_dir, capsys):
     assert [r["parsed"] for r in records[:3]] == [True, True, False]
     assert all(r["signature"].startswith("autorater|") and "mode:paper" in r["signature"] for r in records)
     err = capsys.readouterr().err
-    assert "compliance 0.667 (6 rows)" in err
+    assert "(over 4 of 6 rows; 2 unreadable: null ratings)  compliance 0.667 (6 rows)" in err, err  # issue 61, 4
 
     # a finished file is not re-rated; other settings are refused without loading the model
     assert main(base) == 0

@@ -44,7 +44,7 @@ def test_eight_threads_of_mixed_requests_equal_the_sequential_answers(tiny_model
         if kind == "judge":
             return [(r["meaning"], r["style"]) for r in judge.rate(sources, rewrites, styles)]
         scorer = lp if kind == "logprob" else lp_plain
-        return [(s["content"], s["style"]) for s in scorer.score(sources, rewrites, styles)]
+        return [(s["content"], s["style_strength"]) for s in scorer.score(sources, rewrites, styles)]
 
     alone = [answer(r) for r in requests]
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -114,7 +114,7 @@ def test_logprob_and_expected_autorater_on_one_backend_answer_as_alone(tiny_mode
         try:
             if kind in judges:
                 return [(r["meaning"], r["style"]) for r in judges[kind].rate(sources, rewrites, styles)]
-            return [(s["content"], s["style"]) for s in lp.score(sources, rewrites, styles)]
+            return [(s["content"], s["style_strength"]) for s in lp.score(sources, rewrites, styles)]
         except Exception as err:  # an error is an answer too: it must be the one given alone
             return repr(err)
 

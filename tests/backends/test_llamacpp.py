@@ -162,7 +162,7 @@ def test_logprob_is_within_quantization_distance_of_the_float32_engine(lcpp, rea
     engine = LogProb(backend=real_backend).score(sources, rewrites, styles)
     for a, b in zip(quantized, engine, strict=True):
         assert abs(a["content"] - b["content"]) < CONTENT_TOLERANCE
-        assert abs(a["style"] - b["style"]) < STYLE_TOLERANCE
+        assert abs(a["style_strength"] - b["style_strength"]) < STYLE_TOLERANCE
     fields = quantized.signature.fields
     assert SIGNED in quantized.signature and fields["backend"] == "llamacpp" and fields["dtype"] == "Q4_1"
     assert quantized.signature != engine.signature and engine.signature.fields["backend"] == "local"
@@ -316,7 +316,7 @@ def test_the_cli_scores_a_file_with_it(lcpp, tmp_path):
     records = read_scores(out)
     want = LogProb(backend=lcpp).score(*(list(x) for x in zip(*rows, strict=True)))
     assert [r["row"] for r in records] == [0, 1, 2]
-    assert [(r["content"], r["style_strength"]) for r in records] == [(w["content"], w["style"]) for w in want]
+    assert [(r["content"], r["style_strength"]) for r in records] == [(w["content"], w["style_strength"]) for w in want]
     assert {r["signature"] for r in records} == {want.signature}
     refused = main(["score", str(inp), "--out", str(tmp_path / "no.jsonl"), "--backend", "local",
                     "--model", REAL_WEIGHTS, "--n-threads", "2", "-q"])

@@ -29,10 +29,10 @@ def test_server_equals_local_engine(judge_model_dir, vllm_server, variant):
     assert len(got) == len(want)
     for a, b in zip(want, got, strict=True):
         if math.isnan(a["content"]):
-            assert math.isnan(b["content"]) and math.isnan(b["style"])
+            assert math.isnan(b["content"]) and math.isnan(b["style_strength"])
             continue
         assert b["content"] == pytest.approx(a["content"], abs=1e-4)
-        assert b["style"] == pytest.approx(a["style"], abs=1e-4)
+        assert b["style_strength"] == pytest.approx(a["style_strength"], abs=1e-4)
         assert [t["token"] for t in b["tokens"]] == [t["token"] for t in a["tokens"]]
     assert f"|variant:{variant}|" in got.signature and "|backend:server|" in got.signature
     assert re.match(rf"logprob\|model:{vllm_server.name}@server-[0-9a-f]{{12}}\|", got.signature)
@@ -75,7 +75,7 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
 
     metric = get_metric(f"logprob_style:model={vllm_server.name}:base_url={vllm_server.base_url}"
                         f":tokenizer={judge_model_dir}")
-    assert metric.compute(SOURCES[:4], REWRITES[:4], styles=STYLES[:4]) == pytest.approx(local.style, abs=1e-4)
+    assert metric.compute(SOURCES[:4], REWRITES[:4], styles=STYLES[:4]) == pytest.approx(local.style_strength, abs=1e-4)
     assert re.match(rf"logprob_style\|model:{vllm_server.name}@server-[0-9a-f]{{12}}\|", metric.signature)
 
     import evaluate
@@ -83,7 +83,7 @@ def test_cli_metaeval_and_evaluate_module_take_the_server(judge_model_dir, vllm_
     module = evaluate.load(str(__import__("pathlib").Path(__file__).parents[2] / "metrics" / "logprob_style"))
     got = module.compute(predictions=REWRITES[:4], sources=SOURCES[:4], styles=STYLES[:4], model_id=vllm_server.name,
                          base_url=vllm_server.base_url, tokenizer_id=str(judge_model_dir))
-    assert got["content_preservation"] == pytest.approx(local.content, abs=1e-4)
+    assert got["content"] == pytest.approx(local.content, abs=1e-4)
 
 
 def test_a_tokenizer_that_is_not_the_servers_is_refused(judge_model_dir, vllm_server, tmp_path):

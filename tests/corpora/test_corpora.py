@@ -168,6 +168,25 @@ def test_ziegenbein_needs_ratings_file(data_dir):
     assert zieg.SOURCE.url(zieg.RATINGS) in str(err.value)
 
 
+def test_every_target_style_of_the_corpora_is_a_known_style(corpora, data_dir):
+    """Issue 61, item 3: a style close to a known one is said (``polyte``: did you mean 'polite'?); every corpus's
+    own style, and every word the authors' scripts used for it, must be known, or a meta-evaluation would warn about
+    the corpora themselves."""
+    from styleeval.corpora import SPECS
+    from styleeval.metaeval.data import ANY_CORPUS_STYLE_WORDS
+    from styleeval.validation import KNOWN_STYLES, closest_known_style
+
+    styles = {name: set(ds["target_style"]) for name, ds in corpora.items()}
+    styles["ziegenbein_appropriateness"] = set(load_corpus("ziegenbein_appropriateness", data_dir,
+                                                           ratings=False)["target_style"])
+    assert styles["style_gap_testset"] == {"polite", "formal", "positive", "negative", "detoxified", "catchy",
+                                           "persuasive"}  # the paper's six tasks
+    words = {*ANY_CORPUS_STYLE_WORDS.values(), *(w for spec in SPECS.values() for w in spec.authors_style_words.values())}
+    every = set().union(*styles.values(), words)
+    assert every <= set(KNOWN_STYLES), every - set(KNOWN_STYLES)
+    assert {closest_known_style(s) for s in every} == {None}
+
+
 # ---------------------------------------------------------------- schema
 
 

@@ -84,7 +84,7 @@ def test_scores_equal_logprob_and_records_are_documented(tmp_path, tiny_model_di
     assert [r["row"] for r in records] == list(range(N))
     assert [r["rewrite"] for r in records] == [r["rewrite"] for r in rows]
     assert [r["content"] for r in records] == pytest.approx(expected.content, abs=1e-6)
-    assert [r["style_strength"] for r in records] == pytest.approx(expected.style, abs=1e-6)
+    assert [r["style_strength"] for r in records] == pytest.approx(expected.style_strength, abs=1e-6)
     assert {r["signature"] for r in records} == {expected.signature}
     first = json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert list(first) == ["row", "source", "rewrite", "style", "content", "style_strength", "signature"]
@@ -299,7 +299,28 @@ def test_one_row_is_counted_as_one_row(tmp_path, tiny_model_dir, capsys):
     inp = _write_csv(tmp_path / "in.csv", _rows(1))
     assert _score(inp, tmp_path / "out.jsonl", tiny_model_dir) == 0
     err = capsys.readouterr().err
-    assert "1 row scored now" in err and "(1 row)" in err and "1 rows" not in err, err
+    assert "1 row scored now" in err and "(over 1 row, none skipped)" in err and "1 rows" not in err, err
+
+
+def test_the_summary_says_how_many_rows_its_means_are_over_and_how_many_were_skipped(tmp_path, capsys):
+    """Issue 61, item 4: with --on-overflow skip, the summary said "mean content -2.051 ... (2 rows)" where the mean
+    covered 1 row. On tiny-random, with a row longer than its context."""
+    from styleeval.commands.score import _number
+
+    rows = _rows(3)
+    rows[1]["rewrite"] = " ".join(str(i * 7919 % 10007) for i in range(1500))  # beyond tiny-random's 512 positions
+    inp = _write_csv(tmp_path / "in.csv", rows)
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(inp), "--model", "tiny-random", "--out", str(out), "--on-overflow", "skip"]) == 0
+    err = capsys.readouterr().err
+    records = read_scores(out)
+    kept = [r for r in records if not math.isnan(r["content"])]
+    assert len(records) == 3 and [r["row"] for r in kept] == [0, 2]
+    means = {key: sum(r[key] for r in kept) / len(kept) for key in ("content", "style_strength")}
+    summary = [line for line in err.splitlines() if "mean content" in line]
+    assert summary == [f"random weights: not for numbers: mean content {_number(means['content'])}  mean "
+                       f"style_strength {_number(means['style_strength'])} (over 2 of 3 rows; 1 skipped: NaN scores)"
+                       ], err
 
 
 def test_no_progress_bar_into_a_file_or_a_pipe(tmp_path, tiny_model_dir, capsys):

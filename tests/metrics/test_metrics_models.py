@@ -46,7 +46,7 @@ def test_logprob_wrapper_matches_logprob(tiny_model_dir):
     style = get_metric(f"logprob_style:model={tiny_model_dir}:device=cpu")
     expected = LogProb(model=str(tiny_model_dir), device="cpu", progress=False).score(sources, rewrites, styles)
     assert content(sources, rewrites, styles=styles) == pytest.approx([r["content"] for r in expected], abs=1e-5)
-    assert style(sources, rewrites, styles=styles) == pytest.approx([r["style"] for r in expected], abs=1e-5)
+    assert style(sources, rewrites, styles=styles) == pytest.approx([r["style_strength"] for r in expected], abs=1e-5)
     assert content.signature.startswith("logprob_content|model:")
     with pytest.raises(ValueError, match=r"styles\[1\] is empty"):
         content(sources, rewrites, styles=["positive", ""])

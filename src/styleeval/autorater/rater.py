@@ -59,7 +59,7 @@ from styleeval.chat import ChatFormat
 from styleeval.errors import RowError, UserError
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import broadcast_texts, check_rewrites, check_texts
+from styleeval.validation import check_rewrites, check_styles, check_texts
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -270,7 +270,7 @@ class Autorater:
         sources = check_texts("sources", sources)
         n = len(sources)
         rewrites = check_rewrites(rewrites, n)
-        styles = broadcast_texts("styles", styles, n, allow_empty=False)
+        styles = check_styles(styles, n)
         if n == 0:
             return AutoraterResults([], self.signature)
         if self.prompt.per_dimension:

@@ -131,9 +131,10 @@ def run_model_file_command(args: argparse.Namespace, run_file: Callable[..., Any
 
 
 def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
-                 count: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, float]:
+                 count: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, Any]:
     """Mean of each column over the records (read once, in constant memory), NaN values left out (NaN when none is
-    left); ``"rows"``: how many records; with ``count``, ``"counted"``: how many records it is true of."""
+    left); ``"over"``: how many values each mean is over; ``"rows"``: how many records; with ``count``,
+    ``"counted"``: how many records it is true of."""
     sums = dict.fromkeys(keys, 0.0)
     seen = dict.fromkeys(keys, 0)
     rows = counted = 0
@@ -145,7 +146,29 @@ def column_means(records: Iterable[dict[str, Any]], keys: tuple[str, ...],
                 sums[key] += r[key]
                 seen[key] += 1
     out = {key: sums[key] / seen[key] if seen[key] else math.nan for key in keys}
-    return {**out, "rows": rows, "counted": counted}
+    return {**out, "over": seen, "rows": rows, "counted": counted}
+
+
+def means_line(means: dict[str, Any], shown: Callable[[float], str], left_out: str) -> str:
+    """The summary of :func:`column_means`: every mean with how many rows it is over and how many were left out
+    (``left_out`` says which, and why: ``"skipped: NaN scores"``), once for all where the counts agree.
+
+    >>> print(means_line({"content": -2.051, "style": 0.5, "over": {"content": 1, "style": 1}, "rows": 2}, str,
+    ...                  "skipped: NaN scores"))
+    mean content -2.051  mean style 0.5 (over 1 of 2 rows; 1 skipped: NaN scores)
+    >>> print(means_line({"content": -2.0, "over": {"content": 1}, "rows": 1}, str, "skipped"))
+    mean content -2.0 (over 1 row, none skipped)
+    """
+    rows, over = means["rows"], means["over"]
+
+    def count(k: int) -> str:
+        if k == rows:
+            return f"over {counted(rows, 'row')}, none {left_out.split(':')[0]}"
+        return f"over {k} of {counted(rows, 'row')}; {rows - k} {left_out}"
+
+    if len(set(over.values())) == 1:
+        return "  ".join(f"mean {key} {shown(means[key])}" for key in over) + f" ({count(next(iter(over.values())))})"
+    return "  ".join(f"mean {key} {shown(means[key])} ({count(k)})" for key, k in over.items())
 
 
 def add_model_argument(p: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from styleeval.commands._options import add_file_arguments, column_means, run_model_file_command
+from styleeval.commands._options import add_file_arguments, column_means, means_line, run_model_file_command
 from styleeval.files import AUTORATER_RECORDS, autorate_file
 from styleeval.files.records import TornTail, iter_scores
 from styleeval.labels import counted
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     def summary(result) -> str:
         means = column_means(iter_scores(result.output, AUTORATER_RECORDS, TornTail()), ("meaning", "style_rating"),
                              count=lambda r: r["parsed"] is True)
-        return (f"mean meaning {means['meaning']:.4f}  mean style {means['style_rating']:.4f}  compliance "
+        return (f"{means_line(means, '{:.4f}'.format, 'unreadable: null ratings')}  compliance "
                 f"{means['counted'] / means['rows']:.3f} ({counted(means['rows'], 'row')})")
 
     return run_model_file_command(args, autorate_file, AUTORATER_OPTIONS, "rated", summary)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from styleeval.commands._options import add_file_arguments, column_means, run_model_file_command
+from styleeval.commands._options import add_file_arguments, column_means, means_line, run_model_file_command
 from styleeval.files import score_file
 from styleeval.files.records import LOGPROB_RECORDS, TornTail, iter_scores
-from styleeval.labels import counted
 from styleeval.options import LOGPROB_OPTIONS
 
 EPILOG = """\
@@ -51,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
     """Run ``styleeval score``; returns the exit status (bad input raises ``UserError``)."""
     def summary(result) -> str:
         means = column_means(iter_scores(result.output, LOGPROB_RECORDS, TornTail()), ("content", "style_strength"))
-        n = means["rows"]
-        return (f"mean content {_number(means['content'])}  mean style_strength {_number(means['style_strength'])}"
-                f"  ({counted(n, 'row')})")
+        return means_line(means, _number, "skipped: NaN scores")
 
     return run_model_file_command(args, score_file, LOGPROB_OPTIONS, "scored", summary)

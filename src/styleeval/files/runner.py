@@ -780,7 +780,7 @@ def _load_logprob(model: Any, **options: Any) -> Any:
 
 def _logprob_fields(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
     """LogProb's record fields for each row of ``chunk``."""
-    return [{"content": float(s["content"]), "style_strength": float(s["style"])} for s in lp.score(*_texts(chunk))]
+    return [{"content": float(s["content"]), "style_strength": float(s["style_strength"])} for s in lp.score(*_texts(chunk))]
 
 
 def _load_autorater(model: Any, **options: Any) -> Any:

@@ -77,4 +77,5 @@ class LogProbMetric(Metric):
                 raise backend_failure(err) from err
 
         rows = _ROWS.rows(self._key, engine.signature, sources, rewrites, styles, compute)  # new weights: new pass
-        return [row[self.dimension] for row in rows]
+        key = "style_strength" if self.dimension == "style" else "content"  # LogProb's names for its numbers
+        return [row[key] for row in rows]

@@ -36,7 +36,7 @@ def test_packed_equals_slow_path(tiny_model, tiny_tokenizer, grouped_rows):
         got = lp.score(*map(list, zip(*shuffled, strict=True)))
         for k, i in enumerate(order):
             assert got[k]["content"] == pytest.approx(expected[i][0], abs=1e-5)
-            assert got[k]["style"] == pytest.approx(expected[i][1], abs=1e-5)
+            assert got[k]["style_strength"] == pytest.approx(expected[i][1], abs=1e-5)
 
 
 def test_packed_equals_unpacked_per_token(tiny_model, tiny_tokenizer, grouped_rows):
@@ -130,7 +130,7 @@ def test_pipelined_pieces_equal_one_piece(tiny_model, tiny_tokenizer, grouped_ro
     piecewise = LogProb(tiny_model, tokenizer=tiny_tokenizer, device="cpu", progress=False, pipeline_rows=5)
     got = piecewise.score(sources, rewrites, styles, return_tokens=True)
     for a, b in zip(got, whole, strict=True):
-        assert a["content"] == pytest.approx(b["content"], abs=1e-6) and a["style"] == pytest.approx(b["style"], abs=1e-6)
+        assert a["content"] == pytest.approx(b["content"], abs=1e-6) and a["style_strength"] == pytest.approx(b["style_strength"], abs=1e-6)
         assert [t["token"] for t in a["tokens"]] == [t["token"] for t in b["tokens"]]
     keys = [(s, st) for s, st in zip(sources, styles, strict=True)]
     pieces = _pieces(sorted(range(len(keys)), key=lambda i: keys[i]), keys, 5)
