@@ -61,10 +61,10 @@ def test_the_pages_reimplementation_gives_styleevals_numbers(tiny_model, tiny_to
     for row, score in zip(ROWS, scores, strict=True):
         want = logprob(tiny_model, tiny_tokenizer, *row, variant=variant)
         if variant == "authors" and row[1] == "":  # only <|eot_id|>, the context: nothing scored
-            assert all(math.isnan(v) for v in want) and math.isnan(score["content"]) and math.isnan(score["style"])
+            assert all(math.isnan(v) for v in want) and math.isnan(score["content"]) and math.isnan(score["style_strength"])
             continue
         assert score["content"] == pytest.approx(want[0], abs=2e-6), row
-        assert score["style"] == pytest.approx(want[1], abs=2e-6), row
+        assert score["style_strength"] == pytest.approx(want[1], abs=2e-6), row
         assert not math.isnan(want[0])
     assert len({round(s["content"], 4) for s in scores if not math.isnan(s["content"])}) >= 3  # rows told apart
 

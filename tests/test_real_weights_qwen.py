@@ -78,7 +78,7 @@ def test_the_qwen_preset_signs_by_its_file_and_its_scores_follow_its_token_log_p
         best = [max(v) for v in zip(*reference.values(), strict=True)]
         assert abs(got[k]["content"] - sum(best) / len(best)) <= w + 1e-12
         gain = [math.exp(s) - max(math.exp(p), math.exp(r)) for s, p, r in zip(*reference.values(), strict=True)]
-        assert abs(got[k]["style"] - sum(gain) / len(gain)) <= 2 * w * math.exp(w) + 1e-12
+        assert abs(got[k]["style_strength"] - sum(gain) / len(gain)) <= 2 * w * math.exp(w) + 1e-12
 
 
 @pytest.mark.xfail(strict=True, reason="measured 2026-11-28 (AMD EPYC, AVX2): the engine is 9.5e-5 from float64 on "
