@@ -281,7 +281,8 @@ def test_several_models_each_rows_in_order_one_figure_with_every_point_resumed_f
     # tiny-random's scores are read back, never rewritten; the second run adds the other model's, the third nothing
     assert files["one"] and all(files["two"][name] == mtime for name, mtime in files["one"].items())
     assert len(files["two"]) > len(files["one"]) and files["again"] == files["two"]
-    assert texts["again"].split("\nPublished cells: ")[0] == texts["two"].split("\nPublished cells: ")[0]
+    again = texts["again"].replace("(again_llm_size.png)", "(two_llm_size.png)")
+    assert again.split("\nPublished cells: ")[0] == texts["two"].split("\nPublished cells: ")[0]
 
     text = texts["two"]
     for title, group in (("Table 3", "LLM-as-A 3b"), ("Table 4", "LLM-as-A 3b"), ("Table 5", "LLM-as-A 3b")):
@@ -305,12 +306,13 @@ def test_several_models_each_rows_in_order_one_figure_with_every_point_resumed_f
              "#### Where LogProb tiny-random and people disagree most on content", f"#### Where LogProb {other} and people"]
     at = [text.index(head) for head in heads]
     assert at == sorted(at) and text.count("![LLM metrics") == 1
-    assert f"`logprob_content|model:{other_model_dir.name} (a local folder)@" in text
+    assert f"`logprob_content|model:{other}@local-" in text
     png = tmp_path / "two_llm_size.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.read_bytes() != (tmp_path / "one_llm_size.png").read_bytes()
     # the figure's points: both models, at their sizes, with the values of the tables' cells
     args = paper.Options(data_dir=str(data_dir), cache_dir=str(cache), no_progress=True, models=("tiny-random", other))
-    points = claims.size_points([paper.measure_rows(args, ["mir_yelp", "lai_formality", "asset"], m) for m in args.models])
+    paper.load_corpora(args)  # as the command: a corpus not in the mirror is left out
+    points = claims.size_points([paper.measure_rows(args, paper.CORPORA[:4], m) for m in args.models])
     content = points[claims.SIZE_PANELS[0]]
     every = [(label, size) for m, size in (("tiny-random", 1e6), (other, 3e6))  # model after model, in row order
              for label in (f"LLM-as-A {m} (paper mode)", f"LLM-as-A {m} (expected mode)", f"LogProb {m}")]
@@ -324,20 +326,26 @@ def test_several_models_each_rows_in_order_one_figure_with_every_point_resumed_f
 
 def test_a_model_whose_size_is_unknown_is_left_out_of_the_figure_with_a_note(monkeypatch, tmp_path, data_dir,
                                                                               other_model_dir):
-    """Two models, one of known size: the figure has that one's points, and a line names the other."""
-    from styleeval.metaeval import measured
+    """Two models, one of known size: the figure has that one's points alone, and a line names the other."""
+    from styleeval.corpora import load_corpus
+    from styleeval.metaeval import claims, measured
 
-    _small_corpora(monkeypatch, data_dir)
     monkeypatch.setitem(measured.KNOWN_PARAMETERS, "tiny-random", 1e6)
-    out = tmp_path / "out.md"
-    args = paper.Options(data_dir=str(data_dir), cache_dir=str(tmp_path / "cache"), no_progress=True, write=str(out),
-                         models=(str(other_model_dir), "tiny-random"))
-    assert paper.reproduce(args) == 0
-    text = out.read_text(encoding="utf-8")
+    data = RatedData.from_rows(load_corpus("style_gap_testset", data_dir).select(range(0, 500, 63)), "style_gap_testset")
+    pairs = [(measure(m, "content", ["style_gap_testset"], lambda name: data, progress=False, n_boot=0), None)
+             for m in (str(other_model_dir), "tiny-random")]
+    args = paper.Options(write=str(tmp_path / "out.md"), models=(str(other_model_dir), "tiny-random"))
+    text = paper.measured_sections(args, pairs)
     assert "![LLM metrics against model size](out_llm_size.png)" in text and (tmp_path / "out_llm_size.png").is_file()
     assert f"Left out of the figure: {other_model_dir} (parameter count not known; known: " in text
-    names = [line.split(" | ")[0] for line in _table_lines(text, "Table 4")]
-    assert names.index(f"| *LogProb {other_model_dir}*") + 1 == names.index("| *LogProb tiny-random*")
+    points = claims.size_points(pairs)[claims.SIZE_PANELS[0]]
+    assert ("LogProb tiny-random", 1e6) in [(label, size) for label, size, _value in points]
+    assert all("tiny-random" in label and str(other_model_dir) not in label and size == 1e6
+               for label, size, _value in points)
+    monkeypatch.delitem(measured.KNOWN_PARAMETERS, "tiny-random")
+    text = paper.measured_sections(paper.Options(write=str(tmp_path / "none.md"), models=args.models), pairs)
+    assert (f"No figure of the LLM metrics against model size: the parameter counts of {other_model_dir}, tiny-random "
+            "are not known") in text and not (tmp_path / "none_llm_size.png").exists()
 
 
 @pytest.mark.parametrize(("models", "message"), [
