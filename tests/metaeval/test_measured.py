@@ -5,6 +5,7 @@ replies, and the measured rows shown but never counted."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -225,3 +226,160 @@ def test_offline_the_advice_is_the_commands_own_option_and_only_while_it_runs(tm
         paper.reproduce(args)
     assert "HF_HUB_OFFLINE" not in str(err.value)
     assert OFFLINE_ADVICE.get() is None
+
+
+# --- several models in one run (issue 57: the paper's tables at three sizes) ----------------------------------------
+@pytest.fixture(scope="module")
+def other_model_dir(tiny_tokenizer, tmp_path_factory):
+    """A second tiny random Llama (another seed than the tiny-random preset's weights: other scores), saved to a
+    folder: a second model for ``--model``."""
+    from styleeval.random_weights import build_model
+
+    path = tmp_path_factory.mktemp("other-tiny")
+    build_model("tiny", vocab_size=len(tiny_tokenizer), seed=1, head_scale=30.0).save_pretrained(path)
+    tiny_tokenizer.save_pretrained(path)
+    return path
+
+
+def _small_corpora(monkeypatch, data_dir) -> None:
+    from styleeval.corpora import load_corpus
+
+    for name, n in (("style_gap_testset", 500), ("lai_formality", 720), ("asset", 100), ("mir_yelp", 2928)):
+        data = RatedData.from_rows(load_corpus(name, data_dir).select(range(0, n, n // 12)), name)
+        monkeypatch.setitem(paper._LOADED, (str(data_dir), name), data)
+
+
+def _table_lines(text: str, title: str) -> list[str]:
+    start = text.index(f"### {title}")
+    return text[start:text.index("\n\n###", start)].splitlines()
+
+
+def _files(root) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*.json"))}
+
+
+def test_several_models_each_rows_in_order_one_figure_with_every_point_resumed_from_the_cache(
+        monkeypatch, tmp_path, data_dir, other_model_dir):
+    """--model tiny-random --model OTHER: each model's rows under the paper's rows in Tables 3-5 in the order given,
+    their sections one model after the other, one figure with both models' points (their parameter counts made known
+    here); a run with tiny-random alone, then both, then both again: tiny-random's scores are read back from the
+    cache (never rewritten), the second run adds only OTHER's, the third computes nothing and writes the same text."""
+    from styleeval.metaeval import claims, measured
+
+    _small_corpora(monkeypatch, data_dir)
+    other = str(other_model_dir)
+    monkeypatch.setitem(measured.KNOWN_PARAMETERS, "tiny-random", 1e6)
+    monkeypatch.setitem(measured.KNOWN_PARAMETERS, other.lower(), 3e6)
+    cache = tmp_path / "cache"
+    texts, files = {}, {}
+    for run, models in (("one", ("tiny-random",)), ("two", ("tiny-random", other)), ("again", ("tiny-random", other))):
+        args = paper.Options(data_dir=str(data_dir), cache_dir=str(cache), no_progress=True,
+                             write=str(tmp_path / f"{run}.md"), models=models)
+        assert paper.reproduce(args) == 0
+        texts[run] = (tmp_path / f"{run}.md").read_text(encoding="utf-8")
+        files[run] = _files(cache)
+    # tiny-random's scores are read back, never rewritten; the second run adds the other model's, the third nothing
+    assert files["one"] and all(files["two"][name] == mtime for name, mtime in files["one"].items())
+    assert len(files["two"]) > len(files["one"]) and files["again"] == files["two"]
+    again = texts["again"].replace("(again_llm_size.png)", "(two_llm_size.png)")
+    assert again.split("\nPublished cells: ")[0] == texts["two"].split("\nPublished cells: ")[0]
+
+    text = texts["two"]
+    for title, group in (("Table 3", "LLM-as-A 3b"), ("Table 4", "LLM-as-A 3b"), ("Table 5", "LLM-as-A 3b")):
+        names = [line.split(" | ")[0].removeprefix("| ") for line in _table_lines(text, title)[4:]]
+        at = names.index(group)
+        assert names[at + 1: at + 5] == ["*LLM-as-A tiny-random (paper mode)*", "*LLM-as-A tiny-random (expected mode)*",
+                                         f"*LLM-as-A {other} (paper mode)*", f"*LLM-as-A {other} (expected mode)*"]
+        at = names.index("LogProb 1b")
+        assert names[at + 1: at + 3] == ["*LogProb tiny-random*", f"*LogProb {other}*"]
+    # the other model's rows have numbers of their own: its LogProb row is not tiny-random's
+    table4 = {line.split(" | ")[0]: line for line in _table_lines(text, "Table 4")}
+    assert table4["| *LogProb tiny-random*"].split(" | ")[1:] != table4[f"| *LogProb {other}*"].split(" | ")[1:]
+    # tiny-random's rows are the same as when it is measured alone
+    one4 = {line.split(" | ")[0]: line for line in _table_lines(texts["one"], "Table 4")}
+    assert one4["| *LogProb tiny-random*"] == table4["| *LogProb tiny-random*"]
+    # the sections: one model's, then the other's, one figure, then each model's worst rows
+    heads = ["### The paper's LLM rows measured with tiny-random", "#### Does the judge answer in the paper's format? "
+             "(tiny-random)", f"### The paper's LLM rows measured with {other}",
+             f"#### Does the judge answer in the paper's format? ({other})", f"#### Does LogProb's drop from 8B to 1B on "
+             f"the test set continue at {other}?", "![LLM metrics against model size](two_llm_size.png)",
+             "#### Where LogProb tiny-random and people disagree most on content", f"#### Where LogProb {other} and people"]
+    at = [text.index(head) for head in heads]
+    assert at == sorted(at) and text.count("![LLM metrics") == 1
+    assert f"`logprob_content|model:{other}@local-" in text
+    png = tmp_path / "two_llm_size.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.read_bytes() != (tmp_path / "one_llm_size.png").read_bytes()
+    # the figure's points: both models, at their sizes, with the values of the tables' cells
+    args = paper.Options(data_dir=str(data_dir), cache_dir=str(cache), no_progress=True, models=("tiny-random", other))
+    paper.load_corpora(args)  # as the command: a corpus not in the mirror is left out
+    points = claims.size_points([paper.measure_rows(args, paper.CORPORA[:4], m) for m in args.models])
+    content = points[claims.SIZE_PANELS[0]]
+    every = [(label, size) for m, size in (("tiny-random", 1e6), (other, 3e6))  # model after model, in row order
+             for label in (f"LLM-as-A {m} (paper mode)", f"LLM-as-A {m} (expected mode)", f"LogProb {m}")]
+    with_value = [(label, size) for label, size in every if table4[f"| *{label}*"].split(" | ")[1] != "–"]
+    assert [(label, size) for label, size, _value in content] == with_value
+    assert (f"LogProb {other}", 3e6) in with_value and ("LogProb tiny-random", 1e6) in with_value
+    for label, _size, value in content:  # Table 4's ALL cell
+        assert table4[f"| *{label}*"].split(" | ")[1].rstrip("*") == f"{value:.2f}"
+    assert {size for _label, size, _value in points[claims.SIZE_PANELS[1]]} == {1e6, 3e6}
+
+
+def test_a_model_whose_size_is_unknown_is_left_out_of_the_figure_with_a_note(monkeypatch, tmp_path, data_dir,
+                                                                              other_model_dir):
+    """Two models, one of known size: the figure has that one's points alone, and a line names the other."""
+    from styleeval.corpora import load_corpus
+    from styleeval.metaeval import claims, measured
+
+    monkeypatch.setitem(measured.KNOWN_PARAMETERS, "tiny-random", 1e6)
+    data = RatedData.from_rows(load_corpus("style_gap_testset", data_dir).select(range(0, 500, 63)), "style_gap_testset")
+    pairs = [(measure(m, "content", ["style_gap_testset"], lambda name: data, progress=False, n_boot=0), None)
+             for m in (str(other_model_dir), "tiny-random")]
+    args = paper.Options(write=str(tmp_path / "out.md"), models=(str(other_model_dir), "tiny-random"))
+    text = paper.measured_sections(args, pairs)
+    assert "![LLM metrics against model size](out_llm_size.png)" in text and (tmp_path / "out_llm_size.png").is_file()
+    assert f"Left out of the figure: {other_model_dir} (parameter count not known; known: " in text
+    points = claims.size_points(pairs)[claims.SIZE_PANELS[0]]
+    assert ("LogProb tiny-random", 1e6) in [(label, size) for label, size, _value in points]
+    assert all("tiny-random" in label and str(other_model_dir) not in label and size == 1e6
+               for label, size, _value in points)
+    monkeypatch.delitem(measured.KNOWN_PARAMETERS, "tiny-random")
+    text = paper.measured_sections(paper.Options(write=str(tmp_path / "none.md"), models=args.models), pairs)
+    assert (f"No figure of the LLM metrics against model size: the parameter counts of {other_model_dir}, tiny-random "
+            "are not known") in text and not (tmp_path / "none_llm_size.png").exists()
+
+
+@pytest.mark.parametrize(("models", "message"), [
+    (("tiny-random", "tiny-random"), "--model tiny-random is given twice; give each model once"),
+    (("smollm2-135m", "tiny-random", "SmolLM2-135M"), "--model smollm2-135m (also given as SmolLM2-135M) is given twice"),
+    (("1b", "meta-llama/Llama-3.2-1B-Instruct"), "--model 1b (also given as meta-llama/Llama-3.2-1B-Instruct) is given "
+                                                 "twice")])
+def test_a_model_given_twice_is_one_error_naming_it_before_any_work(tmp_path, data_dir, models, message):
+    from styleeval.errors import UserError
+
+    args = paper.Options(data_dir=str(data_dir), cache_dir=str(tmp_path / "cache"), no_progress=True, models=models,
+                         write=str(tmp_path / "out.md"))
+    with pytest.raises(UserError, match=re.escape(message)):
+        paper.reproduce(args)
+    assert not (tmp_path / "out.md").exists() and not (tmp_path / "cache").exists()
+
+
+def test_the_command_takes_model_repeated_and_refuses_one_given_twice_in_one_line(tmp_path, data_dir, capsys):
+    from styleeval.cli import main
+
+    argv = ["reproduce-paper", "-q", "--data-dir", str(data_dir), "--cache-dir", str(tmp_path / "cache"), "--write",
+            str(tmp_path / "out.md"), "--model", "tiny-random", "--model", "smollm2-135m", "--model", "tiny-random"]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip().splitlines() == [
+        "styleeval reproduce-paper: error: --model tiny-random is given twice; give each model once"]
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_options_take_one_model_or_several():
+    from styleeval.errors import UserError
+
+    assert paper.Options(model="tiny-random").models == ("tiny-random",)
+    assert paper.Options(models=["a", "b"]).models == ("a", "b")
+    assert paper.Options().models == () and paper.Options(model="a", models=("a",)).models == ("a",)
+    with pytest.raises(UserError, match="models=\\(...\\) alone"):
+        paper.Options(model="a", models=("b", "c"))

@@ -1,7 +1,7 @@
 """``styleeval reproduce-paper``: Tables 3, 4 and 5 of Pauli et al. (2025) beside ours, as far as weights and data
 allow.
 
-    styleeval reproduce-paper --data-dir ../shared/data [--write docs/reproduction.md] [--online]
+    styleeval reproduce-paper --data-dir ../shared/data [--write docs/reproduction.md] [--online] [--model M ...]
 
 The work is :func:`styleeval.metaeval.paper.reproduce`.
 """
@@ -27,7 +27,10 @@ package index, no Hub account: those rows measured with it, shown as measured, n
 below the tables, and its cells say "not computed (corpus not loaded)"; when none can be loaded, the command stops
 with exit status 2 and writes nothing. Without --online the Hugging Face clients run offline: models that are
 not in the local cache are reported as missing instead of being downloaded. Scores are cached, so a rerun is
-instant. Needs the embeddings extra (pip install 'styleeval[embeddings]') for the cosine rows. Lai et al.'s style
+instant. With --model (repeatable), the paper's LLM rows are also measured with each model given, one after
+another: their rows sit under the paper's in that order, each model's claims follow the tables, and one figure
+(beside --write's file) puts every model whose size is known beside the paper's 1B-70B; a model given twice is
+refused. Needs the embeddings extra (pip install 'styleeval[embeddings]') for the cosine rows. Lai et al.'s style
 classifiers (their Table 2) are shown from their released scores and, with --classifier, computed from the weights.
 """
 
@@ -47,11 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", "-q", action="store_true", help="no progress bars")
     p.add_argument("--write", default=None, metavar="FILE",
                    help="also write the comparison as Markdown to FILE (the sections after the tables are kept)")
-    p.add_argument("--model", default=None, metavar="MODEL",
+    p.add_argument("--model", action="append", default=[], dest="models", metavar="MODEL",
                    help="also measure the paper's LLM rows (LogProb, the autorater in paper and expected mode) with "
                    "MODEL (a preset such as smollm2-135m, an id, a folder or a .gguf file): shown under the paper's "
-                   "rows as measured, never counted as reproduced, with the paper's claims answered; SmolLM2-135M "
-                   "on every corpus: about 50 minutes on 2 cores, resumable (the scores cache keeps every finished "
+                   "rows as measured, never counted as reproduced, with the paper's claims answered; repeatable "
+                   "(--model smollm2-135m --model qwen2.5-coder-0.5b --model qwen2.5-coder-1.5b: each model's rows "
+                   "in the order given, one size figure with every model's points); SmolLM2-135M on every corpus: "
+                   "about 50 minutes on 2 cores, the 1.5B hours, resumable (the scores cache keeps every finished "
                    "chunk), seconds once cached")
     p.add_argument("--classifier", action="append", default=[], metavar="NAME=FOLDER",
                    help="Lai et al.'s classifier NAME (r-pt16, c-pt16, c-gyafc) converted to FOLDER: its Table 2 row is "
@@ -86,4 +91,4 @@ def run(args: argparse.Namespace) -> int:
     return reproduce(Options(data_dir=args.data_dir or os.environ.get("STYLEEVAL_DATA_DIR") or None,
                              cache_dir=args.cache_dir, no_cache=args.no_cache, online=args.online,
                              no_progress=args.no_progress, write=args.write,
-                             model=args.model, classifiers=classifier_folders(args.classifier)))
+                             models=tuple(args.models), classifiers=classifier_folders(args.classifier)))

@@ -142,47 +142,87 @@ def _mean_cells(m: Measurement, label: str, columns: Sequence[tuple[str, str, st
     return float(np.mean([v["spearman"] for v in values]))  # type: ignore[index]
 
 
-def size_figure(content: Measurement | None, style: Measurement | None, path: str | Path) -> Path | None:
-    """Spearman with people against parameter count, the paper's models and the measured one: content on the test set
-    (Table 4, ALL) and style (Table 5, mean of Mir, Lai and Alv.). ``None`` (nothing written) when the measured
-    model's parameter count is unknown."""
+SIZE_PANELS = ("content: test set, ALL (Table 4)", "style: mean of Mir, Lai, Alv. (Table 5)")
+"""The size figure's two panels: content on the test set (Table 4, ALL) and style (Table 5, the mean of the columns
+whose data are in the mirror)."""
+MODEL_MARKERS = (("s", "D"), ("^", "v"), ("P", "X"), ("p", "h"), ("<", ">"))
+"""Markers of the measured models' points in the size figure, one pair per model in the order given (cycled): the
+first for LogProb and the paper-mode autorater (told apart by colour), the second for the expected mode."""
+
+
+def size_points(measured: Sequence[tuple[Measurement | None, Measurement | None]]
+                ) -> dict[str, list[tuple[str, float, float]]]:
+    """The measured points of the size figure: panel (:data:`SIZE_PANELS`) -> (row label, parameters, Spearman) of
+    every measured row whose model's parameter count is known (:func:`~styleeval.metaeval.measured.parameters`), model
+    after model in the order given (each model's autorater in paper mode, in expected mode, then LogProb)."""
+    style_columns = [c for c in STYLE_COLUMNS if c[0] != "Ze."]
+    points: dict[str, list[tuple[str, float, float]]] = {panel: [] for panel in SIZE_PANELS}
+    for content, style in measured:
+        m = content or style
+        size = None if m is None else parameters(m.model)
+        if size is None:
+            continue
+        for panel, meas in zip(SIZE_PANELS, (content, style), strict=True):
+            for row in [] if meas is None else meas.rows:
+                if panel == SIZE_PANELS[0]:
+                    value = (meas.cell(row.label, "style_gap_testset", "all") or {}).get("spearman")  # type: ignore
+                else:
+                    value = _mean_cells(meas, row.label, style_columns)  # type: ignore[arg-type]
+                if value is not None and math.isfinite(value):
+                    points[panel].append((row.label, size, value))
+    return points
+
+
+def size_figure(measured: Sequence[tuple[Measurement | None, Measurement | None]], path: str | Path) -> Path | None:
+    """Spearman with people against parameter count, the paper's models and the measured ones (``measured``: each
+    model's content and style measurements, in the order given): content on the test set (Table 4, ALL) and style
+    (Table 5, mean of Mir, Lai and Alv.). A model whose parameter count is unknown is left out; ``None`` (nothing
+    written) when no measured model's is known."""
     import matplotlib  # noqa: PLC0415 - heavy (matplotlib)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415 - heavy (matplotlib)
 
-    m = content or style
-    if m is None or parameters(m.model) is None:
+    shown = [(content, style) for content, style in measured
+             if (content or style) is not None and parameters((content or style).model) is not None]  # type: ignore
+    if not shown:
         return None
-    size = parameters(m.model)
-    style_columns = [c for c in STYLE_COLUMNS if c[0] != "Ze."]
-    panels = [("content: test set, ALL (Table 4)", content, PAPER_TESTSET_LOGPROB, PAPER_TESTSET_AUTORATER,
-               lambda mm, lab: (mm.cell(lab, "style_gap_testset", "all") or {}).get("spearman")),
-              ("style: mean of Mir, Lai, Alv. (Table 5)", style,
-               {k: float(np.mean(v)) for k, v in PAPER_STYLE_LOGPROB.items()},
-               {k: float(np.mean(v)) for k, v in PAPER_STYLE_AUTORATER.items()},
-               lambda mm, lab: _mean_cells(mm, lab, style_columns))]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for ax, (title, meas, lp, aa, ours_of) in zip(axes, panels, strict=True):
-        for name, points, color in (("LogProb", lp, "#1f77b4"), ("LLM-as-A (paper mode)", aa, "#ff7f0e")):
-            xs = sorted(points, key=PAPER_PARAMETERS.get)
-            ax.plot([PAPER_PARAMETERS[x] for x in xs], [points[x] for x in xs], "o-", color=color,
+    models = [(content or style).model for content, style in shown]  # type: ignore[union-attr]
+    markers = {model: MODEL_MARKERS[k % len(MODEL_MARKERS)] for k, model in enumerate(models)}
+    points = size_points(shown)
+    colors = {"paper": "#ff7f0e", "expected": "#2ca02c", "": "#1f77b4"}
+    panels = [(SIZE_PANELS[0], PAPER_TESTSET_LOGPROB, PAPER_TESTSET_AUTORATER),
+              (SIZE_PANELS[1], {k: float(np.mean(v)) for k, v in PAPER_STYLE_LOGPROB.items()},
+               {k: float(np.mean(v)) for k, v in PAPER_STYLE_AUTORATER.items()})]
+    rows = {row.label: row for content, style in shown for m in (content, style) if m is not None for row in m.rows}
+    several = len(models) > 1
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.8 if several else 4), sharey=True)
+    for ax, (title, lp, aa) in zip(axes, panels, strict=True):
+        for name, paper_points, color in (("LogProb", lp, "#1f77b4"), ("LLM-as-A (paper mode)", aa, "#ff7f0e")):
+            xs = sorted(paper_points, key=PAPER_PARAMETERS.get)
+            ax.plot([PAPER_PARAMETERS[x] for x in xs], [paper_points[x] for x in xs], "o-", color=color,
                     label=f"{name}, paper (Llama 3.x)")
-        if meas is not None:
-            for row, marker, color in ((0, "s", "#ff7f0e"), (1, "D", "#2ca02c"), (2, "s", "#1f77b4")):
-                label = meas.rows[row].label
-                value = ours_of(meas, label)
-                if value is not None and math.isfinite(value):
-                    ax.plot([size], [value], marker, color=color, markersize=8, label=label)
+        for label, size, value in points[title]:
+            row = rows[label]
+            marker = markers[row.model][1 if row.mode == "expected" else 0]
+            ax.plot([size], [value], marker, color=colors[row.mode], markersize=8, label=label)
         ax.set_xscale("log")
         ax.set_xlabel("parameters")
         ax.set_title(title, fontsize=10)
         ax.axhline(0, color="#999999", linewidth=0.8)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("Spearman with human ratings")
-    axes[1].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"LLM metrics against model size: the paper's Llama 3.x and {m.model}", fontsize=11)
-    fig.tight_layout()
+    fig.suptitle(f"LLM metrics against model size: the paper's Llama 3.x and {', '.join(models)}", fontsize=11)
+    if several:  # one legend for both panels, under them: inside, it would cover the points
+        handles: dict[str, Any] = {}
+        for ax in axes:
+            for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+                handles.setdefault(label, handle)
+        fig.legend(handles.values(), handles.keys(), fontsize=7, loc="lower center", ncol=3, frameon=False)
+        fig.tight_layout(rect=(0, 0.06 * math.ceil(len(handles) / 3), 1, 1))
+    else:
+        axes[1].legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

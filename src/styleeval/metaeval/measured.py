@@ -1,8 +1,8 @@
 """The paper's LLM rows measured with a model the paper did not try (``styleeval reproduce-paper --model M``).
 
 Pauli et al. (2025) report LogProb and the LLM-as-autorater with Llama 3.x models of 1B to 70B parameters. With
-``--model``, the same metrics are computed with ``M`` on every corpus of the tables and shown under the paper's rows
-of each group: LogProb (content, style), the autorater in the paper's mode (the authors' prompt, a generated reply
+``--model`` (repeatable), the same metrics are computed with ``M`` (each model given, in turn) on every corpus of the
+tables and shown under the paper's rows of each group, one model's rows after another's in the order given: LogProb (content, style), the autorater in the paper's mode (the authors' prompt, a generated reply
 read by the parser, unreadable ratings filled with the mean of the readable ones, the authors' rule) and in the
 expected mode (the reply scaffold teacher-forced: a rating is always read). These rows are *measured*, never counted
 as reproduced: the model is another one.
@@ -26,9 +26,10 @@ from styleeval.metaeval.runner import MetaevalResult, run_metaeval
 
 PAPER_PARAMETERS = {"3b": 3.21e9, "1b": 1.24e9, "8b": 8.03e9, "70b": 70.6e9}
 """Parameters of the paper's models (Llama 3.2 1B and 3B, Llama 3.1 8B, Llama 3 70B), from their model cards."""
-KNOWN_PARAMETERS = {"smollm2-135m": 134.5e6}
-"""Parameters of models ``--model`` may name (SmolLM2-135M-Instruct: 134.5M); another model's point is left out of the
-figure, with a note."""
+KNOWN_PARAMETERS = {"smollm2-135m": 134.5e6, "qwen2.5-coder-0.5b": 0.494e9, "qwen2.5-coder-1.5b": 1.54e9}
+"""Parameters of models ``--model`` may name, from their model cards (SmolLM2-135M-Instruct: 134.5M;
+Qwen2.5-Coder-0.5B-Instruct: 0.49B, 494.0M counted from its config; Qwen2.5-Coder-1.5B-Instruct: 1.54B); another
+model's point is left out of the figure, with a note."""
 UNFILLED = "paper-mode ratings, unfilled"
 """The display name of the paper-mode ratings without the fill (NaN where a reply could not be read)."""
 

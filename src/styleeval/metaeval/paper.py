@@ -24,11 +24,19 @@ from styleeval.backends import backend_class
 from styleeval.corpora import CorpusError, load_corpus
 from styleeval.corpora._files import ENV_DATA_DIR, local_data_dir
 from styleeval.errors import UserError
-from styleeval.hub import OFFLINE_ADVICE, available_here, go_offline
+from styleeval.hub import GGUF_PRESET_NAMES, OFFLINE_ADVICE, available_here, go_offline, hub_id
+from styleeval.hub import PRESETS as HUB_PRESETS
 from styleeval.logprob import shared_logprob
 from styleeval.metaeval import RatedData, claims
 from styleeval.metaeval.lai import run_lai
-from styleeval.metaeval.measured import KNOWN_PARAMETERS, Measurement, measure, measured_rows, with_measured
+from styleeval.metaeval.measured import (
+    KNOWN_PARAMETERS,
+    Measurement,
+    measure,
+    measured_rows,
+    parameters,
+    with_measured,
+)
 from styleeval.metrics import get_metric, parse_spec
 from styleeval.metrics._nltk_data import MissingNLTKDataError
 from styleeval.metrics.registry import _OPTION_SPLIT
@@ -46,8 +54,8 @@ class Options:
     no_progress: bool = False
     write: str | None = None
     model: str | None = None
-    """Also measure the paper's LLM rows with this model (:mod:`styleeval.metaeval.measured`): shown under the paper's
-    rows, never counted as reproduced."""
+    """One model to measure the paper's LLM rows with: the same as ``models=(model,)`` (kept for callers that measure
+    one)."""
     unavailable: dict[str, str] = field(default_factory=dict)
     """Metric spec -> why its data cannot be had (found before any work: METEOR's WordNet)."""
     unloaded: dict[str, str] = field(default_factory=dict)
@@ -58,6 +66,18 @@ class Options:
     classifiers: dict[str, str] = field(default_factory=dict)
     """Lai et al.'s style classifiers converted to folders (``r-pt16``, ``c-pt16``, ``c-gyafc`` -> folder;
     ``--classifier NAME=FOLDER``): their rows are computed from the weights (:data:`LAI_CLASSIFIERS`)."""
+    models: tuple[str, ...] = ()
+    """Also measure the paper's LLM rows with each of these models (:mod:`styleeval.metaeval.measured`; ``--model``,
+    repeatable): each model's rows under the paper's rows in the order given, never counted as reproduced; ``model``
+    given alone means ``(model,)``."""
+
+    def __post_init__(self) -> None:
+        self.models = tuple(self.models)
+        if self.model is not None:
+            if self.models and self.models != (self.model,):
+                raise UserError(f"Options: model={self.model!r} and models={self.models!r} both given; give the "
+                                "models as models=(...) alone")
+            self.models = (self.model,)
 
 
 # Published values, transcribed from the paper. "*" = not significant at the 0.05 level.
@@ -475,6 +495,29 @@ def check_model_name(model: str) -> None:
                         "name the model alone (a preset such as smollm2-135m, an id, a folder or a .gguf file)")
 
 
+def model_key(model: str) -> str:
+    """What makes two ``--model`` names the same model: a preset's Hub id (``1b`` and
+    ``meta-llama/Llama-3.2-1B-Instruct``), a GGUF preset in any case, else the name itself."""
+    name = model.strip()
+    if name.lower() in HUB_PRESETS:
+        return hub_id(name)
+    return name.lower() if name.lower() in GGUF_PRESET_NAMES else name
+
+
+def check_models(models: tuple[str, ...]) -> None:
+    """Every ``--model`` name is one model (:func:`check_model_name`), and no model is given twice (the same name, or
+    a preset and its Hub id): a :class:`~styleeval.errors.UserError` naming it."""
+    for model in models:
+        check_model_name(model)
+    seen: dict[str, str] = {}
+    for model in models:
+        first = seen.get(model_key(model))
+        if first is not None:
+            twice = model if first == model else f"{first} (also given as {model})"
+            raise UserError(f"--model {twice} is given twice; give each model once")
+        seen[model_key(model)] = model
+
+
 def reproduce(args: Options) -> int:
     """Compute and print the three tables beside the published values (and write them to ``args.write``, keeping
     the sections written by hand after them); returns the exit status. Errors before any work (the data folder, a
@@ -497,8 +540,7 @@ def _reproduce(args: Options) -> int:
                         "write elsewhere")
     if args.write and Path(args.write).is_dir():  # not an error hours later, when the tables are written
         raise UserError(f"--write {args.write}: a folder, not a file; name the Markdown file to write")
-    if args.model is not None:  # an empty name, or one a spec would split: one line now
-        check_model_name(args.model)
+    check_models(args.models)  # an empty name, one a spec would split, a model given twice: one line now
     # every row's metric is named before any work: a missing extra (sentence-transformers) is one line now
     for spec in dict.fromkeys([*CONTENT_METRICS.values(), *STYLE_METRICS.values()]):
         if spec is not None and needs_weights(spec) is None:
@@ -509,8 +551,8 @@ def _reproduce(args: Options) -> int:
                     raise  # a missing extra: a UserError naming the metric and the package
                 args.unavailable[spec] = METEOR_DATA
                 args.said_once[METEOR_DATA] = f"S-Meteor and R-Meteor are not computed: {err.__cause__}"
-    if args.model is not None:  # a model that cannot be loaded: one line now (the metric's own error), not empty rows
-        get_metric(measured_rows(args.model)[-1].spec("content")).signature  # noqa: B018 (loads the model)
+    for model in args.models:  # a model that cannot be loaded: one line now (the metric's own error), not empty rows
+        get_metric(measured_rows(model)[-1].spec("content")).signature  # noqa: B018 (loads the model)
     args.cache_dir = args.cache_dir or default_cache_dir()
     started = time.perf_counter()
     load_corpora(args)  # one line per corpus that cannot be loaded, now; never again in a cell
@@ -530,20 +572,21 @@ def _reproduce(args: Options) -> int:
     print("Table 5 (style)", file=sys.stderr)
     v5, f5 = run_table(STYLE_METRICS, list(TABLE5), "style", t3_datasets, args)
 
-    if args.model is None and any(why.startswith("needs weights") and row.startswith(LLM_ROWS)
+    if not args.models and any(why.startswith("needs weights") and row.startswith(LLM_ROWS)
                                   for failures in (f3, f4, f5) for row, why in failures.items()):
         args.said_once["llm"] = LLM_ADVICE
         print(f"styleeval reproduce-paper: {LLM_ADVICE}", file=sys.stderr)
     tables: list[dict[str, str | None]] = [dict(TABLE3), dict(TABLE4), dict(TABLE5)]
-    measured = measure_rows(args, t3_datasets) if args.model else None
-    if measured is not None:
-        rows = measured_rows(args.model)  # type: ignore[arg-type]
+    measured = [measure_rows(args, t3_datasets, model) for model in args.models]  # one model after another
+    if measured:
+        rows = [row for model in args.models for row in measured_rows(model)]  # in the order given
         tables = [with_measured(TABLE3, rows), with_measured(TABLE4, rows), with_measured(TABLE5, rows)]
-        for values, failures, m in ((v3, f3, measured[0]), (v4, f4, measured[0]), (v5, f5, measured[1])):
-            if m is None:
-                continue
-            values.update(m.values())
-            failures.update(measured_failures(m))
+        for content, style in measured:
+            for values, failures, m in ((v3, f3, content), (v4, f4, content), (v5, f5, style)):
+                if m is None:
+                    continue
+                values.update(m.values())
+                failures.update(measured_failures(m))
 
     cols3 = [(f"{lab} ({'sys' if g == 'system' else 'ref'})", d, s) for lab, g, d, s in TABLE3_COLUMNS]
     cols4 = [(lab, "style_gap_testset", s) for lab, s in TABLE4_COLUMNS]
@@ -567,8 +610,8 @@ def _reproduce(args: Options) -> int:
         parts.append("Not computed: " + "; ".join(f"{name}, not loaded ({why})" for name, why in args.unloaded.items())
                      + ".")
     parts += [text for text in args.said_once.values()]  # what to install or run, once
-    if measured is not None:
-        parts.append(measured_sections(args, *measured))
+    if measured:
+        parts.append(measured_sections(args, measured))
     body = "\n\n".join(parts)
     summary = (f"Published cells: {sum(totals.values())}; reproduced to ±0.01 with the same significance: "
                f"{totals['ok']}; within ±0.05: {totals['close']}; further off: {totals['differs']}; "
@@ -582,9 +625,11 @@ def _reproduce(args: Options) -> int:
     return 0
 
 
-def measure_rows(args: Options, system_corpora: list[str]) -> tuple[Measurement, Measurement | None]:
-    """The rows measured with ``args.model``: content on every corpus loaded, style on Table 5's (``None`` when none
-    of them is loaded)."""
+def measure_rows(args: Options, system_corpora: list[str],
+                 model: str | None = None) -> tuple[Measurement, Measurement | None]:
+    """The rows measured with ``model`` (default: the first of ``args.models``): content on every corpus loaded, style
+    on Table 5's (``None`` when none of them is loaded)."""
+    model = args.models[0] if model is None else model
     cache = ScoresCache(None if args.no_cache else args.cache_dir)
     loader = _cached_loader(args.data_dir)
     progress = False if args.no_progress else None
@@ -595,8 +640,8 @@ def measure_rows(args: Options, system_corpora: list[str]) -> tuple[Measurement,
             out.append(None)
             continue
         started = time.perf_counter()
-        print(f"Measured rows: {args.model}, {dimension}", file=sys.stderr)
-        out.append(measure(args.model, dimension, datasets, loader, cache=cache, progress=progress))  # type: ignore
+        print(f"Measured rows: {model}, {dimension}", file=sys.stderr)
+        out.append(measure(model, dimension, datasets, loader, cache=cache, progress=progress))
         print(f"  {time.perf_counter() - started:.1f}s", file=sys.stderr)
     return out[0], out[1]  # type: ignore[return-value]
 
@@ -630,28 +675,41 @@ def published_3b() -> dict[tuple[str, str], tuple[str, str]]:
     return out
 
 
-def measured_sections(args: Options, content: Measurement, style: Measurement | None) -> str:
-    """The sections under the tables for ``--model``: what scored the rows, the paper's claims answered, the size
-    figure (beside ``args.write``) and the rows where LogProb and people disagree most."""
-    signatures = [f"- {label}: `{sig}`" for m in (content, style) if m is not None
-                  for label, sig in m.signatures().items()]
-    parts = [f"### The paper's LLM rows measured with {args.model}",
-             f"The rows in italics are computed with `{args.model}`, a model the paper did not try: *measured*, never "
-             "counted as reproduced. Their metrics' signatures (model and quantization, dtype, prompt, parser):\n\n"
-             + "\n".join(signatures),
-             claims.format_compliance([m for m in (content, style) if m is not None]),
-             claims.logprob_against_autorater(content, published_3b()),
-             claims.logprob_by_size(content)]
+def measured_sections(args: Options, measured: list[tuple[Measurement, Measurement | None]]) -> str:
+    """The sections under the tables for ``--model`` (``measured``: each model's content and style measurements, in
+    the order given): per model, what scored its rows and the paper's claims answered; then one size figure with
+    every model's points (beside ``args.write``); then, per model, the rows where LogProb and people disagree most."""
+    parts = []
+    for content, style in measured:
+        model = content.model
+        signatures = [f"- {label}: `{sig}`" for m in (content, style) if m is not None
+                      for label, sig in m.signatures().items()]
+        parts += [f"### The paper's LLM rows measured with {model}",
+                  f"The rows in italics are computed with `{model}`, a model the paper did not try: *measured*, never "
+                  "counted as reproduced. Their metrics' signatures (model and quantization, dtype, prompt, parser):\n\n"
+                  + "\n".join(signatures),
+                  claims.format_compliance([m for m in (content, style) if m is not None]),
+                  claims.logprob_against_autorater(content, published_3b()),
+                  claims.logprob_by_size(content)]
     if args.write:
         target = Path(args.write)
-        figure = claims.size_figure(content, style, target.with_name(f"{target.stem}_llm_size.png"))
+        figure = claims.size_figure(measured, target.with_name(f"{target.stem}_llm_size.png"))
+        unknown = [content.model for content, _style in measured if parameters(content.model) is None]
+        known = ", ".join(sorted(KNOWN_PARAMETERS))
         if figure is not None:
             parts.append(f"![LLM metrics against model size]({figure.name})")
+            if unknown:
+                parts.append(f"Left out of the figure: {', '.join(unknown)} (parameter count not known; known: "
+                             f"{known}).")
+        elif len(unknown) == 1:
+            parts.append(f"No figure of the LLM metrics against model size: the parameter count of {unknown[0]} is not "
+                         f"known (known: {known}).")
         else:
-            parts.append(f"No figure of the LLM metrics against model size: the parameter count of {args.model} is not "
-                         f"known (known: {', '.join(sorted(KNOWN_PARAMETERS))}).")
-    if "style_gap_testset" in content.data:
-        parts.append(claims.disagreements(content, lambda: shared_logprob(model=args.model)))
+            parts.append(f"No figure of the LLM metrics against model size: the parameter counts of "
+                         f"{', '.join(unknown)} are not known (known: {known}).")
+    for content, _style in measured:
+        if "style_gap_testset" in content.data:
+            parts.append(claims.disagreements(content, lambda model=content.model: shared_logprob(model=model)))
     return "\n\n".join(p for p in parts if p)
 
 
