@@ -297,8 +297,26 @@ def report(args: argparse.Namespace, before: dict | None, after: dict | None, he
     return "\n".join(lines) + "\n"
 
 
+def missing_training_packages() -> list[str]:
+    """The packages of the ``trl`` extra (TRL, peft) that cannot be imported (imported here: the training needs them)."""
+    import importlib
+
+    missing = []
+    for name in ("trl", "peft"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    missing = missing_training_packages()
+    if missing:  # before any work: one line naming the extra, as the README promises for a missing package
+        print(f"train_grpo_formality.py: error: {' and '.join(missing)} not installed: pip install "
+              "'styleeval[trl]' (or pip install -e '.[trl]' in a clone)", file=sys.stderr)
+        return 2
     random.seed(args.seed)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
