@@ -179,7 +179,8 @@ def test_the_did_you_mean_names_a_close_preset_never_the_one_given():
     from styleeval.gguf_files import PRESETS as GGUF_PRESETS
 
     assert set(hub.preset_names()) == {*GGUF_PRESETS, *hub.PRESETS, hub.TINY_RANDOM} == {
-        "smollm2-135m", "1b", "3b", "8b", "qwen-1.5b", "tiny-random"}  # those `styleeval list models` shows
+        "smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b", "1b", "3b", "8b", "qwen-1.5b",
+        "tiny-random"}  # those `styleeval list models` shows
 
 
 def test_an_unreachable_hub_with_a_bare_name_is_one_line_with_the_preset_it_is_close_to(online, monkeypatch):
