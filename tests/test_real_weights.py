@@ -63,12 +63,15 @@ def exact(real_backend, wide, task_rows):
 
 
 def float32_bound(floor: float) -> float:
-    """The most a float32 computation of a log-probability may be from the exact one: twice the naive float32 loop's
-    largest distance. Another float32 computation of the same network (the engine's tiles and packed sequences, the
-    naive loop's one sequence) rounds as many products and sums of the same magnitudes, only in another order, so its
-    error has the naive loop's scale on the same CPU, whatever its kernels (measured engine / naive: 1.0-1.2 on an
-    AMD EPYC with AVX-512; this bound held on an AMX Xeon too); 1e-5 where the floor is smaller still."""
-    return max(2 * floor, 1e-5)
+    """The most a float32 computation of a log-probability may be from the exact one: four times the naive float32
+    loop's largest distance on the running CPU. Another float32 computation of the same network (the engine's tiles
+    and packed sequences, the naive loop's one sequence) rounds as many products and sums of the same magnitudes in
+    another order, so its error has the naive loop's scale, but not within a fixed factor of it: measured engine /
+    naive ratios 1.31 on an AMD EPYC with AVX-512 (2.57e-5 / 1.96e-5), 2.14 on an AMD EPYC with AVX2 only (4.29e-5 /
+    2.00e-5, 2026-11-28: twice the floor failed there). An empirical factor, not a derivation (issue 56 stays open for
+    one); a defect of the engine (a wrong position, mask or token) moves log-probabilities by far more. 1e-5 where
+    the floor is smaller still."""
+    return max(4 * floor, 1e-5)
 
 
 @pytest.mark.parametrize("options", [{}, {"max_batch_rows": 1}, {"batch_tokens": 96, "pipeline_rows": 2},
