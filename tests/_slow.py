@@ -3,6 +3,9 @@ no batching, no padding, no cache, the prompt rendered by the tokenizer's own ch
 
 from __future__ import annotations
 
+import copy
+import types
+
 import torch
 
 from styleeval.autorater.prompts import PROMPTS
@@ -16,6 +19,43 @@ CONTEXT_INSTRUCTIONS = {
 """The paper's three instructions (Table 2), verbatim."""
 
 
+FLOAT32_ISLANDS = {"LlamaRMSNorm": "norm", "Qwen2RMSNorm": "norm", "LlamaRotaryEmbedding": "rotary",
+                   "Qwen2RotaryEmbedding": "rotary"}
+"""The modules that transformers computes in float32 whatever the weights' dtype (an RMSNorm casts its input to
+float32 and back; the rotary embedding computes its angles, cosines and sines in float32), by class name."""
+
+
+def _norm_float64(self, hidden_states):
+    """``LlamaRMSNorm.forward`` (transformers 5.24) without its cast to float32."""
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
+
+
+def _rotary_float64(self, x, position_ids):
+    """``LlamaRotaryEmbedding.forward`` (default RoPE, transformers 5.24) with its angles in ``x``'s dtype."""
+    freqs = position_ids[..., None].to(x.dtype) * self.inv_freq.to(device=x.device, dtype=x.dtype)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+
+
+def float64_network(model):
+    """A copy of ``model`` that computes its network in float64 from end to end: the weights upcast (exactly) and
+    the float32 islands of :data:`FLOAT32_ISLANDS` computed in float64 too, so that two computations of it differ
+    only by float64 rounding (unit roundoff 2^-53, 2^-29 of float32's), whatever the CPU's kernels."""
+    wide = copy.deepcopy(model).double()
+    patched = 0
+    for module in wide.modules():
+        kind = FLOAT32_ISLANDS.get(type(module).__name__)
+        if kind == "rotary":
+            assert module.rope_type == "default", module.rope_type
+        if kind is not None:
+            module.forward = types.MethodType(_norm_float64 if kind == "norm" else _rotary_float64, module)
+            patched += 1
+    assert patched, f"{type(model).__name__}: no float32 island found; name its modules in FLOAT32_ISLANDS"
+    assert wide.config._attn_implementation in ("sdpa", "eager"), wide.config._attn_implementation
+    return wide
+
+
 def prompt_ids(tokenizer, messages) -> list[int]:
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **TEMPLATE_KWARGS)
     return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -24,7 +64,7 @@ def prompt_ids(tokenizer, messages) -> list[int]:
 def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_of_turn_id,
                          float_head: bool = False) -> list[float]:
     """Log-probabilities of the rewrite's tokens and the end-of-turn token after the instruction ``context``: one
-    forward pass over prompt + rewrite, log-softmax over the whole vocabulary in float32. ``float_head``: the LM head
+    forward pass over prompt + rewrite, log-softmax over the whole vocabulary in float32 (float64 for a float64 model). ``float_head``: the LM head
     applied in float32 to the last hidden state (the upcast weights: what the engine's default head computes for a
     bfloat16 model) instead of the model's own head, whose logits come out in the model's dtype."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
@@ -38,7 +78,7 @@ def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_
             logits = hidden.float() @ model.get_output_embeddings().weight.float().T
         else:
             logits = model(input_ids=ids).logits[0]
-        logp = torch.log_softmax(logits.float(), dim=-1)
+        logp = torch.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), dim=-1)
     return [logp[len(prompt) - 1 + j, token].item() for j, token in enumerate(target)]
 
 

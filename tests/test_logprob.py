@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from _slow import float64_network, naive_token_logprobs
 
 from styleeval import LogProb, LogProbScores
 from styleeval.backends.base import common_prefix_length
@@ -85,6 +86,23 @@ def test_results_independent_of_batching(tiny_model, tiny_tokenizer, rows):
     other = tight.score(sources, rewrites, styles)
     assert [r["content"] for r in other] == pytest.approx([r["content"] for r in base], abs=1e-5)
     assert other.style_strength == pytest.approx(base.style_strength, abs=1e-7)
+
+
+def test_float64_weights_are_scored_in_float64_through_the_head(tiny_model, tiny_tokenizer, rows):
+    """Float64 weights keep float64 through the LM head and the log-softmax (the reference computation of
+    tests/test_real_weights.py): the engine, in batches of three rows with shared prefixes and packed prompts, equals
+    the naive float64 loop within float64 rounding (a float32 head alone would be ~1e-7 away)."""
+    wide = float64_network(tiny_model)
+    eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    lp = LogProb(wide, tokenizer=tiny_tokenizer, dtype=torch.float64, max_batch_rows=3, progress=False)
+    got = lp.score(*map(list, zip(*rows, strict=True)), return_tokens=True)
+    assert "dtype:float64" in got.signature
+    worst = 0.0
+    for result, row in zip(got, rows, strict=True):
+        for context in CONTEXT_INSTRUCTIONS:
+            want = naive_token_logprobs(wide, tiny_tokenizer, *row, context, eot)
+            worst = max(worst, *(abs(t[context] - w) for t, w in zip(result["tokens"], want, strict=True)))
+    assert worst <= 1e-12
 
 
 def test_score_ranges(tiny_model, tiny_tokenizer):

@@ -10,7 +10,8 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
    right-padded and get explicit position ids ``P + arange(L)``, so with the causal mask no real token ever
    attends to padding (plain batches: the library's causal mask, aligned after the cached prefix by the cache
    positions; token trees: their own mask);
-3. only the hidden states that predict a continuation token go through the LM head, in float32, gathered across
+3. only the hidden states that predict a continuation token go through the LM head, in float32 (float64 for float64
+   weights: a reference computation), gathered across
    batches into blocks of ``head_rows`` (few large GEMMs over the largest weight of the model), and each
    log-probability is ``logit[target] - logsumexp(logits)``;
 4. results stay on the device until the call ends, are copied to the host once, and are restored to input order.
@@ -200,7 +201,8 @@ class ScoringEngine:
     ) -> list[torch.Tensor]:
         """Log-probability of every continuation token given its prompt and the preceding continuation tokens.
 
-        Returns one float32 CPU tensor per pair, in input order, of length ``len(continuation)``.
+        Returns one float32 CPU tensor per pair (float64 for float64 weights), in input order, of length
+        ``len(continuation)``.
         Every prompt must have at least one token; an empty continuation gives an empty tensor.
         """
         if len(prompts) != len(continuations):
@@ -271,7 +273,7 @@ class ScoringEngine:
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
-        out = torch.empty((len(prompts), len(candidates)), dtype=torch.float32)
+        out = torch.empty((len(prompts), len(candidates)), dtype=self._head_float())
         if not prompts:
             return out
         cand = torch.tensor(candidates, dtype=torch.long)[None, :]
@@ -519,8 +521,15 @@ class ScoringEngine:
                   else torch.where(r.reads < 0, r.start, int(trunk[b]) + r.reads) for b, r in enumerate(batch)]
         return mask, position_ids, torch.cat(gather)
 
+    def _head_float(self) -> torch.dtype:
+        """The dtype of the head's logits and log-softmax when no ``head_dtype`` rounds them: float64 for float64
+        weights (a reference computation, whose every step keeps float64), else float32."""
+        weight = self.model.get_output_embeddings().weight
+        return torch.float64 if weight.dtype == torch.float64 else torch.float32
+
     def _head_logprobs(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """``log softmax(lm_head(hidden))[targets]`` in float32, on the scored positions only.
+        """``log softmax(lm_head(hidden))[targets]`` in float32 (float64 for float64 weights), on the scored
+        positions only.
 
         ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions.
         """
@@ -532,12 +541,13 @@ class ScoringEngine:
             weight = head.weight
             key = _storage_key(weight)
             kept = self._head_weight  # read once: another call may replace it (whole) meanwhile
+            wide = self._head_float()
             if kept is None or kept[0] != key:  # float32 copy of a half head, made once per head storage
-                kept = self._head_weight = (key, weight if weight.dtype == torch.float32 else weight.float())
-            logits = torch.nn.functional.linear(hidden.float(), kept[1])
+                kept = self._head_weight = (key, weight if weight.dtype == wide else weight.to(wide))
+            logits = torch.nn.functional.linear(hidden.to(wide), kept[1])
         bias = getattr(head, "bias", None)
         if bias is not None:
-            logits = logits + bias.float()
+            logits = logits + bias.to(logits.dtype)
         cap = getattr(self.model.config, "final_logit_softcapping", None)
         if cap:
             logits = torch.tanh(logits / cap) * cap
