@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from styleeval.autorater.prompts import PROMPTS
-from styleeval.chat import SYSTEM_PROMPT, TEMPLATE_KWARGS
+from styleeval.chat import TEMPLATE_KWARGS
+from styleeval.logprob.prompts import SYSTEM_PROMPT
 
 CONTEXT_INSTRUCTIONS = {
     "style": "Rewrite the following sentence to be {style}: {source}",

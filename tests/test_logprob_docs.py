@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from styleeval import LogProb
-from styleeval.chat import AUTHORS_TEMPLATE, INSTRUCTIONS, SYSTEM_PROMPT, TEMPLATE_KWARGS, ChatFormat
+from styleeval.chat import TEMPLATE_KWARGS, ChatFormat
+from styleeval.logprob.prompts import AUTHORS_TEMPLATE, INSTRUCTIONS, SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "logprob.md").read_text(encoding="utf-8")
@@ -76,4 +77,4 @@ def test_the_pages_prompt_snippet_gives_styleevals_prompt_ids(tiny_tokenizer):
     instruction = INSTRUCTIONS["style"].format(style="polite", source="give me the report now.")
     namespace = {"tokenizer": tiny_tokenizer, "instruction": instruction, "SYSTEM_PROMPT": SYSTEM_PROMPT}
     exec(compile(snippet[0], "docs/logprob.md", "exec"), namespace)
-    assert namespace["prompt_ids"] == ChatFormat(tiny_tokenizer).prompt_ids([instruction])[0]
+    assert namespace["prompt_ids"] == ChatFormat(tiny_tokenizer).prompt_ids([instruction], SYSTEM_PROMPT)[0]
