@@ -3,8 +3,7 @@
 Pauli, Augenstein & Assent (2025), "Mind the Style Gap", section 4. For a source X, a rewrite
 X~ = x~_1..x~_n and a target style S, the rewrite is scored after three contexts (system prompt + one user
 instruction of a prompt set, :mod:`styleeval.logprob.prompts`): rewrite to style S (t_s), paraphrase (t_pa), repeat
-(t_r). With
-p_i^t the probability of rewrite token i after context t and the preceding rewrite tokens:
+(t_r). With p_i^t the probability of rewrite token i after context t and the preceding rewrite tokens:
 
     content C = 1/n sum_i log max(p_i^ts, p_i^tpa, p_i^tr)            (equation 1)
     style   S = 1/n sum_i (p_i^ts - max(p_i^tpa, p_i^tr))             (equation 2, probabilities)
@@ -38,7 +37,7 @@ from styleeval.backends import (
     split_options,
 )
 from styleeval.chat import AuthorsFormat, ChatFormat
-from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice
+from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice, option_text
 from styleeval.logprob.prompts import CONTEXTS, PromptSet, get_prompt_set
 from styleeval.progress import enabled
 from styleeval.signature import Signature
@@ -190,11 +189,12 @@ class LogProb:
         self.prompt = prompt = prompt if isinstance(prompt, PromptSet) else get_prompt_set(
             VARIANT_PROMPTS[variant] if prompt is None else prompt)
         if (prompt.template is not None) != (variant == "authors"):
+            authors = VARIANT_PROMPTS["authors"]
             raise UserError(f"prompt: the prompt set {prompt.name!r} " + (
-                "writes its own template, which the authors' variant fills: use variant='authors'"
+                f"writes its own template, which the authors' variant fills: use {option_text('variant', 'authors')}"
                 if prompt.template is not None else
                 "is rendered with the model's chat template; variant='authors' needs a prompt set with a hand-written "
-                f"template (the authors': prompt='{VARIANT_PROMPTS['authors']}')"))
+                f"template (the authors': {option_text('prompt', authors)}, or leave the prompt out)"))
         self.pipeline_rows = int(pipeline_rows)
         self._told_not_finite = False
         self.variant = variant
