@@ -35,9 +35,9 @@ def main() -> None:
     parser.add_argument("--data-dir", default=os.environ.get("STYLEEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data")))
     args = parser.parse_args()
 
-    from styleeval.chat import SYSTEM_PROMPT
     from styleeval.corpora import load_corpus
     from styleeval.logprob import shared_logprob
+    from styleeval.logprob.prompts import SYSTEM_PROMPT
     from styleeval.random_weights import LLAMA3_TEMPLATE, build_model, build_tokenizer
     from styleeval.stats import TestSettings
     from styleeval.systems import evaluate_systems

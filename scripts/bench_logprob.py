@@ -48,8 +48,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from styleeval import LogProb  # noqa: E402
 from styleeval.backends.base import common_prefix_length  # noqa: E402
-from styleeval.chat import CONTEXTS, SYSTEM_PROMPT, user_message  # noqa: E402
 from styleeval.logprob import logprob_equations  # noqa: E402
+from styleeval.logprob.prompts import CONTEXTS, SYSTEM_PROMPT  # noqa: E402
 from styleeval.random_weights import LLAMA3_TEMPLATE, build_model, build_tokenizer  # noqa: E402
 
 
@@ -280,8 +280,7 @@ def main() -> None:
     def tokenize(chunk_rows):
         sources = [r[1] for r in chunk_rows]
         styles = [r[3] for r in chunk_rows]
-        prompts = {ctx: lp.chat.prompt_ids([user_message(ctx, s, st) for s, st in zip(sources, styles, strict=True)])
-                   for ctx in CONTEXTS}
+        prompts = {ctx: lp.prompt_ids(ctx, sources, styles) for ctx in CONTEXTS}
         return prompts, lp.chat.rewrite_ids([r[2] for r in chunk_rows])
 
     encoded = [tokenize(c) for c in chunks]

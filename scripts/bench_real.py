@@ -90,11 +90,9 @@ def part(rows: Rows, where: slice) -> Rows:
 # -- the contenders: each, in its own process, builds a function rows -> [(content, style)] ---------------------
 def token_ids(lp: Any, rows: Rows) -> tuple[dict[str, list[list[int]]], list[list[int]]]:
     """(prompt ids per context, scored ids per row), by the engine's own chat format: what every contender scores."""
-    from styleeval.chat import CONTEXTS, user_message
+    from styleeval.logprob.prompts import CONTEXTS
 
-    prompts = {ctx: lp.chat.prompt_ids([user_message(ctx, s, st) for s, st in
-                                        zip(rows["source"], rows["target_style"], strict=True)])
-               for ctx in CONTEXTS}
+    prompts = {ctx: lp.prompt_ids(ctx, rows["source"], rows["target_style"]) for ctx in CONTEXTS}
     return prompts, lp.chat.rewrite_ids(rows["rewrite"])
 
 
@@ -116,8 +114,8 @@ def make_authors(model: str, threads: int) -> Callable[[Rows], list[tuple[float,
     import torch
 
     from styleeval import LogProb
-    from styleeval.chat import CONTEXTS
     from styleeval.logprob import logprob_equations
+    from styleeval.logprob.prompts import CONTEXTS
 
     lp = LogProb(model, progress=False)
     net = lp.backend.model
@@ -143,7 +141,7 @@ def make_lm_eval(model: str, threads: int) -> Callable[[Rows], list[tuple[float,
     from lm_eval.models.huggingface import HFLM
 
     from styleeval import LogProb
-    from styleeval.chat import CONTEXTS
+    from styleeval.logprob.prompts import CONTEXTS
 
     lp = LogProb(model, progress=False)
     hflm = HFLM(pretrained=lp.backend.model, tokenizer=lp.backend.tokenizer, batch_size=16, max_length=8192)
@@ -173,9 +171,9 @@ def make_llamacpp_naive(model: str, threads: int) -> Callable[[Rows], list[tuple
     from scipy.special import logsumexp
 
     from styleeval import LogProb
-    from styleeval.chat import CONTEXTS
     from styleeval.gguf_files import resolve
     from styleeval.logprob import logprob_equations
+    from styleeval.logprob.prompts import CONTEXTS
 
     lp = LogProb(model, progress=False)  # its chat format gives the token ids; its weights are not used
     llm = llama_cpp.Llama(model_path=str(resolve(model).path), logits_all=True, n_ctx=2048, n_batch=2048,
@@ -246,7 +244,7 @@ def worker(name: str, model: str, threads: int, vllm_url: str | None, conn: Any)
 
 def count_tokens(lp: Any, rows: Rows) -> list[int]:
     """Per row: prompt + scored tokens of its three sequences."""
-    from styleeval.chat import CONTEXTS
+    from styleeval.logprob.prompts import CONTEXTS
 
     prompts, targets = token_ids(lp, rows)
     return [sum(len(prompts[ctx][i]) for ctx in CONTEXTS) + 3 * len(t) for i, t in enumerate(targets)]

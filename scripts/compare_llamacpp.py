@@ -57,10 +57,10 @@ from scipy.special import logsumexp
 from scipy.stats import spearmanr
 
 from styleeval import LogProb
-from styleeval.chat import CONTEXTS, user_message
 from styleeval.corpora import load_corpus
 from styleeval.gguf_files import REAL_WEIGHTS, is_gguf_name, resolve
 from styleeval.logprob import logprob_equations
+from styleeval.logprob.prompts import CONTEXTS
 
 CORPUS = "style_gap_testset"
 F16, F32 = 1, 0  # ggml type ids of a KV cache
@@ -88,9 +88,7 @@ def load_rows(n: int | None) -> dict[str, list]:
 
 def token_ids(lp: LogProb, rows: dict[str, list]) -> tuple[dict[str, list[list[int]]], list[list[int]]]:
     """(prompt ids per context, scored ids per row): exactly what the engine scores (its own chat format)."""
-    prompts = {ctx: lp.chat.prompt_ids([user_message(ctx, s, st) for s, st in
-                                        zip(rows["source"], rows["target_style"], strict=True)])
-               for ctx in CONTEXTS}
+    prompts = {ctx: lp.prompt_ids(ctx, rows["source"], rows["target_style"]) for ctx in CONTEXTS}
     return prompts, lp.chat.rewrite_ids(rows["rewrite"])
 
 

@@ -9,7 +9,8 @@ import types
 import torch
 
 from styleeval.autorater.prompts import PROMPTS
-from styleeval.chat import SYSTEM_PROMPT, TEMPLATE_KWARGS
+from styleeval.chat import TEMPLATE_KWARGS
+from styleeval.logprob.prompts import SYSTEM_PROMPT
 
 CONTEXT_INSTRUCTIONS = {
     "style": "Rewrite the following sentence to be {style}: {source}",

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from styleeval import Autorater, LogProb
-from styleeval.chat import CONTEXTS, SYSTEM_PROMPT, user_message
 from styleeval.logprob import logprob_equations
+from styleeval.logprob.prompts import CONTEXTS, SYSTEM_PROMPT, user_message
 from styleeval.random_weights import FAMILIES, build_model, build_tokenizer
 
 ROWS = [("give me the report now.", "Could you send me the report, please?", "polite"),

@@ -13,7 +13,8 @@ from _slow import float64_network, naive_token_logprobs
 from styleeval import LogProb, LogProbScores
 from styleeval.backends.base import common_prefix_length
 from styleeval.backends.local.engine import ScoringEngine
-from styleeval.chat import SYSTEM_PROMPT, ChatFormat
+from styleeval.chat import ChatFormat
+from styleeval.logprob.prompts import SYSTEM_PROMPT
 from styleeval.random_weights import CHATML_TEMPLATE, build_model, build_tokenizer
 
 CONTEXT_INSTRUCTIONS = {
@@ -115,7 +116,7 @@ def test_score_ranges(tiny_model, tiny_tokenizer):
 
 def test_prompt_and_token_sets_are_pinned(tiny_tokenizer):
     chat = ChatFormat(tiny_tokenizer)
-    text = chat.prompt_text("Paraphrase the following sentence: hi")
+    text = chat.prompt_text("Paraphrase the following sentence: hi", SYSTEM_PROMPT)
     assert text == (
         "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n" + SYSTEM_PROMPT + "<|eot_id|>"
         "<|start_header_id|>user<|end_header_id|>\n\nParaphrase the following sentence: hi<|eot_id|>"
@@ -149,7 +150,7 @@ def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
     lp = LogProb(str(tiny_model_dir), device="cpu", progress=False)
     sig = lp.signature
     assert sig.startswith(f"logprob|model:{tiny_model_dir}@local-")
-    assert "|variant:default|dtype:float32|head:float32|tmpl:" in sig
+    assert "|variant:default|prompt:paper@e1b5f00a|dtype:float32|head:float32|tmpl:" in sig
     assert "|eot:yes|first:yes|backend:local|version:" in sig
     assert lp.score(["a"], ["b"], "polite").signature == sig
 

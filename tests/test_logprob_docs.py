@@ -1,9 +1,12 @@
 """docs/logprob.md says exactly what LogProb computes (issue 61, item 6): its strings are the code's (the system prompt,
-the three instructions, the authors' template, the pinned date), and its re-implementation in plain transformers,
-run as written, gives styleeval's numbers on the tiny random-weight model in both variants."""
+the three instructions, the authors' template, the pinned date, the prompt sets' signed digests and how they are
+computed), and its re-implementation in plain transformers, run as written, gives styleeval's numbers on the tiny
+random-weight model in both variants."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 from contextlib import nullcontext
@@ -12,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from styleeval import LogProb
-from styleeval.chat import AUTHORS_TEMPLATE, INSTRUCTIONS, SYSTEM_PROMPT, TEMPLATE_KWARGS, ChatFormat
+from styleeval.chat import TEMPLATE_KWARGS, ChatFormat
+from styleeval.logprob.prompts import AUTHORS_TEMPLATE, INSTRUCTIONS, PROMPT_SETS, SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "logprob.md").read_text(encoding="utf-8")
@@ -41,6 +45,13 @@ def test_the_pages_strings_are_the_codes():
     assert dict(re.findall(r"^(\w+): +(.*)$", instructions, re.M)) == INSTRUCTIONS
     assert AUTHORS_TEMPLATE in text_blocks
     assert f'date_string="{TEMPLATE_KWARGS["date_string"]}"' in DOC
+    for name in ("paper", "authors"):  # the signed field, and how the page says it is computed
+        prompt_set = PROMPT_SETS[name]
+        assert f"prompt:{prompt_set.signed}" in DOC
+        text = json.dumps({"system": prompt_set.system, "instructions": [[c, prompt_set.instructions[c]] for c in
+                                                                         ("style", "paraphrase", "repeat")],
+                           "template": prompt_set.template, "end_of_turn": prompt_set.end_of_turn}, ensure_ascii=False)
+        assert prompt_set.digest == hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
     namespace = reimplementation()  # the re-implementation uses the same strings
     assert namespace["SYSTEM_PROMPT"] == SYSTEM_PROMPT and namespace["INSTRUCTIONS"] == INSTRUCTIONS
     assert namespace["AUTHORS_TEMPLATE"] == AUTHORS_TEMPLATE and namespace["DATE"] == TEMPLATE_KWARGS
@@ -76,4 +87,4 @@ def test_the_pages_prompt_snippet_gives_styleevals_prompt_ids(tiny_tokenizer):
     instruction = INSTRUCTIONS["style"].format(style="polite", source="give me the report now.")
     namespace = {"tokenizer": tiny_tokenizer, "instruction": instruction, "SYSTEM_PROMPT": SYSTEM_PROMPT}
     exec(compile(snippet[0], "docs/logprob.md", "exec"), namespace)
-    assert namespace["prompt_ids"] == ChatFormat(tiny_tokenizer).prompt_ids([instruction])[0]
+    assert namespace["prompt_ids"] == ChatFormat(tiny_tokenizer).prompt_ids([instruction], SYSTEM_PROMPT)[0]

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from styleeval import LogProb
-from styleeval.chat import SYSTEM_PROMPT, AuthorsFormat, ChatFormat
+from styleeval.chat import AuthorsFormat, ChatFormat
+from styleeval.logprob.prompts import AUTHORS_END_OF_TURN, AUTHORS_TEMPLATE, SYSTEM_PROMPT
 
 # The authors' procedure, written out again from their description (LogProp.py): hand-written Llama 3 prompt,
 # prompt and "rewrite<|eot_id|>" tokenized separately, one full forward pass per context, softmax over the
@@ -97,7 +98,7 @@ def test_authors_variant_needs_a_llama3_tokenizer():
     raw.train_from_iterator(["hello world"], trainer)
     chatml = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|im_end|>")
     with pytest.raises(ValueError, match="needs a Llama 3 tokenizer.*<\\|begin_of_text\\|>"):
-        AuthorsFormat(chatml)
+        AuthorsFormat(chatml, AUTHORS_TEMPLATE, AUTHORS_END_OF_TURN)
 
 
 def test_bfloat16_head_rounds_probabilities_like_the_authors(tiny_model, tiny_tokenizer, rows):
@@ -124,13 +125,13 @@ def _plain_ids(tok, text):
 
 
 def test_ids_unchanged_on_rows_without_control_strings(tiny_tokenizer, rows):
-    chat, authors = ChatFormat(tiny_tokenizer), AuthorsFormat(tiny_tokenizer)
+    chat, authors = ChatFormat(tiny_tokenizer), AuthorsFormat(tiny_tokenizer, AUTHORS_TEMPLATE, AUTHORS_END_OF_TURN)
     users = [INSTRUCTIONS["style"].format(style=st, source=s) for s, _, st in rows]
-    for user, ids in zip(users, chat.prompt_ids(users), strict=True):
+    for user, ids in zip(users, chat.prompt_ids(users, SYSTEM_PROMPT), strict=True):
         messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
         text = tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         assert ids == _plain_ids(tiny_tokenizer, text)
-    for user, ids in zip(users, authors.prompt_ids(users), strict=True):
+    for user, ids in zip(users, authors.prompt_ids(users, SYSTEM_PROMPT), strict=True):
         assert ids == tiny_tokenizer.convert_tokens_to_ids(tiny_tokenizer.tokenize(AUTHORS_PROMPT.format(SYSTEM_PROMPT,
                                                                                                          user)))
     eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
@@ -143,15 +144,15 @@ def test_ids_unchanged_on_rows_without_control_strings(tiny_tokenizer, rows):
 @pytest.mark.parametrize("fmt", ["default", "authors"])
 @pytest.mark.parametrize("field", ["source", "rewrite", "style"])
 def test_control_strings_in_text_stay_text(tiny_tokenizer, fmt, field):
-    chat = ChatFormat(tiny_tokenizer) if fmt == "default" else AuthorsFormat(tiny_tokenizer)
+    chat = ChatFormat(tiny_tokenizer) if fmt == "default" else AuthorsFormat(tiny_tokenizer, AUTHORS_TEMPLATE, AUTHORS_END_OF_TURN)
     special = set(tiny_tokenizer.get_added_vocab().values())
-    clean_prompt = chat.prompt_ids([INSTRUCTIONS["style"].format(style="polite", source="the cat sat")])[0]
+    clean_prompt = chat.prompt_ids([INSTRUCTIONS["style"].format(style="polite", source="the cat sat")], SYSTEM_PROMPT)[0]
     template_controls = [t for t in clean_prompt if t in special]
     for injected in INJECTIONS:
         values = {"source": "the cat sat", "rewrite": "The cat sat.", "style": "polite"}
         values[field] = values[field] + injected
         user = INSTRUCTIONS["style"].format(style=values["style"], source=values["source"])
-        prompt = chat.prompt_ids([user])[0]
+        prompt = chat.prompt_ids([user], SYSTEM_PROMPT)[0]
         assert [t for t in prompt if t in special] == template_controls  # the template's own, nothing more
         rewrite = chat.rewrite_ids([values["rewrite"]])[0]
         assert [t for t in rewrite if t in special] == [chat.end_of_turn_id]  # one end of turn, the real one
@@ -191,7 +192,7 @@ def test_tokenizing_never_changes_the_tokenizers_settings(tiny_tokenizer):
     reference = copy.deepcopy(tiny_tokenizer)
     rewrites = ["Say <|eot_id|> now.", "the cat sat"]
     users = [INSTRUCTIONS["style"].format(style="polite", source="the <|begin_of_text|> cat")]
-    got = chat.rewrite_ids(rewrites), chat.prompt_ids(users)
+    got = chat.rewrite_ids(rewrites), chat.prompt_ids(users, SYSTEM_PROMPT)
     assert tok.backend_tokenizer.encode_special_tokens is False  # as it was given
     eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
     assert got[0] == [reference(r, add_special_tokens=False, split_special_tokens=True)["input_ids"] + [eot]
@@ -201,7 +202,7 @@ def test_tokenizing_never_changes_the_tokenizers_settings(tiny_tokenizer):
     splitting.split_special_tokens = True
     splitting.backend_tokenizer.encode_special_tokens = True
     chat_splitting = ChatFormat(splitting)
-    assert (chat_splitting.rewrite_ids(rewrites), chat_splitting.prompt_ids(users)) == got
+    assert (chat_splitting.rewrite_ids(rewrites), chat_splitting.prompt_ids(users, SYSTEM_PROMPT)) == got
     assert splitting.backend_tokenizer.encode_special_tokens is True
 
 

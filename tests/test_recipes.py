@@ -1,6 +1,6 @@
-"""The four "how to add" recipes of docs/architecture.md, followed as a new contributor would, each in a temporary
-package outside ``src/`` (a backend, a metric, a corpus, a leaderboard statistic), and run end to end through the
-public entry points: nothing else in the library is edited."""
+"""The five "how to add" recipes of docs/architecture.md, followed as a new contributor would, each in a temporary
+package outside ``src/`` (a backend, a metric, a corpus, a leaderboard statistic, a LogProb prompt set), and run end to
+end through the public entry points: nothing else in the library is edited."""
 
 from __future__ import annotations
 
@@ -137,6 +137,17 @@ def top_half_agreement(corpus, human, metric, rows):
     return float(np.mean((human > np.median(human)) == (metric > np.median(metric))))
 '''
 
+PROMPT_SET_MODULE = '''
+from styleeval.logprob.prompts import PromptSet, register_prompt_set
+
+TERSE = register_prompt_set(PromptSet(
+    "terse",
+    system="You rewrite sentences.",
+    instructions={"style": "Make this {style}: {source}", "paraphrase": "Say this another way: {source}",
+                  "repeat": "Say this again: {source}"},
+))
+'''
+
 
 def _import(tmp_path: Path, name: str, source: str):
     """Import ``source`` as module ``name`` from a temporary package folder (what a plugin would be)."""
@@ -267,3 +278,60 @@ def test_a_corpus_and_a_statistic_added_by_the_recipes_reach_the_leaderboard(tmp
         for name in ("toy_corpus_plugin", "toy_statistic_plugin"):
             sys.modules.pop(name, None)
     assert "toy_corpus" not in rating_corpora()
+
+
+def test_a_logprob_prompt_set_added_by_the_recipe_is_scored_with_its_text_and_signed(tmp_path, tiny_model,
+                                                                                      tiny_tokenizer, tiny_model_dir):
+    """The recipe's one line, then the set by name in Python, in ``styleeval score --prompt`` and in a metric spec:
+    every token's log-probability is a naive loop's with the set's own text (written out again here), and the
+    signature names the set and the digest of its text."""
+    import torch
+
+    from styleeval import LogProb
+    from styleeval.chat import TEMPLATE_KWARGS
+    from styleeval.cli import main
+    from styleeval.logprob.prompts import unregister_prompt_set
+    from styleeval.metrics import get_metric
+
+    system = "You rewrite sentences."
+    instructions = {"style": "Make this {style}: {source}", "paraphrase": "Say this another way: {source}",
+                    "repeat": "Say this again: {source}"}
+    sources, rewrites, styles = map(list, zip(*ROWS, strict=True))
+    try:
+        terse = _import(tmp_path, "terse_prompt_plugin", PROMPT_SET_MODULE).TERSE
+        lp = LogProb(str(tiny_model_dir), prompt="terse", device="cpu", progress=False)
+        got = lp.score(sources, rewrites, styles, return_tokens=True)
+        paper = LogProb(backend=lp.backend, progress=False).signature
+        assert got.signature.fields["prompt"] == terse.signed == f"terse@{terse.digest}"
+        assert paper.fields["prompt"] != terse.signed
+        assert {k: v for k, v in got.signature.fields.items() if k != "prompt"} == \
+            {k: v for k, v in paper.fields.items() if k != "prompt"}
+        eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
+        for (source, rewrite, style), row in zip(ROWS, got, strict=True):
+            target = tiny_tokenizer(rewrite, add_special_tokens=False)["input_ids"] + [eot]
+            for context, instruction in instructions.items():
+                messages = [{"role": "system", "content": system},
+                            {"role": "user", "content": instruction.format(style=style, source=source)}]
+                text = tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+                                                          **TEMPLATE_KWARGS)
+                prompt = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
+                with torch.no_grad():
+                    logp = torch.log_softmax(tiny_model(torch.tensor([prompt + target])).logits[0].float(), -1)
+                want = [logp[len(prompt) - 1 + j, token].item() for j, token in enumerate(target)]
+                assert [t[context] for t in row["tokens"]] == pytest.approx(want, abs=1e-5), (context, source)
+        # by name on the command line and in a metric spec
+        table = tmp_path / "rows.jsonl"
+        table.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": st}) + "\n" for s, r, st in ROWS),
+                         encoding="utf-8")
+        out = tmp_path / "scored.jsonl"
+        assert main(["score", str(table), "--out", str(out), "--model", str(tiny_model_dir), "--prompt", "terse",
+                     "--device", "cpu", "-q"]) == 0
+        records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        assert {r["signature"] for r in records} == {got.signature}
+        assert [r["content"] for r in records] == pytest.approx(got.content, abs=1e-6)
+        metric = get_metric(f"logprob_style:model={tiny_model_dir}:prompt=terse:device=cpu")
+        assert metric.compute(sources, rewrites, styles=styles) == pytest.approx(got.style_strength, abs=1e-6)
+        assert metric.signature == got.signature.renamed("logprob_style")
+    finally:
+        unregister_prompt_set("terse")
+        sys.modules.pop("terse_prompt_plugin", None)

@@ -54,6 +54,8 @@ Args:
         the served model name (default: the server's only model).
     variant (`str`, optional): "default", or "authors" for the authors' LogProp.py procedure (hand-written
         Llama 3 prompt, first rewrite token not scored; needs a Llama 3 tokenizer).
+    prompt (`str`, optional): the prompt set: "paper" (default), "authors" (with variant="authors"), or one
+        registered with `styleeval.logprob.prompts.register_prompt_set`.
     head_dtype (`str`, optional): precision of the LM head and softmax: "float32" (default) or "bfloat16"
         (with dtype="bfloat16": the authors' numbers).
     base_url (`str`, optional): a vLLM OpenAI-compatible server ("http://host:8000/v1") that computes the
@@ -84,7 +86,7 @@ Returns:
     style_strength_mean (`float`): mean of `style_strength` (NaN rows left out).
     The names are those of `LogProb.score` and of `styleeval score`'s records; the names of earlier versions
     (`content_preservation`, `content_preservation_mean`) still read, with a FutureWarning.
-    signature (`str`): model, revision, variant, dtype, head precision, chat template hash, end-of-turn,
+    signature (`str`): model, revision, variant, prompt set (name@digest of its text), dtype, head precision, chat template hash, end-of-turn,
         backend and version: quote it with the scores.
     warning (`str`, only with random weights): "random weights: not for numbers" (the tiny-random preset).
 Examples:

@@ -1,4 +1,5 @@
-"""The LogProb prompts and how they become token ids (Pauli et al. 2025, Table 2 and appendix D.1).
+"""How prompts become token ids: chat-template rendering, end-of-turn detection, text kept as text (the LogProb
+prompts' own text is in :mod:`styleeval.logprob.prompts`; the autorater's in :mod:`styleeval.autorater.prompts`).
 
 The token sets are pinned so that scores are reproducible across implementations:
 
@@ -12,7 +13,8 @@ Text is text: a source, rewrite or style that contains the *string* of a control
 Only the template's own control tokens become control-token ids (:class:`TextEncoder`). Rows without such
 strings get exactly the ids of the plain tokenization above.
 
-:class:`AuthorsFormat` is the hand-written Llama 3 prompt of the authors' ``LogProp.py`` (``variant="authors"``).
+:class:`AuthorsFormat` fills a hand-written prompt template instead (the authors' Llama 3 prompt of their
+``LogProp.py``: LogProb's ``variant="authors"``).
 """
 
 from __future__ import annotations
@@ -25,36 +27,12 @@ from collections.abc import Sequence
 from styleeval.errors import UserError
 from styleeval.templates import ChatTemplateError, render_chat
 
-SYSTEM_PROMPT = (
-    "You can repeat sentences, paraphrase sentences or rewrite sentences to change the style or certain "
-    "attribute of the text while preserving non-related content and context. Your answers contain just the "
-    "rewrite."
-)
-"""The system prompt of appendix D.1."""
-
-INSTRUCTIONS: dict[str, str] = {
-    "style": "Rewrite the following sentence to be {style}: {source}",
-    "paraphrase": "Paraphrase the following sentence: {source}",
-    "repeat": "Repeat the following sentence: {source}",
-}
-"""The three user instructions t_s, t_pa, t_r of Table 2, in the order the equations use them."""
-
-CONTEXTS: tuple[str, ...] = tuple(INSTRUCTIONS)
-
 TEMPLATE_KWARGS: dict[str, str] = {"date_string": "26 Jul 2024"}
 """Extra template variables. The Llama 3.x templates print today's date unless ``date_string`` is set; we pin
 it to the templates' own fallback so that a score does not change with the calendar."""
 
 _MARKER = "\u2063styleeval-end-of-turn-probe\u2063"
 _OPEN, _CLOSE = "\U000f0000", "\U000f0001"  # private-use marks around message contents when locating them
-
-AUTHORS_TEMPLATE = (
-    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>{system}<|eot_id|>"
-    "<|start_header_id|>user<|end_header_id|>{user}<|eot_id|><|start_header_id|>assistant<|end_header_id|>"
-)
-"""The authors' hand-written Llama 3 prompt (``LogProp.py``): no blank line after a header, no date lines."""
-
-AUTHORS_END_OF_TURN = "<|eot_id|>"
 
 
 class TextEncoder:
@@ -160,11 +138,6 @@ def _configured(tokenizer, split_special_tokens: bool):
     return configured
 
 
-def user_message(context: str, source: str, style: str) -> str:
-    """The user instruction of one context (``style``, ``paraphrase`` or ``repeat``)."""
-    return INSTRUCTIONS[context].format(style=style, source=source)
-
-
 SYSTEM_PROMPT_MODES = ("auto", "system", "fold")
 """How the system prompt is given to a chat template (see :class:`ChatFormat`)."""
 
@@ -234,7 +207,7 @@ class ChatFormat:
             raise
         return True
 
-    def messages(self, user: str, system: str | None = SYSTEM_PROMPT) -> list[dict[str, str]]:
+    def messages(self, user: str, system: str | None) -> list[dict[str, str]]:
         """The chat messages of one prompt: a system turn and the user turn, or the system prompt folded into the
         user turn (:attr:`folds`)."""
         if system is None:
@@ -252,7 +225,7 @@ class ChatFormat:
             return self.messages(conversation[1]["content"], conversation[0]["content"]) + conversation[2:]
         return conversation
 
-    def prompt_text(self, user: str, system: str = SYSTEM_PROMPT) -> str:
+    def prompt_text(self, user: str, system: str) -> str:
         """System turn (or the folded system prompt) + user turn + the assistant header, as text."""
         return self.render(self.messages(user, system), add_generation_prompt=True)
 
@@ -336,7 +309,7 @@ class ChatFormat:
             self._frames[system] = frame
         return self._frames[system]
 
-    def prompt_texts(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[str]:
+    def prompt_texts(self, users: Sequence[str], system: str) -> list[str]:
         """The rendered prompt of each user message: the template is rendered once per system prompt and each
         user message filled in (checked against a full rendering of the first one; else every one is rendered)."""
         frame = self._frame(system)
@@ -347,7 +320,7 @@ class ChatFormat:
                 return texts
         return [self.prompt_text(u, system) for u in users]
 
-    def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
+    def prompt_ids(self, users: Sequence[str], system: str) -> list[list[int]]:
         """Token ids of the prompts for many user messages: each distinct message once, the template rendered once,
         the template's head (system turn) tokenized once (:meth:`_head_cut`), the rest in one tokenizer call."""
         users = list(users)
@@ -404,34 +377,35 @@ class ChatFormat:
 
 
 class AuthorsFormat:
-    """The authors' prompt format (``LogProp.py``): :data:`AUTHORS_TEMPLATE` filled with the system prompt and the
-    instruction and tokenized as one string; the rewrite tokenized as ``rewrite + "<|eot_id|>"``.
+    """A hand-written prompt format, as the authors' ``LogProp.py`` writes theirs (LogProb's ``variant="authors"``):
+    ``template`` (with ``{system}`` before ``{user}``) filled with the system prompt and the instruction and tokenized
+    as one string; the rewrite tokenized as ``rewrite + end_of_turn``.
 
-    Needs a Llama 3 tokenizer (the template's control tokens must be tokens of its vocabulary). Text is text here
-    too: control-token strings in the instruction or the rewrite stay plain text.
+    Needs a tokenizer with the template's control tokens (the authors': a Llama 3 tokenizer). Text is text here too:
+    control-token strings in the instruction or the rewrite stay plain text.
     """
 
     end_of_turn = True
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, template: str, end_of_turn: str) -> None:
         self.tokenizer = tokenizer
         self.encoder = TextEncoder(tokenizer)
         added = tokenizer.get_added_vocab()
-        missing = [t for t in re.findall(r"<\|[a-z_]+\|>", AUTHORS_TEMPLATE) if t not in added]
+        missing = [t for t in [*re.findall(r"<\|[a-z_]+\|>", template), end_of_turn] if t not in added]
         if missing:
             name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
             raise UserError(f"variant='authors' writes the Llama 3 prompt by hand and needs a Llama 3 tokenizer; "
                             f"{name!r} has no token {missing[0]}")
-        self.template = AUTHORS_TEMPLATE
-        self.end_of_turn_id: int = added[AUTHORS_END_OF_TURN]
+        self.template = template
+        self.end_of_turn_id: int = added[end_of_turn]
 
     @property
     def template_hash(self) -> str:
         """First 10 hex digits of the SHA-256 of the hand-written template."""
         return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:10]
 
-    def prompt_ids(self, users: Sequence[str], system: str = SYSTEM_PROMPT) -> list[list[int]]:
-        """Token ids of the authors' prompt for each user instruction."""
+    def prompt_ids(self, users: Sequence[str], system: str) -> list[list[int]]:
+        """Token ids of the hand-written prompt for each user instruction."""
         head, middle, tail = re.split(r"\{system\}|\{user\}", self.template)
         texts, spans = [], []
         for user in users:
@@ -443,5 +417,5 @@ class AuthorsFormat:
         return self.encoder.encode(texts, spans)
 
     def rewrite_ids(self, rewrites: Sequence[str]) -> list[list[int]]:
-        """Token ids of ``rewrite + "<|eot_id|>"`` for each rewrite (the first one is context, the rest scored)."""
+        """Token ids of ``rewrite + end_of_turn`` for each rewrite (the first one is context, the rest scored)."""
         return [ids + [self.end_of_turn_id] for ids in self.encoder.plain(rewrites)]

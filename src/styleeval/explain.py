@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from styleeval.chat import CONTEXTS
 from styleeval.errors import UserError
+from styleeval.logprob.prompts import CONTEXTS
 
 
 def token_table(row: dict[str, Any]) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ LOGPROB_OPTIONS = Options("LogProb", [
     *_MODEL,
     Option("variant", str, "default, or authors: the authors' LogProp.py procedure (their hand-written Llama 3 "
            "prompt, first rewrite token not scored)", choices=VARIANTS),
+    Option("prompt", str, "the prompt set: its system prompt and three instructions (default: paper; authors with "
+           "--variant authors; one of styleeval.logprob.prompts.PROMPT_SETS, a registered one included)"),
     Option("end_of_turn", bool, "do not score the end-of-turn token after each rewrite", flag="--no-end-of-turn"),
     Option("on_overflow", str, "a row longer than the model's context: stop with an error (default), or skip it "
            "(NaN scores)", choices=("error", "skip")),

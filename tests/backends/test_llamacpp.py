@@ -20,9 +20,10 @@ import torch  # noqa: E402
 from styleeval import LogProb  # noqa: E402
 from styleeval.backends import Decoding, open_backend, shared_backend  # noqa: E402
 from styleeval.backends.llamacpp import BLOCK, CMAKE_ARGS, LlamaCppBackend, build_tag, split_point  # noqa: E402
-from styleeval.chat import CONTEXTS, ChatFormat, user_message  # noqa: E402
+from styleeval.chat import ChatFormat  # noqa: E402
 from styleeval.errors import UserError  # noqa: E402
 from styleeval.gguf_files import PRESETS, REAL_WEIGHTS, preset_file  # noqa: E402
+from styleeval.logprob.prompts import CONTEXTS, SYSTEM_PROMPT, user_message  # noqa: E402
 
 SIGNED = "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f"
 CONTENT_TOLERANCE, STYLE_TOLERANCE = 0.15, 0.04
@@ -53,7 +54,7 @@ def pairs(lcpp, rows):
     for source, rewrite, style in picked:
         target = chat.rewrite_ids([rewrite])[0]
         for ctx in CONTEXTS:
-            out.append((chat.prompt_ids([user_message(ctx, source, style)])[0], target))
+            out.append((chat.prompt_ids([user_message(ctx, source, style)], SYSTEM_PROMPT)[0], target))
     out.append((out[0][0], out[0][1][:1]))  # one scored token: the shortest last call
     return out
 
@@ -175,7 +176,7 @@ def test_logprob_is_within_quantization_distance_of_the_float32_engine(lcpp, rea
 def test_the_tokenizer_is_the_ggufs_own(lcpp):
     """The ids of chat strings (the template's control tokens, accents, digits, runs of spaces) are llama.cpp's."""
     chat = ChatFormat(lcpp.tokenizer)
-    texts = [lcpp.tokenizer.decode(chat.prompt_ids([user_message(c, "Thanks  a lot, naïve 42!", "formal")])[0])
+    texts = [lcpp.tokenizer.decode(chat.prompt_ids([user_message(c, "Thanks  a lot, naïve 42!", "formal")], SYSTEM_PROMPT)[0])
              for c in CONTEXTS]
     texts += ["<|im_start|>user\nHi<|im_end|>\n", " leading space\n\n\ttabs — and “quotes”", "1234567 x 89"]
     for text in texts:

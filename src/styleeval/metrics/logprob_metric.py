@@ -1,7 +1,8 @@
 """LogProb (Pauli et al., 2025) as two metrics: ``logprob_content`` and ``logprob_style``.
 
 Options: those of :data:`styleeval.options.LOGPROB_OPTIONS`: ``model`` (id, local path or preset such as ``1b``;
-default ``1b``; with ``base_url`` the served model), ``variant`` (``default`` or ``authors``), ``device``, ``dtype``,
+default ``1b``; with ``base_url`` the served model), ``variant`` (``default`` or ``authors``), ``prompt`` (a prompt set of
+:data:`styleeval.logprob.prompts.PROMPT_SETS`), ``device``, ``dtype``,
 ``head_dtype``, ``batch_tokens``, ``base_url`` (a vLLM server, e.g. ``http://127.0.0.1:8000/v1``), ``tokenizer``...,
 e.g.
 ``logprob_content:model=3b:device=cuda:dtype=bfloat16`` or ``logprob_style:variant=authors:base_url=http://h:8000/v1``. Both metrics read the target

@@ -11,7 +11,8 @@ from test_logprob import slow_scores
 
 from styleeval import LogProb
 from styleeval.backends.local.engine import ScoringEngine
-from styleeval.chat import CONTEXTS, ChatFormat, user_message
+from styleeval.chat import ChatFormat
+from styleeval.logprob.prompts import CONTEXTS, SYSTEM_PROMPT, user_message
 from styleeval.random_weights import CHATML_TEMPLATE
 
 
@@ -43,7 +44,7 @@ def test_packed_equals_unpacked_per_token(tiny_model, tiny_tokenizer, grouped_ro
     chat = ChatFormat(tiny_tokenizer)
     sources, rewrites, styles = map(list, zip(*grouped_rows, strict=True))
     prompts = [p for ctx in CONTEXTS for p in chat.prompt_ids([user_message(ctx, s, st)
-                                                             for s, st in zip(sources, styles, strict=True)])]
+                                                             for s, st in zip(sources, styles, strict=True)], SYSTEM_PROMPT)]
     targets = chat.rewrite_ids(rewrites) * len(CONTEXTS)
     targets[3] = []  # an empty continuation
     packed = ScoringEngine(tiny_model, batch_tokens=300, pack_prompts=True).token_logprobs(prompts, targets)
@@ -79,9 +80,9 @@ def test_render_once_equals_full_rendering_on_every_test_set_row(tiny_tokenizer,
             rows += [(r["input"], r["style_to"]) for r in csv.DictReader(fh)]
     assert len(rows) == 500
     users = [user_message(ctx, s, st) for ctx in CONTEXTS for s, st in rows] + ["  padded user text \n", ""]
-    assert chat.prompt_texts(users) == [chat.prompt_text(u) for u in users]
-    ids = chat.prompt_ids(users)
-    full = tiny_tokenizer([chat.prompt_text(u) for u in users], add_special_tokens=False)["input_ids"]
+    assert chat.prompt_texts(users, SYSTEM_PROMPT) == [chat.prompt_text(u, SYSTEM_PROMPT) for u in users]
+    ids = chat.prompt_ids(users, SYSTEM_PROMPT)
+    full = tiny_tokenizer([chat.prompt_text(u, SYSTEM_PROMPT) for u in users], add_special_tokens=False)["input_ids"]
     assert ids == [list(x) for x in full]
 
 
@@ -213,7 +214,7 @@ def _prompts_and_targets(tokenizer, rows):
     chat = ChatFormat(tokenizer)
     sources, rewrites, styles = map(list, zip(*rows, strict=True))
     prompts = [p for ctx in CONTEXTS for p in chat.prompt_ids([user_message(ctx, s, st)
-                                                             for s, st in zip(sources, styles, strict=True)])]
+                                                             for s, st in zip(sources, styles, strict=True)], SYSTEM_PROMPT)]
     return prompts, chat.rewrite_ids(rewrites) * len(CONTEXTS)
 
 

@@ -2,20 +2,21 @@
 
 Pauli, Augenstein & Assent (2025), "Mind the Style Gap", section 4. For a source X, a rewrite
 X~ = x~_1..x~_n and a target style S, the rewrite is scored after three contexts (system prompt + one user
-instruction, :mod:`styleeval.chat`): rewrite to style S (t_s), paraphrase (t_pa), repeat (t_r). With
-p_i^t the probability of rewrite token i after context t and the preceding rewrite tokens:
+instruction of a prompt set, :mod:`styleeval.logprob.prompts`): rewrite to style S (t_s), paraphrase (t_pa), repeat
+(t_r). With p_i^t the probability of rewrite token i after context t and the preceding rewrite tokens:
 
     content C = 1/n sum_i log max(p_i^ts, p_i^tpa, p_i^tr)            (equation 1)
     style   S = 1/n sum_i (p_i^ts - max(p_i^tpa, p_i^tr))             (equation 2, probabilities)
 
 Every rewrite token is scored, the first one included, followed by the template's end-of-turn token
 (``end_of_turn=False`` drops it). ``variant="authors"`` is the authors' ``LogProp.py`` procedure instead: their
-hand-written Llama 3 prompt, the first rewrite token as context (not scored), then every later token and the
-end-of-turn token scored (see the README's table "ours vs the authors'").
+hand-written Llama 3 prompt (the prompt set ``authors``), the first rewrite token as context (not scored), then every
+later token and the end-of-turn token scored (see the README's table "ours vs the authors'").
 
 The log-probabilities come from a :class:`~styleeval.backends.Backend` (``token_logprobs(prompts, continuations)``):
 the local scoring engine or an OpenAI-compatible server, chosen once by :func:`styleeval.backends.open_backend`.
-Tokenization is local in both. The signature is built in one place, :attr:`LogProb.signature`.
+Tokenization is local in both. The signature is built in one place, :attr:`LogProb.signature`; its ``prompt`` field
+is the prompt set's name and the digest of its text (:attr:`~styleeval.logprob.prompts.PromptSet.signed`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ from styleeval.backends import (
     signed_backend,
     split_options,
 )
-from styleeval.chat import CONTEXTS, AuthorsFormat, ChatFormat, user_message
-from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice
+from styleeval.chat import AuthorsFormat, ChatFormat
+from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice, option_text
+from styleeval.logprob.prompts import CONTEXTS, PromptSet, get_prompt_set
 from styleeval.progress import enabled
 from styleeval.signature import Signature
 from styleeval.validation import check_rewrites, check_styles, check_texts
@@ -44,10 +46,13 @@ from styleeval.validation import check_rewrites, check_styles, check_texts
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
 
-__all__ = ["LogProb", "LogProbScores", "NotFiniteWarning", "logprob_equations", "shared_logprob", "VARIANTS"]
+__all__ = ["LogProb", "LogProbScores", "NotFiniteWarning", "logprob_equations", "shared_logprob", "VARIANTS",
+           "VARIANT_PROMPTS"]
 
 PIPELINE_ROWS = 256
-VARIANTS = ("default", "authors")
+VARIANT_PROMPTS = {"default": "paper", "authors": "authors"}
+"""Each variant's prompt set (:data:`styleeval.logprob.prompts.PROMPT_SETS`) when ``prompt`` is not given."""
+VARIANTS = tuple(VARIANT_PROMPTS)
 
 
 def logprob_equations(
@@ -125,6 +130,10 @@ class LogProb:
         variant: ``"default"`` (chat template of the tokenizer, every rewrite token scored) or ``"authors"`` (the
             authors' ``LogProp.py``: hand-written Llama 3 prompt, first rewrite token not scored; needs a Llama 3
             tokenizer).
+        prompt: the prompt set (:data:`styleeval.logprob.prompts.PROMPT_SETS`: a name, or a
+            :class:`~styleeval.logprob.prompts.PromptSet`): its system prompt and three instructions, and for
+            ``variant="authors"`` its hand-written template. Default: ``"paper"``, or ``"authors"`` with
+            ``variant="authors"``. The signature carries its name and the digest of its text.
         end_of_turn: score the template's end-of-turn token after each rewrite (``variant="authors"`` always does).
         chat_template: a Jinja chat template, for models whose tokenizer has none.
         on_overflow: ``"error"`` (default) or ``"skip"``: a row longer than the model's context gets NaN
@@ -162,6 +171,7 @@ class LogProb:
         base_url: str | None = None,
         progress: bool | None = None,
         pipeline_rows: int = PIPELINE_ROWS,
+        prompt: str | PromptSet | None = None,
         **backend_options: Any,
     ) -> None:
         if on_overflow not in ("error", "skip"):
@@ -176,6 +186,15 @@ class LogProb:
             if given:
                 raise UserError(f"{', '.join(given)}: the authors' variant uses their hand-written Llama 3 prompt "
                                 "(system turn, end-of-turn token scored); leave it out or use variant='default'")
+        self.prompt = prompt = prompt if isinstance(prompt, PromptSet) else get_prompt_set(
+            VARIANT_PROMPTS[variant] if prompt is None else prompt)
+        if (prompt.template is not None) != (variant == "authors"):
+            authors = VARIANT_PROMPTS["authors"]
+            raise UserError(f"prompt: the prompt set {prompt.name!r} " + (
+                f"writes its own template, which the authors' variant fills: use {option_text('variant', 'authors')}"
+                if prompt.template is not None else
+                "is rendered with the model's chat template; variant='authors' needs a prompt set with a hand-written "
+                f"template (the authors': {option_text('prompt', authors)}, or leave the prompt out)"))
         self.pipeline_rows = int(pipeline_rows)
         self._told_not_finite = False
         self.variant = variant
@@ -185,7 +204,8 @@ class LogProb:
                                                **backend_options)
         self.tokenizer = backend.tokenizer
         if variant == "authors":
-            self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer)
+            self.chat: ChatFormat | AuthorsFormat = AuthorsFormat(self.tokenizer, prompt.template,
+                                                                  prompt.end_of_turn)
         else:
             self.chat = ChatFormat(self.tokenizer, chat_template=chat_template, end_of_turn=end_of_turn,
                                    system_prompt=system_prompt or "auto")
@@ -198,7 +218,7 @@ class LogProb:
     @property
     def signature(self) -> Signature:
         """Everything that determines a score, built here and nowhere else: model and revision (a server: what is
-        behind its URL), variant, dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
+        behind its URL), variant, prompt set (name and digest of its text), dtype, head precision, template, tokenizer, end-of-turn, whether the first rewrite token is
         scored, backend (the one that computed: :func:`~styleeval.backends.signed_backend`), the backend's build where its
         kernels depend on it (llama.cpp), version."""
         from styleeval.models import tokenizer_fingerprint  # noqa: PLC0415 - heavy (torch, via styleeval.models)
@@ -209,6 +229,7 @@ class LogProb:
             {
                 "model": identity.model_field,
                 "variant": self.variant,
+                "prompt": self.prompt.signed,
                 "dtype": identity.dtype,
                 "head": identity.head,
                 "tmpl": self.chat.template_hash,
@@ -315,11 +336,18 @@ class LogProb:
                 f"inf) for {bad} of {n} rows, which score NaN: its weights hold NaN or inf values, or its dtype "
                 "overflows (float16: try bfloat16 or float32); said once"), stacklevel=3)
 
+    def prompt_ids(self, context: str, sources: Sequence[str], styles: Sequence[str]) -> list[list[int]]:
+        """Token ids of the prompt of ``context`` (``style``, ``paraphrase`` or ``repeat``) for each row: the prompt
+        set's system prompt and instruction, rendered and tokenized as :meth:`score` does (for ``variant="authors"``
+        without the first rewrite token, which :meth:`score` appends)."""
+        users = [self.prompt.user_message(context, s, st) for s, st in zip(sources, styles, strict=True)]
+        return self.chat.prompt_ids(users, self.prompt.system)
+
     def _encode(self, rows: list[int], sources: Sequence[str], rewrites: Sequence[str], styles: Sequence[str]
                 ) -> tuple[list[int], dict[str, list[list[int]]], list[list[int]]]:
         """(rows, prompt ids per context, scored ids) of the given rows."""
         rewrite_ids = self.chat.rewrite_ids([rewrites[i] for i in rows])
-        prompts = {ctx: self.chat.prompt_ids([user_message(ctx, sources[i], styles[i]) for i in rows])
+        prompts = {ctx: self.prompt_ids(ctx, [sources[i] for i in rows], [styles[i] for i in rows])
                    for ctx in CONTEXTS}
         if self.variant == "authors":  # the first rewrite token is context, not scored
             prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids, strict=True)] for ctx, ids in prompts.items()}
