@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BESIDE = ROOT.parent / "shared"
-"""The project's shared folder where a clone has it, beside the repository (README.md, "Tests")."""
+"""The project's shared folder where a clone has it, beside the repository (docs/testing.md)."""
 DATA_VARIABLE, SHARED_VARIABLE = "STYLEEVAL_DATA_DIR", "STYLEEVAL_SHARED_DIR"
 if os.environ.get(DATA_VARIABLE):  # the corpus mirror: $STYLEEVAL_DATA_DIR, else ../shared/data beside the repository
     SHARED_DATA = Path(os.environ[DATA_VARIABLE]).expanduser().resolve()
@@ -49,7 +49,7 @@ def data_dir() -> Path:
     repository."""
     if not SHARED_DATA.is_dir():
         pytest.fail(f"no corpus mirror at {SHARED_DATA} ({DATA_ORIGIN}): set {DATA_VARIABLE} to a local mirror of "
-                    "the corpora laid out like the download (README.md, \"Tests\")", pytrace=False)
+                    "the corpora laid out like the download (docs/testing.md)", pytrace=False)
     return SHARED_DATA
 
 
@@ -63,7 +63,7 @@ def chat_templates() -> Path:
             return folder / "chat_templates"
     looked = ", ".join(str(folder / "chat_templates") for folder in SHARED_DIRS)
     pytest.fail(f"no chat templates at {looked}: set {SHARED_VARIABLE} to the shared folder that holds "
-                "chat_templates/ (README.md, \"Tests\")", pytrace=False)
+                "chat_templates/ (docs/testing.md)", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """The real chat templates of Llama 3.1/3.2, Qwen2.5, Phi-3.5 and Gemma-2 (the shared folder's chat_templates/,
-verbatim: conftest's ``chat_templates`` fixture finds it, README.md "Tests"):
+verbatim: conftest's ``chat_templates`` fixture finds it, docs/testing.md):
 LogProb equals a slow per-row reference (apply_chat_template + one forward pass per row and instruction) with the
 family's end-of-turn token scored; Gemma's template has no system role, so the system prompt is folded."""
 

@@ -88,28 +88,32 @@ def test_reproduce_paper_offline_says_meteors_set_up_once_and_suggests_the_135m_
 
 
 def test_readme_docs_and_cli_agree_that_ziegenbeins_ratings_are_public_but_not_in_the_mirror(capsys, data_dir):
-    texts = {"README.md": (ROOT / "README.md").read_text(encoding="utf-8"),
-             "docs/evaluate.md": (ROOT / "docs" / "evaluate.md").read_text(encoding="utf-8")}
+    pages = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+             for path in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))]}
     assert main(["list", "corpora"]) == 0
-    texts["styleeval list corpora"] = " ".join(capsys.readouterr().out.split())
-    for where, text in texts.items():
+    listed = " ".join(capsys.readouterr().out.split())
+    for where, text in [*pages.items(), ("styleeval list corpora", listed)]:  # no page says they are not public
+        assert not re.search(r"[Zz]iegenbein\S*[^.]{0,40}ratings[^.]{0,20}not public", " ".join(text.split())), where
+    # where a user reads about it: `evaluate --dataset` (docs/evaluate.md, the README's until issue 60) and the list
+    for where, text in {"docs/evaluate.md": pages["docs/evaluate.md"], "styleeval list corpora": listed}.items():
         text = " ".join(text.split())
-        assert not re.search(r"[Zz]iegenbein\S*[^.]{0,40}ratings[^.]{0,20}not public", text), where
-        assert "public, in the authors' GitHub repository, but not in this project's mirror" in text, where
+        assert text.count("public, in the authors' GitHub repository, but not in this project's mirror") >= (
+            2 if where == "docs/evaluate.md" else 1), where
     mirror = " ".join((data_dir / "README.md").read_text(encoding="utf-8").split())  # what the mirror's README says
     assert "Ratings file, **not included here** (must be downloaded): `data/style-transfer/study_results/" in mirror
     assert "https://raw.githubusercontent.com/timonziegenbein/inappropriateness-mitigation/" in mirror
 
 
 def test_the_browser_tests_offline_route_is_documented_and_is_the_one_they_use():
-    """Issue 61, item 9: Playwright is in the test extra, and the README gives the Debian Chromium route the browser
-    tests and .ci/run use (Playwright's own browser download needs its CDN)."""
+    """Issue 61, item 9: Playwright is in the test extra, and docs/testing.md (the README's "Tests" until issue 60)
+    gives the Debian Chromium route the browser tests and .ci/run use (Playwright's own browser download needs its
+    CDN)."""
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     test_extra = pyproject.split("\ntest = [", 1)[1].split("]", 1)[0]
     assert re.search(r'"playwright>=[\d.]+"', test_extra)
     chromium = re.search(r'^CHROMIUM = "([^"]+)"', (ROOT / "tests" / "apps" / "test_space.py").read_text(
         encoding="utf-8"), re.M).group(1)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
     assert f"launch Debian's Chromium at `{chromium}`" in readme
     assert "apt-get install -y chromium chromium-driver" in readme
     assert "apt-get install -y -qq chromium chromium-driver" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")

@@ -1,8 +1,10 @@
-"""Every shell block of the README, so that it cannot drift from the code (issue 29, item 7).
+"""Every shell block of the README and of the docs, so that they cannot drift from the code (issue 29, item 7; the
+docs since issue 60, item 5 moved most of the README's blocks there), and the pages' links.
 
-Each ```bash block of README.md is preceded by a marker (an HTML comment, not rendered):
+Each ```bash block of README.md and docs/*.md is preceded by a marker (an HTML comment, not rendered):
 
-- ``<!-- readme-test: run -->``: run as written, the blocks in order in one scratch folder beside ``shared/data`` (a
+- ``<!-- readme-test: run -->``: run as written, the blocks in order (the README's, then each page's in name order)
+  in one scratch folder beside ``shared/data`` (a
   link to the corpus mirror, ``$STYLEEVAL_DATA_DIR``, wherever the clone is) (the
   inputs a block names but does not make, e.g. ``rewrites.csv``, are made first); options in ``[brackets]`` are left
   out. Model presets (``1b``, ``3b``...) are the tiny random test model, placed in a scratch Hugging Face cache under
@@ -12,7 +14,8 @@ Each ```bash block of README.md is preceded by a marker (an HTML comment, not re
   ``styleeval`` line parsed by the CLI's own parser (bracketed options included), every script and extra it names
   exists.
 
-A block without a marker fails, so a new block must say which it is.
+A block without a marker fails, so a new block must say which it is. Every relative link of these pages, and every
+``docs/<page>.md`` they name, must exist; the README and docs/index.md list every page.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ from styleeval.cli import build_parser
 from styleeval.models import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8")
+         for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]}
+"""The README first, then the docs pages: where the blocks are and the order the run blocks run in."""
+README = PAGES["README.md"]
 BLOCK = re.compile(r"(?:<!-- readme-test: (run|parse: [^>]*?) -->\n)?```bash\n(.*?)\n```", re.S)
 OPTIONAL = re.compile(r"\s\[(--[^\]]*)\]")
 INPUTS = {
@@ -47,7 +53,9 @@ INPUTS = {
 }
 """What the run blocks read and no block writes."""
 
-BLOCKS = [(m.group(1), m.group(2), README[: m.start()].count("\n") + 1) for m in BLOCK.finditer(README)]
+BLOCKS = [(m.group(1), m.group(2), f"{name}, the block at line {text[: m.start()].count(chr(10)) + 1}")
+          for name, text in PAGES.items() for m in BLOCK.finditer(text)]
+"""(marker, the block's text, where it is) of every ```bash block."""
 
 
 def _lines(text: str) -> list[list[str]]:
@@ -88,9 +96,9 @@ def check_block(text: str, where: str) -> None:
 
 
 def test_every_shell_block_is_marked_and_parses():
-    assert len(BLOCKS) == README.count("```bash") and len(BLOCKS) >= 9
-    for marker, text, line in BLOCKS:
-        where = f"README.md, the block at line {line}"
+    assert len(BLOCKS) == sum(text.count("```bash") for text in PAGES.values()) and len(BLOCKS) >= 20
+    assert sum(where.startswith("README.md,") for _, _, where in BLOCKS) >= 5
+    for marker, text, where in BLOCKS:
         assert marker is not None, f"{where} has no <!-- readme-test: run --> or <!-- readme-test: parse: why -->"
         assert marker == "run" or len(marker) > len("parse: ") + 10, f"{where}: say why it is only parsed"
         check_block(text, where)
@@ -125,10 +133,9 @@ def scratch(tiny_model_dir, real_backend, data_dir, tmp_path_factory):
 def test_the_run_blocks_run_as_written(scratch):
     work, env = scratch
     ran = 0
-    for marker, text, line in BLOCKS:
+    for marker, text, where in BLOCKS:
         if marker != "run":
             continue
-        where = f"README.md, the block at line {line}"
         command = OPTIONAL.sub("", text)
         proc = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=work, env=env, capture_output=True,
                               text=True, timeout=600)
@@ -139,9 +146,56 @@ def test_the_run_blocks_run_as_written(scratch):
                 assert (work / out).exists(), f"{where}: {shlex.join(argv)} wrote no {out}"
         ran += 1
     assert ran >= 6
+    # the README's three examples (score, evaluate, metaeval) are among them
+    readme_runs = [text for marker, text, where in BLOCKS if marker == "run" and where.startswith("README.md,")]
+    assert [any(f"styleeval {command} " in text for text in readme_runs) for command in
+            ("score", "evaluate", "metaeval")] == [True] * 3
     # what the examples write, run in a clone, is ignored by git: a clone stays clean
     written = sorted(p.name + "/" * p.is_dir() for p in work.iterdir() if p.name not in INPUTS)
     assert written, "the run blocks wrote nothing"
     tracked = [name for name in written
                if subprocess.run(["git", "check-ignore", "-q", "--no-index", name], cwd=ROOT).returncode != 0]
     assert not tracked, f"the README's examples write {', '.join(tracked)}, which .gitignore does not ignore"
+
+
+def test_the_readmes_test_command_is_the_one_ci_runs():
+    """.ci/run runs "the README's test command": the line below that comment is a block of the README, verbatim."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = ci.split("# The README's test command:\n", 1)[1].splitlines()[0]
+    assert command.startswith("STYLEEVAL_DATA_DIR=") and "pytest" in command
+    assert any(text.strip() == command for _, text, where in BLOCKS if where.startswith("README.md,")), command
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+NAMED_PAGE = re.compile(r"\bdocs/([\w.-]+\.md)\b")
+
+
+def test_every_relative_link_and_named_page_exists():
+    """A moved section leaves no dead link: every relative link of README.md and docs/*.md points to a file, and every
+    ``docs/<page>.md`` a page names (in a link or in prose) is there."""
+    checked = 0
+    for name, text in PAGES.items():
+        here = (ROOT / name).parent
+        for target in LINK.findall(text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue  # a URL or an anchor on the same page
+            path = target.split("#", 1)[0]
+            assert (here / path).exists(), f"{name}: the link ({target}) points to nothing"
+            checked += 1
+        for page in NAMED_PAGE.findall(text):
+            assert (ROOT / "docs" / page).is_file(), f"{name} names docs/{page}, which does not exist"
+    assert checked >= 40
+
+
+def test_the_readme_is_an_entry_point_that_lists_every_page():
+    """Issue 60, item 5: the README fits a screen or three (at most ~150 lines) and its "Where to go next" and
+    docs/index.md link every page of docs/, each page has a title (one ``# `` line, the first)."""
+    assert len(README.splitlines()) <= 150, f"README.md has {len(README.splitlines())} lines; move a topic to docs/"
+    pages = sorted(name for name in PAGES if name.startswith("docs/"))
+    index = PAGES["docs/index.md"]
+    for page in pages:
+        assert f"]({page})" in README, f"README.md's \"Where to go next\" does not link {page}"
+        if page != "docs/index.md":
+            assert f"]({page.removeprefix('docs/')})" in index, f"docs/index.md does not link {page}"
+        first = PAGES[page].splitlines()[0]
+        assert first.startswith("# "), f"{page} does not start with a title"

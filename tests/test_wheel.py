@@ -1,6 +1,7 @@
 """Everything the README shows, from a wheel: the package built with ``pip wheel``, installed in a fresh virtualenv
 (its dependencies read from the test's own environment, the repository's ``src/`` nowhere on the path), and the
-README's wheel examples run from outside the repository (issue 40, item 6)."""
+wheel examples run from outside the repository (issue 40, item 6; docs/install.md, "Without the repository", since the
+README became an entry point, issue 60)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))])
+"""The README and the docs pages, where the wheel blocks are (docs/install.md today)."""
 WHEEL_MARKER = "parse: run from an installed wheel"
-SHELL = re.search(r"<!-- readme-test: " + WHEEL_MARKER + r"[^>]*-->\n```bash\n(.*?)\n```", README, re.S)
-PYTHON = re.search(r"<!-- readme-test: wheel -->\n```python\n(.*?)\n```", README, re.S)
+SHELL_BLOCK = re.compile(r"<!-- readme-test: " + WHEEL_MARKER + r"[^>]*-->\n```bash\n(.*?)\n```", re.S)
+PYTHON_BLOCK = re.compile(r"<!-- readme-test: wheel -->\n```python\n(.*?)\n```", re.S)
+SHELL, PYTHON = SHELL_BLOCK.search(PAGES), PYTHON_BLOCK.search(PAGES)
 SLOW = {"reproduce-paper": "--help"}
-"""Commands of the README's wheel block that the test runs with ``--help`` only (the full reproduction takes
+"""Commands of the wheel block (docs/install.md) that the test runs with ``--help`` only (the full reproduction takes
 minutes); ``space`` is started and asked for its page."""
 
 
@@ -92,11 +95,12 @@ def test_the_wheel_carries_the_modules_the_space_and_the_cards(installed):
 
 
 def test_the_readmes_wheel_examples_run_outside_the_repository(installed, real_backend):
-    """The README's Python example (evaluate.load of the installed module, the real smollm2-135m preset, already in
-    the session's cache) and its CLI lines: build-datasets into the work folder, reproduce-paper's help, and the Space
+    """The wheel section's Python example (evaluate.load of the installed module, the real smollm2-135m preset,
+    already in the session's cache) and its CLI lines: build-datasets into the work folder, reproduce-paper's help, and the Space
     started and asked for its page."""
     python, purelib, work, env = installed
-    assert SHELL and PYTHON, "README.md has no wheel section (marked <!-- readme-test: wheel -->)"
+    assert SHELL and PYTHON, "no page has the wheel section (marked <!-- readme-test: wheel -->)"
+    assert len(SHELL_BLOCK.findall(PAGES)) == len(PYTHON_BLOCK.findall(PAGES)) == 1, "two wheel sections: which one?"
     check = ("\nimport styleeval, math\n"
              f"assert styleeval.__file__.startswith({purelib!r}), styleeval.__file__\n"
              f"assert styleeval.evaluate_module('logprob_style').startswith({purelib!r})\n"

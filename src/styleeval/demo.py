@@ -532,7 +532,7 @@ OWNER_REAL_MODEL_ADVICE = ("*For the Space's owner*: give the Space network acce
 REAL_MODEL_WORTH = ("Its readings follow the paper's pattern, weaker (LogProb content vs human content ratings on the "
                     "paper's test set: Spearman 0.28, the paper's 1B model 0.37): good for trying the metrics, not "
                     "for publishing numbers.")
-"""What the real 135M preset's readings are worth, in the banner (numbers: README.md, "Quick start")."""
+"""What the real 135M preset's readings are worth, in the banner (numbers: docs/models.md, "smollm2-135m")."""
 
 
 def space_banner(demo: Demo, metaeval_available: bool | None = True) -> str:

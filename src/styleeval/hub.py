@@ -161,7 +161,7 @@ MODEL_AGREEMENT: dict[str, str] = {
                           "are worth reporting",
 }
 """What each preset's numbers are worth: its known agreement with the human ratings (the paper's Table 4, all tasks;
-``smollm2-135m``: measured, README.md's "Quick start"), in every report that uses it
+``smollm2-135m``: measured, docs/models.md, "smollm2-135m"), in every report that uses it
 (:func:`styleeval.labels.model_worth`) and in ``styleeval list models``."""
 UNKNOWN_AGREEMENT = ("agreement with humans not known: measure it (styleeval metaeval --datasets style_gap_testset "
                      "--model MODEL)")

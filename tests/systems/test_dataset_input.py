@@ -18,7 +18,7 @@ from styleeval.stats import TestSettings
 from styleeval.systems import evaluate_systems
 from styleeval.systems.dataset import dataset_rows
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "evaluate.md").read_text(encoding="utf-8")  # its worked example
 FAST = {"settings": TestSettings(trials=200, n_boot=50)}
 
 
@@ -68,10 +68,10 @@ def test_dataset_gives_the_numbers_of_the_hand_made_csv_side_by_side(data_dir, t
     assert reports[0]["agreement"] == reports[1]["agreement"] and reports[1]["subset"] == ""
     systems = pd.read_csv(tmp_path / "dataset" / "systems.csv").set_index(["metric", "system"])
     assert round(systems.loc[("s_bleu", "HIGH"), "score"], 2) == 60.24 and systems.loc[("r_chrf", "reference"), "n"] == 0
-    # the README's table: the rows of report.md's systems table (less its n row), verbatim
+    # docs/evaluate.md's worked example (the README's until issue 60): report.md's systems table (less its n row)
     report_md = (tmp_path / "dataset" / "report.md").read_text(encoding="utf-8")
     ours = [line for line in report_md.split("## Significant")[0].splitlines() if line.startswith("| ")][:-1]
-    worked = README[README.index("**Worked example: Lai"):]
+    worked = DOC[DOC.index("## Worked example: Lai"):]
     readme_table = re.findall(r"^\| .*\|$", worked[:worked.index("S-BLEU, S-chrF and R-chrF are")], re.M)
     assert readme_table == ours and len(ours) == 11  # header, rule, 9 systems, (copy source)
 

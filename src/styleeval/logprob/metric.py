@@ -11,7 +11,7 @@ instruction of a prompt set, :mod:`styleeval.logprob.prompts`): rewrite to style
 Every rewrite token is scored, the first one included, followed by the template's end-of-turn token
 (``end_of_turn=False`` drops it). ``variant="authors"`` is the authors' ``LogProp.py`` procedure instead: their
 hand-written Llama 3 prompt (the prompt set ``authors``), the first rewrite token as context (not scored), then every
-later token and the end-of-turn token scored (see the README's table "ours vs the authors'").
+later token and the end-of-turn token scored (see docs/logprob.md's table "ours vs the authors'").
 
 The log-probabilities come from a :class:`~styleeval.backends.Backend` (``token_logprobs(prompts, continuations)``):
 the local scoring engine or an OpenAI-compatible server, chosen once by :func:`styleeval.backends.open_backend`.
