@@ -165,6 +165,28 @@ def user_message(context: str, source: str, style: str) -> str:
     return INSTRUCTIONS[context].format(style=style, source=source)
 
 
+PROMPT_CONTEXTS: tuple[str, ...] = ("echo", "unsourced")
+"""The two contexts of the prompt guard (``LogProb(guard="prompt")``, docs/training.md "The prompt guard"): readings of
+a rewrite as the *prompt's* text rather than the source's. ``echo``: the repeat instruction applied to the style
+instruction (the rewrite read as a copy of the prompt); ``unsourced``: the style instruction with no source (the
+rewrite read as what the instruction alone calls for)."""
+
+
+def guard_message(context: str, source: str, style: str) -> str:
+    """The user instruction of one prompt-guard context (:data:`PROMPT_CONTEXTS`), built from the paper's instructions:
+
+    >>> guard_message("echo", "gimme that.", "formal")
+    'Repeat the following sentence: Rewrite the following sentence to be formal: gimme that.'
+    >>> guard_message("unsourced", "gimme that.", "formal")
+    'Rewrite the following sentence to be formal:'
+    """
+    if context == "echo":
+        return user_message("repeat", user_message("style", source, style), style)
+    if context == "unsourced":
+        return user_message("style", "", style).rstrip()
+    raise ValueError(f"no prompt-guard context {context!r}: one of {', '.join(PROMPT_CONTEXTS)}")
+
+
 SYSTEM_PROMPT_MODES = ("auto", "system", "fold")
 """How the system prompt is given to a chat template (see :class:`ChatFormat`)."""
 
