@@ -114,9 +114,10 @@ def test_an_unknown_guard_is_refused_naming_the_choices(tiny):
 
 
 # --- the real 135M -----------------------------------------------------------------------------------------------
-TESTSET_ROWS = ("style_gap_testset/anno4/q10", "style_gap_testset/anno1/q35", "style_gap_testset/anno6/q3")
-"""Rated rewrites of the test set (people rated each >= 4 on content and style) on whose rows the 135M's plain reward
-ranks the instruction echo above the rewrite and the guarded one ranks every degenerate output below it. On the
+TESTSET_ROWS = ("style_gap_testset/anno3/q24", "style_gap_testset/anno4/q4", "style_gap_testset/anno6/q29")
+"""Rated rewrites of the test set (catchy, polite, formal; people rated each >= 4 on content and style) on whose rows
+the 135M's plain reward ranks the instruction echo (with and without the source) above the rewrite and the guarded one
+ranks every degenerate output below it, each by a margin of the guard (P - C) of at least 0.06. On the
 whole test set the copy and the suffixed copy still beat many rewrites, guard or not (docs/training.md, "The prompt
 guard": that is the weights', not the echo's); these rows are among those where they do not."""
 
@@ -137,10 +138,11 @@ def test_on_real_weights_degenerate_outputs_rank_below_the_rewrites(real_backend
     for row_id in TESTSET_ROWS:
         row = data[row_id]
         outputs = {"rewrite": row["rewrite"], **degenerate_outputs(row["source"], row["target_style"])}
+        assert list(outputs)[:4] == ["rewrite", "copy", "echo", "echo line"]
         rows = [(row["source"], text, row["target_style"]) for text in outputs.values()]
         got = dict(zip(outputs, call(guarded, rows), strict=True))
-        before = dict(zip(outputs, call(plain, rows), strict=True))
-        assert before["echo"] > before["rewrite"] and before["echo line"] > before["rewrite"], row_id  # the hole
+        rewrite, echo, line = call(plain, [rows[0], rows[2], rows[3]])
+        assert echo > rewrite and line > rewrite, f"{row_id}: the plain reward's hole is not there"
         beaten = [kind for kind in outputs if kind != "rewrite" and got[kind] >= got["rewrite"]]
         assert not beaten, f"{row_id}: {', '.join(beaten)} rank at or above the rewrite ({got})"
 
