@@ -54,9 +54,10 @@ def by_the_equation(model, tokenizer, eot, rows, content_weight=1.0, style_weigh
     return out
 
 
-def call(reward, rows):
+def call(reward, rows, **extra):
     sources, completions, styles = (list(x) for x in zip(*rows, strict=True))
-    return reward(prompts=[f"Rewrite: {s}" for s in sources], completions=completions, source=sources, style=styles)
+    return reward(prompts=[f"Rewrite: {s}" for s in sources], completions=completions, source=sources, style=styles,
+                  **extra)
 
 
 def test_the_guards_instructions_are_the_ones_written_out():
@@ -72,9 +73,11 @@ def tiny(tiny_model_dir, tiny_model, tiny_tokenizer):
 
 def test_the_guarded_reward_is_its_equation_on_a_naive_loop(tiny):
     reward, want = tiny
-    got = call(reward, ROWS)
+    metrics = {}
+    got = call(reward, ROWS, log_metric=metrics.__setitem__)
     guarded = [w[0] == FLOOR for w in want]
     assert any(guarded) and not all(guarded), "the rows must take both branches of the guard"
+    assert metrics["logprob/guarded"] == sum(guarded) / len(ROWS) == metrics["logprob/floored"]
     for i, (g, (value, *_)) in enumerate(zip(got, want, strict=True)):
         assert (g == FLOOR) == (value == FLOOR), f"row {i}: the guard's verdict differs from the equation's"
         assert abs(g - value) < 1e-4, f"row {i}: {g} against {value}"  # float32 rounding (the engine's batches)

@@ -219,7 +219,7 @@ class LogProbReward:
             self._log_signature()
         rewards = [weighted_reward(c, s, self.content_weight, self.style_weight, self.floor)
                    for c, s in zip(content, style, strict=True)]
-        _report(columns, content, style)
+        _report(columns, content, style, guarded=self.logprob.guard is not None)
         return rewards
 
     def _column(self, name: str, columns: Mapping[str, Any], n: int, option: str) -> list[str]:
@@ -248,8 +248,9 @@ class LogProbReward:
             self._logged = signature
 
 
-def _report(columns: Mapping[str, Any], content: list[float], style: list[float]) -> None:
-    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them."""
+def _report(columns: Mapping[str, Any], content: list[float], style: list[float], guarded: bool = False) -> None:
+    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them; with the
+    prompt guard also the share of rows it floored (``logprob/guarded``: content ``-inf``, among the floored)."""
     log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
     finite = [i for i, c in enumerate(content) if math.isfinite(c)]
     if callable(log_metric):
@@ -257,8 +258,8 @@ def _report(columns: Mapping[str, Any], content: list[float], style: list[float]
             log_metric("logprob/content", sum(content[i] for i in finite) / len(finite))
             log_metric("logprob/style", sum(style[i] for i in finite) / len(finite))
         log_metric("logprob/floored", (len(content) - len(finite)) / len(content) if content else 0.0)
-        if any(c == -math.inf for c in content):  # the prompt guard's verdicts (content -inf), among the floored
-            log_metric("logprob/guarded", sum(c == -math.inf for c in content) / len(content))
+        if guarded:
+            log_metric("logprob/guarded", sum(c == -math.inf for c in content) / len(content) if content else 0.0)
     if callable(log_extra):
         log_extra("logprob_content", content)
         log_extra("logprob_style", style)
