@@ -15,7 +15,7 @@ One pass of ``LogProb(guard="prompt", return_tokens=True)`` per model gives both
 LogProb (equations 1 and 2 on the three contexts' token log-probabilities, :func:`styleeval.logprob.logprob_equations`;
 the same numbers as ``LogProb.score`` up to float32 rounding: another batch) and the prompt guard
 (:func:`styleeval.logprob.guarded_equations`). Reported per output kind: mean content and style (plain), the share of
-rows the guard floors, the mean reward (``content + 24 * style``, the reward's defaults; the floor -34 for the empty
+rows the guard floors, the mean of the guard's margin ``P - C``, the mean reward (``content + 24 * style``, the reward's defaults; the floor -34 for the empty
 output and for guarded rows), and the share of rows where the output's reward beats the rated rewrite's, plain and
 guarded, over all 500 rows and over the 257 rewrites people rated >= 4 on both content and style; then the Spearman
 of content and style with people's ratings on the 500 rewrites, plain and guarded.
@@ -138,16 +138,18 @@ def report(args: argparse.Namespace) -> None:
     good = [(r, k) for r, k in pairs if human[r["id"]]["content_mean"] >= 4 and human[r["id"]]["style_mean"] >= 4]
     print(f"{lines[0]['model']}: {len(lines)} sources, {len(pairs)} rated rewrites ({len(good)} rated >= 4 on both)")
     print(f"signature: {lines[0]['signature']}\n")
-    print("| output | content | style | reward | floored by the guard | beats the rewrite: plain | guarded "
+    print("| output | content | style | reward | P - C | floored by the guard | beats the rewrite: plain | guarded "
           "| beats a rewrite rated >= 4: plain | guarded |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for kind in ["rewrite", *KINDS]:
         records = [r for r, _ in pairs] if kind == "rewrite" else [k[kind] for _, k in pairs]
         content = sum(r["content"] for r in records) / len(records)
         style = sum(r["style"] for r in records) / len(records)
         mean_reward = sum(reward(r["content"], r["style"], kind) for r in records) / len(records)
         floored = sum(r["guarded_content"] == -math.inf for r in records)
-        cells = [f"{kind}", f"{content:.2f}", f"{style:+.3f}", f"{mean_reward:.2f}", f"{floored} of {len(records)}"]
+        margin = sum(r["prompt"] - r["content"] for r in records) / len(records)
+        cells = [f"{kind}", f"{content:.2f}", f"{style:+.3f}", f"{mean_reward:.2f}", f"{margin:+.2f}",
+                 f"{floored} of {len(records)}"]
         for rows in (pairs, good):
             if kind == "rewrite":
                 cells += ["", ""]
