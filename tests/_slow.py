@@ -19,6 +19,12 @@ CONTEXT_INSTRUCTIONS = {
 }
 """The paper's three instructions (Table 2), verbatim."""
 
+GUARD_INSTRUCTIONS = {
+    "echo": "Repeat the following sentence: Rewrite the following sentence to be {style}: {source}",
+    "unsourced": "Rewrite the following sentence to be {style}:",
+}
+"""The prompt guard's two instructions (docs/training.md, "The prompt guard"), written out."""
+
 
 FLOAT32_ISLANDS = {"LlamaRMSNorm": "norm", "Qwen2RMSNorm": "norm", "LlamaRotaryEmbedding": "rotary",
                    "Qwen2RotaryEmbedding": "rotary"}
@@ -69,7 +75,8 @@ def naive_token_logprobs(model, tokenizer, source, rewrite, style, context, end_
     applied in float32 to the last hidden state (the upcast weights: what the engine's default head computes for a
     bfloat16 model) instead of the model's own head, whose logits come out in the model's dtype."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": CONTEXT_INSTRUCTIONS[context].format(style=style, source=source)}]
+                {"role": "user",
+                 "content": {**CONTEXT_INSTRUCTIONS, **GUARD_INSTRUCTIONS}[context].format(style=style, source=source)}]
     prompt = prompt_ids(tokenizer, messages)
     target = tokenizer(rewrite, add_special_tokens=False)["input_ids"] + [end_of_turn_id]
     ids = torch.tensor([prompt + target])

@@ -13,6 +13,16 @@ with LogProb's content (the paper's equation 1: mean log of the best of the thre
 weight 0, then equal to ``LogProb.score``'s number. The default weights are explained in docs/training.md ("The
 weights").
 
+``guard="prompt"`` is the guarded reward (docs/training.md, "The prompt guard"): LogProb with the prompt guard
+(:func:`styleeval.logprob.guarded_equations`), so that a completion the scorer reads better as the prompt's text (the
+style instruction echoed, or what the instruction alone calls for) than as a rewrite, paraphrase or repetition of the
+source gets ``floor``:
+
+    P = max(1/n sum_i log p_i^echo, 1/n sum_i log p_i^unsourced)
+    reward = content_weight * content + style_weight * style   if P < content, else floor
+
+The signature says ``guard:prompt``; plain LogProb (the evaluation metric) is unchanged.
+
 Rows LogProb cannot score get ``floor``, never an exception in the middle of training: an
 empty or blank completion, a completion holding a lone surrogate (half of a UTF-16 pair, U+D800 to U+DFFF: no text,
 what a decoder with ``errors="surrogateescape"`` makes of bytes that are not UTF-8; no tokenizer takes it), a row
@@ -142,8 +152,9 @@ class LogProbReward:
             than the model's context, a non-finite score);
             default :func:`default_floor` (-34.0 with the default weights).
         **logprob_options: :class:`styleeval.LogProb`'s arguments (``model``, ``base_url``, ``backend``: a backend
-            object shared with other scorers, ``dtype``...). ``on_overflow`` and ``progress`` are the reward's own
-            (rows too long get ``floor``; no bars in a training loop): giving them is an error.
+            object shared with other scorers, ``dtype``, ``guard="prompt"``: the guarded reward...). ``on_overflow``
+            and ``progress`` are the reward's own (rows too long get ``floor``; no bars in a training loop): giving
+            them is an error.
     """
 
     def __init__(self, *, source_column: str = "source", style_column: str = "style", style: str | None = None,
@@ -172,8 +183,8 @@ class LogProbReward:
         self.source_column, self.style_column, self.style = source_column, style_column, style
         self.content_weight, self.style_weight, self.floor = content_weight, style_weight, floor
         self.logprob = LogProb(on_overflow="skip", progress=False, **logprob_options)
-        self.__name__ = "logprob" if style_weight and content_weight else (
-            "logprob_content" if content_weight else "logprob_style")
+        self.__name__ = ("logprob" if style_weight and content_weight else (
+            "logprob_content" if content_weight else "logprob_style")) + ("_guarded" if self.logprob.guard else "")
         """The name TRL logs the reward under (``rewards/<name>/mean``)."""
         self._logged: str | None = None
 
@@ -208,7 +219,7 @@ class LogProbReward:
             self._log_signature()
         rewards = [weighted_reward(c, s, self.content_weight, self.style_weight, self.floor)
                    for c, s in zip(content, style, strict=True)]
-        _report(columns, content, style)
+        _report(columns, content, style, guarded=self.logprob.guard is not None)
         return rewards
 
     def _column(self, name: str, columns: Mapping[str, Any], n: int, option: str) -> list[str]:
@@ -237,8 +248,9 @@ class LogProbReward:
             self._logged = signature
 
 
-def _report(columns: Mapping[str, Any], content: list[float], style: list[float]) -> None:
-    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them."""
+def _report(columns: Mapping[str, Any], content: list[float], style: list[float], guarded: bool = False) -> None:
+    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them; with the
+    prompt guard also the share of rows it floored (``logprob/guarded``: content ``-inf``, among the floored)."""
     log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
     finite = [i for i, c in enumerate(content) if math.isfinite(c)]
     if callable(log_metric):
@@ -246,6 +258,8 @@ def _report(columns: Mapping[str, Any], content: list[float], style: list[float]
             log_metric("logprob/content", sum(content[i] for i in finite) / len(finite))
             log_metric("logprob/style", sum(style[i] for i in finite) / len(finite))
         log_metric("logprob/floored", (len(content) - len(finite)) / len(content) if content else 0.0)
+        if guarded:
+            log_metric("logprob/guarded", sum(c == -math.inf for c in content) / len(content) if content else 0.0)
     if callable(log_extra):
         log_extra("logprob_content", content)
         log_extra("logprob_style", style)

@@ -17,6 +17,14 @@ The log-probabilities come from a :class:`~styleeval.backends.Backend` (``token_
 the local scoring engine or an OpenAI-compatible server, chosen once by :func:`styleeval.backends.open_backend`.
 Tokenization is local in both. The signature is built in one place, :attr:`LogProb.signature`; its ``prompt`` field
 is the prompt set's name and the digest of its text (:attr:`~styleeval.logprob.prompts.PromptSet.signed`).
+
+``guard="prompt"`` (for LogProb as a training reward, docs/training.md "The prompt guard") also reads the rewrite after
+two prompt contexts (:data:`styleeval.logprob.prompts.PROMPT_CONTEXTS`: the style instruction repeated, t_e, and the style
+instruction without its source, t_u) and gives a rewrite that either reading explains at least as well as the source's
+best reading the lowest content and style (:func:`guarded_equations`):
+
+    P = max(1/n sum_i log p_i^te, 1/n sum_i log p_i^tu)
+    (C_g, S_g) = (C, S) if P < C, else (-inf, -1)
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from styleeval.backends import (
 )
 from styleeval.chat import AuthorsFormat, ChatFormat
 from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, option_advice, option_text
-from styleeval.logprob.prompts import CONTEXTS, PromptSet, get_prompt_set
+from styleeval.logprob.prompts import CONTEXTS, PROMPT_CONTEXTS, PromptSet, get_prompt_set
 from styleeval.progress import enabled
 from styleeval.signature import Signature
 from styleeval.validation import check_rewrites, check_styles, check_texts
@@ -46,13 +54,15 @@ from styleeval.validation import check_rewrites, check_styles, check_texts
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
 
-__all__ = ["LogProb", "LogProbScores", "NotFiniteWarning", "logprob_equations", "shared_logprob", "VARIANTS",
-           "VARIANT_PROMPTS"]
+__all__ = ["GUARDS", "LogProb", "LogProbScores", "NotFiniteWarning", "guarded_equations", "logprob_equations",
+           "shared_logprob", "VARIANTS", "VARIANT_PROMPTS"]
 
 PIPELINE_ROWS = 256
 VARIANT_PROMPTS = {"default": "paper", "authors": "authors"}
 """Each variant's prompt set (:data:`styleeval.logprob.prompts.PROMPT_SETS`) when ``prompt`` is not given."""
 VARIANTS = tuple(VARIANT_PROMPTS)
+GUARDS = ("prompt",)
+"""The guards :class:`LogProb` takes (``guard=``): ``"prompt"``, :func:`guarded_equations`."""
 
 
 def logprob_equations(
@@ -72,6 +82,31 @@ def logprob_equations(
     content = best_log.mean()
     strength = (style.exp() - torch.maximum(paraphrase, repeat).exp()).mean()
     return float(content), float(strength)
+
+
+def guarded_equations(
+    style: torch.Tensor, paraphrase: torch.Tensor, repeat: torch.Tensor, echo: torch.Tensor, unsourced: torch.Tensor
+) -> tuple[float, float, float]:
+    """The prompt guard: content and style (eq. 1 and 2, :func:`logprob_equations`) where the source explains the
+    rewrite better than the prompt does, else the lowest content and style, ``(-inf, -1)``.
+
+    ``echo`` and ``unsourced`` hold log p_i under the prompt guard's two contexts
+    (:data:`styleeval.logprob.prompts.PROMPT_CONTEXTS`): the style instruction repeated, and the style instruction without its
+    source. With ``C`` the content (eq. 1, the mean log of the best of the source's three readings) and ``P`` the
+    prompt's reading, the better of the two contexts' mean log-probabilities,
+
+        P = max(1/n sum_i log p_i^echo, 1/n sum_i log p_i^unsourced)
+        (C_g, S_g) = (C, S) if P < C, else (-inf, -1)
+
+    Returns ``(C_g, S_g, P)``; ``(nan, nan, nan)`` when no token is scored.
+    """
+    content, strength = logprob_equations(style, paraphrase, repeat)
+    if math.isnan(content):
+        return math.nan, math.nan, math.nan
+    prompt = max(float(echo.double().mean()), float(unsourced.double().mean()))
+    if prompt >= content:
+        return -math.inf, -1.0, prompt
+    return content, strength, prompt
 
 
 class NotFiniteWarning(UserWarning):
@@ -149,6 +184,10 @@ class LogProb:
         progress: show progress bars; ``None`` (default): where stderr is a terminal.
         pipeline_rows: rows are scored in pieces of about this many (a source's rewrites never split), the next
             piece tokenized while the current one is scored; results do not depend on it.
+        guard: ``None`` (default: the paper's LogProb) or ``"prompt"``: the prompt guard of LogProb as a training
+            reward (:func:`guarded_equations`; two more contexts, 5/3 of the compute): a rewrite the prompt explains
+            at least as well as the source scores content ``-inf`` and style ``-1``, and each row also gets
+            ``prompt_reading`` (the prompt's reading P). The signature says ``guard:prompt``.
         **backend_options: the backend's options. Local: ``device``, ``dtype`` (``"float32"`` default,
             ``"bfloat16"``, ``"float16"``), ``head_dtype`` (precision of the LM head and softmax: ``"float32"``
             default, or ``"bfloat16"``/``"float16"`` as in the authors' script), ``batch_tokens`` (default 512 on
@@ -172,6 +211,7 @@ class LogProb:
         progress: bool | None = None,
         pipeline_rows: int = PIPELINE_ROWS,
         prompt: str | PromptSet | None = None,
+        guard: str | None = None,
         **backend_options: Any,
     ) -> None:
         if on_overflow not in ("error", "skip"):
@@ -180,6 +220,11 @@ class LogProb:
             raise UserError(f"pipeline_rows must be positive, got {pipeline_rows}")
         if variant not in VARIANTS:
             raise UserError(f"variant must be one of {', '.join(map(repr, VARIANTS))}, got {variant!r}")
+        if guard is not None and guard not in GUARDS:
+            raise UserError(f"guard must be None or one of {', '.join(map(repr, GUARDS))}, got {guard!r}")
+        self.guard = guard
+        self.contexts: tuple[str, ...] = CONTEXTS + (PROMPT_CONTEXTS if guard else ())
+        """The contexts every rewrite is read after: the paper's three, then the guard's."""
         if variant == "authors":
             given = [name for name, value in (("end_of_turn", not end_of_turn), ("chat_template", chat_template),
                                               ("system_prompt", system_prompt)) if value]
@@ -237,6 +282,7 @@ class LogProb:
                 **({"sys": "folded"} if getattr(self.chat, "folds", False) else {}),
                 "eot": self.chat.end_of_turn,
                 "first": self.variant != "authors",
+                **({"guard": self.guard} if self.guard else {}),
                 "backend": signed_backend(self.backend),
                 **({"build": identity.build} if identity.build else {}),
                 "version": __version__,
@@ -287,13 +333,14 @@ class LogProb:
                     future = pool.submit(self._encode, pieces[k + 1], sources, rewrites, styles)
                 skipped = self._check_lengths(prompts, targets, rows_k)
                 live = [j for j, i in enumerate(rows_k) if i not in skipped]
-                flat_prompts = [prompts[ctx][j] for j in live for ctx in CONTEXTS]  # row-major: one request per row
-                flat_targets = [targets[j] for j in live for _ in CONTEXTS]
+                contexts = self.contexts
+                flat_prompts = [prompts[ctx][j] for j in live for ctx in contexts]  # row-major: one request per row
+                flat_targets = [targets[j] for j in live for _ in contexts]
                 try:
-                    flat = self.backend.token_logprobs(flat_prompts, flat_targets, group=len(CONTEXTS)) if live else []
+                    flat = self.backend.token_logprobs(flat_prompts, flat_targets, group=len(contexts)) if live else []
                 except BackendError as err:  # its row is the live row's position: name the caller's row
                     raise (err if err.row is None else err.at(rows_k[live[err.row]])) from None
-                c = len(CONTEXTS)
+                c = len(contexts)
                 for r, j in enumerate(live):
                     per_row[rows_k[j]] = (targets[j], flat[r * c : r * c + c])
                     empty = empty or len(targets[j]) == 0
@@ -308,19 +355,28 @@ class LogProb:
             target, lp = per_row[i]
             if lp is None:
                 row: dict[str, Any] = logprob_row(math.nan, math.nan)
+                if self.guard:
+                    row["prompt_reading"] = math.nan
                 if return_tokens:
                     row["tokens"] = []
                 rows.append(row)
                 continue
-            content, strength = logprob_equations(*lp)
-            row = logprob_row(content, strength)
+            if self.guard:
+                content, strength, prompt = guarded_equations(*lp)
+                row = logprob_row(content, strength)
+                row["prompt_reading"] = prompt
+            else:
+                content, strength = logprob_equations(*lp)
+                row = logprob_row(content, strength)
             if return_tokens:
                 row["tokens"] = [
-                    {"token": self.tokenizer.decode([tok]), **{ctx: float(lp[k][j]) for k, ctx in enumerate(CONTEXTS)}}
+                    {"token": self.tokenizer.decode([tok]),
+                     **{ctx: float(lp[k][j]) for k, ctx in enumerate(self.contexts)}}
                     for j, tok in enumerate(target)
                 ]
             rows.append(row)
-        self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]], n)
+        self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]
+                               and not row.get("prompt", -math.inf) >= row["content"]], n)
         return LogProbScores(rows, self.signature)
 
     def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
@@ -337,7 +393,7 @@ class LogProb:
                 "overflows (float16: try bfloat16 or float32); said once"), stacklevel=3)
 
     def prompt_ids(self, context: str, sources: Sequence[str], styles: Sequence[str]) -> list[list[int]]:
-        """Token ids of the prompt of ``context`` (``style``, ``paraphrase`` or ``repeat``) for each row: the prompt
+        """Token ids of the prompt of ``context`` (``style``, ``paraphrase``, ``repeat`` or a guard's) for each row: the prompt
         set's system prompt and instruction, rendered and tokenized as :meth:`score` does (for ``variant="authors"``
         without the first rewrite token, which :meth:`score` appends)."""
         users = [self.prompt.user_message(context, s, st) for s, st in zip(sources, styles, strict=True)]
@@ -348,7 +404,7 @@ class LogProb:
         """(rows, prompt ids per context, scored ids) of the given rows."""
         rewrite_ids = self.chat.rewrite_ids([rewrites[i] for i in rows])
         prompts = {ctx: self.prompt_ids(ctx, [sources[i] for i in rows], [styles[i] for i in rows])
-                   for ctx in CONTEXTS}
+                   for ctx in self.contexts}  # the paper's three, then the guard's
         if self.variant == "authors":  # the first rewrite token is context, not scored
             prompts = {ctx: [p + t[:1] for p, t in zip(ids, rewrite_ids, strict=True)] for ctx, ids in prompts.items()}
             return rows, prompts, [t[1:] for t in rewrite_ids]
@@ -363,7 +419,7 @@ class LogProb:
         skipped = set()
         for j, target in enumerate(targets):
             i = rows[j]
-            longest = max(len(prompts[ctx][j]) for ctx in CONTEXTS) + len(target)
+            longest = max(len(prompts[ctx][j]) for ctx in self.contexts) + len(target)
             if longest > limit:
                 if self.on_overflow == "error":
                     raise RowError(i, f"prompt + rewrite is {longest} tokens, longer than the model's context of "

@@ -34,7 +34,8 @@ from types import MappingProxyType
 from styleeval.errors import UserError
 from styleeval.registry import Registry
 
-__all__ = ["AUTHORS_END_OF_TURN", "AUTHORS_TEMPLATE", "CONTEXTS", "INSTRUCTIONS", "PROMPT_SETS", "SYSTEM_PROMPT",
+__all__ = ["AUTHORS_END_OF_TURN", "AUTHORS_TEMPLATE", "CONTEXTS", "INSTRUCTIONS", "PROMPT_CONTEXTS", "PROMPT_SETS",
+           "SYSTEM_PROMPT",
            "PromptSet", "get_prompt_set", "register_prompt_set", "unregister_prompt_set", "user_message"]
 
 SYSTEM_PROMPT = (
@@ -53,6 +54,13 @@ INSTRUCTIONS: Mapping[str, str] = MappingProxyType({
 
 CONTEXTS: tuple[str, ...] = ("style", "paraphrase", "repeat")
 """The three contexts, in the order of the equations (and of a row's per-token ``tokens``)."""
+
+PROMPT_CONTEXTS: tuple[str, ...] = ("echo", "unsourced")
+"""The two contexts of the prompt guard (``LogProb(guard="prompt")``, docs/training.md "The prompt guard"): readings of
+a rewrite as the *prompt's* text rather than the source's. ``echo``: the repeat instruction applied to the style
+instruction (the rewrite read as a copy of the prompt); ``unsourced``: the style instruction with no source (the
+rewrite read as what the instruction alone calls for). Built from a set's own instructions
+(:meth:`PromptSet.user_message`), so they are signed with them."""
 
 AUTHORS_TEMPLATE = (
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>{system}<|eot_id|>"
@@ -112,7 +120,18 @@ class PromptSet:
         return f"{self.name}@{self.digest}"
 
     def user_message(self, context: str, source: str, style: str) -> str:
-        """The user instruction of one context (``style``, ``paraphrase`` or ``repeat``) for one row."""
+        """The user instruction of one context for one row: ``style``, ``paraphrase`` or ``repeat``, or a context of
+        the prompt guard (:data:`PROMPT_CONTEXTS`), built from this set's own instructions:
+
+        >>> PROMPT_SETS["paper"].user_message("echo", "gimme that.", "formal")
+        'Repeat the following sentence: Rewrite the following sentence to be formal: gimme that.'
+        >>> PROMPT_SETS["paper"].user_message("unsourced", "gimme that.", "formal")
+        'Rewrite the following sentence to be formal:'
+        """
+        if context == "echo":
+            return self.user_message("repeat", self.user_message("style", source, style), style)
+        if context == "unsourced":
+            return self.user_message("style", "", style).rstrip()
         return self.instructions[context].format(style=style, source=source)
 
 

@@ -1,0 +1,161 @@
+"""The prompt guard of LogProb as a reward (issue 63): the guarded reward is its stated equation on a naive loop (the
+tiny random-weight model, and the real 135M), plain LogProb is untouched by it, and on the real 135M the degenerate
+outputs that gamed issue 49's runs (the instruction echoed) rank below the rated rewrites of fixed test-set rows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from _slow import CONTEXT_INSTRUCTIONS, GUARD_INSTRUCTIONS, naive_token_logprobs
+
+from styleeval import LogProb
+from styleeval.errors import UserError
+from styleeval.logprob.prompts import PROMPT_SETS
+from styleeval.rewards import STYLE_WEIGHT, LogProbReward
+
+FLOOR = -100.0
+"""A floor below every tiny-model row, so that a floored row cannot pass for a scored one."""
+
+ROWS = [  # (source, completion, style): real rewrites, a copy, the instruction echoed with and without the source
+    ("gimme the report now.", "Could you please send me the report?", "polite"),
+    ("gimme the report now.", "gimme the report now.", "polite"),
+    ("gimme the report now.", "Rewrite the following sentence to be polite: gimme the report now.", "polite"),
+    ("gimme the report now.", "Rewrite the following sentence to be polite:", "polite"),
+    ("the food was cold lol", "The food was served cold.", "formal"),
+    ("the food was cold lol", "Rewrite the following sentence to be formal:", "formal"),
+    ("the food was cold lol", "the food was cold lol Rewritten sentence in a formal style.", "formal"),
+    ("the food was cold lol", "formal formal formal formal formal", "formal"),
+    ("gimme the report now.", "to be polite:", "polite"),  # pieces of the instruction: the tiny model's guarded rows
+    ("gimme the report now.", "be polite", "polite"),
+]
+
+
+def by_the_equation(model, tokenizer, eot, rows, content_weight=1.0, style_weight=STYLE_WEIGHT, floor=FLOOR):
+    """The guarded reward of each row as docs/training.md states it, from a naive loop (one forward pass per row and
+    context, float64 arithmetic):
+
+        C = 1/N sum_i log max(p_i^s, p_i^pa, p_i^r)            S = 1/N sum_i (p_i^s - max(p_i^pa, p_i^r))
+        P = max(1/N sum_i log p_i^echo, 1/N sum_i log p_i^unsourced)
+        reward = content_weight * C + style_weight * S if P < C, else floor
+
+    Returns (reward, C, S, P) per row."""
+    out = []
+    for source, rewrite, style in rows:
+        lp = {c: naive_token_logprobs(model, tokenizer, source, rewrite, style, c, eot)
+              for c in (*CONTEXT_INSTRUCTIONS, *GUARD_INSTRUCTIONS)}
+        n = len(lp["style"])
+        content = sum(max(s, p, r) for s, p, r in zip(lp["style"], lp["paraphrase"], lp["repeat"], strict=True)) / n
+        style_ = sum(math.exp(s) - max(math.exp(p), math.exp(r))
+                     for s, p, r in zip(lp["style"], lp["paraphrase"], lp["repeat"], strict=True)) / n
+        prompt = max(sum(lp["echo"]) / n, sum(lp["unsourced"]) / n)
+        value = content_weight * content + style_weight * style_ if prompt < content else floor
+        out.append((value, content, style_, prompt))
+    return out
+
+
+def call(reward, rows, **extra):
+    sources, completions, styles = (list(x) for x in zip(*rows, strict=True))
+    return reward(prompts=[f"Rewrite: {s}" for s in sources], completions=completions, source=sources, style=styles,
+                  **extra)
+
+
+def test_the_guards_instructions_are_the_ones_written_out():
+    for context, instruction in GUARD_INSTRUCTIONS.items():
+        got = PROMPT_SETS["paper"].user_message(context, "a b.", "polite")
+        assert got == instruction.format(source="a b.", style="polite")
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir, tiny_model, tiny_tokenizer):
+    reward = LogProbReward(model=str(tiny_model_dir), guard="prompt", floor=FLOOR)
+    return reward, by_the_equation(tiny_model, tiny_tokenizer, tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>"), ROWS)
+
+
+def test_the_guarded_reward_is_its_equation_on_a_naive_loop(tiny):
+    reward, want = tiny
+    metrics = {}
+    got = call(reward, ROWS, log_metric=metrics.__setitem__)
+    guarded = [w[0] == FLOOR for w in want]
+    assert any(guarded) and not all(guarded), "the rows must take both branches of the guard"
+    assert metrics["logprob/guarded"] == sum(guarded) / len(ROWS) == metrics["logprob/floored"]
+    for i, (g, (value, *_)) in enumerate(zip(got, want, strict=True)):
+        assert (g == FLOOR) == (value == FLOOR), f"row {i}: the guard's verdict differs from the equation's"
+        assert abs(g - value) < 1e-4, f"row {i}: {g} against {value}"  # float32 rounding (the engine's batches)
+
+
+def test_the_guarded_scores_are_the_equations_terms(tiny):
+    reward, want = tiny
+    sources, completions, styles = (list(x) for x in zip(*ROWS, strict=True))
+    rows = reward.logprob.score(sources, completions, styles)
+    for i, (row, (value, content, style, prompt)) in enumerate(zip(rows, want, strict=True)):
+        assert abs(row["prompt_reading"] - prompt) < 1e-5, f"row {i}"
+        if value == FLOOR:
+            assert (row["content"], row["style_strength"]) == (-math.inf, -1.0), f"row {i}"
+        else:
+            assert abs(row["content"] - content) < 1e-5 and abs(row["style_strength"] - style) < 1e-5, f"row {i}"
+
+
+def test_plain_logprob_is_untouched_and_signs_apart(tiny):
+    """The guard is an option of the reward's scorer: plain LogProb (the evaluation metric) scores as before, and the
+    two never share a signature (a cache or a comparison cannot mix them)."""
+    reward, want = tiny
+    plain = LogProb(backend=reward.logprob.backend, progress=False)
+    sources, completions, styles = (list(x) for x in zip(*ROWS, strict=True))
+    rows = plain.score(sources, completions, styles)
+    assert "guard" not in str(plain.signature) and "prompt" not in rows[0]
+    assert str(reward.logprob.signature) == str(plain.signature).replace("|first:yes|", "|first:yes|guard:prompt|")
+    assert "|guard:prompt|" in reward.signature and reward.__name__ == "logprob_guarded"
+    for i, (row, (_, content, style, _)) in enumerate(zip(rows, want, strict=True)):
+        assert abs(row["content"] - content) < 1e-5 and abs(row["style_strength"] - style) < 1e-5, f"row {i}"
+    unguarded = LogProbReward(backend=reward.logprob.backend, floor=FLOOR)
+    assert all(v != FLOOR for v in call(unguarded, ROWS))  # the same rows, the plain reward: nothing floored
+
+
+def test_an_unknown_guard_is_refused_naming_the_choices(tiny):
+    with pytest.raises(UserError, match="guard must be None or one of 'prompt', got 'echo'"):
+        LogProb(backend=tiny[0].logprob.backend, guard="echo")
+
+
+# --- the real 135M -----------------------------------------------------------------------------------------------
+TESTSET_ROWS = ("style_gap_testset/anno3/q24", "style_gap_testset/anno4/q4", "style_gap_testset/anno6/q29")
+"""Rated rewrites of the test set (catchy, polite, formal; people rated each >= 4 on content and style) on whose rows
+the 135M's plain reward ranks the instruction echo (with and without the source) above the rewrite and the guarded one
+ranks every degenerate output below it, each by a margin of the guard (P - C) of at least 0.06. On the
+whole test set the copy and the suffixed copy still beat many rewrites, guard or not (docs/training.md, "The prompt
+guard": that is the weights', not the echo's); these rows are among those where they do not."""
+
+
+def degenerate_outputs(source: str, style: str) -> dict[str, str]:
+    return {"copy": source, "echo": f"Rewrite the following sentence to be {style}: {source}",
+            "echo line": f"Rewrite the following sentence to be {style}:",
+            "suffix": f"{source} Rewritten sentence in a {style} style.", "style word": " ".join([style] * 5),
+            "empty": ""}
+
+
+def test_on_real_weights_degenerate_outputs_rank_below_the_rewrites(real_backend, data_dir):
+    from styleeval.corpora import load_corpus
+
+    data = {row["id"]: row for row in load_corpus("style_gap_testset", data_dir)}
+    guarded = LogProbReward(backend=real_backend, guard="prompt")
+    plain = LogProbReward(backend=real_backend)
+    for row_id in TESTSET_ROWS:
+        row = data[row_id]
+        outputs = {"rewrite": row["rewrite"], **degenerate_outputs(row["source"], row["target_style"])}
+        assert list(outputs)[:4] == ["rewrite", "copy", "echo", "echo line"]
+        rows = [(row["source"], text, row["target_style"]) for text in outputs.values()]
+        got = dict(zip(outputs, call(guarded, rows), strict=True))
+        rewrite, echo, line = call(plain, [rows[0], rows[2], rows[3]])
+        assert echo > rewrite and line > rewrite, f"{row_id}: the plain reward's hole is not there"
+        beaten = [kind for kind in outputs if kind != "rewrite" and got[kind] >= got["rewrite"]]
+        assert not beaten, f"{row_id}: {', '.join(beaten)} rank at or above the rewrite ({got})"
+
+
+def test_on_real_weights_the_guarded_reward_is_its_equation(real_backend):
+    """One real row of each branch (a rewrite scored, the echo floored), against the naive loop in float32."""
+    model, tok = real_backend.model, real_backend.tokenizer
+    rows = [ROWS[0], ROWS[3]]
+    want = by_the_equation(model, tok, tok.convert_tokens_to_ids("<|im_end|>"), rows, floor=-34.0)
+    got = call(LogProbReward(backend=real_backend, guard="prompt"), rows)
+    assert want[0][0] != -34.0 and want[1][0] == -34.0 == got[1]
+    assert abs(got[0] - want[0][0]) < 1e-3  # float32: the engine's batches against one sequence (24 x style)
