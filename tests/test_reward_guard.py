@@ -5,12 +5,14 @@ outputs that gamed issue 49's runs (the instruction echoed) rank below the rated
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 from _slow import CONTEXT_INSTRUCTIONS, GUARD_INSTRUCTIONS, naive_token_logprobs
 
 from styleeval import LogProb
 from styleeval.errors import UserError
+from styleeval.logprob import NotFiniteWarning
 from styleeval.logprob.prompts import PROMPT_SETS
 from styleeval.rewards import STYLE_WEIGHT, LogProbReward
 
@@ -87,7 +89,9 @@ def test_the_guarded_reward_is_its_equation_on_a_naive_loop(tiny):
 def test_the_guarded_scores_are_the_equations_terms(tiny):
     reward, want = tiny
     sources, completions, styles = (list(x) for x in zip(*ROWS, strict=True))
-    rows = reward.logprob.score(sources, completions, styles)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotFiniteWarning)  # a floored row's -inf is the guard's verdict, not overflow
+        rows = reward.logprob.score(sources, completions, styles)
     for i, (row, (value, content, style, prompt)) in enumerate(zip(rows, want, strict=True)):
         assert abs(row["prompt_reading"] - prompt) < 1e-5, f"row {i}"
         if value == FLOOR:
@@ -103,7 +107,7 @@ def test_plain_logprob_is_untouched_and_signs_apart(tiny):
     plain = LogProb(backend=reward.logprob.backend, progress=False)
     sources, completions, styles = (list(x) for x in zip(*ROWS, strict=True))
     rows = plain.score(sources, completions, styles)
-    assert "guard" not in str(plain.signature) and "prompt" not in rows[0]
+    assert "guard" not in str(plain.signature) and "prompt_reading" not in rows[0]
     assert str(reward.logprob.signature) == str(plain.signature).replace("|first:yes|", "|first:yes|guard:prompt|")
     assert "|guard:prompt|" in reward.signature and reward.__name__ == "logprob_guarded"
     for i, (row, (_, content, style, _)) in enumerate(zip(rows, want, strict=True)):

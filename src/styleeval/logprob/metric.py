@@ -375,8 +375,9 @@ class LogProb:
                     for j, tok in enumerate(target)
                 ]
             rows.append(row)
+        floored = (lambda row: row["prompt_reading"] >= row["content"]) if self.guard else (lambda row: False)
         self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]
-                               and not row.get("prompt", -math.inf) >= row["content"]], n)
+                               and not floored(row)], n)  # a floored row's -inf is the guard's verdict
         return LogProbScores(rows, self.signature)
 
     def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
