@@ -267,8 +267,11 @@ def test_kept_prefix_is_dropped_when_the_weights_change(tiny_model, tiny_tokeniz
     assert max((a - b).abs().max().item() for a, b in zip(before, after, strict=True) if len(a)) > 1e-3
     for a, b in zip(after, want, strict=True):
         assert torch.allclose(a, b, atol=1e-5, rtol=0)
-    model.to(torch.float64)  # a new storage: also a change
-    assert engine.token_logprobs(prompts[:1], targets[:1])[0].dtype == torch.float32
+    model.to(torch.float64)  # a new storage: also a change (the kept float32 prefix and head are not used)
+    wide = engine.token_logprobs(prompts[:1], targets[:1])[0]
+    assert wide.dtype == torch.float64  # float64 weights keep float64 through the head
+    assert torch.equal(wide, ScoringEngine(model, batch_tokens=300, pack_prompts=True).token_logprobs(
+        prompts[:1], targets[:1])[0])
 
 
 def test_a_call_never_switches_the_model(tiny_model, tiny_tokenizer, grouped_rows):
