@@ -1,7 +1,7 @@
 """The GRPO training script runs end to end on the real model (``--smoke``: two steps, two held-out rows, short
 completions) and reports what it measured; the real run's numbers are in docs/training.md. No number of the run is
 asserted: it is a training run of two steps. A run killed in the middle leaves its report (how far it got) and the
-checkpoints saved so far (issue 61, item 9)."""
+checkpoints saved so far (issue 61, item 9): checked on the same run, stopped after its first checkpoint."""
 
 from __future__ import annotations
 
@@ -21,9 +21,27 @@ def _run(data_dir: Path, out: Path, *more: str) -> list[str]:
 
 
 def test_the_smoke_run_reports_before_and_after_and_checkpoints_every_step(real_backend, data_dir, tmp_path):
-    proc = subprocess.run(_run(data_dir, tmp_path), capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    """One smoke run, checked twice (one run instead of two: the training run is the cost). First frozen (SIGSTOP)
+    right after its first checkpoint, as a run killed there: report.md says how far it got, results.json holds the
+    measurement before training and the log so far, trainer/checkpoint-1 is a LoRA checkpoint, no adapter/ (on main:
+    an empty trainer/, no report). A frozen process runs no code, like a killed one, so the files on disk while it is
+    stopped are exactly those a SIGKILL at that moment leaves (and both files are replaced whole, never half-written).
+    Then continued (SIGCONT) to its end: the finished run's report and checkpoints."""
+    out = tmp_path / "out"
+    with open(tmp_path / "stderr.log", "w+", encoding="utf-8") as stderr:
+        proc = subprocess.Popen(_run(data_dir, out), stdout=subprocess.DEVNULL, stderr=stderr,
+                                start_new_session=True)
+        try:
+            _a_run_stopped_after_its_first_checkpoint_has_left_its_report(proc, out)
+            os.killpg(proc.pid, signal.SIGCONT)
+            proc.wait(timeout=1800)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        stderr.seek(0)
+        assert proc.returncode == 0, stderr.read()[-3000:]
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert results["status"] == "done" and results["args"]["steps"] == "2" and results["args"]["train_rows"] == "4"
     assert len(results["held_out"]) == 2 and len(results["before"]["rewrites"]) == 2
     for when in ("before", "after"):
@@ -33,38 +51,33 @@ def test_the_smoke_run_reports_before_and_after_and_checkpoints_every_step(real_
     assert results["signature"].startswith("logprob|model:gguf:smollm2-135M:Q4_1@sha256-")
     assert results["checkpoints"] == ["checkpoint-1", "checkpoint-2"]
     for checkpoint in ("checkpoint-1", "checkpoint-2"):
-        assert (tmp_path / "trainer" / checkpoint / "adapter_model.safetensors").is_file()
-    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+        assert (out / "trainer" / checkpoint / "adapter_model.safetensors").is_file()
+    assert (out / "adapter" / "adapter_config.json").is_file()
     assert [entry["step"] for entry in results["log"] if "reward" in entry] == [1, 2]
-    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    report = (out / "report.md").read_text(encoding="utf-8")
     assert "Status: **done**" in report and "| reward |" in report and "| source | before | after |" in report
 
 
-def test_a_killed_run_leaves_its_report_and_checkpoints(real_backend, data_dir, tmp_path):
-    """Killed after its first step: report.md says how far it got, results.json holds the measurement before
-    training and the log so far, trainer/checkpoint-1 is a LoRA checkpoint (on main: an empty trainer/, no report)."""
-    proc = subprocess.Popen(_run(data_dir, tmp_path, "--steps", "5"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    checkpoint = tmp_path / "trainer" / "checkpoint-1" / "adapter_model.safetensors"
-    try:
-        deadline = time.monotonic() + 1500
-        while time.monotonic() < deadline and proc.poll() is None:
-            results = tmp_path / "results.json"
-            if checkpoint.is_file() and results.is_file() and \
-                    json.loads(results.read_text(encoding="utf-8"))["checkpoints"] == ["checkpoint-1"]:
-                break
-            time.sleep(0.5)
-        assert proc.poll() is None, "the run ended before it could be killed"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
-    assert results["status"].startswith("training: step ") and results["status"].endswith(" of 5 done")
+def _a_run_stopped_after_its_first_checkpoint_has_left_its_report(proc: subprocess.Popen, out: Path) -> None:
+    """Stops ``proc`` (SIGSTOP, its whole group) once trainer/checkpoint-1 and results.json listing it are on disk,
+    and checks what a run killed there leaves (the former test_a_killed_run_leaves_its_report_and_checkpoints)."""
+    checkpoint = out / "trainer" / "checkpoint-1" / "adapter_model.safetensors"
+    deadline = time.monotonic() + 1500
+    while time.monotonic() < deadline and proc.poll() is None:
+        results = out / "results.json"
+        if checkpoint.is_file() and results.is_file() and \
+                json.loads(results.read_text(encoding="utf-8"))["checkpoints"] == ["checkpoint-1"]:
+            os.killpg(proc.pid, signal.SIGSTOP)
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before it could be stopped"
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert results["status"].startswith("training: step ") and results["status"].endswith(" of 2 done")
     assert results["after"] is None and set(results["before"]["means"]) >= {"reward", "r_bleu"}
     assert any(entry.get("step") == 1 and "reward" in entry for entry in results["log"])
-    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    report = (out / "report.md").read_text(encoding="utf-8")
     assert "Status: **training: step " in report and "checkpoint-1" in report and "| reward |" in report
-    assert not (tmp_path / "adapter").exists()
+    assert not (out / "adapter").exists()
 
 
 def test_without_the_trl_extra_the_script_says_which_extra_in_one_line(data_dir, tmp_path):
