@@ -11,12 +11,13 @@ Two claims, two precisions (issue 56):
   computed in float64 too), so they differ by float64 rounding only. Two float32 computations of this network differ by
   2e-5 to 4.3e-5 per log-probability on the three CPUs measured (AVX-512 EPYC, AVX2 EPYC, AMX Xeon); the same
   computations in float64 differ by that times 2^-29, ~1e-13 (measured 6e-14 to 8.5e-14). :data:`FLOAT64_BOUND` (1e-9)
-  holds unless float32 errors reached 0.5, on any x86-64 CPU, and is a million times below what a defect moves (a
-  wrong position, mask or token: 1e-3 and up).
+  holds unless float32 errors reached 0.5, on any x86-64 CPU; a defect (a wrong position, mask or token) changes a
+  log-probability itself, not its rounding, by orders of magnitude more.
 - **A float32 run is float32-sized**: within :data:`FLOAT32_GROSS` (2^-10) of the exact answer. No fixed float32
   tolerance compares two float32 kernels (their distance moves with the CPU: 1.3x to 2.1x the naive loop's); this
-  bound only tells float32 (measured 2.2e-5 to 4.3e-5) from a half-precision rounding slipped into the path (bfloat16
-  and float16 round a logit of magnitude 2 or more by at least 2^-10)."""
+  bound only tells float32 (measured 2.2e-5 to 4.3e-5) from a half-precision rounding slipped into the path (a
+  bfloat16 or float16 logit of magnitude 2 or more is rounded by up to 2^-8 or 2^-10, so over a few hundred tokens
+  some exceed the bound; a bfloat16 run measured up to 4e-2 on content)."""
 
 from __future__ import annotations
 
