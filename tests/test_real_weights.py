@@ -87,6 +87,17 @@ def token_error(tokens, reference) -> float:
                for t, s in zip(tokens, reference[context], strict=True))
 
 
+def worst_checked_error(results, references) -> float:
+    """The largest token error over the rows (``results[k]`` against ``references[k]``), each row's content and style
+    checked against what its own token error allows (:func:`check_scores_follow_tokens`)."""
+    worst = 0.0
+    for k, (result, reference) in enumerate(zip(results, references, strict=True)):
+        w = token_error(result["tokens"], reference)
+        check_scores_follow_tokens(result, reference, w, k)
+        worst = max(worst, w)
+    return worst
+
+
 def check_scores_follow_tokens(result, reference, w: float, row: int) -> None:
     """Content and style within what the row's largest token error ``w`` allows by the equations' arithmetic:
     content is a mean of maxima (each 1-Lipschitz), so within ``w``; style a mean of exp(style) -
@@ -106,11 +117,7 @@ def test_the_engine_computes_the_definition_on_real_weights(real_backend, wide, 
     arithmetic."""
     order, got = score_shuffled(wide, real_backend.tokenizer, task_rows, torch.float64, options)
     assert "dtype:float64" in got.signature
-    worst = 0.0
-    for k, i in enumerate(order):
-        w = token_error(got[k]["tokens"], exact[i])
-        check_scores_follow_tokens(got[k], exact[i], w, i)
-        worst = max(worst, w)
+    worst = worst_checked_error(got, [exact[i] for i in order])
     print(f"{options}: the float64 engine {worst:.2e} from the float64 naive loop")
     assert worst <= FLOAT64_BOUND
     assert got[order.index(len(task_rows) - 1)]["tokens"][0]["token"] == "<|im_end|>"
@@ -120,11 +127,7 @@ def test_a_float32_run_is_float32_sized_on_real_weights(real_backend, task_rows,
     """The default float32 engine within :data:`FLOAT32_GROSS` of the exact answer per token (measured 2.2e-5 on
     an AVX2 EPYC), content and style by the equations' arithmetic."""
     order, got = score_shuffled(real_backend.model, real_backend.tokenizer, task_rows, torch.float32, {})
-    worst = 0.0
-    for k, i in enumerate(order):
-        w = token_error(got[k]["tokens"], exact[i])
-        check_scores_follow_tokens(got[k], exact[i], w, i)
-        worst = max(worst, w)
+    worst = worst_checked_error(got, [exact[i] for i in order])
     print(f"the float32 engine {worst:.2e} from float64")
     assert worst <= FLOAT32_GROSS
 

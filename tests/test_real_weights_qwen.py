@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from _slow import CONTEXT_INSTRUCTIONS, float64_network, naive_token_logprobs
-from test_real_weights import FLOAT32_GROSS, FLOAT64_BOUND, check_scores_follow_tokens, token_error
+from test_real_weights import FLOAT32_GROSS, FLOAT64_BOUND, worst_checked_error
 
 from styleeval import LogProb
 from styleeval.gguf_files import PRESETS, cached_preset_file, preset_dir
@@ -66,11 +66,7 @@ def measured(qwen, rows):
 def test_the_engine_computes_the_definition_on_qwen(measured):
     """In float64, per token within FLOAT64_BOUND of the naive loop; content and style follow."""
     exact, got, _ = measured
-    worst = 0.0
-    for k, reference in enumerate(exact):
-        w = token_error(got[k]["tokens"], reference)
-        check_scores_follow_tokens(got[k], reference, w, k)
-        worst = max(worst, w)
+    worst = worst_checked_error(got, exact)
     print(f"{PRESET}: the float64 engine {worst:.2e} from the float64 naive loop")
     assert worst <= FLOAT64_BOUND
 
@@ -80,10 +76,6 @@ def test_the_qwen_preset_signs_by_its_file_and_its_float32_scores_are_float32_si
     by the equations' arithmetic."""
     exact, _, got = measured
     assert SIGNED in got.signature and "dtype:float32" in got.signature
-    worst = 0.0
-    for k, reference in enumerate(exact):
-        w = token_error(got[k]["tokens"], reference)
-        check_scores_follow_tokens(got[k], reference, w, k)
-        worst = max(worst, w)
+    worst = worst_checked_error(got, exact)
     print(f"{PRESET}: the float32 engine {worst:.2e} from float64")
     assert worst <= FLOAT32_GROSS

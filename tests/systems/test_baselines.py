@@ -26,8 +26,8 @@ def _rows(human: bool = False) -> list[dict]:
     systems = {"dog": [s.replace("cat", "dog") for s in SOURCES], "upper": [s.upper() for s in SOURCES]}
     return [{"system": name, "source_id": f"s{i}", "source": s, "rewrite": r, "style": "formal",
              "references": REFERENCES[i], **({"human_content": float((i + k) % 5)} if human else {})}
-            for k, (name, rewrites) in enumerate(systems.items()) for i, (s, r) in enumerate(zip(SOURCES, rewrites,
-                                                                                                 strict=True))]
+            for k, (name, rewrites) in enumerate(systems.items())
+            for i, (s, r) in enumerate(zip(SOURCES, rewrites, strict=True))]
 
 
 def test_the_copy_and_the_human_reference_are_scored_beside_the_systems_and_left_out_of_the_tests():
