@@ -97,6 +97,12 @@ def test_score_api(space):
     with pytest.raises(AppError) as refused:  # the demo's UserError, as the API's caller receives it: gr.Error
         client.predict("Send me the report now.", "x", "", api_name="/score")
     assert refused.value.message == "Please fill in the target style."
+    chosen = client.predict("Send me the report now.", "Could you send the report?", "polite", "tiny-random",
+                            api_name="/score")  # the Model menu's value, given (issue 57); left out above
+    assert chosen == out
+    with pytest.raises(AppError) as other:
+        client.predict("Send me the report now.", "x", "polite", "qwen2.5-coder-1.5b", api_name="/score")
+    assert other.value.message == "The model 'qwen2.5-coder-1.5b' is not offered in this Space; it offers: tiny-random."
 
 
 def test_demo_functions_match_the_library(tiny_model_dir):
@@ -165,6 +171,10 @@ def test_space_in_headless_chromium(space, tmp_path):
         page.goto(space.url)
         banner = page.locator("#banner").inner_text()  # one note at the top: random weights, every tab works
         assert "Random weights (tiny-random): not for numbers." in banner and "every tab works" in banner, banner
+        menu = page.locator("#model input")  # tiny-random is no GGUF preset: the one model, nothing else offered
+        assert menu.input_value() == "tiny-random" and menu.is_disabled(), menu.input_value()
+        assert page.locator("#model-note").inner_text() == ("tiny-random: this Space's only model. Random weights, "
+                                                            "numbers mean nothing.")
         page.locator("#source textarea").fill("Send me the report now.")
         page.locator("#rewrite textarea").fill("Could you please send me the invoice?")
         page.locator("#style textarea").fill("polite")
@@ -305,6 +315,22 @@ def test_the_space_shows_a_real_models_reading_in_chromium(real_space, real_back
         banner = page.locator("#banner").inner_text()
         assert "SmolLM2-135M-Instruct (Q4_1 GGUF)" in banner and "a real 135M chat model" in banner, banner
         assert "Spearman 0.28" in banner and "not for numbers" not in banner
+        menu = page.locator("#model input")  # the GGUF presets, the configured one chosen (issue 57)
+        assert menu.input_value() == "smollm2-135m (135M parameters, a 98 MB file)" and not menu.is_disabled()
+        assert "Spearman 0.28" in page.locator("#model-note").inner_text()
+        menu.click()
+        page.get_by_role("option").first.wait_for(timeout=10_000)
+        options = [text.removeprefix("✓").strip() for text in page.get_by_role("option").all_inner_texts()]
+        assert options == ["smollm2-135m (135M parameters, a 98 MB file)",  # ✓: the one chosen
+                           "qwen2.5-coder-0.5b (494M parameters, a 491 MB file)",
+                           "qwen2.5-coder-1.5b (1.54B parameters, a 1,117 MB file)"], options
+        page.get_by_role("option").nth(2).click()  # chosen, not scored with: the note says what it is worth
+        page.locator("#model-note").get_by_text("Spearman 0.43").wait_for(timeout=10_000)
+        assert page.locator("#model-note").inner_text().startswith("qwen2.5-coder-1.5b: Qwen2.5-Coder-1.5B-Instruct")
+        page.get_by_role("option").first.wait_for(state="detached", timeout=10_000)
+        menu.click()
+        page.get_by_role("option").first.click()  # back to the default before scoring
+        page.locator("#model-note").get_by_text("Spearman 0.28").wait_for(timeout=10_000)
         page.locator("#source textarea").fill(source)
         page.locator("#rewrite textarea").fill(rewrite)
         page.locator("#style textarea").fill("polite")
@@ -318,6 +344,8 @@ def test_the_space_shows_a_real_models_reading_in_chromium(real_space, real_back
     want = LogProb(backend=real_backend, progress=False).score([source], [rewrite], ["polite"])
     assert "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f" in out["signature"] and "warning" not in out
     assert out["signature"] == want.signature
+    assert Client(real_space.url, verbose=False).predict(source, rewrite, "polite", "smollm2-135m",
+                                                         api_name="/score") == out  # the default, named
     assert (out["content"], out["style_strength"]) == pytest.approx((want[0]["content"], want[0]["style_strength"]), abs=1e-9)
     shown = f"{out['content']:.2f}"
     assert shown in readings, (shown, readings)  # the page shows the number the API and the library give
@@ -870,8 +898,6 @@ def test_a_chosen_preset_scores_as_logprob_on_its_own_weights(real_backend, tmp_
         want[0]["content"], want[0]["style_strength"], want.signature)
     assert "model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f" in out["signature"] and "warning" not in out
     assert demo.logprob("smollm2-135m").backend.model is real_backend.model and list(demo._logprobs) == ["smollm2-135m"]
-    assert demo.compare(source, rewrite, rewrite, "polite", model="smollm2-135m")[0] == [
-        "LogProb content", float(f"{want[0]['content']:.4g}"), float(f"{want[0]['content']:.4g}"), "tie"]
 
     real, entered, release = Demo._load, threading.Event(), threading.Event()
 
