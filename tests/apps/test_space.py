@@ -228,6 +228,8 @@ def test_space_in_headless_chromium(space, tmp_path):
         text = downloaded.read_text(encoding="utf-8")
         assert text.splitlines()[0] == "row,system,source,rewrite,style,content,style_strength,signature,warning"
         assert len(text.splitlines()) == 3 and ",logprob|model:tiny-random@" in text.splitlines()[1]
+        signed = page.locator("#batch-signature textarea").input_value()  # the scored file's, shown (issue 57)
+        assert signed.startswith("logprob|model:tiny-random@") and f",{signed}," in text.splitlines()[1], signed
         means = page.locator("#batch-means").inner_text()
         assert "[" in means and "A" in means and "B" in means  # per system: mean [lo, hi] (cluster)
         assert page.locator("#batch-status").inner_text().strip() == "" and page.locator(TOASTS).count() == 0
