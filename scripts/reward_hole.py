@@ -13,7 +13,7 @@ For every row of ``style_gap_testset`` (500 rated rewrites of 249 sources) the r
 
 One pass of ``LogProb(guard="prompt", return_tokens=True)`` per model gives both readings of every output: plain
 LogProb (equations 1 and 2 on the three contexts' token log-probabilities, :func:`styleeval.logprob.logprob_equations`;
-the same numbers as ``LogProb.score`` up to float32 rounding: another batch) and the prompt guard
+the same bits as ``LogProb.score``: a row's scores never depend on its batch) and the prompt guard
 (:func:`styleeval.logprob.guarded_equations`). Reported per output kind: mean content and style (plain), the share of
 rows the guard floors, the mean of the guard's margin ``P - C``, the mean reward (``content + 24 * style``, the reward's defaults; the floor -34 for the empty
 output and for guarded rows), and the share of rows where the output's reward beats the rated rewrite's, plain and

@@ -301,8 +301,8 @@ def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir
     scores = ("content", "style_strength")
     assert [{k: v for k, v in r.items() if k not in scores} for r in merged] == \
         [{k: v for k, v in r.items() if k not in scores} for r in whole]
-    for name in scores:
-        assert [r[name] for r in merged] == pytest.approx([r[name] for r in whole], rel=1e-5, abs=1e-6)
+    for name in scores:  # other chunks, other batch-mates: the same bits
+        assert [r[name] for r in merged] == [r[name] for r in whole]
     assert main(["merge", str(tmp_path / "s0.jsonl"), str(tmp_path / "s2.jsonl"), "--input", str(inp),
                  "--out", str(tmp_path / "m.jsonl")]) == 2
     assert "shard 1/3 is missing" in capsys.readouterr().err

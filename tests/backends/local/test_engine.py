@@ -276,19 +276,28 @@ def test_kept_prefix_is_dropped_when_the_weights_change(tiny_model, tiny_tokeniz
 
 def test_a_call_never_switches_the_model(tiny_model, tiny_tokenizer, grouped_rows):
     """Issue 37: the engine used to switch the model's attention implementation for its plain batches (restored after
-    the call), state another thread's generation or scoring on the same model would see. Plain batches now attend
-    with the library's causal mask after the cached prefix; the model's configuration is only read."""
+    the call), state another thread's generation or scoring on the same model would see. Now the implementation is
+    set once, when the first engine is built (the batch-invariant attention, which runs the model's own SDPA on any
+    pass without the engine's layout), and only read by every call; a pass of someone else's (generation) gives the
+    same bits as before the engine existed."""
+    import copy
+
+    from styleeval.backends.local import invariant
+
+    model = copy.deepcopy(tiny_model)
     prompts, targets = _prompts_and_targets(tiny_tokenizer, grouped_rows[:8])
+    ids = torch.tensor([prompts[0] + targets[0]])
+    before = model(ids).logits
     seen = []
-    hook = tiny_model.model.layers[0].register_forward_pre_hook(
-        lambda *_: seen.append(tiny_model.config._attn_implementation))
+    hook = model.model.layers[0].register_forward_pre_hook(lambda *_: seen.append(model.config._attn_implementation))
     try:
         for pack in (False, True):
-            ScoringEngine(tiny_model, batch_tokens=200, pack_prompts=pack).token_logprobs(prompts, targets)
-        ScoringEngine(tiny_model, share_prompts=True, min_shared=1).candidate_logprobs(prompts[:6], [3, 4])
+            ScoringEngine(model, batch_tokens=200, pack_prompts=pack).token_logprobs(prompts, targets)
+        ScoringEngine(model, share_prompts=True, min_shared=1).candidate_logprobs(prompts[:6], [3, 4])
     finally:
         hook.remove()
-    assert len(seen) > 4 and set(seen) == {"sdpa"}
+    assert len(seen) > 4 and set(seen) == {f"{invariant.NAME}_sdpa"}
+    assert torch.equal(model(ids).logits, before)  # without a layout: transformers' SDPA attention, unchanged
 
 
 def test_head_blocks_gathered_across_batches(tiny_model, tiny_tokenizer, grouped_rows):

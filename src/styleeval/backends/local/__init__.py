@@ -77,9 +77,8 @@ class LocalBackend(Backend):
     Args:
         model: what :func:`styleeval.models.load_model` takes.
         tokenizer, device, dtype, revision, trust_remote_code: as for :func:`~styleeval.models.load_model`.
-            ``dtype="bfloat16"`` halves the weights' memory, but its scores depend on their batch-mates (order,
-            chunking) up to bfloat16 rounding (SmolLM2-135M: content up to 0.041, style 0.006; float32: ~3e-6; the
-            engine's docstring): float32 (the default) where scores are cached, resumed or compared across runs.
+            ``dtype="bfloat16"`` halves the weights' memory; a score is the same bits in any batch in either dtype
+            (the engine's docstring), and bfloat16 is as close to exact as a naive bfloat16 loop.
         batch_tokens: token budget of one forward pass (default 512 on CPU, 16384 on a GPU).
         max_batch_rows, reuse_prefix, pack_prompts: :class:`~styleeval.backends.local.engine.ScoringEngine` options.
         head_dtype: ``"float32"`` (default) or ``"bfloat16"``/``"float16"``: the LM head and softmax rounded to it.
@@ -91,8 +90,8 @@ class LocalBackend(Backend):
     options = (
         TOKENIZER,
         Option("device", str, "cpu, cuda, cuda:N or mps (default: cuda if any)"),
-        Option("dtype", str, "float32 (default), bfloat16 or float16 (bfloat16 scores move with their "
-               "batch-mates up to bfloat16 rounding: float32 where scores are cached, resumed or compared)"),
+        Option("dtype", str, "float32 (default), bfloat16 or float16 (the signature names it: each dtype's "
+               "scores are its own bits, whatever the batch)"),
         REVISION,
         TRUST_REMOTE_CODE,
         Option("batch_tokens", int, "token budget of one forward pass (default: 512 on CPU, 16384 on GPU)"),
@@ -224,7 +223,7 @@ class LocalBackend(Backend):
     @property
     def identity(self) -> Identity:
         return Identity(self.model_name, self.revision, str(self.dtype).removeprefix("torch."), self.kind,
-                        self.head_dtype)
+                        self.head_dtype, self.engine.build)
 
     @property
     def max_length(self) -> int | None:

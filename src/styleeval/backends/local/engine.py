@@ -28,14 +28,14 @@ With ``share_prompts=True`` rows are first grouped by a longer shared prompt pre
 rows forms a group when its common prefix reaches ``min_shared`` tokens past the global one), each group's
 prefix is run once on top of the global cache, and batches are packed within groups.
 
-Results do not depend on batch size, order, grouping or padding (up to float32 rounding, ~1e-6) in float32. A bfloat16
-model's do, up to bfloat16 rounding: torch's CPU attention kernel sums over the batch's padded (or packed) key length
-in an order that depends on that length, and a flipped bfloat16 rounding grows through the layers. On SmolLM2-135M,
-48 test-set rows scored in reverse order moved content by up to 0.041 and style by up to 0.006 (float32: ~3e-6), in
-chunks of 5 content by 0.039; even one row per batch, 0.041 reversed and 0.015 in chunks of 5. A bfloat16 call is
-deterministic (the same rows in the same call give the same bits) and as close to exact as a naive bfloat16 loop
-(tests/backends/test_bfloat16.py), but a score depends on its batch-mates: use float32 where scores are cached,
-resumed or compared across runs.
+**A row's numbers are the same bits whatever the batch** (rule 1, float32 and bfloat16 alike): its batch-mates, their
+number and order, ``batch_tokens`` / ``max_batch_rows``, chunking, the cached prefix's length, prompt packing or
+grouping. Two things make it so (measured operation by operation in tests/backends/local/test_invariance.py):
+attention is :mod:`~styleeval.backends.local.invariant`'s, every query on its own keys in logical order with
+fixed-shape reductions (torch's SDPA summed over the batch's padded or packed key length); and every matmul has at
+least :data:`~styleeval.backends.local.invariant.MIN_ROWS` token rows (a pass and an LM-head block are padded to it:
+a float32 GEMM of 1-3 rows takes another kernel). What the bits still depend on is signed (``build:``,
+:func:`build_tag`): torch's version, the CPU's instruction set (or the GPU), torch's thread count.
 
 Calls may run in any number of threads: a call keeps its own state (its rows, batches, budget, KV caches, head
 queue) and never changes the model or the engine; what an engine keeps between calls is immutable and keyed by what
@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import torch
 
 from styleeval.backends.base import TokenTree, common_prefix_length
+from styleeval.backends.local import invariant
 from styleeval.errors import UserError
 from styleeval.progress import bar as progress_bar
 
@@ -130,6 +131,18 @@ def guard_threads() -> None:
         torch.set_num_threads(cpus)
 
 
+def build_tag(device: torch.device) -> str:
+    """What a score's bits depend on beyond the weights, the dtype and the inputs: torch's version, the kernels'
+    instruction set (CPU) or the GPU and CUDA version, and torch's thread count (a GEMM's split and a reduction's
+    order follow it): ``torch2.13.0+cpu-avx2-t2``. The signature carries it (``build:``), so a resume or a cache never
+    mixes bits of two builds; within one build a row's scores are the same bits in any batch (module docstring)."""
+    if device.type == "cuda":
+        where = f"cuda{torch.version.cuda}-{torch.cuda.get_device_name(device).replace(' ', '_')}"
+    else:
+        where = torch.backends.cpu.get_cpu_capability().lower()
+    return f"torch{torch.__version__}-{where}-t{torch.get_num_threads()}"
+
+
 class ScoringEngine:
     """Computes per-token log-probabilities of continuations given prompts with a Hugging Face causal LM.
 
@@ -170,6 +183,7 @@ class ScoringEngine:
         if max_batch_rows is not None and max_batch_rows < 1:
             raise UserError(f"max_batch_rows must be positive, got {max_batch_rows}")
         self.model = model
+        invariant.install(model)  # once, here: a scoring pass never changes the model
         self.decoder = model.get_decoder()
         self._cache_name = _cache_keyword(self.decoder)
         self.batch_tokens = int(batch_tokens)
@@ -193,6 +207,11 @@ class ScoringEngine:
     @property
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
+
+    @property
+    def build(self) -> str:
+        """:func:`build_tag` of this engine's device, now."""
+        return build_tag(self.device)
 
     # -- public -------------------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -390,14 +409,18 @@ class ScoringEngine:
         """The KV cache of ``cache``'s tokens followed by ``tokens`` (positions from ``start``)."""
         from transformers import DynamicCache  # noqa: PLC0415 - heavy (transformers)
 
-        ids = torch.tensor([tokens], dtype=torch.long, device=self.device)
-        positions = torch.arange(start, start + len(tokens), device=self.device)
-        kwargs = {}
+        width = max(len(tokens), invariant.MIN_ROWS)  # padded after the tokens, which never see the padding
+        ids = torch.zeros((1, width), dtype=torch.long)
+        ids[0, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+        positions = torch.arange(start, start + width, device=self.device)
+        kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], width,
+                                                            start + width)}
         if cache is not None:
             kwargs[self._cache_name] = DynamicCache(list(cache), config=self.model.config)
-        out = self.decoder(input_ids=ids, position_ids=positions[None], cache_position=positions, use_cache=True,
-                           **kwargs)
-        return [(layer.keys, layer.values) for layer in out[self._cache_name].layers]
+        out = self.decoder(input_ids=ids.to(self.device), position_ids=positions[None], cache_position=positions,
+                           use_cache=True, **kwargs)
+        end = start + len(tokens)
+        return [(layer.keys[:, :, :end], layer.values[:, :, :end]) for layer in out[self._cache_name].layers]
 
     def _next_batch(self, rows: list[_Row], pos: int, budget: _Budget) -> list[_Row]:
         longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
@@ -448,7 +471,8 @@ class ScoringEngine:
         from transformers import DynamicCache  # noqa: PLC0415 - heavy (transformers)
 
         device = self.device
-        n_rows, width = len(batch), max(len(r.suffix) for r in batch)
+        n_rows = len(batch)
+        width = max(max(len(r.suffix) for r in batch), -(-invariant.MIN_ROWS // n_rows))  # >= MIN_ROWS token rows
         ids = torch.zeros((n_rows, width), dtype=torch.long)
         for b, row in enumerate(batch):
             ids[b, : len(row.suffix)] = torch.tensor(row.suffix, dtype=torch.long)
@@ -461,6 +485,10 @@ class ScoringEngine:
             mask, position_ids, pos_idx = self._tree_layout(batch, prefix_len, width)
             kwargs["attention_mask"] = mask.to(device)
             position_ids = position_ids.to(device)
+        kwargs[invariant.KEYWORD] = invariant.build_layout(
+            [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
+             else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
+            width, prefix_len + width)
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
             kwargs[self._cache_name] = DynamicCache(
@@ -531,8 +559,17 @@ class ScoringEngine:
         """``log softmax(lm_head(hidden))[targets]`` in float32 (float64 for float64 weights), on the scored
         positions only.
 
-        ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions.
+        ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions. Fewer than
+        :data:`invariant.MIN_ROWS` rows are padded to it (a GEMM of 1-3 rows rounds otherwise than a larger one).
         """
+        n = len(hidden)
+        if n < invariant.MIN_ROWS:
+            hidden = torch.cat([hidden, hidden.new_zeros(invariant.MIN_ROWS - n, hidden.shape[1])])
+            targets = torch.cat([targets, targets.new_zeros(invariant.MIN_ROWS - n, targets.shape[1])])
+        return self._head_block(hidden, targets)[:n]
+
+    def _head_block(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """:meth:`_head_logprobs` of at least :data:`invariant.MIN_ROWS` rows."""
         head = self.model.get_output_embeddings()
         if self.head_dtype is not None:
             return self._rounded_head_logprobs(hidden, head, targets)
