@@ -151,7 +151,7 @@ def test_signature(tiny_model, tiny_tokenizer, tiny_model_dir):
     sig = lp.signature
     assert sig.startswith(f"logprob|model:{tiny_model_dir}@local-")
     assert "|variant:default|prompt:paper@e1b5f00a|dtype:float32|head:float32|tmpl:" in sig
-    assert "|eot:yes|first:yes|backend:local|version:" in sig
+    assert "|eot:yes|first:yes|backend:local|build:torch" in sig and "|version:" in sig
     assert lp.score(["a"], ["b"], "polite").signature == sig
 
 

@@ -180,7 +180,7 @@ def test_expected_mode_single_row_and_signature(tiny_model, tiny_tokenizer):
     assert len(res) == 1 and set(res[0]) == {"meaning", "style", "parsed", "meaning_probs", "style_probs"}
     assert res.signature.startswith("autorater|model:<model object>@local|mode:expected|prompt:paper-small|"
                                     "parser:none|decoding:scaffold|dtype:float32|tmpl:")
-    assert res.signature.endswith("|backend:local|version:0.1.0")
+    assert res.signature.endswith(f"|backend:local|build:{judge.backend.identity.build}|version:0.1.0")
     assert judge.rate([], [], "formal") == []
 
 
