@@ -414,7 +414,7 @@ class ScoringEngine:
         ids[0, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         positions = torch.arange(start, start + width, device=self.device)
         kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], width,
-                                                            start + width)}
+                                                            start + width, self.device)}
         if cache is not None:
             kwargs[self._cache_name] = DynamicCache(list(cache), config=self.model.config)
         out = self.decoder(input_ids=ids.to(self.device), position_ids=positions[None], cache_position=positions,
@@ -488,7 +488,7 @@ class ScoringEngine:
         kwargs[invariant.KEYWORD] = invariant.build_layout(
             [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
              else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
-            width, prefix_len + width)
+            width, prefix_len + width, device)
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
             kwargs[self._cache_name] = DynamicCache(

@@ -63,8 +63,9 @@ class Layout:
     key_len: int
 
 
-def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len: int) -> Layout:
-    """The :class:`Layout` of a pass whose batch row ``b`` holds the sequences ``rows[b]``."""
+def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len: int,
+                 device: torch.device | str = "cpu") -> Layout:
+    """The :class:`Layout` of a pass whose batch row ``b`` holds the sequences ``rows[b]``, on ``device``."""
     keys: list[list[int]] = []
     tiles: list[list[int]] = []
     ranks: list[list[int]] = []
@@ -83,9 +84,9 @@ def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len:
     key_index = torch.full((len(keys), width), -1, dtype=torch.long)
     for s, k in enumerate(keys):
         key_index[s, : len(k)] = torch.tensor(k, dtype=torch.long)
-    return Layout(key_index, torch.tensor(tiles, dtype=torch.long).view(-1, BLOCK),
-                  torch.tensor(ranks, dtype=torch.long).view(-1, BLOCK), torch.tensor(seqs, dtype=torch.long),
-                  len(rows), query_len, key_len)
+    return Layout(key_index.to(device), torch.tensor(tiles, dtype=torch.long).view(-1, BLOCK).to(device),
+                  torch.tensor(ranks, dtype=torch.long).view(-1, BLOCK).to(device),
+                  torch.tensor(seqs, dtype=torch.long).to(device), len(rows), query_len, key_len)
 
 
 def plain_sequences(prefix_len: int, length: int) -> list[KeySequence]:
@@ -163,7 +164,7 @@ def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | 
     scores = torch.matmul(q, k.transpose(-1, -2)) * scaling  # (T, kv, g, NB, BLOCK q, BLOCK k): fixed-shape GEMMs
     if softcap is not None:  # Gemma-2's attention logit soft-capping, as transformers computes it
         scores = torch.tanh(scores / softcap) * softcap
-    slot = torch.arange(blocks * BLOCK).view(1, blocks, 1, BLOCK)
+    slot = torch.arange(blocks * BLOCK, device=query.device).view(1, blocks, 1, BLOCK)
     rank = layout.tile_rank.view(tiles, 1, BLOCK, 1)
     seen = slot <= rank  # (T, NB, BLOCK q, BLOCK k)
     if window is not None:  # a sliding window: the last ``window`` keys, itself included
