@@ -49,6 +49,21 @@ def test_the_attentions_fixed_shape_products_and_block_sums_do_not_depend_on_the
     assert torch.equal(a.sum(-1)[12], a[12:13].sum(-1)[0])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_an_attention_gemms_entry_does_not_depend_on_its_shape_from_64_rows(dtype):
+    """The attention's ``Q K^T`` (K = head size) and per-block ``W V`` (K = 64): an entry is the same whatever the
+    batch count, the rows (from 64) and the columns (multiples of 64)."""
+    torch.manual_seed(3)
+    q, k = torch.randn(3, 2, 400, 64, dtype=dtype), torch.randn(3, 2, 64, 1300, dtype=dtype)
+    want = torch.matmul(q[:1, :, :64], k[:1, :, :, :64])[0, 1, 5, 7]
+    for batch, rows, cols in [(1, 64, 64), (3, 100, 128), (3, 192, 640), (1, 400, 1280)]:
+        assert torch.equal(torch.matmul(q[:batch, :, :rows], k[:batch, :, :, :cols])[0, 1, 5, 7], want)
+    w, v = torch.randn(3, 2, 400, 64, dtype=dtype), torch.randn(3, 2, 64, 64, dtype=dtype)
+    want = torch.matmul(w[:1, :, :64], v[:1])[0, 1, 5]
+    for batch, rows in [(1, 64), (3, 100), (3, 400)]:
+        assert torch.equal(torch.matmul(w[:batch, :, :rows], v[:batch])[0, 1, 5], want)
+
+
 def _sequences(query, key, value, rows):
     """Each batch row's queries attended by SDPA on exactly its own keys (no padding, no batch-mates)."""
     out = torch.zeros_like(query)
@@ -70,7 +85,7 @@ def test_the_invariant_attention_computes_attention_on_each_sequences_own_keys()
     prefix, width, heads, d = 5, 12, 4, 16
     rows = [invariant.plain_sequences(prefix, 9),
             invariant.tree_sequences(prefix, 4, [-1, 0, 1, -1, 3, 1])]
-    layout = invariant.build_layout(rows, width, prefix + width)
+    layout = invariant.build_layout(rows, width, prefix + width, prefix)  # a tree with branches: gathered rows
     q = torch.randn(2, heads, width, d)
     k, v = torch.randn(2, heads, prefix + width, d), torch.randn(2, heads, prefix + width, d)
     got = invariant._attend(q, k, v, layout, d ** -0.5, None, None)
@@ -79,9 +94,11 @@ def test_the_invariant_attention_computes_attention_on_each_sequences_own_keys()
         for seq in seqs:
             for query, _ in seq.queries:
                 assert torch.allclose(got[b, query], want[b, query], atol=1e-6, rtol=0)
-    alone = invariant._attend(q[:1, :, :9], k[:1, :, : prefix + 9], v[:1, :, : prefix + 9],
-                              invariant.build_layout(rows[:1], 9, prefix + 9), d ** -0.5, None, None)
-    assert torch.equal(alone[0], got[0, :9])
+    alone = invariant.build_layout(rows[:1], 9, prefix + 9, prefix)
+    assert alone.query_index is None  # one sequence in buffer order: the batch row itself, nothing gathered
+    alone = invariant._attend(q[:1, :, :9], k[:1, :, : prefix + 9], v[:1, :, : prefix + 9], alone, d ** -0.5,
+                              None, None)
+    assert torch.equal(alone[0], got[0, :9])  # the same bits either way
 
 
 @pytest.fixture(scope="module")

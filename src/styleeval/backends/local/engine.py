@@ -414,7 +414,7 @@ class ScoringEngine:
         ids[0, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         positions = torch.arange(start, start + width, device=self.device)
         kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], width,
-                                                            start + width, self.device)}
+                                                            start + width, start, self.device, self._attention_float)}
         if cache is not None:
             kwargs[self._cache_name] = DynamicCache(list(cache), config=self.model.config)
         out = self.decoder(input_ids=ids.to(self.device), position_ids=positions[None], cache_position=positions,
@@ -488,7 +488,7 @@ class ScoringEngine:
         kwargs[invariant.KEYWORD] = invariant.build_layout(
             [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
              else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
-            width, prefix_len + width, device)
+            width, prefix_len + width, prefix_len, device, self._attention_float)
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
             kwargs[self._cache_name] = DynamicCache(
@@ -548,6 +548,11 @@ class ScoringEngine:
         gather = [torch.full((len(r.targets),), r.start, dtype=torch.long) if r.reads is None
                   else torch.where(r.reads < 0, r.start, int(trunk[b]) + r.reads) for b, r in enumerate(batch)]
         return mask, position_ids, torch.cat(gather)
+
+    @property
+    def _attention_float(self) -> torch.dtype:
+        """The invariant attention's arithmetic: float64 for float64 weights, else float32."""
+        return self._head_float()
 
     def _head_float(self) -> torch.dtype:
         """The dtype of the head's logits and log-softmax when no ``head_dtype`` rounds them: float64 for float64

@@ -49,44 +49,69 @@ class KeySequence:
 class Layout:
     """Where every query's keys are, for one forward pass (built once, read by every layer).
 
-    ``key_index`` (S, NB*BLOCK): per sequence, flat key indices (row * key_len + key), padded with ``-1`` (a zero
-    key). ``tile_query`` (T, BLOCK): flat query indices (row * query_len + query) of each tile, ``-1`` for an empty
-    slot; ``tile_rank`` (T, BLOCK): each query's rank in its sequence (0 for an empty slot); ``tile_seq`` (T,).
+    Each *virtual row* ``r`` is one logical sequence: its query slots ``s`` (rank ``rank[r, s]``: the index of the
+    query's own key) and its key slots ``j`` (logical key ``j``), padded to at least :data:`BLOCK` queries and to a
+    multiple of :data:`BLOCK` keys. Where every batch row is one sequence in buffer order (plain rows, a prompt with
+    one continuation) the virtual rows are the batch rows themselves (``query_index`` and ``key_index`` ``None``);
+    otherwise ``query_index`` (R, Wq) and ``key_index`` (R, Lk) gather them (flat indices ``row * length + i``;
+    ``-1``: a zero row). ``bias`` (R, 1, 1, Wq, Lk): 0 where a query sees a key, ``-inf`` elsewhere.
     """
 
-    key_index: torch.Tensor
-    tile_query: torch.Tensor
-    tile_rank: torch.Tensor
-    tile_seq: torch.Tensor
-    rows: int
-    query_len: int
-    key_len: int
+    rank: torch.Tensor
+    bias: torch.Tensor
+    query_index: torch.Tensor | None
+    key_index: torch.Tensor | None
+    keys: int  # Lk: key slots per virtual row, a multiple of BLOCK
 
 
-def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len: int,
-                 device: torch.device | str = "cpu") -> Layout:
-    """The :class:`Layout` of a pass whose batch row ``b`` holds the sequences ``rows[b]``, on ``device``."""
-    keys: list[list[int]] = []
-    tiles: list[list[int]] = []
-    ranks: list[list[int]] = []
-    seqs: list[int] = []
-    for b, sequences in enumerate(rows):
-        for seq in sequences:
-            s = len(keys)
-            keys.append([b * key_len + k for k in seq.keys])
-            for start in range(0, len(seq.queries), BLOCK):
-                part = seq.queries[start : start + BLOCK]
-                tiles.append([b * query_len + q for q, _ in part] + [-1] * (BLOCK - len(part)))
-                ranks.append([r for _, r in part] + [0] * (BLOCK - len(part)))
-                seqs.append(s)
-    longest = max((len(k) for k in keys), default=1)
-    width = -(-longest // BLOCK) * BLOCK
-    key_index = torch.full((len(keys), width), -1, dtype=torch.long)
-    for s, k in enumerate(keys):
-        key_index[s, : len(k)] = torch.tensor(k, dtype=torch.long)
-    return Layout(key_index.to(device), torch.tensor(tiles, dtype=torch.long).view(-1, BLOCK).to(device),
-                  torch.tensor(ranks, dtype=torch.long).view(-1, BLOCK).to(device),
-                  torch.tensor(seqs, dtype=torch.long).to(device), len(rows), query_len, key_len)
+def _blocks(n: int) -> int:
+    return max(1, -(-n // BLOCK)) * BLOCK
+
+
+def _bias(rank: torch.Tensor, keys: int, dtype: torch.dtype, window: int | None = None) -> torch.Tensor:
+    slot = torch.arange(keys, device=rank.device)
+    seen = slot <= rank[..., None]
+    if window is not None:  # a sliding window: the last ``window`` keys, itself included
+        seen &= slot > rank[..., None] - window
+    zero = torch.zeros((), dtype=dtype, device=rank.device)
+    return torch.where(seen, zero, float("-inf")).to(dtype)[:, None, None]
+
+
+def _in_buffer_order(prefix_len: int, sequences: Sequence[KeySequence]) -> bool:
+    """One sequence whose keys are the row's key axis from 0 and whose query ``t`` has rank ``prefix_len + t``."""
+    if len(sequences) != 1:
+        return False
+    seq = sequences[0]
+    return (seq.keys == list(range(len(seq.keys)))
+            and all(r == prefix_len + q for q, r in seq.queries) and [q for q, _ in seq.queries] ==
+            list(range(len(seq.queries))))
+
+
+def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len: int, prefix_len: int = 0,
+                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> Layout:
+    """The :class:`Layout` of a pass whose batch row ``b`` holds the sequences ``rows[b]`` (``query_len`` queries
+    per row after ``prefix_len`` cached keys, ``key_len`` keys per row), its bias in ``dtype`` on ``device``."""
+    if all(_in_buffer_order(prefix_len, seqs) for seqs in rows):
+        width = max(query_len, BLOCK)
+        rank = torch.zeros((len(rows), width), dtype=torch.long)
+        for b, seqs in enumerate(rows):
+            n = len(seqs[0].queries)
+            rank[b, :n] = torch.arange(prefix_len, prefix_len + n)
+        rank = rank.to(device)
+        return Layout(rank, _bias(rank, _blocks(key_len), dtype), None, None, _blocks(key_len))
+    sequences = [(b, seq) for b, seqs in enumerate(rows) for seq in seqs]
+    width = max(BLOCK, max(len(seq.queries) for _, seq in sequences))
+    keys = _blocks(max(len(seq.keys) for _, seq in sequences))
+    query_index = torch.full((len(sequences), width), -1, dtype=torch.long)
+    key_index = torch.full((len(sequences), keys), -1, dtype=torch.long)
+    rank = torch.zeros((len(sequences), width), dtype=torch.long)
+    for r, (b, seq) in enumerate(sequences):
+        if seq.queries:
+            query_index[r, : len(seq.queries)] = torch.tensor([b * query_len + q for q, _ in seq.queries])
+            rank[r, : len(seq.queries)] = torch.tensor([k for _, k in seq.queries])
+        key_index[r, : len(seq.keys)] = torch.tensor([b * key_len + k for k in seq.keys])
+    rank = rank.to(device)
+    return Layout(rank, _bias(rank, keys, dtype), query_index.to(device), key_index.to(device), keys)
 
 
 def plain_sequences(prefix_len: int, length: int) -> list[KeySequence]:
@@ -148,39 +173,53 @@ def _flat(states: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.cat([flat, flat.new_zeros(1, heads, d)])
 
 
+def _pad(states: torch.Tensor, length: int, dtype: torch.dtype) -> torch.Tensor:
+    """(B, heads, n, d) in ``dtype``, zero-padded to ``length`` along n."""
+    states = states.to(dtype)
+    extra = length - states.shape[2]
+    return torch.nn.functional.pad(states, (0, 0, 0, extra)) if extra else states
+
+
 def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | None,
             window: int | None) -> torch.Tensor:
+    """Attention of every query on its virtual row's keys (:class:`Layout`); (B, n, heads, d) in ``query``'s dtype.
+
+    Per virtual row: scores ``Q K^T`` (GEMMs of >= 64 rows, whose entries do not depend on the shape there:
+    tests/backends/local/test_invariance.py), the bias, the maximum over the row (exact in any order),
+    ``exp(s - max)``, then per block of :data:`BLOCK` keys its sum and its ``(Wq x 64) @ (64 x d)`` product, the
+    blocks added one after another from the first key."""
     b, heads, n, d = query.shape
     kv_heads = key.shape[1]
     group = heads // kv_heads
     wide = torch.float64 if query.dtype == torch.float64 else torch.float32
-    q = _flat(query, wide)[layout.tile_query]  # (T, BLOCK, heads, d)
-    index = layout.key_index[layout.tile_seq]  # (T, NB*BLOCK)
-    k, v = _flat(key, wide)[index], _flat(value, wide)[index]  # (T, NB*BLOCK, kv_heads, d)
-    tiles, blocks = len(q), index.shape[1] // BLOCK
-    q = q.view(tiles, BLOCK, kv_heads, group, d).permute(0, 2, 3, 1, 4).unsqueeze(3)  # (T, kv, g, 1, BLOCK, d)
-    k = k.view(tiles, blocks, BLOCK, kv_heads, d).permute(0, 3, 1, 2, 4).unsqueeze(2)  # (T, kv, 1, NB, BLOCK, d)
-    v = v.view(tiles, blocks, BLOCK, kv_heads, d).permute(0, 3, 1, 2, 4).unsqueeze(2)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scaling  # (T, kv, g, NB, BLOCK q, BLOCK k): fixed-shape GEMMs
+    keys = layout.keys
+    if layout.query_index is None:  # the batch rows themselves, in buffer order
+        width = layout.rank.shape[1]
+        q, k, v = _pad(query, width, wide), _pad(key, keys, wide), _pad(value, keys, wide)
+    else:
+        width = layout.rank.shape[1]
+        q = _flat(query, wide)[layout.query_index].permute(0, 2, 1, 3)  # (R, heads, Wq, d)
+        k = _flat(key, wide)[layout.key_index].permute(0, 2, 1, 3)  # (R, kv_heads, Lk, d)
+        v = _flat(value, wide)[layout.key_index].permute(0, 2, 1, 3)
+    rows = q.shape[0]
+    q = q.reshape(rows, kv_heads, group * width, d)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scaling  # (R, kv, g*Wq, Lk)
     if softcap is not None:  # Gemma-2's attention logit soft-capping, as transformers computes it
         scores = torch.tanh(scores / softcap) * softcap
-    slot = torch.arange(blocks * BLOCK, device=query.device).view(1, blocks, 1, BLOCK)
-    rank = layout.tile_rank.view(tiles, 1, BLOCK, 1)
-    seen = slot <= rank  # (T, NB, BLOCK q, BLOCK k)
-    if window is not None:  # a sliding window: the last ``window`` keys, itself included
-        seen &= slot > rank - window
-    scores = scores.masked_fill(~seen[:, None, None], float("-inf"))
-    top = scores.amax(dim=(3, 5), keepdim=True)  # over all the query's keys: exact in any order
-    weights = torch.exp(scores - top)
-    sums = weights.sum(dim=-1)  # (T, kv, g, NB, BLOCK): one fixed-length reduction per block
-    parts = torch.matmul(weights, v)  # (T, kv, g, NB, BLOCK, d)
-    total, out = sums[:, :, :, 0], parts[:, :, :, 0]
+    bias = layout.bias if window is None else _bias(layout.rank, keys, wide, window)
+    scores = scores.view(rows, kv_heads, group, width, keys) + bias
+    weights = torch.exp(scores - scores.amax(dim=-1, keepdim=True)).view(rows, kv_heads, group * width, keys)
+    blocks = keys // BLOCK
+    sums = weights.view(rows, kv_heads, group * width, blocks, BLOCK).sum(dim=-1)
+    total, out = sums[..., 0], torch.matmul(weights[..., :BLOCK], v[:, :, :BLOCK])
     for j in range(1, blocks):  # the blocks added in key order, one after another
-        total = total + sums[:, :, :, j]
-        out = out + parts[:, :, :, j]
-    out = (out / total.unsqueeze(-1)).reshape(tiles, heads, BLOCK, d).transpose(1, 2)  # (T, BLOCK, heads, d)
+        total = total + sums[..., j]
+        out = out + torch.matmul(weights[..., j * BLOCK : (j + 1) * BLOCK], v[:, :, j * BLOCK : (j + 1) * BLOCK])
+    out = (out / total.unsqueeze(-1)).view(rows, heads, width, d)
+    if layout.query_index is None:
+        return out[:, :, :n].transpose(1, 2).to(query.dtype)
     result = query.new_zeros(b * n + 1, heads, d, dtype=wide)
-    result[layout.tile_query.reshape(-1)] = out.reshape(-1, heads, d)  # empty slots land on the last row
+    result[layout.query_index.reshape(-1)] = out.transpose(1, 2).reshape(-1, heads, d)  # padding: the last row
     return result[: b * n].view(b, n, heads, d).to(query.dtype)
 
 
