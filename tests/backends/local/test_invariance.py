@@ -95,7 +95,7 @@ def test_the_invariant_attention_computes_attention_on_each_sequences_own_keys()
             for query, _ in seq.queries:
                 assert torch.allclose(got[b, query], want[b, query], atol=1e-6, rtol=0)
     alone = invariant.build_layout(rows[:1], 9, prefix + 9, prefix)
-    assert alone.query_index is None  # one sequence in buffer order: the batch row itself, nothing gathered
+    assert alone.gather is None  # one sequence in buffer order: the batch row itself, nothing gathered
     alone = invariant._attend(q[:1, :, :9], k[:1, :, : prefix + 9], v[:1, :, : prefix + 9], alone, d ** -0.5,
                               None, None)
     assert torch.equal(alone[0], got[0, :9])  # the same bits either way

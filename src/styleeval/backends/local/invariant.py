@@ -46,21 +46,33 @@ class KeySequence:
 
 
 @dataclass(frozen=True)
+class Gather:
+    """Where a pass's virtual rows come from (:class:`Layout`): virtual row ``r`` is batch row ``row[r]``'s queries
+    at ``query[r]`` and keys at ``key[r]`` (padding slots point at position 0: masked keys, discarded queries); its
+    real query slots (flat ``r * Wq + s``) are ``slots``, whose outputs go to flat query indices ``targets``."""
+
+    row: torch.Tensor
+    query: torch.Tensor
+    key: torch.Tensor
+    slots: torch.Tensor
+    targets: torch.Tensor
+
+
+@dataclass(frozen=True)
 class Layout:
     """Where every query's keys are, for one forward pass (built once, read by every layer).
 
     Each *virtual row* ``r`` is one logical sequence: its query slots ``s`` (rank ``rank[r, s]``: the index of the
     query's own key) and its key slots ``j`` (logical key ``j``), padded to at least :data:`BLOCK` queries and to a
     multiple of :data:`BLOCK` keys. Where every batch row is one sequence in buffer order (plain rows, a prompt with
-    one continuation) the virtual rows are the batch rows themselves (``query_index`` and ``key_index`` ``None``);
-    otherwise ``query_index`` (R, Wq) and ``key_index`` (R, Lk) gather them (flat indices ``row * length + i``;
-    ``-1``: a zero row). ``bias`` (R, 1, 1, Wq, Lk): 0 where a query sees a key, ``-inf`` elsewhere.
+    one continuation) the virtual rows are the batch rows themselves (``gather`` is ``None``); otherwise
+    :class:`Gather` says where they come from. ``bias`` (R, 1, 1, Wq, Lk): 0 where a query sees a key, ``-inf``
+    elsewhere.
     """
 
     rank: torch.Tensor
     bias: torch.Tensor
-    query_index: torch.Tensor | None
-    key_index: torch.Tensor | None
+    gather: Gather | None
     keys: int  # Lk: key slots per virtual row, a multiple of BLOCK
 
 
@@ -98,20 +110,26 @@ def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len:
             n = len(seqs[0].queries)
             rank[b, :n] = torch.arange(prefix_len, prefix_len + n)
         rank = rank.to(device)
-        return Layout(rank, _bias(rank, _blocks(key_len), dtype), None, None, _blocks(key_len))
+        return Layout(rank, _bias(rank, _blocks(key_len), dtype), None, _blocks(key_len))
     sequences = [(b, seq) for b, seqs in enumerate(rows) for seq in seqs]
     width = max(BLOCK, max(len(seq.queries) for _, seq in sequences))
     keys = _blocks(max(len(seq.keys) for _, seq in sequences))
-    query_index = torch.full((len(sequences), width), -1, dtype=torch.long)
-    key_index = torch.full((len(sequences), keys), -1, dtype=torch.long)
+    query = torch.zeros((len(sequences), width), dtype=torch.long)
+    key = torch.zeros((len(sequences), keys), dtype=torch.long)
     rank = torch.zeros((len(sequences), width), dtype=torch.long)
+    slots: list[int] = []
+    targets: list[int] = []
     for r, (b, seq) in enumerate(sequences):
         if seq.queries:
-            query_index[r, : len(seq.queries)] = torch.tensor([b * query_len + q for q, _ in seq.queries])
+            query[r, : len(seq.queries)] = torch.tensor([q for q, _ in seq.queries])
             rank[r, : len(seq.queries)] = torch.tensor([k for _, k in seq.queries])
-        key_index[r, : len(seq.keys)] = torch.tensor([b * key_len + k for k in seq.keys])
+            slots += range(r * width, r * width + len(seq.queries))
+            targets += [b * query_len + q for q, _ in seq.queries]
+        key[r, : len(seq.keys)] = torch.tensor(seq.keys)
     rank = rank.to(device)
-    return Layout(rank, _bias(rank, keys, dtype), query_index.to(device), key_index.to(device), keys)
+    gather = Gather(*(torch.as_tensor(t, dtype=torch.long).to(device) for t in
+                      ([b for b, _ in sequences], query, key, slots, targets)))
+    return Layout(rank, _bias(rank, keys, dtype), gather, keys)
 
 
 def plain_sequences(prefix_len: int, length: int) -> list[KeySequence]:
@@ -166,13 +184,6 @@ def _invariant_or(fallback):
     return attention
 
 
-def _flat(states: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """(B, heads, n, d) -> (B*n + 1, heads, d) in ``dtype``: the last row a zero (where -1 indices point)."""
-    b, heads, n, d = states.shape
-    flat = states.transpose(1, 2).reshape(b * n, heads, d).to(dtype)
-    return torch.cat([flat, flat.new_zeros(1, heads, d)])
-
-
 def _pad(states: torch.Tensor, length: int, dtype: torch.dtype) -> torch.Tensor:
     """(B, heads, n, d) in ``dtype``, zero-padded to ``length`` along n."""
     states = states.to(dtype)
@@ -193,22 +204,22 @@ def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | 
     group = heads // kv_heads
     wide = torch.float64 if query.dtype == torch.float64 else torch.float32
     keys = layout.keys
-    if layout.query_index is None:  # the batch rows themselves, in buffer order
-        width = layout.rank.shape[1]
+    width, gather = layout.rank.shape[1], layout.gather
+    if gather is None:  # the batch rows themselves, in buffer order
         q, k, v = _pad(query, width, wide), _pad(key, keys, wide), _pad(value, keys, wide)
     else:
-        width = layout.rank.shape[1]
-        q = _flat(query, wide)[layout.query_index].permute(0, 2, 1, 3)  # (R, heads, Wq, d)
-        k = _flat(key, wide)[layout.key_index].permute(0, 2, 1, 3)  # (R, kv_heads, Lk, d)
-        v = _flat(value, wide)[layout.key_index].permute(0, 2, 1, 3)
+        row = gather.row[:, None]
+        q = query[row, :, gather.query].permute(0, 2, 1, 3).to(wide)  # (R, heads, Wq, d)
+        k = key[row, :, gather.key].permute(0, 2, 1, 3).to(wide)  # (R, kv_heads, Lk, d)
+        v = value[row, :, gather.key].permute(0, 2, 1, 3).to(wide)
     rows = q.shape[0]
     q = q.reshape(rows, kv_heads, group * width, d)
     scores = torch.matmul(q, k.transpose(-1, -2)) * scaling  # (R, kv, g*Wq, Lk)
     if softcap is not None:  # Gemma-2's attention logit soft-capping, as transformers computes it
         scores = torch.tanh(scores / softcap) * softcap
     bias = layout.bias if window is None else _bias(layout.rank, keys, wide, window)
-    scores = scores.view(rows, kv_heads, group, width, keys) + bias
-    weights = torch.exp(scores - scores.amax(dim=-1, keepdim=True)).view(rows, kv_heads, group * width, keys)
+    scores = scores.view(rows, kv_heads, group, width, keys).add_(bias)  # in place: scores is this call's own
+    weights = scores.sub_(scores.amax(dim=-1, keepdim=True)).exp_().view(rows, kv_heads, group * width, keys)
     blocks = keys // BLOCK
     sums = weights.view(rows, kv_heads, group * width, blocks, BLOCK).sum(dim=-1)
     total, out = sums[..., 0], torch.matmul(weights[..., :BLOCK], v[:, :, :BLOCK])
@@ -216,11 +227,10 @@ def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | 
         total = total + sums[..., j]
         out = out + torch.matmul(weights[..., j * BLOCK : (j + 1) * BLOCK], v[:, :, j * BLOCK : (j + 1) * BLOCK])
     out = (out / total.unsqueeze(-1)).view(rows, heads, width, d)
-    if layout.query_index is None:
+    if gather is None:
         return out[:, :, :n].transpose(1, 2).to(query.dtype)
-    result = query.new_zeros(b * n + 1, heads, d, dtype=wide)
-    result[layout.query_index.reshape(-1)] = out.transpose(1, 2).reshape(-1, heads, d)  # padding: the last row
-    return result[: b * n].view(b, n, heads, d).to(query.dtype)
+    real = out.transpose(1, 2).reshape(rows * width, heads, d)[gather.slots].to(query.dtype)
+    return query.new_zeros(b * n, heads, d).index_copy_(0, gather.targets, real).view(b, n, heads, d)
 
 
 def install(model) -> None:
