@@ -68,10 +68,19 @@ def stop_http(server: ThreadingHTTPServer) -> None:
     server.server_close()
 
 
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port of 127.0.0.1 that is free now and was never handed out before in this process: two servers launched
+    at once (neither bound yet) never get the same one."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 class VLLMServer:
@@ -89,7 +98,9 @@ class VLLMServer:
     """
 
     def __init__(self, python: str, model_dir: Path, log_path: Path, name: str = "judge",
-                 max_model_len: int = 512, startup_timeout: float = 600.0) -> None:
+                 max_model_len: int = 512, startup_timeout: float = 600.0, wait: bool = True) -> None:
+        """Launch the server and wait until it answers; ``wait=False``: launch it only (:meth:`ready` waits), so that
+        several servers start at once."""
         self.port = free_port()
         self.name = name
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -105,21 +116,25 @@ class VLLMServer:
              "--distributed-executor-backend", "uni"],
             stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
         )
-        self._wait(startup_timeout)
+        self.startup_timeout = startup_timeout
+        self._deadline = time.monotonic() + startup_timeout
+        if wait:
+            self.ready()
 
-    def _wait(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+    def ready(self) -> VLLMServer:
+        """Wait until the server answers (``/models``), at most its start-up timeout counted from the launch; one that
+        exits or does not answer raises ``RuntimeError`` with its log's tail."""
+        while time.monotonic() < self._deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the vLLM server exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=5) as r:
                     if r.status == 200:
-                        return
+                        return self
             except OSError:
                 time.sleep(1.0)
         self.stop()
-        raise RuntimeError(f"the vLLM server did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(f"the vLLM server did not answer within {self.startup_timeout:.0f} s:\n{self.log_tail()}")
 
     def log_tail(self, n: int = 40) -> str:
         try:
