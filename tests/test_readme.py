@@ -107,8 +107,8 @@ def test_every_shell_block_is_marked_and_parses():
 STAND_IN = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
                 num_key_value_heads=1)
 """The presets' stand-in: the tiny random shape cut to one layer 16 wide (the blocks check the commands, not the
-numbers). The README's metaeval block scores every row of four corpora (~4,250) with it: on lai_formality alone that
-took 49 s of CPU instead of the tiny model's 81 s (2 layers 64 wide), measured 2026-11-29 at load ~9."""
+numbers). The README's metaeval block scores every row of four corpora (~4,250) with it: 329 s instead of the tiny
+model's 546 s (2 layers 64 wide; CPU 324 s instead of 519 s), measured back to back 2026-11-29 at load ~3-4."""
 
 
 @pytest.fixture(scope="module")
