@@ -36,23 +36,31 @@ def _signature(base_url: str, tokenizer) -> str:
 
 def test_the_signature_identifies_the_weights_behind_the_url(vllm_server, judge_model_dir, other_weights_dir,
                                                              tmp_path, monkeypatch):
-    """Two servers with different weights under one served name sign differently; a restarted server with the same
-    weights signs the same (and a resumed file checks it)."""
+    """Two servers with different weights under one served name sign differently; another server process with the
+    same weights (another port, signing after the first is stopped) signs the same (and a resumed file checks it).
+
+    The two servers of the other weights are launched at once: a start is mostly one core importing vLLM and torch
+    (two processes, one after the other), so two starts side by side on 2 cores take about one's time."""
     from _servers import VLLMServer, vllm_python
 
     first = _signature(vllm_server.base_url, judge_model_dir)
     assert re.search(r"\|model:judge@server-[0-9a-f]{12}\|", first)
-    signatures = []
-    for k in range(2):  # the other weights, served, stopped, served again on another port
-        server = VLLMServer(vllm_python(), other_weights_dir, tmp_path / f"other{k}.log", name="judge")
-        try:
+    servers, signatures = [], []
+    try:
+        for k in range(2):  # the other weights, twice: two processes on two ports
+            servers.append(VLLMServer(vllm_python(), other_weights_dir, tmp_path / f"other{k}.log", name="judge",
+                                      wait=False))
+        for k, server in enumerate(servers):
+            server.ready()
             signatures.append(_signature(server.base_url, judge_model_dir))
             if k == 0:
                 _a_redeploy_in_the_middle_of_a_file_job(vllm_server, server, judge_model_dir, tmp_path, monkeypatch)
-        finally:
+            server.stop()  # the first is gone when the second signs
+    finally:
+        for server in servers:
             server.stop()
     assert signatures[0] != first  # other weights, same name, same tokenizer and template
-    assert signatures[1] == signatures[0]  # the same weights after a restart
+    assert signatures[1] == signatures[0]  # the same weights in another server process
 
 
 def _a_redeploy_in_the_middle_of_a_file_job(judge, other, tokenizer_dir, tmp_path, monkeypatch) -> None:
