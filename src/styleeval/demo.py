@@ -222,7 +222,7 @@ class Demo:
         order) where the configured model is one of them and runs here; none where it runs on a server or is no
         GGUF preset (a Hub id, a folder, a file, ``tiny-random``): the one model configured is the only one that
         applies there."""
-        if self.base_url is None and str(self.model).lower() in GGUF_PRESETS:
+        if self.backend_class().app_model is not None and str(self.model).lower() in GGUF_PRESETS:
             return tuple(GGUF_PRESETS)
         return ()
 
@@ -266,7 +266,7 @@ class Demo:
             return (f"**{key}**: {source.label}; {_memory(source.footprint)}. Fetched once ({source.size / 1e6:,.0f} "
                     "MB) and loaded when first chosen (that request waits for it), then kept. "
                     f"{MODEL_AGREEMENT[key][0].upper()}{MODEL_AGREEMENT[key][1:]}.")
-        if self.base_url is not None:  # a served name says nothing of the weights behind it
+        if self.backend_class().app_model is None:  # a server's model: its name says nothing of the weights
             return f"**{self.model_label}**: this Space's only model (it scores on a server)."
         worth = f" {MODEL_AGREEMENT[key][0].upper()}{MODEL_AGREEMENT[key][1:]}." if key in MODEL_AGREEMENT else ""
         return f"**{self.model_label}**: this Space's only model.{worth}"
@@ -314,10 +314,9 @@ class Demo:
             return loaded
 
     def _load(self, name: Any) -> Any:
-        """``LogProb`` of ``name``: on the server, else around the process's one copy of its weights."""
-        if self.base_url is not None:
-            return LogProb(name, tokenizer=self.tokenizer, base_url=self.base_url, progress=False)
-        return LogProb(backend=shared_backend(name, tokenizer=self.tokenizer), progress=False)
+        """``LogProb`` of ``name`` around the process's one backend for it (one copy of local weights, one server
+        client)."""
+        return LogProb(backend=shared_backend(name, self.base_url, tokenizer=self.tokenizer), progress=False)
 
     def _unavailable(self, key: Any, error: BaseException) -> ModelUnavailable:
         """The line a visitor reads when the chosen preset ``key`` cannot be had; ``error`` goes to the log."""
