@@ -415,11 +415,12 @@ class ScoringEngine:
         positions = torch.arange(start, start + width, device=self.device)
         kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], width,
                                                             start + width, start, self.device, self._attention_float)}
-        if cache is not None:
-            kwargs[self._cache_name] = DynamicCache(list(cache), config=self.model.config)
-        out = self.decoder(input_ids=ids.to(self.device), position_ids=positions[None], cache_position=positions,
-                           use_cache=True, **kwargs)
+        # every key kept (a config's sliding-window cache would drop the oldest: the layout counts them all)
+        kwargs[self._cache_name] = DynamicCache(list(cache)) if cache is not None else DynamicCache()
         end = start + len(tokens)
+        # the padding repeats the last position: never past the model's positions or a long-context rope's threshold
+        out = self.decoder(input_ids=ids.to(self.device), position_ids=positions.clamp(max=end - 1)[None],
+                           cache_position=positions, use_cache=True, **kwargs)
         return [(layer.keys[:, :, :end], layer.values[:, :, :end]) for layer in out[self._cache_name].layers]
 
     def _next_batch(self, rows: list[_Row], pos: int, budget: _Budget) -> list[_Row]:
@@ -472,7 +473,8 @@ class ScoringEngine:
 
         device = self.device
         n_rows = len(batch)
-        width = max(max(len(r.suffix) for r in batch), -(-invariant.MIN_ROWS // n_rows))  # >= MIN_ROWS token rows
+        longest = max(len(r.suffix) for r in batch)
+        width = max(longest, -(-invariant.MIN_ROWS // n_rows))  # >= MIN_ROWS token rows
         ids = torch.zeros((n_rows, width), dtype=torch.long)
         for b, row in enumerate(batch):
             ids[b, : len(row.suffix)] = torch.tensor(row.suffix, dtype=torch.long)
@@ -485,16 +487,15 @@ class ScoringEngine:
             mask, position_ids, pos_idx = self._tree_layout(batch, prefix_len, width)
             kwargs["attention_mask"] = mask.to(device)
             position_ids = position_ids.to(device)
+        position_ids = position_ids.clamp(max=prefix_len + longest - 1)  # padding: never past a real position
         kwargs[invariant.KEYWORD] = invariant.build_layout(
             [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
              else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
             width, prefix_len + width, prefix_len, device, self._attention_float)
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
-            kwargs[self._cache_name] = DynamicCache(
-                [(k.expand(n_rows, -1, -1, -1), v.expand(n_rows, -1, -1, -1)) for k, v in prefix_cache],
-                config=self.model.config,
-            )
+            kwargs[self._cache_name] = DynamicCache(  # no config: every key kept (no sliding-window layers)
+                [(k.expand(n_rows, -1, -1, -1), v.expand(n_rows, -1, -1, -1)) for k, v in prefix_cache])
         hidden = self.decoder(
             input_ids=ids,
             position_ids=position_ids,
@@ -564,13 +565,15 @@ class ScoringEngine:
         """``log softmax(lm_head(hidden))[targets]`` in float32 (float64 for float64 weights), on the scored
         positions only.
 
-        ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions. Fewer than
-        :data:`invariant.MIN_ROWS` rows are padded to it (a GEMM of 1-3 rows rounds otherwise than a larger one).
+        ``hidden`` is (N, H) and ``targets`` (N, K): K token ids read at each of the N positions. The rows are
+        padded to a multiple of :data:`invariant.MIN_ROWS` (a GEMM of 1-3 rows rounds otherwise than a larger one; a
+        float64 GEMM's rows past a multiple of 4 take another micro-kernel).
         """
         n = len(hidden)
-        if n < invariant.MIN_ROWS:
-            hidden = torch.cat([hidden, hidden.new_zeros(invariant.MIN_ROWS - n, hidden.shape[1])])
-            targets = torch.cat([targets, targets.new_zeros(invariant.MIN_ROWS - n, targets.shape[1])])
+        extra = -(-n // invariant.MIN_ROWS) * invariant.MIN_ROWS - n  # a whole number of 64-row tiles
+        if extra:
+            hidden = torch.cat([hidden, hidden.new_zeros(extra, hidden.shape[1])])
+            targets = torch.cat([targets, targets.new_zeros(extra, targets.shape[1])])
         return self._head_block(hidden, targets)[:n]
 
     def _head_block(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

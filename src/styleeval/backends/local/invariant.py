@@ -74,6 +74,7 @@ class Layout:
     bias: torch.Tensor
     gather: Gather | None
     keys: int  # Lk: key slots per virtual row, a multiple of BLOCK
+    key_len: int  # keys per batch row the pass must hand over (its cached prefix and its tokens)
 
 
 def _blocks(n: int) -> int:
@@ -110,7 +111,7 @@ def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len:
             n = len(seqs[0].queries)
             rank[b, :n] = torch.arange(prefix_len, prefix_len + n)
         rank = rank.to(device)
-        return Layout(rank, _bias(rank, _blocks(key_len), dtype), None, _blocks(key_len))
+        return Layout(rank, _bias(rank, _blocks(key_len), dtype), None, _blocks(key_len), key_len)
     sequences = [(b, seq) for b, seqs in enumerate(rows) for seq in seqs]
     width = max(BLOCK, max(len(seq.queries) for _, seq in sequences))
     keys = _blocks(max(len(seq.keys) for _, seq in sequences))
@@ -129,7 +130,7 @@ def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len:
     rank = rank.to(device)
     gather = Gather(*(torch.as_tensor(t, dtype=torch.long).to(device) for t in
                       ([b for b, _ in sequences], query, key, slots, targets)))
-    return Layout(rank, _bias(rank, keys, dtype), gather, keys)
+    return Layout(rank, _bias(rank, keys, dtype), gather, keys, key_len)
 
 
 def plain_sequences(prefix_len: int, length: int) -> list[KeySequence]:
@@ -204,6 +205,8 @@ def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | 
     group = heads // kv_heads
     wide = torch.float64 if query.dtype == torch.float64 else torch.float32
     keys = layout.keys
+    if key.shape[2] != layout.key_len:  # a cache that dropped keys: refuse rather than attend to the wrong ones
+        raise RuntimeError(f"attention got {key.shape[2]} keys per row where the layout counts {layout.key_len}")
     width, gather = layout.rank.shape[1], layout.gather
     if gather is None:  # the batch rows themselves, in buffer order
         q, k, v = _pad(query, width, wide), _pad(key, keys, wide), _pad(value, keys, wide)
@@ -256,6 +259,10 @@ def install(model) -> None:
     AttentionInterface.register(name, _invariant_or(fallback))
     ALL_MASK_ATTENTION_FUNCTIONS.register(name, mask)
     model.set_attn_implementation(name)
+    if model.config._attn_implementation != name:  # an architecture outside transformers' attention interface
+        raise UserError(f"{type(model).__name__} does not use transformers' attention interface, so the scoring "
+                        "engine cannot make its scores independent of their batch; use a model whose architecture "
+                        "does (Llama, Qwen2, Mistral, Phi-3, Gemma...)")
 
 
 def _eager_forward(model):
