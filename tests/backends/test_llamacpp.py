@@ -167,7 +167,8 @@ def test_logprob_is_within_quantization_distance_of_the_float32_engine(lcpp, rea
     fields = quantized.signature.fields
     assert SIGNED in quantized.signature and fields["backend"] == "llamacpp" and fields["dtype"] == "Q4_1"
     assert quantized.signature != engine.signature and engine.signature.fields["backend"] == "local"
-    assert fields["build"] == build_tag(llama_cpp) and "build" not in engine.signature.fields  # the kernels' build
+    assert fields["build"] == build_tag(llama_cpp)  # the kernels' build: llama.cpp's, and torch's for the engine
+    assert engine.signature.fields["build"] == real_backend.engine.build != fields["build"]
     assert fields["tok"] == engine.signature.fields["tok"]  # the GGUF's own tokenizer: the converted folder's
     again = LogProb(REAL_WEIGHTS, backend="llamacpp", n_threads=1, progress=False)  # opened by name
     assert list(again.score(sources[:2], rewrites[:2], styles[:2])) == list(quantized)[:2]
