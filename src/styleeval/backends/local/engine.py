@@ -35,7 +35,11 @@ attention is :mod:`~styleeval.backends.local.invariant`'s, every query on its ow
 fixed-shape reductions (torch's SDPA summed over the batch's padded or packed key length); and every matmul has at
 least :data:`~styleeval.backends.local.invariant.MIN_ROWS` token rows (a pass and an LM-head block are padded to it:
 a float32 GEMM of 1-3 rows takes another kernel). What the bits still depend on is signed (``build:``,
-:func:`build_tag`): torch's version, the CPU's instruction set (or the GPU), torch's thread count.
+:func:`build_tag`): torch's version, the CPU's instruction set (or the GPU), torch's thread count. Outside the
+guarantee: float64 weights (a reference computation: a float64 GEMM's rows past a multiple of 4 take another
+micro-kernel), a GPU (measured and tested on CPUs only), and rows past a long-context rope's threshold
+(``longrope``/``dynamic`` scaling picks its factor from the batch's longest position). The attention holds each
+row's scores (heads x queries x keys floats) at once: a row of 8k tokens on a 9-head model takes ~2.4 GB per layer.
 
 Calls may run in any number of threads: a call keeps its own state (its rows, batches, budget, KV caches, head
 queue) and never changes the model or the engine; what an engine keeps between calls is immutable and keyed by what
