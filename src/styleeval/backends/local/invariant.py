@@ -23,6 +23,7 @@ attention with the SDPA mask, bit for bit as before.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -242,8 +243,9 @@ def install(model) -> None:
     without a :class:`Layout`. A model whose implementation is neither ``sdpa`` nor ``eager`` (flash attention on
     a GPU, flex) is refused: the invariant attention is written for those two and their masks."""
     from transformers import AttentionInterface  # noqa: PLC0415 - heavy (transformers)
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: PLC0415 - heavy
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask, sdpa_mask  # noqa: PLC0415
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: PLC0415 - heavy (transformers)
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS  # noqa: PLC0415 - heavy (transformers)
+    from transformers.masking_utils import eager_mask, sdpa_mask  # noqa: PLC0415 - heavy (transformers)
 
     current = model.config._attn_implementation
     if current.startswith(NAME + "_"):
@@ -267,7 +269,5 @@ def install(model) -> None:
 
 def _eager_forward(model):
     """The model's own eager attention function (each architecture defines its ``eager_attention_forward``)."""
-    import importlib  # noqa: PLC0415 - only here
-
     module = importlib.import_module(type(model).__module__)
     return module.eager_attention_forward
