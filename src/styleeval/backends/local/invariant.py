@@ -244,8 +244,11 @@ def install(model) -> None:
     a GPU, flex) is refused: the invariant attention is written for those two and their masks."""
     from transformers import AttentionInterface  # noqa: PLC0415 - heavy (transformers)
     from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: PLC0415 - heavy (transformers)
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS  # noqa: PLC0415 - heavy (transformers)
-    from transformers.masking_utils import eager_mask, sdpa_mask  # noqa: PLC0415 - heavy (transformers)
+    from transformers.masking_utils import (  # noqa: PLC0415 - heavy (transformers)
+        ALL_MASK_ATTENTION_FUNCTIONS,  # noqa: PLC0415 - heavy (transformers)
+        eager_mask,
+        sdpa_mask,
+    )
 
     current = model.config._attn_implementation
     if current.startswith(NAME + "_"):
