@@ -54,13 +54,13 @@ def test_an_attention_gemms_entry_does_not_depend_on_its_shape_from_64_rows(dtyp
     """The attention's ``Q K^T`` (K = head size) and per-block ``W V`` (K = 64): an entry is the same whatever the
     batch count, the rows (from 64) and the columns (multiples of 64)."""
     torch.manual_seed(3)
-    q, k = torch.randn(3, 2, 400, 64, dtype=dtype), torch.randn(3, 2, 64, 1300, dtype=dtype)
+    q, k = torch.randn(3, 2, 1600, 64, dtype=dtype), torch.randn(3, 2, 64, 1300, dtype=dtype)
     want = torch.matmul(q[:1, :, :64], k[:1, :, :, :64])[0, 1, 5, 7]
-    for batch, rows, cols in [(1, 64, 64), (3, 100, 128), (3, 192, 640), (1, 400, 1280)]:
+    for batch, rows, cols in [(1, 64, 64), (3, 66, 128), (3, 100, 128), (3, 192, 640), (1, 400, 1280), (2, 1600, 192)]:
         assert torch.equal(torch.matmul(q[:batch, :, :rows], k[:batch, :, :, :cols])[0, 1, 5, 7], want)
     w, v = torch.randn(3, 2, 400, 64, dtype=dtype), torch.randn(3, 2, 64, 64, dtype=dtype)
     want = torch.matmul(w[:1, :, :64], v[:1])[0, 1, 5]
-    for batch, rows in [(1, 64), (3, 100), (3, 400)]:
+    for batch, rows in [(1, 64), (3, 66), (3, 100), (3, 400)]:
         assert torch.equal(torch.matmul(w[:batch, :, :rows], v[:batch])[0, 1, 5], want)
 
 
@@ -71,31 +71,33 @@ def _sequences(query, key, value, rows):
         for seq in seqs:
             keys = torch.tensor(seq.keys)
             for q, rank in seq.queries:
-                k, v = key[b, :, keys[: rank + 1]], value[b, :, keys[: rank + 1]]
+                group = query.shape[1] // key.shape[1]  # query heads per key head
+                k, v = (t[b, :, keys[: rank + 1]].repeat_interleave(group, dim=0) for t in (key, value))
                 out[b, :, q] = torch.nn.functional.scaled_dot_product_attention(
                     query[b, :, q : q + 1].double(), k.double(), v.double())[:, 0].to(query.dtype)
     return out.transpose(1, 2)
 
 
-def test_the_invariant_attention_computes_attention_on_each_sequences_own_keys():
+@pytest.mark.parametrize("kv_heads", [4, 2, 1])
+def test_the_invariant_attention_computes_attention_on_each_sequences_own_keys(kv_heads):
     """Against SDPA run on each query's own keys in float64: a plain row after a cached prefix, a token tree
-    (two branches and a sub-branch), padding; within float32 rounding. And a row's output alone equals (==) its
-    output in a batch with a longer row."""
+    (two branches and a sub-branch), padding, 1, 2 or 4 query heads per key head; within float32 rounding. And a
+    row's output alone equals (==) its output in a batch with a longer row."""
     torch.manual_seed(2)
     prefix, width, heads, d = 5, 12, 4, 16
     rows = [invariant.plain_sequences(prefix, 9),
             invariant.tree_sequences(prefix, 4, [-1, 0, 1, -1, 3, 1])]
-    layout = invariant.build_layout(rows, width, prefix + width, prefix)  # a tree with branches: gathered rows
+    layout = invariant.build_layout(rows, invariant.Pass(width, prefix + width, prefix, heads, kv_heads))  # gathered
     q = torch.randn(2, heads, width, d)
-    k, v = torch.randn(2, heads, prefix + width, d), torch.randn(2, heads, prefix + width, d)
+    k, v = torch.randn(2, kv_heads, prefix + width, d), torch.randn(2, kv_heads, prefix + width, d)
     got = invariant._attend(q, k, v, layout, d ** -0.5, None, None)
     want = _sequences(q, k, v, rows)
     for b, seqs in enumerate(rows):
         for seq in seqs:
             for query, _ in seq.queries:
                 assert torch.allclose(got[b, query], want[b, query], atol=1e-6, rtol=0)
-    alone = invariant.build_layout(rows[:1], 9, prefix + 9, prefix)
-    assert alone.gather is None  # one sequence in buffer order: the batch row itself, nothing gathered
+    alone = invariant.build_layout(rows[:1], invariant.Pass(9, prefix + 9, prefix, heads, kv_heads))
+    assert alone.groups[0].gather is None  # one sequence in buffer order: the batch row itself, nothing gathered
     alone = invariant._attend(q[:1, :, :9], k[:1, :, : prefix + 9], v[:1, :, : prefix + 9], alone, d ** -0.5,
                               None, None)
     assert torch.equal(alone[0], got[0, :9])  # the same bits either way

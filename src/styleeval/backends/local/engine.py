@@ -188,6 +188,7 @@ class ScoringEngine:
             raise UserError(f"max_batch_rows must be positive, got {max_batch_rows}")
         self.model = model
         invariant.install(model)  # once, here: a scoring pass never changes the model
+        self._heads = invariant.attention_heads(model.config)
         self.decoder = model.get_decoder()
         self._cache_name = _cache_keyword(self.decoder)
         self.batch_tokens = int(batch_tokens)
@@ -417,8 +418,8 @@ class ScoringEngine:
         ids = torch.zeros((1, width), dtype=torch.long)
         ids[0, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         positions = torch.arange(start, start + width, device=self.device)
-        kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], width,
-                                                            start + width, start, self.device, self._attention_float)}
+        shape = invariant.Pass(width, start + width, start, *self._heads, self.device, self._attention_float)
+        kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], shape)}
         # every key kept (a config's sliding-window cache would drop the oldest: the layout counts them all)
         kwargs[self._cache_name] = DynamicCache(list(cache)) if cache is not None else DynamicCache()
         end = start + len(tokens)
@@ -495,7 +496,7 @@ class ScoringEngine:
         kwargs[invariant.KEYWORD] = invariant.build_layout(
             [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
              else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
-            width, prefix_len + width, prefix_len, device, self._attention_float)
+            invariant.Pass(width, prefix_len + width, prefix_len, *self._heads, device, self._attention_float))
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
             kwargs[self._cache_name] = DynamicCache(  # no config: every key kept (no sliding-window layers)

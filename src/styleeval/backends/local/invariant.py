@@ -6,11 +6,15 @@ torch's CPU attention (``scaled_dot_product_attention``) reduces over the keys i
 sequence in logical order** (the shared prefix, its prompt, its ancestors, itself: exactly the keys it may see,
 gathered, never interleaved with a batch-mate's or a sibling's), with every reduction over a fixed shape:
 
-- scores: ``(64 queries x d) @ (d x 64 keys)`` blocks (one batched GEMM shape, whatever the batch);
-- softmax: the maximum over all its keys (exact in any order), ``exp(s - max)``, the sum over each 64-key block,
-  then the blocks' sums added one after another from the first key;
-- values: ``(64 x 64) @ (64 x d)`` per block, added in the same order.
+- scores: ``Q K^T`` per virtual row (one logical sequence), a GEMM of at least 64 rows (the query slots times the
+  query heads sharing a key head), whose entries do not depend on its shape from there (tested);
+- softmax: the maximum over all its keys (exact in any order), ``exp(s - max)`` flushed to 0 below ``exp(-87)``
+  (:func:`_flushed_exp`), the sum over each 64-key block, then the blocks' sums added one after another from the
+  first key;
+- values: ``(Wq x 64) @ (64 x d)`` per block, added in the same order.
 
+In a pass of token trees, virtual rows of like size are computed together (query slots: the least giving 64 product
+rows, doubled as needed; keys: a multiple of 64), so the work follows each sequence's length, not the longest's.
 So a query's output depends on its query vector and its keys and values only: not on how many rows the batch has,
 how long the longest is, where the row sits, which prefix was cached, or whether its prompt was packed as a tree.
 The matmuls around attention are row-invariant once a pass has at least :data:`MIN_ROWS` token rows (measured: a
@@ -32,7 +36,7 @@ import torch
 from styleeval.errors import UserError
 
 NAME = "styleeval_invariant"  # registered as NAME + "_" + the implementation it falls back to (sdpa, eager)
-BLOCK = 64  # keys per reduction block and queries per tile
+BLOCK = 64  # keys per reduction block
 MIN_ROWS = 64  # token rows per pass (and LM-head block) at least: the GEMMs' row-invariant regime
 KEYWORD = "styleeval_layout"  # the forward pass's keyword that carries the Layout to every attention layer
 
@@ -47,39 +51,70 @@ class KeySequence:
 
 
 @dataclass(frozen=True)
-class Gather:
-    """Where a pass's virtual rows come from (:class:`Layout`): virtual row ``r`` is batch row ``row[r]``'s queries
-    at ``query[r]`` and keys at ``key[r]`` (padding slots point at position 0: masked keys, discarded queries); its
-    real query slots (flat ``r * Wq + s``) are ``slots``, whose outputs go to flat query indices ``targets``."""
+class Rows:
+    """Virtual rows of one shape, computed together (:class:`Layout`): virtual row ``r`` is one logical sequence, its
+    query slots ``s`` (rank ``rank[r, s]``: the index of the query's own key in its keys) and its key slots ``j``
+    (logical key ``j``), padded to ``rank.shape[1]`` queries (>= :data:`MIN_ROWS` rows in each product, the heads
+    sharing a key counted) and to a multiple of :data:`BLOCK` keys. ``bias`` (R, 1, 1, Wq, Lk): 0 where a query
+    sees a key, ``-inf`` elsewhere. Unless the rows are the batch rows themselves (``gather`` is ``None``), the
+    :class:`Gather` says where they come from."""
 
-    row: torch.Tensor
+    rank: torch.Tensor
+    bias: torch.Tensor
+    gather: Gather | None = None
+
+    @property
+    def keys(self) -> int:
+        """Lk: key slots per virtual row, a multiple of :data:`BLOCK`."""
+        return self.bias.shape[-1]
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Indices of flat ``(row, head, position)`` vectors, computed once per pass: ``query`` (R*heads*Wq) into the
+    pass's queries (B, heads, n, d) seen as (B*heads*n, d), ``key`` (R*kv_heads*Lk) into its keys and values (B,
+    kv_heads, L, d) likewise (padding slots point at position 0: masked keys, discarded queries); a real query's
+    outputs, ``source`` in the virtual rows' output (R*heads*Wq, d), go to ``target`` in the attention's output
+    (B*n*heads, d)."""
+
     query: torch.Tensor
     key: torch.Tensor
-    slots: torch.Tensor
-    targets: torch.Tensor
+    source: torch.Tensor
+    target: torch.Tensor
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where every query's keys are, for one forward pass (built once, read by every layer).
+    """Where every query's keys are, for one forward pass (built once, read by every layer) of a model with
+    ``heads`` query heads and ``kv_heads`` key heads: its virtual rows, one :class:`Rows` per shape. Where every
+    batch row is one sequence in buffer order (plain rows, a prompt with one continuation) the virtual rows are the
+    batch rows themselves (one :class:`Rows`, nothing gathered); otherwise each logical sequence is a virtual row,
+    grouped with those of its padded query count and key count."""
 
-    Each *virtual row* ``r`` is one logical sequence: its query slots ``s`` (rank ``rank[r, s]``: the index of the
-    query's own key) and its key slots ``j`` (logical key ``j``), padded to at least :data:`BLOCK` queries and to a
-    multiple of :data:`BLOCK` keys. Where every batch row is one sequence in buffer order (plain rows, a prompt with
-    one continuation) the virtual rows are the batch rows themselves (``gather`` is ``None``); otherwise
-    :class:`Gather` says where they come from. ``bias`` (R, 1, 1, Wq, Lk): 0 where a query sees a key, ``-inf``
-    elsewhere.
-    """
-
-    rank: torch.Tensor
-    bias: torch.Tensor
-    gather: Gather | None
-    keys: int  # Lk: key slots per virtual row, a multiple of BLOCK
+    groups: tuple[Rows, ...]
     key_len: int  # keys per batch row the pass must hand over (its cached prefix and its tokens)
+    heads: int
+    kv_heads: int
 
 
 def _blocks(n: int) -> int:
     return max(1, -(-n // BLOCK)) * BLOCK
+
+
+def attention_heads(config) -> tuple[int, int]:
+    """``(query heads, key heads)`` of a model of ``config`` (equal without grouped-query attention)."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = getattr(text, "num_attention_heads", None) or 1
+    return heads, getattr(text, "num_key_value_heads", None) or heads
+
+
+def _width(queries: int, group: int) -> int:
+    """A virtual row's padded query count: the least that gives its products :data:`MIN_ROWS` rows (``group`` query
+    heads share a key head), doubled until it holds ``queries`` (few shapes, at most twice the work)."""
+    width = -(-MIN_ROWS // group)
+    while width < queries:
+        width *= 2
+    return width
 
 
 def _bias(rank: torch.Tensor, keys: int, dtype: torch.dtype, window: int | None = None) -> torch.Tensor:
@@ -101,37 +136,67 @@ def _in_buffer_order(prefix_len: int, sequences: Sequence[KeySequence]) -> bool:
             list(range(len(seq.queries))))
 
 
-def build_layout(rows: Sequence[Sequence[KeySequence]], query_len: int, key_len: int, prefix_len: int = 0,
-                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> Layout:
-    """The :class:`Layout` of a pass whose batch row ``b`` holds the sequences ``rows[b]`` (``query_len`` queries
-    per row after ``prefix_len`` cached keys, ``key_len`` keys per row), its bias in ``dtype`` on ``device``."""
-    if all(_in_buffer_order(prefix_len, seqs) for seqs in rows):
-        width = max(query_len, BLOCK)
+@dataclass(frozen=True)
+class Pass:
+    """The shape of one forward pass: ``query_len`` queries per batch row after ``prefix_len`` cached keys,
+    ``key_len`` keys per row, a model of ``heads`` query and ``kv_heads`` key heads; the bias in ``dtype`` on
+    ``device``."""
+
+    query_len: int
+    key_len: int
+    prefix_len: int = 0
+    heads: int = 1
+    kv_heads: int = 1
+    device: torch.device | str = "cpu"
+    dtype: torch.dtype = torch.float32
+
+
+def build_layout(rows: Sequence[Sequence[KeySequence]], shape: Pass) -> Layout:
+    """The :class:`Layout` of a pass of ``shape`` whose batch row ``b`` holds the sequences ``rows[b]``."""
+    group = shape.heads // shape.kv_heads
+    if all(_in_buffer_order(shape.prefix_len, seqs) for seqs in rows):
+        width = max(shape.query_len, _width(0, group))
         rank = torch.zeros((len(rows), width), dtype=torch.long)
         for b, seqs in enumerate(rows):
             n = len(seqs[0].queries)
-            rank[b, :n] = torch.arange(prefix_len, prefix_len + n)
-        rank = rank.to(device)
-        return Layout(rank, _bias(rank, _blocks(key_len), dtype), None, _blocks(key_len), key_len)
-    sequences = [(b, seq) for b, seqs in enumerate(rows) for seq in seqs]
-    width = max(BLOCK, max(len(seq.queries) for _, seq in sequences))
-    keys = _blocks(max(len(seq.keys) for _, seq in sequences))
-    query = torch.zeros((len(sequences), width), dtype=torch.long)
-    key = torch.zeros((len(sequences), keys), dtype=torch.long)
-    rank = torch.zeros((len(sequences), width), dtype=torch.long)
-    slots: list[int] = []
-    targets: list[int] = []
-    for r, (b, seq) in enumerate(sequences):
+            rank[b, :n] = torch.arange(shape.prefix_len, shape.prefix_len + n)
+        rank = rank.to(shape.device)
+        return Layout((Rows(rank, _bias(rank, _blocks(shape.key_len), shape.dtype)),), shape.key_len, shape.heads,
+                      shape.kv_heads)
+    by_shape: dict[tuple[int, int], list[tuple[int, KeySequence]]] = {}
+    for b, seqs in enumerate(rows):
+        for seq in seqs:
+            by_shape.setdefault((_width(len(seq.queries), group), _blocks(len(seq.keys))), []).append((b, seq))
+    groups = tuple(_gathered(by_shape[size], *size, shape) for size in sorted(by_shape))
+    return Layout(groups, shape.key_len, shape.heads, shape.kv_heads)
+
+
+def _gathered(sequences: list[tuple[int, KeySequence]], width: int, keys: int, shape: Pass) -> Rows:
+    """The :class:`Rows` of ``sequences`` ((batch row, sequence)), ``width`` query and ``keys`` key slots each."""
+    count = len(sequences)
+    row = torch.tensor([b for b, _ in sequences], dtype=torch.long)
+    query = torch.zeros((count, width), dtype=torch.long)
+    key = torch.zeros((count, keys), dtype=torch.long)
+    rank = torch.zeros((count, width), dtype=torch.long)
+    real = torch.zeros((count, width), dtype=torch.bool)
+    for r, (_, seq) in enumerate(sequences):
         if seq.queries:
             query[r, : len(seq.queries)] = torch.tensor([q for q, _ in seq.queries])
             rank[r, : len(seq.queries)] = torch.tensor([k for _, k in seq.queries])
-            slots += range(r * width, r * width + len(seq.queries))
-            targets += [b * query_len + q for q, _ in seq.queries]
+            real[r, : len(seq.queries)] = True
         key[r, : len(seq.keys)] = torch.tensor(seq.keys)
+    heads, kv_heads = (torch.arange(h)[None, :, None] for h in (shape.heads, shape.kv_heads))
+    query_at = (row[:, None, None] * shape.heads + heads) * shape.query_len + query[:, None]  # (R, heads, Wq)
+    key_at = (row[:, None, None] * shape.kv_heads + kv_heads) * shape.key_len + key[:, None]  # (R, kv, Lk)
+    slot = torch.arange(count * shape.heads * width).view(count, shape.heads, width)
+    source = slot.transpose(1, 2)[real].reshape(-1)  # a real query's heads side by side, as in the output
+    target = ((row[:, None, None] * shape.query_len + query[:, :, None]) * shape.heads
+              + torch.arange(shape.heads))[real]
+    device = shape.device
+    gather = Gather(query_at.reshape(-1).to(device), key_at.reshape(-1).to(device), source.to(device),
+                    target.reshape(-1).to(device))
     rank = rank.to(device)
-    gather = Gather(*(torch.as_tensor(t, dtype=torch.long).to(device) for t in
-                      ([b for b, _ in sequences], query, key, slots, targets)))
-    return Layout(rank, _bias(rank, keys, dtype), gather, keys, key_len)
+    return Rows(rank, _bias(rank, keys, shape.dtype), gather)
 
 
 def plain_sequences(prefix_len: int, length: int) -> list[KeySequence]:
@@ -193,48 +258,69 @@ def _pad(states: torch.Tensor, length: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.nn.functional.pad(states, (0, 0, 0, extra)) if extra else states
 
 
+UNDERFLOW = {torch.float32: -87.0, torch.float64: -708.0}  # exp(x) is a normal number above these
+
+
+def _flushed_exp(scores: torch.Tensor) -> torch.Tensor:
+    """``exp(max(scores, u)) - exp(u)`` in place, ``u`` = :data:`UNDERFLOW`: exactly 0 for the masked keys
+    (``-inf``) and wherever ``exp`` would be sub-normal, ``exp(scores)`` elsewhere (``exp(u)`` is below half an ulp
+    of any weight above ``2^-100``, so those are unchanged; the largest weight is 1). libm's exp takes a slow path
+    for sub-normal and zero results: measured 25x slower there, which made it a third of the attention's time."""
+    low = UNDERFLOW[scores.dtype]
+    floor = torch.tensor(low, dtype=scores.dtype).exp()
+    return scores.clamp_(min=low).exp_().sub_(floor)
+
+
 def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | None,
             window: int | None) -> torch.Tensor:
-    """Attention of every query on its virtual row's keys (:class:`Layout`); (B, n, heads, d) in ``query``'s dtype.
-
-    Per virtual row: scores ``Q K^T`` (GEMMs of >= 64 rows, whose entries do not depend on the shape there:
-    tests/backends/local/test_invariance.py), the bias, the maximum over the row (exact in any order),
-    ``exp(s - max)``, then per block of :data:`BLOCK` keys its sum and its ``(Wq x 64) @ (64 x d)`` product, the
-    blocks added one after another from the first key."""
+    """Attention of every query on its virtual row's keys (:class:`Layout`); (B, n, heads, d) in ``query``'s dtype."""
     b, heads, n, d = query.shape
-    kv_heads = key.shape[1]
-    group = heads // kv_heads
-    wide = torch.float64 if query.dtype == torch.float64 else torch.float32
-    keys = layout.keys
     if key.shape[2] != layout.key_len:  # a cache that dropped keys: refuse rather than attend to the wrong ones
         raise RuntimeError(f"attention got {key.shape[2]} keys per row where the layout counts {layout.key_len}")
-    width, gather = layout.rank.shape[1], layout.gather
-    if gather is None:  # the batch rows themselves, in buffer order
-        q, k, v = _pad(query, width, wide), _pad(key, keys, wide), _pad(value, keys, wide)
-    else:
-        row = gather.row[:, None]
-        q = query[row, :, gather.query].permute(0, 2, 1, 3).to(wide)  # (R, heads, Wq, d)
-        k = key[row, :, gather.key].permute(0, 2, 1, 3).to(wide)  # (R, kv_heads, Lk, d)
-        v = value[row, :, gather.key].permute(0, 2, 1, 3).to(wide)
-    rows = q.shape[0]
-    q = q.reshape(rows, kv_heads, group * width, d)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scaling  # (R, kv, g*Wq, Lk)
+    if (heads, key.shape[1]) != (layout.heads, layout.kv_heads):
+        raise RuntimeError(f"the layout was built for {layout.heads} query and {layout.kv_heads} key heads, the "
+                           f"attention has {heads} and {key.shape[1]}")
+    wide = torch.float64 if query.dtype == torch.float64 else torch.float32
+    if layout.groups[0].gather is None:  # the batch rows themselves, in buffer order
+        rows = layout.groups[0]
+        out = _attend_rows(_pad(query, rows.rank.shape[1], wide), _pad(key, rows.keys, wide),
+                           _pad(value, rows.keys, wide), rows, scaling, softcap, window)
+        return out[:, :, :n].transpose(1, 2).to(query.dtype)
+    flat_q, flat_k, flat_v = (t.reshape(-1, d) for t in (query, key, value))  # views where contiguous
+    result = query.new_zeros(b * n * heads, d)
+    for rows in layout.groups:
+        count, width = rows.rank.shape
+        at = rows.gather
+        q = flat_q.index_select(0, at.query).to(wide).view(count, heads, width, d)
+        k, v = (t.index_select(0, at.key).to(wide).view(count, -1, rows.keys, d) for t in (flat_k, flat_v))
+        out = _attend_rows(q, k, v, rows, scaling, softcap, window).view(-1, d)  # (R*heads*Wq, d)
+        result.index_copy_(0, at.target, out.index_select(0, at.source).to(query.dtype))
+    return result.view(b, n, heads, d)
+
+
+def _attend_rows(q, k, v, rows: Rows, scaling: float, softcap: float | None, window: int | None) -> torch.Tensor:
+    """(R, heads, Wq, d): per virtual row, scores ``Q K^T`` (GEMMs of >= 64 rows, whose entries do not depend on the
+    shape there: tests/backends/local/test_invariance.py), the bias, the maximum over the row (exact in any order),
+    ``exp(s - max)`` (:func:`_flushed_exp`), then per block of :data:`BLOCK` keys its sum and its
+    ``(Wq x 64) @ (64 x d)`` product, the blocks added one after another from the first key."""
+    count, heads, width, d = q.shape
+    kv_heads, keys = k.shape[1], rows.keys
+    group = heads // kv_heads
+    scores = torch.matmul(q.reshape(count, kv_heads, group * width, d), k.transpose(-1, -2))
+    scores.mul_(scaling)  # (R, kv, g*Wq, Lk), this call's own: in place
     if softcap is not None:  # Gemma-2's attention logit soft-capping, as transformers computes it
         scores = torch.tanh(scores / softcap) * softcap
-    bias = layout.bias if window is None else _bias(layout.rank, keys, wide, window)
-    scores = scores.view(rows, kv_heads, group, width, keys).add_(bias)  # in place: scores is this call's own
-    weights = scores.sub_(scores.amax(dim=-1, keepdim=True)).exp_().view(rows, kv_heads, group * width, keys)
+    bias = rows.bias if window is None else _bias(rows.rank, keys, scores.dtype, window)
+    scores = scores.view(count, kv_heads, group, width, keys).add_(bias)
+    scores = scores.sub_(scores.amax(dim=-1, keepdim=True)).view(count, kv_heads, group * width, keys)
+    weights = _flushed_exp(scores)
     blocks = keys // BLOCK
-    sums = weights.view(rows, kv_heads, group * width, blocks, BLOCK).sum(dim=-1)
+    sums = weights.view(count, kv_heads, group * width, blocks, BLOCK).sum(dim=-1)
     total, out = sums[..., 0], torch.matmul(weights[..., :BLOCK], v[:, :, :BLOCK])
     for j in range(1, blocks):  # the blocks added in key order, one after another
         total = total + sums[..., j]
         out = out + torch.matmul(weights[..., j * BLOCK : (j + 1) * BLOCK], v[:, :, j * BLOCK : (j + 1) * BLOCK])
-    out = (out / total.unsqueeze(-1)).view(rows, heads, width, d)
-    if gather is None:
-        return out[:, :, :n].transpose(1, 2).to(query.dtype)
-    real = out.transpose(1, 2).reshape(rows * width, heads, d)[gather.slots].to(query.dtype)
-    return query.new_zeros(b * n, heads, d).index_copy_(0, gather.targets, real).view(b, n, heads, d)
+    return (out / total.unsqueeze(-1)).view(count, heads, width, d)
 
 
 def install(model) -> None:
