@@ -44,8 +44,11 @@ class Reference:
     """A bfloat16 model with, per row and context, the exact token log-probabilities (the naive loop in float32 on
     the bfloat16 weights) and the naive bfloat16 loop's (float32 head on its last hidden state, as the engine)."""
 
-    def __init__(self, model16, tokenizer, rows, end_of_turn, backend: LocalBackend | None = None):
+    def __init__(self, model16, tokenizer, rows, end_of_turn, backend: LocalBackend | None = None,
+                 mates: list[int] | None = None):
         self.model, self.tokenizer, self.rows, self.backend = model16, tokenizer, rows, backend
+        self.mates = list(range(len(rows))) if mates is None else mates
+        self._shuffled: list | None = None
         wide = copy.deepcopy(model16).float()
         self.exact = [{c: naive_token_logprobs(wide, tokenizer, *r, c, end_of_turn) for c in CONTEXTS} for r in rows]
         del wide
@@ -64,6 +67,14 @@ class Reference:
 
     def score(self, lp: LogProb, order=None) -> list[dict[str, list[float]]]:
         return token_logprobs(lp, self.rows, order)
+
+    def shuffled(self) -> list[dict[str, list[float]]]:
+        """The default bfloat16 engine's token log-probabilities of every row, scored in one call in a shuffled
+        order (:data:`SHUFFLED`), back in row order: computed once per model, the scoring that the naive loop test
+        checks against the exact answer and the base that Rule 1's test compares every other batching with."""
+        if self._shuffled is None:
+            self._shuffled = self.score(_engine(self), shuffled_order(len(self.rows), SHUFFLED))
+        return self._shuffled
 
 
 def _scores(tokens: dict[str, list[float]]) -> tuple[float, float]:
@@ -84,6 +95,16 @@ def token_logprobs(lp: LogProb, rows, order=None) -> list[dict[str, list[float]]
     for k, i in enumerate(order):
         out[i] = {c: [t[c] for t in got[k]["tokens"]] for c in CONTEXTS}
     return out
+
+
+SHUFFLED = 3
+"""The seed of the order the shared scoring (:meth:`Reference.shuffled`) gives the engine its rows in."""
+
+
+def shuffled_order(n: int, seed: int) -> list[int]:
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    return order
 
 
 def largest_move(got, base) -> float:
@@ -114,8 +135,14 @@ def real16(real_backend, data_dir):
     for task in sorted(set(data["task"])):
         r = max((r for r in data if r["task"] == task), key=lambda r: len(r["rewrite"]))
         picked.append((r["source"], r["rewrite"], r["target_style"]))
-    return Reference(model16, real_backend.tokenizer, [*picked, ("Thanks for nothing.", "", "polite")],
-                     real_backend.tokenizer.convert_tokens_to_ids("<|im_end|>"), backend)
+    rows = [*picked, ("Thanks for nothing.", "", "polite")]
+    lengths = [len(rewrite) for _, rewrite, _ in picked]
+    # Rule 1's batchings on four of them (each a bfloat16 scoring of SmolLM2-135M: the test's cost): the longest and
+    # the shortest rewrite, the shortest source, the empty rewrite -- lengths that differ, so padding differs
+    mates = sorted({lengths.index(max(lengths)), lengths.index(min(lengths)),
+                    min(range(len(picked)), key=lambda i: len(picked[i][0])), len(picked)})
+    return Reference(model16, real_backend.tokenizer, rows, real_backend.tokenizer.convert_tokens_to_ids("<|im_end|>"),
+                     backend, mates)
 
 
 def _engine(ref: Reference, pipeline_rows: int | None = None, **options) -> LogProb:
@@ -142,9 +169,7 @@ def test_the_bfloat16_engine_equals_a_naive_bfloat16_loop(which, request):
     lp = _engine(ref)
     assert "|dtype:bfloat16|head:float32|" in lp.signature
     assert {p.dtype for p in lp.backend.model.parameters()} == {torch.bfloat16}  # the body really runs in bfloat16
-    order = list(range(len(ref.rows)))
-    random.Random(3).shuffle(order)
-    got = ref.errors(ref.score(lp, order))
+    got = ref.errors(ref.shuffled())  # the default engine, every row in one call, shuffled (shared with Rule 1's test)
     floor = ref.floor
     print(f"{which}: engine {got}; naive bfloat16 loop (the floor) {floor}")
     assert 0 < floor["mean"] < 0.1 and floor["max"] < 1.0  # the naive loop itself is bfloat16-close to exact
@@ -154,19 +179,22 @@ def test_the_bfloat16_engine_equals_a_naive_bfloat16_loop(which, request):
 
 @pytest.mark.parametrize("which", ["tiny", "real"])
 def test_a_bfloat16_score_is_the_same_bits_whatever_its_batch_mates(which, request):
-    """Rule 1 in bfloat16: other batchings, chunkings and orders, and each row scored alone, give every token the
-    same bits (``==``) as the call with every row, in its order."""
+    """Rule 1 in bfloat16: other batch-mates, batchings, chunkings and orders, and each row scored alone, give every
+    token the same bits (``==``) as the call with every row (the shared shuffled scoring, :meth:`Reference.shuffled`).
+    The tiny model's every row goes through every variant; SmolLM2-135M's ``mates`` (four rows of different lengths,
+    the empty rewrite among them: each variant is one more bfloat16 scoring of the real model), so that in each
+    variant a row also has other batch-mates than in the base call."""
     ref = request.getfixturevalue(f"{which}16")
+    base = [ref.shuffled()[i] for i in ref.mates]
+    rows = [ref.rows[i] for i in ref.mates]
     lp = _engine(ref)
-    base = ref.score(lp)
-    shuffled = list(range(len(ref.rows)))
-    random.Random(5).shuffle(shuffled)
     variants = {
-        "rows reversed": ref.score(lp, list(reversed(range(len(ref.rows))))),
-        "one row per batch": ref.score(_engine(ref, max_batch_rows=1)),
-        "small batches and chunks, shuffled": ref.score(_engine(ref, batch_tokens=96, pipeline_rows=2), shuffled),
-        "no packing": ref.score(_engine(ref, pack_prompts=False)),
-        "each row alone": [token_logprobs(lp, [row])[0] for row in ref.rows],
+        "rows reversed": token_logprobs(lp, rows, list(reversed(range(len(rows))))),
+        "one row per batch": token_logprobs(_engine(ref, max_batch_rows=1), rows),
+        "small batches and chunks, shuffled": token_logprobs(_engine(ref, batch_tokens=96, pipeline_rows=2), rows,
+                                                             shuffled_order(len(rows), 5)),
+        "no packing": token_logprobs(_engine(ref, pack_prompts=False), rows),
+        "each row alone": [token_logprobs(lp, [row])[0] for row in rows],
     }
     for name, got in variants.items():
         kept = sum(g == e for g, e in zip(got, base, strict=True))
