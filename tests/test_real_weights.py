@@ -132,6 +132,24 @@ def test_a_float32_run_is_float32_sized_on_real_weights(real_backend, task_rows,
     assert worst <= FLOAT32_GROSS
 
 
+def test_a_float32_score_is_the_same_bits_whatever_its_batch_on_real_weights(real_backend, task_rows):
+    """Rule 1 to the bit on real weights in float32 (the default): every row's content and style ``==`` its scores
+    in order, whatever the order, batching, chunking, packing and prefix sharing, and alone; the rows hold a source
+    with three rewrites (a token tree with three branches) and an empty rewrite."""
+    source, rewrite, style = task_rows[0]
+    rows = [*task_rows, (source, rewrite.upper(), style), (source, rewrite[: len(rewrite) // 2], style)]
+    lp = LogProb(real_backend.model, tokenizer=real_backend.tokenizer, progress=False)
+    base = [(r["content"], r["style_strength"]) for r in lp.score(*map(list, zip(*rows, strict=True)))]
+    for options in ({}, {"max_batch_rows": 1}, {"batch_tokens": 96, "pipeline_rows": 2},
+                    {"pack_prompts": False, "reuse_prefix": False}):
+        order, got = score_shuffled(real_backend.model, real_backend.tokenizer, rows, torch.float32, options)
+        moved = [i for k, i in enumerate(order) if (got[k]["content"], got[k]["style_strength"]) != base[i]]
+        assert not moved, f"{options}: rows {moved} moved with their batch"
+    for i in (0, len(task_rows) - 1, len(rows) - 1):
+        alone = lp.score(*([x] for x in rows[i]))[0]
+        assert (alone["content"], alone["style_strength"]) == base[i], f"row {i} alone"
+
+
 def test_the_preset_signs_by_its_content(real_backend, task_rows):
     lp = LogProb(backend=real_backend, progress=False)
     sig = lp.score(*map(list, zip(*task_rows[:1], strict=True))).signature
