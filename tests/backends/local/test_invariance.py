@@ -49,19 +49,21 @@ def test_the_attentions_fixed_shape_products_and_block_sums_do_not_depend_on_the
     assert torch.equal(a.sum(-1)[12], a[12:13].sum(-1)[0])
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_an_attention_gemms_entry_does_not_depend_on_its_shape_from_64_rows(dtype):
-    """The attention's ``Q K^T`` (K = head size) and per-block ``W V`` (K = 64): an entry is the same whatever the
-    batch count, the rows (from 64) and the columns (multiples of 64)."""
+def test_an_attention_gemms_entries_do_not_depend_on_its_shape_from_64_rows():
+    """The attention's ``Q K^T`` (K = head size) and per-block ``W V`` (K = 64) in float32 (the attention's precision
+    for float32 and bfloat16 models): every entry of a 64 x 64 block is the same whatever the batch count, the rows
+    (from 64) and the columns (multiples of 64). Not so in float64 (measured here: ``Q K^T``'s columns 60-63 round
+    otherwise with 64 keys than with 128, and blocks differ between 128 and 192 keys), which is why float64 weights
+    are outside the guarantee (docs/scoring.md)."""
     torch.manual_seed(3)
-    q, k = torch.randn(3, 2, 1600, 64, dtype=dtype), torch.randn(3, 2, 64, 1300, dtype=dtype)
-    want = torch.matmul(q[:1, :, :64], k[:1, :, :, :64])[0, 1, 5, 7]
+    q, k = torch.randn(3, 2, 1600, 64), torch.randn(3, 2, 64, 1300)
+    want = torch.matmul(q[:1, :, :64], k[:1, :, :, :64])[0]
     for batch, rows, cols in [(1, 64, 64), (3, 66, 128), (3, 100, 128), (3, 192, 640), (1, 400, 1280), (2, 1600, 192)]:
-        assert torch.equal(torch.matmul(q[:batch, :, :rows], k[:batch, :, :, :cols])[0, 1, 5, 7], want)
-    w, v = torch.randn(3, 2, 400, 64, dtype=dtype), torch.randn(3, 2, 64, 64, dtype=dtype)
-    want = torch.matmul(w[:1, :, :64], v[:1])[0, 1, 5]
-    for batch, rows in [(1, 64), (3, 66), (3, 100), (3, 400)]:
-        assert torch.equal(torch.matmul(w[:batch, :, :rows], v[:batch])[0, 1, 5], want)
+        assert torch.equal(torch.matmul(q[:batch, :, :rows], k[:batch, :, :, :cols])[0, :, :64, :64], want)
+    w, v = torch.randn(3, 2, 1600, 64), torch.randn(3, 2, 64, 64)
+    want = torch.matmul(w[:1, :, :64], v[:1])[0]
+    for batch, rows in [(1, 64), (3, 66), (3, 100), (3, 400), (2, 1600)]:
+        assert torch.equal(torch.matmul(w[:batch, :, :rows], v[:batch])[0, :, :64], want)
 
 
 def _sequences(query, key, value, rows):

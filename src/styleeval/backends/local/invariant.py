@@ -92,6 +92,7 @@ class Layout:
     grouped with those of its padded query count and key count."""
 
     groups: tuple[Rows, ...]
+    query_len: int  # queries per batch row
     key_len: int  # keys per batch row the pass must hand over (its cached prefix and its tokens)
     heads: int
     kv_heads: int
@@ -161,14 +162,14 @@ def build_layout(rows: Sequence[Sequence[KeySequence]], shape: Pass) -> Layout:
             n = len(seqs[0].queries)
             rank[b, :n] = torch.arange(shape.prefix_len, shape.prefix_len + n)
         rank = rank.to(shape.device)
-        return Layout((Rows(rank, _bias(rank, _blocks(shape.key_len), shape.dtype)),), shape.key_len, shape.heads,
-                      shape.kv_heads)
+        return Layout((Rows(rank, _bias(rank, _blocks(shape.key_len), shape.dtype)),), shape.query_len, shape.key_len,
+                      shape.heads, shape.kv_heads)
     by_shape: dict[tuple[int, int], list[tuple[int, KeySequence]]] = {}
     for b, seqs in enumerate(rows):
         for seq in seqs:
             by_shape.setdefault((_width(len(seq.queries), group), _blocks(len(seq.keys))), []).append((b, seq))
     groups = tuple(_gathered(by_shape[size], *size, shape) for size in sorted(by_shape))
-    return Layout(groups, shape.key_len, shape.heads, shape.kv_heads)
+    return Layout(groups, shape.query_len, shape.key_len, shape.heads, shape.kv_heads)
 
 
 def _gathered(sequences: list[tuple[int, KeySequence]], width: int, keys: int, shape: Pass) -> Rows:
@@ -267,7 +268,9 @@ def _flushed_exp(scores: torch.Tensor) -> torch.Tensor:
     of any weight above ``2^-100``, so those are unchanged; the largest weight is 1). libm's exp takes a slow path
     for sub-normal and zero results: measured 25x slower there, which made it a third of the attention's time."""
     low = UNDERFLOW[scores.dtype]
-    floor = torch.tensor(low, dtype=scores.dtype).exp()
+    # exp(u) by the same vectorized kernel as the scores' (a whole number of vectors, like every row of scores):
+    # a scalar exp may round otherwise on some instruction sets, which would leave masked weights sub-normal, not 0
+    floor = torch.full((BLOCK,), low, dtype=scores.dtype, device=scores.device).exp_()[0]
     return scores.clamp_(min=low).exp_().sub_(floor)
 
 
@@ -277,6 +280,8 @@ def _attend(query, key, value, layout: Layout, scaling: float, softcap: float | 
     b, heads, n, d = query.shape
     if key.shape[2] != layout.key_len:  # a cache that dropped keys: refuse rather than attend to the wrong ones
         raise RuntimeError(f"attention got {key.shape[2]} keys per row where the layout counts {layout.key_len}")
+    if n != layout.query_len:
+        raise RuntimeError(f"attention got {n} queries per row where the layout counts {layout.query_len}")
     if (heads, key.shape[1]) != (layout.heads, layout.kv_heads):
         raise RuntimeError(f"the layout was built for {layout.heads} query and {layout.kv_heads} key heads, the "
                            f"attention has {heads} and {key.shape[1]}")
