@@ -13,7 +13,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_real.py"
 
 def test_quick_run_reports_every_contender(real_backend, data_dir, tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--rows", "8", "--chunk", "4",
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--rows", "4", "--chunk", "2",
                            "--contenders", "engine,authors,llamacpp", "--data-dir", str(data_dir), "--json", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
