@@ -418,7 +418,7 @@ class ScoringEngine:
         ids = torch.zeros((1, width), dtype=torch.long)
         ids[0, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
         positions = torch.arange(start, start + width, device=self.device)
-        shape = invariant.Pass(width, start + width, start, *self._heads, self.device, self._attention_float)
+        shape = invariant.Pass(width, start + width, start, *self._heads, self.device, self._head_float())
         kwargs = {invariant.KEYWORD: invariant.build_layout([invariant.plain_sequences(start, len(tokens))], shape)}
         # every key kept (a config's sliding-window cache would drop the oldest: the layout counts them all)
         kwargs[self._cache_name] = DynamicCache(list(cache)) if cache is not None else DynamicCache()
@@ -496,7 +496,7 @@ class ScoringEngine:
         kwargs[invariant.KEYWORD] = invariant.build_layout(
             [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
              else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
-            invariant.Pass(width, prefix_len + width, prefix_len, *self._heads, device, self._attention_float))
+            invariant.Pass(width, prefix_len + width, prefix_len, *self._heads, device, self._head_float()))
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
             kwargs[self._cache_name] = DynamicCache(  # no config: every key kept (no sliding-window layers)
@@ -554,11 +554,6 @@ class ScoringEngine:
         gather = [torch.full((len(r.targets),), r.start, dtype=torch.long) if r.reads is None
                   else torch.where(r.reads < 0, r.start, int(trunk[b]) + r.reads) for b, r in enumerate(batch)]
         return mask, position_ids, torch.cat(gather)
-
-    @property
-    def _attention_float(self) -> torch.dtype:
-        """The invariant attention's arithmetic: float64 for float64 weights, else float32."""
-        return self._head_float()
 
     def _head_float(self) -> torch.dtype:
         """The dtype of the head's logits and log-softmax when no ``head_dtype`` rounds them: float64 for float64
