@@ -972,7 +972,7 @@ def test_building_the_space_computes_no_meta_evaluation_until_its_tab_opens(monk
     import threading
 
     need_module("gradio", "pip install -e '.[test]'")
-    import styleeval.demo as demo_module
+    import styleeval.demo.metaevaluation as demo_module  # where metaeval_tab looks content_metaeval up
 
     calls = []
     real = demo_module.content_metaeval  # the one meta-evaluation behind the tab's table, figure and leaderboard
