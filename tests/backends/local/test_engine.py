@@ -176,6 +176,9 @@ def _layout_by_hand(batch, prefix_len, width):
 
 
 def test_tree_layout_equals_a_token_by_token_construction():
+    """A tree's position ids and reads, and the keys its invariant layout lets each token see, equal a mask and
+    positions built one token at a time."""
+    from styleeval.backends.local import invariant
     from styleeval.backends.local.engine import _Row
 
     rng = random.Random(0)
@@ -188,9 +191,19 @@ def test_tree_layout_equals_a_token_by_token_construction():
         batch.append(_Row(b, list(range(trunk + n_nodes)), trunk - 1, torch.zeros((3, 1), dtype=torch.long),
                           torch.tensor(parents, dtype=torch.long), torch.tensor(reads, dtype=torch.long)))
     width = max(len(r.suffix) for r in batch) + 2  # some padding
-    mask, positions, gather = ScoringEngine._tree_layout(batch, 4, width)
+    positions, gather = ScoringEngine._tree_positions(batch, 4, width)
     want_mask, want_positions = _layout_by_hand(batch, 4, width)
-    assert torch.equal(mask, want_mask) and torch.equal(positions, want_positions)
+    assert torch.equal(positions, want_positions)
+    for b, row in enumerate(batch):
+        seen = {}  # query -> the keys it sees, from the layout's sequences
+        for seq in invariant.tree_sequences(4, row.start + 1, row.parents.tolist()):
+            for q, rank in seq.queries:
+                assert q not in seen  # each query computed once
+                seen[q] = sorted(seq.keys[: rank + 1])
+        real = len(row.suffix)
+        assert sorted(seen) == list(range(real))
+        assert [seen[q] for q in range(real)] == [want_mask[b, 0, q].nonzero().flatten().tolist()
+                                                  for q in range(real)]
     want_gather = [r.start if p < 0 else r.start + 1 + p for r in batch for p in r.reads.tolist()]
     assert gather.tolist() == want_gather
 

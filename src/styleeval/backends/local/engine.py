@@ -7,9 +7,9 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
    next call with the same prefix while the weights are unchanged (another prefix is run afresh: a score never
    depends on the calls before it);
 2. rows are sorted by length (longest first) and packed into batches under a token budget; the suffixes are
-   right-padded and get explicit position ids ``P + arange(L)``, so with the causal mask no real token ever
-   attends to padding (plain batches: the library's causal mask, aligned after the cached prefix by the cache
-   positions; token trees: their own mask);
+   right-padded and get explicit position ids ``P + arange(L)``; which keys a token attends to is the invariant
+   attention's layout (:mod:`~styleeval.backends.local.invariant`: a plain row's own tokens causally, after the
+   cached prefix; a token tree's node, the prompt and its own ancestors), so no real token ever attends to padding;
 3. only the hidden states that predict a continuation token go through the LM head, in float32 (float64 for float64
    weights: a reference computation), gathered across
    batches into blocks of ``head_rows`` (few large GEMMs over the largest weight of the model), and each
@@ -21,8 +21,8 @@ One batching path for every log-likelihood the project computes (lm-evaluation-h
 
 With ``pack_prompts=True`` (LogProb's default) :meth:`ScoringEngine.token_logprobs` runs every distinct prompt once:
 the continuations that follow one prompt (a source's several rewrites, in meta-evaluation data) are packed after it
-as branches of a token tree (:class:`TokenTree`: a mask lets each branch see only the prompt and itself, positions
-follow the depth), and trees of different prompts share batches.
+as branches of a token tree (:class:`TokenTree`: each branch sees only the prompt and itself, positions follow the
+depth), and trees of different prompts share batches.
 
 With ``share_prompts=True`` rows are first grouped by a longer shared prompt prefix (sorted by prompt; a run of
 rows forms a group when its common prefix reaches ``min_shared`` tokens past the global one), each group's
@@ -311,9 +311,9 @@ class ScoringEngine:
                       share_prompts: bool | None = None) -> list[list[torch.Tensor]]:
         """Next-token log-probabilities of candidate tokens at several points of a token tree after each prompt.
 
-        Each :class:`TokenTree` is packed into one sequence (its prompt, then its nodes in order) with an attention
-        mask that lets a node see only the prompt and its own ancestors and position ids that follow the tree's
-        depth, so every branch is scored exactly as if it were the only continuation -- in one forward pass,
+        Each :class:`TokenTree` is packed into one sequence (its prompt, then its nodes in order) whose attention
+        layout lets a node see only the prompt and its own ancestors (:func:`invariant.tree_sequences`), with
+        position ids that follow the tree's depth, so every branch is scored exactly as if it were the only continuation -- in one forward pass,
         with the prompt computed once. Returns, per tree, one float32 tensor per read (its candidates' log-probs).
         """
         items = []
@@ -489,8 +489,7 @@ class ScoringEngine:
         kwargs = {}
         trees = any(r.parents is not None for r in batch)
         if trees:  # each node sees the prefix, the prompt and its own ancestors; positions follow the depth
-            mask, position_ids, pos_idx = self._tree_layout(batch, prefix_len, width)
-            kwargs["attention_mask"] = mask.to(device)
+            position_ids, pos_idx = self._tree_positions(batch, prefix_len, width)
             position_ids = position_ids.to(device)
         position_ids = position_ids.clamp(max=prefix_len + longest - 1)  # padding: never past a real position
         kwargs[invariant.KEYWORD] = invariant.build_layout(
@@ -521,39 +520,32 @@ class ScoringEngine:
         return batch, hidden[row_idx.to(device), pos_idx.to(device)], targets
 
     @staticmethod
-    def _tree_layout(batch: list[_Row], prefix_len: int, width: int):
-        """Boolean attention mask (B, 1, L, P+L), position ids (B, L) and the suffix index of every read (all rows'
-        reads in order), built with tensor operations: a loop over the tree depth, not over tokens."""
+    def _tree_positions(batch: list[_Row], prefix_len: int, width: int):
+        """Position ids (B, L) (a node's: its prompt's end plus its depth) and the suffix index of every read (all
+        rows' reads in order), built with tensor operations: a loop over the tree depth, not over tokens. Which keys
+        each token sees is the invariant layout's (:func:`invariant.tree_sequences`): no attention mask is built."""
         n_rows = len(batch)
         q = torch.arange(width)
         trunk = torch.tensor([r.start + 1 for r in batch], dtype=torch.long)[:, None]  # prompt tokens in the suffix
         n_nodes = torch.tensor([0 if r.parents is None else len(r.parents) for r in batch], dtype=torch.long)[:, None]
-        is_trunk = q[None, :] < trunk
-        is_node = ~is_trunk & (q[None, :] < trunk + n_nodes)
+        is_node = (q[None, :] >= trunk) & (q[None, :] < trunk + n_nodes)
         parent = torch.full((n_rows, width), -1, dtype=torch.long)  # each node's parent, in suffix coordinates
         for b, row in enumerate(batch):  # one slice per row
             if row.parents is not None and len(row.parents):
                 t = int(trunk[b])
                 parent[b, t : t + len(row.parents)] = torch.where(row.parents < 0, t - 1, t + row.parents)
-        causal = torch.ones(width, width, dtype=torch.bool).tril()
-        see = causal[None] & is_trunk[:, None, :] & is_trunk[:, :, None]  # the prompt: causal
-        see |= is_node[:, :, None] & is_trunk[:, None, :]  # a node sees the whole prompt ...
-        see |= torch.eye(width, dtype=torch.bool)[None]  # ... and itself (padding: only itself)
         depth = is_node.long()
         up = torch.where(is_node, parent, -1)  # walk every node up through its ancestor nodes at once
         while True:
             up_is_node = (up >= 0) & is_node.gather(1, up.clamp(min=0))
             if not up_is_node.any():
                 break
-            rows_idx, cols = up_is_node.nonzero(as_tuple=True)
-            see[rows_idx, cols, up[rows_idx, cols]] = True
             depth += up_is_node
             up = torch.where(up_is_node, parent.gather(1, up.clamp(min=0)), -1)
         position_ids = torch.where(is_node, trunk - 1 + depth, q[None, :]) + prefix_len
-        mask = torch.cat([torch.ones((n_rows, width, prefix_len), dtype=torch.bool), see], dim=-1)[:, None]
         gather = [torch.full((len(r.targets),), r.start, dtype=torch.long) if r.reads is None
                   else torch.where(r.reads < 0, r.start, int(trunk[b]) + r.reads) for b, r in enumerate(batch)]
-        return mask, position_ids, torch.cat(gather)
+        return position_ids, torch.cat(gather)
 
     def _head_float(self) -> torch.dtype:
         """The dtype of the head's logits and log-softmax when no ``head_dtype`` rounds them: float64 for float64
