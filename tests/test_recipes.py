@@ -1,6 +1,6 @@
-"""The five "how to add" recipes of docs/architecture.md, followed as a new contributor would, each in a temporary
-package outside ``src/`` (a backend, a metric, a corpus, a leaderboard statistic, a LogProb prompt set), and run end to
-end through the public entry points: nothing else in the library is edited."""
+"""The six "how to add" recipes of docs/architecture.md, followed as a new contributor would, each in a temporary
+package outside ``src/`` (a backend, a metric, a corpus, a leaderboard statistic, a LogProb prompt set, an LLM scorer),
+and run end to end through the public entry points: nothing else in the library is edited."""
 
 from __future__ import annotations
 
@@ -146,6 +146,83 @@ TERSE = register_prompt_set(PromptSet(
     instructions={"style": "Make this {style}: {source}", "paraphrase": "Say this another way: {source}",
                   "repeat": "Say this again: {source}"},
 ))
+'''
+
+
+LLM_SCORER_MODULE = '''
+"""A toy scorer declared as the recipe says: its words and characters per word of the source, as two dimensions."""
+
+from styleeval.llm_scorer import MODEL_OPTIONS, Command, Dimension, LLMScorer
+from styleeval.metrics.llm_metric import register_llm_metrics
+from styleeval.optiontypes import Option, Options
+from styleeval.signature import Signature
+
+
+class Rows(list):
+    def __init__(self, rows, signature):
+        super().__init__(rows)
+        self.signature = signature
+
+
+class Toy:
+    def __init__(self, model=None, unit="words", progress=True):
+        self.unit = unit
+        self.signature = Signature.build("toy", {"model": str(model), "unit": unit, "version": "1"})
+
+    def score(self, sources, rewrites, styles):
+        rows = []
+        for source, rewrite, style in zip(sources, rewrites, styles, strict=True):
+            ratio = len(rewrite.split()) / max(1, len(source.split()))
+            rows.append({"ratio": ratio if self.unit == "words" else len(rewrite) / max(1, len(source)),
+                         "styled": float(style in rewrite.lower()), "note": f"{style}: {len(rewrite)} chars"})
+        return Rows(rows, self.signature)
+
+
+_SHARED = {}
+
+
+def shared_toy(model=None, **options):
+    key = (model, *sorted(options.items()))
+    return _SHARED.setdefault(key, Toy(model, **options, progress=False))
+
+
+TOY = register_llm_metrics(LLMScorer(
+    name="toy",
+    label="toy",
+    loading="the toy scorer",
+    options=Options("the toy scorer", [*MODEL_OPTIONS, Option("unit", str, "words or chars", choices=("words", "chars"))]),
+    dimensions=(Dimension("ratio", "ratio", "ratio", "rewrite length per source length."),
+                Dimension("styled", "styled", "styled", "1 where the rewrite names its target style.")),
+    make=Toy,
+    shared=shared_toy,
+    rows=lambda toy, sources, rewrites, styles: toy.score(sources, rewrites, styles),
+    command=Command("toy-score", "toy scores for a file", "Score each rewrite with the toy scorer.", "", "scored",
+                    16, "{:.3f}".format, "skipped: NaN scores"),
+    extras=("note",),
+    texts=("note",),
+))
+'''
+
+EVALUATE_MODULE = '''
+import evaluate
+
+import styleeval.evaluate_support as support
+from toy_scorer_plugin import TOY
+
+
+class ToyScorer(support.SourceStyleInputs, evaluate.Metric):
+    def _info(self):
+        return support.source_style_info("A toy.", "", "predictions, sources, styles")
+
+    def _compute(self, predictions, sources, styles, **options):
+        return TOY.evaluate("toy_scorer", predictions, sources, styles, options)
+'''
+
+COMMAND_MODULE = '''
+from styleeval.commands._llm import llm_command
+from toy_scorer_plugin import TOY
+
+SUMMARY, register, run = llm_command(TOY)
 '''
 
 
@@ -335,3 +412,65 @@ def test_a_logprob_prompt_set_added_by_the_recipe_is_scored_with_its_text_and_si
     finally:
         unregister_prompt_set("terse")
         sys.modules.pop("terse_prompt_plugin", None)
+
+
+def test_an_llm_scorer_added_by_the_recipe_gets_its_metrics_file_command_and_evaluate_module(tmp_path, capsys):
+    """The recipe's declaration, then every layer derived from it: the metrics ``toy_ratio`` / ``toy_styled`` with
+    the spec's option, the records of ``scorer_file`` (resumed), the command with its flag and summary line, the
+    ``evaluate`` module's result."""
+    import evaluate
+
+    from styleeval.cli import COMMANDS, main
+    from styleeval.files import read_scores, scorer_file
+    from styleeval.files.records import RecordKind
+    from styleeval.metrics import get_metric
+    from styleeval.metrics.registry import REGISTRY, metric_options, metric_summary
+
+    sources, rewrites, styles = map(list, zip(*ROWS, strict=True))
+    ratios = [len(r.split()) / len(s.split()) for s, r, _ in ROWS]
+    try:
+        toy = _import(tmp_path, "toy_scorer_plugin", LLM_SCORER_MODULE).TOY
+        _import(tmp_path, "toy_score_command", COMMAND_MODULE)
+        # the metrics, one per dimension, with the declared options
+        assert metric_options("toy_ratio") == ("model", "backend", "unit")
+        assert metric_summary("toy_styled") == "1 where the rewrite names its target style."
+        metric = get_metric("toy_ratio:model=m1")
+        assert metric.compute(sources, rewrites, styles=styles) == pytest.approx(ratios)
+        assert str(metric.signature) == "toy_ratio|model:m1|unit:words|version:1"
+        chars = get_metric("toy_ratio:model=m1:unit=chars").compute(sources, rewrites, styles=styles)
+        assert chars == pytest.approx([len(r) / len(s) for s, r, _ in ROWS])
+        assert get_metric("toy_styled").compute(sources, rewrites, styles=styles) == [0.0, 0.0, 0.0]
+        with pytest.raises(ValueError, match="unit"):
+            get_metric("toy_ratio:unit=lines")
+        # its record files: resumable, with the declared fields
+        table = tmp_path / "rows.jsonl"
+        table.write_text("".join(json.dumps({"source": s, "rewrite": r, "style": st}) + "\n" for s, r, st in ROWS),
+                         encoding="utf-8")
+        out = tmp_path / "toy.jsonl"
+        assert scorer_file(toy, table, out, "m1", max_rows=2, progress=False).scored == 2
+        assert scorer_file(toy, table, out, "m1", progress=False).scored == 1
+        records = read_scores(out, RecordKind.of(toy))
+        assert [r["ratio"] for r in records] == pytest.approx(ratios)
+        assert records[2]["note"] == f"formal: {len(ROWS[2][1])} chars"
+        assert list(records[0]) == ["row", "source", "rewrite", "style", "ratio", "styled", "note", "signature"]
+        # its command, with the declared flag and summary line
+        COMMANDS.add("toy-score", "toy_score_command")
+        again = tmp_path / "again.jsonl"
+        assert main(["toy-score", str(table), "--out", str(again), "--model", "m1", "--unit", "chars"]) == 0
+        assert [r["ratio"] for r in read_scores(again, RecordKind.of(toy))] == pytest.approx(chars)
+        assert f"mean ratio {np.mean(chars):.3f}  mean styled 0.000" in capsys.readouterr().err
+        # its evaluate module
+        module = tmp_path / "toy_scorer" / "toy_scorer.py"
+        module.parent.mkdir()
+        module.write_text(EVALUATE_MODULE, encoding="utf-8")
+        got = evaluate.load(str(module.parent)).compute(predictions=rewrites, sources=sources, styles=styles,
+                                                        model="m1")
+        assert list(got) == ["ratio", "styled", "ratio_mean", "styled_mean", "signature"]
+        assert got["ratio"] == pytest.approx(ratios) and got["ratio_mean"] == pytest.approx(np.mean(ratios))
+        assert got["signature"] == "toy|model:m1|unit:words|version:1"
+    finally:
+        COMMANDS.unregister("toy-score")
+        for name in ("toy_ratio", "toy_styled"):
+            REGISTRY.unregister(name)
+        for name in ("toy_scorer_plugin", "toy_score_command"):
+            sys.modules.pop(name, None)

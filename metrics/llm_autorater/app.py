@@ -10,37 +10,20 @@ import os
 
 import gradio as gr
 
-from styleeval.autorater.rater import shared_autorater
-from styleeval.demo import check_text, model_from_env
-
-
-def _judge():
-    return shared_autorater(**model_from_env(), mode=os.environ.get("STYLEEVAL_AUTORATER_MODE", "expected"))
+from styleeval.demo import app_row, launch, metric_app
+from styleeval.options import AUTORATER
 
 
 def rate(source: str, rewrite: str, style: str) -> dict:
     """The autorater's ratings of one rewrite (the API endpoint ``/rate``)."""
     try:
-        source, rewrite, style = (check_text(n, v) for n, v in (("source", source), ("rewrite", rewrite),
-                                                                  ("target style", style)))
-        row = _judge().rate([source], [rewrite], [style])[0]
+        return app_row(AUTORATER, source, rewrite, style, mode=os.environ.get("STYLEEVAL_AUTORATER_MODE", "expected"))
     except (ValueError, RuntimeError) as err:
         raise gr.Error(str(err)) from None
-    return {k: v for k, v in row.items() if k in ("meaning", "style", "parsed", "reply", "meaning_probs", "style_probs")}
 
 
-with gr.Blocks(title="LLM autorater") as demo:
-    gr.Markdown("# LLM-as-autorater\nRate how well a rewrite keeps the meaning and reaches the target style (1-5).")
-    with gr.Row():
-        source = gr.Textbox(label="Source", value="give me the report now.")
-        rewrite = gr.Textbox(label="Rewrite", value="Could you please send me the report?")
-        style = gr.Textbox(label="Target style", value="polite")
-    button = gr.Button("Rate", variant="primary")
-    output = gr.JSON(label="Ratings")
-    button.click(rate, [source, rewrite, style], output, api_name="rate")
+demo = metric_app("LLM autorater", "# LLM-as-autorater\nRate how well a rewrite keeps the meaning and reaches the "
+                  "target style (1-5).", rate, example="give me the report now.", button="Rate", output="Ratings")
 
 if __name__ == "__main__":
-    demo.queue(default_concurrency_limit=2).launch(
-        server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
-    )
+    launch(demo)

@@ -16,12 +16,10 @@
 A thin `evaluate` wrapper: all the work is done by ``styleeval.Autorater``.
 """
 
-import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
-import styleeval.autorater.rater
-import styleeval.options
+
 import styleeval.evaluate_support as support
-import styleeval.labels
+import styleeval.options
 
 _CITATION = """\
 @misc{pauli2025mindthestylegap,
@@ -89,48 +87,12 @@ Examples:
 """
 
 
-INPUTS = ("predictions", "sources", "styles", "fill")
-
-
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class LlmAutorater(support.SourceStyleInputs, evaluate.Metric):
     """LLM-as-autorater meaning and style ratings (Pauli, Augenstein & Assent, 2025, appendix D.2)."""
 
     def _info(self):
-        return evaluate.MetricInfo(
-            module_type="metric",
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string"),
-                    "sources": datasets.Value("string"),
-                    "styles": datasets.Value("string"),
-                }
-            ),
-            reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
-        )
+        return support.source_style_info(_DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION)
 
-    def _compute(self, predictions, sources, styles, **given):
-        given = dict(given)
-        fill = given.pop("fill", "mean")
-        opts = styleeval.options.AUTORATER_OPTIONS.from_kwargs("llm_autorater", given, fixed=INPUTS)
-        if fill not in ("mean", "none"):
-            raise ValueError(f"llm_autorater: fill must be 'mean' or 'none', got {fill!r}")
-        judge = styleeval.autorater.rater.shared_autorater(**opts)
-        results = judge.rate(sources, predictions, styles)
-        meaning, style = results.meaning, results.style
-        if fill == "mean" and judge.mode == "paper":  # the authors' rule, once over this call's rows
-            meaning = styleeval.autorater.rater.fill_unparsed_with_mean(meaning)
-            style = styleeval.autorater.rater.fill_unparsed_with_mean(style)
-        return {
-            "meaning": meaning,
-            "style": style,
-            "parsed": [bool(r["parsed"]) for r in results],
-            "compliance_rate": results.compliance_rate,
-            "meaning_mean": support.nan_mean(meaning),
-            "style_mean": support.nan_mean(style),
-            "signature": results.signature,
-            **styleeval.labels.warning_field(results.signature),  # "random weights: not for numbers" with tiny-random
-        }
+    def _compute(self, predictions, sources, styles, **options):
+        return styleeval.options.AUTORATER.evaluate("llm_autorater", predictions, sources, styles, options)

@@ -16,12 +16,9 @@
 A thin `evaluate` wrapper: all the work is done by ``styleeval.LogProb``.
 """
 
-import datasets  # noqa: I001 (ruff's first-party guess for `datasets` follows the repository's datasets/ folder)
 import evaluate
-import styleeval.errors
+
 import styleeval.evaluate_support as support
-import styleeval.labels
-import styleeval.logprob
 import styleeval.options
 
 _CITATION = """\
@@ -102,41 +99,13 @@ Examples:
     ['content', 'content_mean', 'signature', 'style_strength', 'style_strength_mean']
 """
 
-INPUTS = ("predictions", "sources", "styles")
-RENAMED = {"content_preservation": "content", "content_preservation_mean": "content_mean"}
-"""Result keys of earlier versions (one name per number everywhere), still read with a FutureWarning."""
-
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
     """LogProb content preservation and style strength (Pauli, Augenstein & Assent, 2025)."""
 
     def _info(self):
-        return evaluate.MetricInfo(
-            module_type="metric",
-            description=_DESCRIPTION,
-            citation=_CITATION,
-            inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features(
-                {
-                    "predictions": datasets.Value("string"),
-                    "sources": datasets.Value("string"),
-                    "styles": datasets.Value("string"),
-                }
-            ),
-            reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
-        )
+        return support.source_style_info(_DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION)
 
     def _compute(self, predictions, sources, styles, **options):
-        opts = styleeval.options.LOGPROB_OPTIONS.from_kwargs("logprob_style", options, fixed=INPUTS)
-        scorer = styleeval.logprob.shared_logprob(**opts)
-        scores = scorer.score(sources, predictions, styles)
-        content, style_strength = scores.content, scores.style_strength
-        return styleeval.errors.RenamedKeys({
-            "content": content,
-            "style_strength": style_strength,
-            "content_mean": support.nan_mean(content),
-            "style_strength_mean": support.nan_mean(style_strength),
-            "signature": scores.signature,
-            **styleeval.labels.warning_field(scores.signature),  # "random weights: not for numbers" with tiny-random
-        }, RENAMED)
+        return styleeval.options.LOGPROB.evaluate("logprob_style", predictions, sources, styles, options)

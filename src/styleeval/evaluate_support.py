@@ -44,6 +44,22 @@ def check_inputs(batch: dict[str, Any], where: str = "") -> None:
             text_value(value, f"{name}[{i}]{where}")
 
 
+def source_style_info(description: str, citation: str, inputs_description: str) -> Any:
+    """The ``evaluate.MetricInfo`` of a module whose inputs are ``predictions``, ``sources`` and ``styles`` (strings)
+    and whose reference is the authors' repository: what the LLM scorers' modules' ``_info`` returns."""
+    import datasets  # noqa: PLC0415 - heavy (datasets)
+    import evaluate  # noqa: PLC0415 - heavy (evaluate)
+
+    return evaluate.MetricInfo(
+        module_type="metric",
+        description=description,
+        citation=citation,
+        inputs_description=inputs_description,
+        features=datasets.Features({name: datasets.Value("string") for name in ("predictions", "sources", "styles")}),
+        reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
+    )
+
+
 def nan_mean(values: Sequence[float]) -> float:
     """Mean of the non-NaN values (NaN when there is none)."""
     kept = [v for v in values if not math.isnan(v)]

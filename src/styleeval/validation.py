@@ -113,6 +113,20 @@ def check_rewrites(values: Any, n: int | None = None, stacklevel: int = 2) -> li
     return rewrites
 
 
+def check_rows(sources: Any, rewrites: Any, styles: Any, stacklevel: int = 2) -> tuple[list[str], list[str],
+                                                                                     list[str]]:
+    """A scorer's rows checked (what :meth:`LogProb.score <styleeval.LogProb.score>` and :meth:`Autorater.rate
+    <styleeval.Autorater.rate>` take): :func:`check_texts` of ``sources``, :func:`check_rewrites` and
+    :func:`check_styles` (one string: every row's) of as many rows; warnings point at the caller's caller.
+
+    >>> check_rows(["a"], ["b"], "formal")
+    (['a'], ['b'], ['formal'])
+    """
+    sources = check_texts("sources", sources)
+    n = len(sources)
+    return sources, check_rewrites(rewrites, n, stacklevel + 1), check_styles(styles, n, stacklevel + 1)
+
+
 def empty_rows(rewrites: Sequence[str]) -> list[int]:
     """The positions of the empty rewrites (nothing but white space)."""
     return [i for i, text in enumerate(rewrites) if not text.strip()]

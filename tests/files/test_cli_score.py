@@ -305,7 +305,7 @@ def test_one_row_is_counted_as_one_row(tmp_path, tiny_model_dir, capsys):
 def test_the_summary_says_how_many_rows_its_means_are_over_and_how_many_were_skipped(tmp_path, capsys):
     """Issue 61, item 4: with --on-overflow skip, the summary said "mean content -2.051 ... (2 rows)" where the mean
     covered 1 row. On tiny-random, with a row longer than its context."""
-    from styleeval.commands.score import _number
+    from styleeval.logprob.declaration import _number
 
     rows = _rows(3)
     rows[1]["rewrite"] = " ".join(str(i * 7919 % 10007) for i in range(1500))  # beyond tiny-random's 512 positions

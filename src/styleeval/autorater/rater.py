@@ -59,7 +59,7 @@ from styleeval.chat import ChatFormat
 from styleeval.errors import RowError, UserError
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import check_rewrites, check_styles, check_texts
+from styleeval.validation import check_rows
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -267,10 +267,8 @@ class Autorater:
         """
         if fallback not in ("mean", None):
             raise UserError(f"fallback must be 'mean' or None, got {fallback!r}")
-        sources = check_texts("sources", sources)
+        sources, rewrites, styles = check_rows(sources, rewrites, styles)
         n = len(sources)
-        rewrites = check_rewrites(rewrites, n)
-        styles = check_styles(styles, n)
         if n == 0:
             return AutoraterResults([], self.signature)
         if self.prompt.per_dimension:

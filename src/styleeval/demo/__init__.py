@@ -17,6 +17,8 @@ exported here (``from styleeval.demo import Demo``); each topic is a module of i
   :func:`metaeval_tab`: the whole Meta-evaluation tab, which the Space computes once (:class:`Later`, of
   :mod:`.concurrency`, with :class:`Gate`), in the background once it listens or when the tab is first opened,
   never before its URL is printed.
+- :mod:`.apps`: the LLM scorers' small apps (``metrics/*/app.py``) from their declarations: :func:`app_row` (one
+  row's answer), :func:`metric_app` (the page), :func:`launch`.
 - :mod:`.banner`: :func:`space_banner`: what works in this Space (which model; random weights; weights that cannot be
   had; corpora missing), decided at start without loading the model; :mod:`.messages`: :func:`visitor_message`: any
   error in the page's words, :func:`log_for_owner`: its details for the Space's owner.
@@ -32,6 +34,7 @@ can act on. What a web visitor reads names no command-line flag and no path of t
 Space's owner can follow says so ("For the Space's owner: ...").
 """
 
+from styleeval.demo.apps import app_row, launch, metric_app
 from styleeval.demo.banner import (
     OWNER_MODEL_ADVICE,
     OWNER_REAL_MODEL_ADVICE,
@@ -81,9 +84,9 @@ __all__ = [
     "CONTENT_ERROR_AT", "EXAMPLES", "LARGER_FILES", "MAX_BATCH_ROWS", "MAX_CHARS", "MAX_UPLOAD_BYTES",
     "OWNER_MODEL_ADVICE", "OWNER_REAL_MODEL_ADVICE", "P_FLOOR", "READING_CALIBRATION", "REAL_MODEL_WORTH",
     "SPACE_DATA_ADVICE", "TAB_METRICS", "TIE_BELOW", "UNCALIBRATED", "UNEXPLAINED_BELOW", "UPLOAD_REFUSED_OVER",
-    "Demo", "Gate", "Later", "MetaevalTab", "ModelUnavailable", "carried_columns", "check_text", "content_metaeval",
-    "for_the_space_owner", "for_upload", "leaderboard_of", "log_for_owner", "metaeval_leaderboard", "metaeval_note",
-    "metaeval_summary", "metaeval_tab", "metaeval_unavailable", "model_from_env", "p_text", "prefers", "readable",
+    "Demo", "Gate", "Later", "MetaevalTab", "ModelUnavailable", "app_row", "carried_columns", "check_text", "content_metaeval",
+    "for_the_space_owner", "for_upload", "launch", "leaderboard_of", "log_for_owner", "metaeval_leaderboard", "metaeval_note",
+    "metaeval_summary", "metaeval_tab", "metric_app", "metaeval_unavailable", "model_from_env", "p_text", "prefers", "readable",
     "reading_content", "reading_style", "size_text", "space_banner", "summary_of", "visitor_message",
     "write_scored_csv",
 ]

@@ -34,8 +34,11 @@ from io import StringIO
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from styleeval.autorater.declaration import AUTORATER
 from styleeval.errors import UserError
 from styleeval.escaping import csv_text, csv_untext
+from styleeval.llm_scorer import LLMScorer
+from styleeval.logprob.declaration import LOGPROB
 from styleeval.validation import is_missing, lone_surrogate, missing_text_error, surrogate_error
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
@@ -64,12 +67,20 @@ class RecordKind:
         """Every field of a record, in order."""
         return ("row", "source", "rewrite", "style", *self.scores, *self.extras, "signature")
 
+    @classmethod
+    def of(cls, scorer: LLMScorer) -> RecordKind:
+        """The records of an LLM scorer's command: its dimensions' fields, then its extras.
 
-LOGPROB_RECORDS = RecordKind("score", ("content", "style_strength"))
+        >>> RecordKind.of(LOGPROB)
+        RecordKind(name='score', scores=('content', 'style_strength'), extras=(), texts=())
+        """
+        return cls(scorer.command.name, tuple(str(d.field) for d in scorer.fields), scorer.extras, scorer.texts)
+
+
+LOGPROB_RECORDS = RecordKind.of(LOGPROB)
 """``styleeval score`` records (:data:`OUTPUT_FIELDS`)."""
 
-AUTORATER_RECORDS = RecordKind("autorate", ("meaning", "style_rating"),
-                               ("parsed", "reply", "meaning_probs", "style_probs"), texts=("reply",))
+AUTORATER_RECORDS = RecordKind.of(AUTORATER)
 """``styleeval autorate`` records: the two ratings (null where paper mode could not read one), ``parsed``, the
 judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
 

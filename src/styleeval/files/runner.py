@@ -26,13 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from styleeval.atomic import atomic_write
-from styleeval.autorater import Autorater
+from styleeval.autorater.declaration import AUTORATER
 from styleeval.backends import BackendError
 from styleeval.errors import RowError, RowsWarning, UserError
 from styleeval.files.outputs import check_output_path
 from styleeval.files.records import (
-    AUTORATER_RECORDS,
-    LOGPROB_RECORDS,
     STDIN,
     Format,
     InputRow,
@@ -61,7 +59,8 @@ from styleeval.files.resume import (
     write_index,
 )
 from styleeval.files.shards import RowSet, Shard
-from styleeval.logprob import LogProb
+from styleeval.llm_scorer import LLMScorer
+from styleeval.logprob.declaration import LOGPROB
 from styleeval.progress import bar as progress_bar
 
 
@@ -661,13 +660,46 @@ def _write_error(out: Path | None, err: OSError, kept: int, replacing: bool) -> 
                      "nothing finished is lost: make room and run the same command again to continue")
 
 
-def score_file(
+def score_file(input: str | os.PathLike[str], output: str | os.PathLike[str], model: Any = None, *,
+               scorer: Any = None, chunk_size: int = 256, **options: Any) -> ScoreFileResult:
+    """Score every row of ``input`` with LogProb and append the results to ``output``, resumably: :func:`scorer_file`
+    of :data:`~styleeval.logprob.declaration.LOGPROB` (its records: :data:`~styleeval.files.records.LOGPROB_RECORDS`).
+
+    ``scorer``: an existing :class:`styleeval.LogProb` to use instead of loading ``model``; ``options``: the run's
+    (``style``, ``max_rows``, ``overwrite``, ``progress``, ``on_chunk``, ``encoding``, ``flush_seconds``, ``shard``:
+    see :func:`scorer_file`) and :class:`styleeval.LogProb`'s (``base_url``, ``device``, ``dtype``,
+    ``batch_tokens``, ``end_of_turn``, ``on_overflow``, ...).
+    """
+    return scorer_file(LOGPROB, input, output, model, scorer=scorer, chunk_size=chunk_size, **options)
+
+
+def autorate_file(input: str | os.PathLike[str], output: str | os.PathLike[str], model: Any = None, *,
+                  judge: Any = None, chunk_size: int = 64, **options: Any) -> ScoreFileResult:
+    """Rate every row of ``input`` with :class:`styleeval.Autorater` and append the results to ``output``, resumably:
+    :func:`scorer_file` of :data:`~styleeval.autorater.declaration.AUTORATER`, the loop of :func:`score_file`.
+    Records have ``meaning`` and ``style_rating`` (null where paper mode could not read a rating: the authors' mean
+    fallback depends on which rows are averaged, so the file keeps the raw ratings;
+    :func:`styleeval.autorater.rater.fill_unparsed_with_mean` applies it over a whole set), ``parsed``, ``reply``
+    (paper mode) and ``meaning_probs`` / ``style_probs`` (expected mode), and ``signature``.
+
+    ``model``: the judge (preset, Hub id, local path, model object, or the served model name with ``base_url``);
+    ``judge``: an existing :class:`styleeval.Autorater` to use instead of building one (then ``model`` and the
+    autorater options must be left out); ``options``: the run's, as for :func:`score_file`, and
+    :class:`styleeval.Autorater`'s (``mode``, ``prompt``, ``parser``, ``base_url``, ``device``, ``dtype``,
+    ``seed``...).
+    """
+    return scorer_file(AUTORATER, input, output, model, scorer=judge, given_as="judge", chunk_size=chunk_size,
+                       **options)
+
+
+def scorer_file(
+    declared: LLMScorer,
     input: str | os.PathLike[str],
     output: str | os.PathLike[str],
     model: Any = None,
     *,
     style: str | None = None,
-    chunk_size: int = 256,
+    chunk_size: int | None = None,
     max_rows: int | None = None,
     overwrite: bool = False,
     progress: bool = True,
@@ -676,9 +708,13 @@ def score_file(
     encoding: str = "utf-8",
     flush_seconds: float = 5.0,
     shard: Shard | str | None = None,
-    **logprob_kwargs: Any,
+    given_as: str = "scorer",
+    **options: Any,
 ) -> ScoreFileResult:
-    """Score every row of ``input`` with LogProb and append the results to ``output``, resumably.
+    """Score every row of ``input`` with the LLM scorer ``declared`` (:class:`~styleeval.llm_scorer.LLMScorer`:
+    :data:`~styleeval.logprob.declaration.LOGPROB`, :data:`~styleeval.autorater.declaration.AUTORATER`) and append its
+    records (:meth:`~styleeval.files.records.RecordKind.of`) to ``output``, resumably: :func:`score_file` and
+    :func:`autorate_file` are this function of LogProb and of the autorater.
 
     Rows are scored in chunks of about ``flush_seconds`` of work (at least 32 rows, at most ``chunk_size``); each
     chunk is appended to ``output`` (JSONL, or CSV when it ends in ``.csv``) and flushed to disk before the next one starts,
@@ -690,74 +726,32 @@ def score_file(
     Args:
         input: a CSV or JSONL file with the columns ``source``, ``rewrite``, ``style`` (see
             :func:`~styleeval.files.records.read_rows`); ``-``: standard input. Other columns are carried through.
-        output: where the records go (:data:`~styleeval.files.records.LOGPROB_RECORDS`); ``-``: JSONL on stdout.
-        model: the LogProb model (preset, Hub id, local path, model object; the served name with ``base_url``);
-            with ``scorer`` it and every LogProb option must be left out (they belong to the scorer).
+        output: where the records go; ``-``: JSONL on stdout.
+        model: the scorer's model (preset, Hub id, local path, model object; the served name with ``base_url``);
+            with ``scorer`` it and every option of the scorer must be left out (they belong to the scorer).
         style: one target style for every row (overrides a ``style`` column).
-        chunk_size: at most this many rows per chunk written to ``output``.
+        chunk_size: at most this many rows per chunk written to ``output`` (default: its command's, 256 for LogProb,
+            64 for the autorater).
         max_rows: score at most this many new rows, then stop (the rest is scored by the next run).
         overwrite: start ``output`` afresh; the old file is replaced only once the first new chunk is written.
         progress: show a tqdm progress bar over rows (on stderr).
-        scorer: an existing :class:`styleeval.LogProb` to use instead of loading ``model``.
+        scorer: an existing scorer (a :class:`styleeval.LogProb`...) to use instead of loading ``model``.
         on_chunk: called with the records of each chunk after they are written.
         encoding: the input file's encoding (default UTF-8).
         flush_seconds: the work per chunk aimed at (seconds).
         shard: ``"K/N"`` (or a :class:`~styleeval.files.shards.Shard`): only the input rows whose number is K
             modulo N (for job arrays; :func:`~styleeval.files.shards.merge_shards` puts the files together).
-        **logprob_kwargs: passed to :class:`styleeval.LogProb` (``base_url``, ``device``, ``dtype``,
+        given_as: what ``scorer`` is called in the error that refuses it with options (``judge``).
+        **options: passed to ``declared.make`` (:class:`styleeval.LogProb`: ``base_url``, ``device``, ``dtype``,
             ``batch_tokens``, ``end_of_turn``, ``on_overflow``, ...).
     """
-    job = _model_job(LOGPROB_RECORDS, "scorer", scorer, _load_logprob, model, logprob_kwargs, _logprob_fields)
-    return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
-                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
-                    shard=shard)
-
-
-def autorate_file(
-    input: str | os.PathLike[str],
-    output: str | os.PathLike[str],
-    model: Any = None,
-    *,
-    style: str | None = None,
-    chunk_size: int = 64,
-    max_rows: int | None = None,
-    overwrite: bool = False,
-    progress: bool = True,
-    judge: Any = None,
-    on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
-    encoding: str = "utf-8",
-    flush_seconds: float = 5.0,
-    shard: Shard | str | None = None,
-    **autorater_kwargs: Any,
-) -> ScoreFileResult:
-    """Rate every row of ``input`` with :class:`styleeval.Autorater` and append the results to ``output``, resumably.
-
-    The same loop as :func:`score_file`. Records have ``meaning`` and ``style_rating`` (null where paper mode could
-    not read a rating: the authors' mean fallback depends on which rows are averaged, so the file keeps the raw
-    ratings; :func:`styleeval.autorater.rater.fill_unparsed_with_mean` applies it over a whole set), ``parsed``,
-    ``reply`` (paper mode) and ``meaning_probs`` / ``style_probs`` (expected mode), and ``signature``.
-
-    Args:
-        model: the judge (preset, Hub id, local path, model object, or the served model name with ``base_url``).
-        judge: an existing :class:`styleeval.Autorater` to use instead of building one (then ``model`` and the
-            autorater options must be left out).
-        **autorater_kwargs: passed to :class:`styleeval.Autorater` (``mode``, ``prompt``, ``parser``,
-            ``base_url``, ``device``, ``dtype``, ``seed``...).
-        Other arguments: as for :func:`score_file`.
-    """
-    job = _model_job(AUTORATER_RECORDS, "judge", judge, _load_autorater, model, autorater_kwargs,
-                     _autorater_fields)
-    return run_file(job, input, output, style=style, chunk_size=chunk_size, max_rows=max_rows, overwrite=overwrite,
-                    progress=progress, on_chunk=on_chunk, encoding=encoding, flush_seconds=flush_seconds,
-                    shard=shard)
-
-
-def _model_job(kind: RecordKind, what: str, given: Any, load: Callable[..., Any], model: Any,
-               options: dict[str, Any], fields: Callable[[Any, list[InputRow]], list[dict[str, Any]]]) -> FileJob:
-    """The job of a model scorer: ``given`` (the ``what`` the caller built), else ``load(model, **options)`` on first
-    use, without a progress bar of its own (the file's bar counts the rows); ``fields``: a chunk's record fields."""
-    _given_or_options(what, given, model, options)
-    return FileJob(kind, lambda: load(model, **{"progress": False, **options}), fields, given)
+    _given_or_options(given_as, scorer, model, options)
+    job = FileJob(RecordKind.of(declared), lambda: declared.make(model, **{"progress": False, **options}),
+                  lambda built, chunk: [declared.record(row) for row in declared.rows(built, *_texts(chunk))], scorer)
+    return run_file(job, input, output, style=style,
+                    chunk_size=declared.command.chunk_size if chunk_size is None else chunk_size, max_rows=max_rows,
+                    overwrite=overwrite, progress=progress, on_chunk=on_chunk, encoding=encoding,
+                    flush_seconds=flush_seconds, shard=shard)
 
 
 def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]) -> None:
@@ -772,23 +766,3 @@ def _given_or_options(what: str, given: Any, model: Any, options: dict[str, Any]
 def _texts(chunk: list[InputRow]) -> tuple[list[str], list[str], list[Any]]:
     """The sources, rewrites and styles of ``chunk``'s rows: what a scorer is called with."""
     return [r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk]
-
-
-def _load_logprob(model: Any, **options: Any) -> Any:
-    return LogProb(model, **options)
-
-
-def _logprob_fields(lp: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
-    """LogProb's record fields for each row of ``chunk``."""
-    return [{"content": float(s["content"]), "style_strength": float(s["style_strength"])} for s in lp.score(*_texts(chunk))]
-
-
-def _load_autorater(model: Any, **options: Any) -> Any:
-    return Autorater(model, **options)
-
-
-def _autorater_fields(rater: Any, chunk: list[InputRow]) -> list[dict[str, Any]]:
-    """The autorater's record fields for each row of ``chunk``."""
-    return [{"meaning": float(r["meaning"]), "style_rating": float(r["style"]), "parsed": bool(r["parsed"]),
-             "reply": r.get("reply"), "meaning_probs": r.get("meaning_probs"), "style_probs": r.get("style_probs")}
-            for r in rater.rate(*_texts(chunk))]

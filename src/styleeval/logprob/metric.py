@@ -49,7 +49,7 @@ from styleeval.errors import RenamedKeys, RowError, RowsWarning, UserError, opti
 from styleeval.logprob.prompts import CONTEXTS, PROMPT_CONTEXTS, PromptSet, get_prompt_set
 from styleeval.progress import enabled
 from styleeval.signature import Signature
-from styleeval.validation import check_rewrites, check_styles, check_texts
+from styleeval.validation import check_rows
 
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
@@ -312,10 +312,8 @@ class LogProb:
             of the three probabilities, <= 0) and ``style_strength`` (mean probability gain of the style
             instruction, in [-1, 1]); the names of ``styleeval score``'s records and of the ``evaluate`` module.
         """
-        sources = check_texts("sources", sources)
+        sources, rewrites, styles = check_rows(sources, rewrites, styles)
         n = len(sources)
-        rewrites = check_rewrites(rewrites, n)
-        styles = check_styles(styles, n)
         if n == 0:
             return LogProbScores([], self.signature)
 
