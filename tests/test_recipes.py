@@ -204,18 +204,11 @@ TOY = register_llm_metrics(LLMScorer(
 '''
 
 EVALUATE_MODULE = '''
-import evaluate
-
 import styleeval.evaluate_support as support
 from toy_scorer_plugin import TOY
 
-
-class ToyScorer(support.SourceStyleInputs, evaluate.Metric):
-    def _info(self):
-        return support.source_style_info("A toy.", "", "predictions, sources, styles")
-
-    def _compute(self, predictions, sources, styles, **options):
-        return TOY.evaluate("toy_scorer", predictions, sources, styles, options)
+ToyScorer = support.scorer_module(TOY, "toy_scorer", __name__, "A toy.", "Word and character ratios.",
+                                  "predictions, sources, styles")
 '''
 
 COMMAND_MODULE = '''

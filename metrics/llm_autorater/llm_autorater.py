@@ -16,18 +16,8 @@
 A thin `evaluate` wrapper: all the work is done by ``styleeval.Autorater``.
 """
 
-import evaluate
-
 import styleeval.evaluate_support as support
 import styleeval.options
-
-_CITATION = """\
-@misc{pauli2025mindthestylegap,
-    title = {Mind the Style Gap: Meta-Evaluation of Style and Attribute Transfer Metrics},
-    author = {Pauli, Amalie Brogaard and Augenstein, Isabelle and Assent, Ira},
-    year = {2025},
-}
-"""
 
 _DESCRIPTION = """\
 An instruct LLM judges a rewrite of a source text towards a target style on two 1-5 Likert scales: how well
@@ -87,12 +77,9 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class LlmAutorater(support.SourceStyleInputs, evaluate.Metric):
-    """LLM-as-autorater meaning and style ratings (Pauli, Augenstein & Assent, 2025, appendix D.2)."""
-
-    def _info(self):
-        return support.source_style_info(_DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION)
-
-    def _compute(self, predictions, sources, styles, **options):
-        return styleeval.options.AUTORATER.evaluate("llm_autorater", predictions, sources, styles, options)
+LlmAutorater = support.scorer_module(
+    styleeval.options.AUTORATER, "llm_autorater", __name__,
+    "LLM-as-autorater meaning and style ratings (Pauli, Augenstein & Assent, 2025, appendix D.2).",
+    _DESCRIPTION, _KWARGS_DESCRIPTION,
+)
+"""The module's ``evaluate.Metric``: ``_compute`` is the autorater's declaration's ``evaluate``."""

@@ -16,18 +16,8 @@
 A thin `evaluate` wrapper: all the work is done by ``styleeval.LogProb``.
 """
 
-import evaluate
-
 import styleeval.evaluate_support as support
 import styleeval.options
-
-_CITATION = """\
-@misc{pauli2025mindthestylegap,
-    title = {Mind the Style Gap: Meta-Evaluation of Style and Attribute Transfer Metrics},
-    author = {Pauli, Amalie Brogaard and Augenstein, Isabelle and Assent, Ira},
-    year = {2025},
-}
-"""
 
 _DESCRIPTION = """\
 LogProb scores a rewrite of a source text towards a target style with the token probabilities of a small
@@ -100,12 +90,9 @@ Examples:
 """
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class LogprobStyle(support.SourceStyleInputs, evaluate.Metric):
-    """LogProb content preservation and style strength (Pauli, Augenstein & Assent, 2025)."""
-
-    def _info(self):
-        return support.source_style_info(_DESCRIPTION, _CITATION, _KWARGS_DESCRIPTION)
-
-    def _compute(self, predictions, sources, styles, **options):
-        return styleeval.options.LOGPROB.evaluate("logprob_style", predictions, sources, styles, options)
+LogprobStyle = support.scorer_module(
+    styleeval.options.LOGPROB, "logprob_style", __name__,
+    "LogProb content preservation and style strength (Pauli, Augenstein & Assent, 2025).",
+    _DESCRIPTION, _KWARGS_DESCRIPTION,
+)
+"""The module's ``evaluate.Metric``: ``_compute`` is LogProb's declaration's ``evaluate``."""

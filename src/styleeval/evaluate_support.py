@@ -44,7 +44,17 @@ def check_inputs(batch: dict[str, Any], where: str = "") -> None:
             text_value(value, f"{name}[{i}]{where}")
 
 
-def source_style_info(description: str, citation: str, inputs_description: str) -> Any:
+PAULI_2025 = """\
+@misc{pauli2025mindthestylegap,
+    title = {Mind the Style Gap: Meta-Evaluation of Style and Attribute Transfer Metrics},
+    author = {Pauli, Amalie Brogaard and Augenstein, Isabelle and Assent, Ira},
+    year = {2025},
+}
+"""
+"""The citation of LogProb and the LLM autorater (Pauli et al., 2025)."""
+
+
+def source_style_info(description: str, inputs_description: str, citation: str = PAULI_2025) -> Any:
     """The ``evaluate.MetricInfo`` of a module whose inputs are ``predictions``, ``sources`` and ``styles`` (strings)
     and whose reference is the authors' repository: what the LLM scorers' modules' ``_info`` returns."""
     import datasets  # noqa: PLC0415 - heavy (datasets)
@@ -58,6 +68,26 @@ def source_style_info(description: str, citation: str, inputs_description: str) 
         features=datasets.Features({name: datasets.Value("string") for name in ("predictions", "sources", "styles")}),
         reference_urls=["https://github.com/AmaliePauli/style_transfer_evaluation"],
     )
+
+
+def scorer_module(scorer: Any, module: str, where: str, summary: str, description: str, inputs_description: str) -> type:
+    """The ``evaluate.Metric`` class of an LLM scorer's ``evaluate`` module ``module`` (``logprob_style``; the class is
+    named after it, ``LogprobStyle``, as evaluate names a module after its class), defined in the module ``where``
+    (its ``__name__``): :class:`SourceStyleInputs` first, ``_info`` from :func:`source_style_info`, ``_compute`` the
+    declaration's :meth:`~styleeval.llm_scorer.LLMScorer.evaluate`; its docstring ``description``,
+    ``inputs_description`` and ``summary``, as evaluate's ``add_start_docstrings`` writes it."""
+    import evaluate  # noqa: PLC0415 - heavy (evaluate)
+
+    def _info(self: Any) -> Any:
+        return source_style_info(description, inputs_description)
+
+    def _compute(self: Any, predictions: list[str], sources: list[str], styles: Any, **options: Any) -> Any:
+        return scorer.evaluate(module, predictions, sources, styles, options)
+
+    name = "".join(part.capitalize() for part in module.split("_"))
+    cls = type(name, (SourceStyleInputs, evaluate.Metric), {"__module__": where, "__qualname__": name,
+                                                            "__doc__": summary, "_info": _info, "_compute": _compute})
+    return evaluate.utils.file_utils.add_start_docstrings(description, inputs_description)(cls)
 
 
 def nan_mean(values: Sequence[float]) -> float:
