@@ -50,3 +50,29 @@ def test_logprob_wrapper_matches_logprob(tiny_model_dir):
     assert content.signature.startswith("logprob_content|model:")
     with pytest.raises(ValueError, match=r"styles\[1\] is empty"):
         content(sources, rewrites, styles=["positive", ""])
+
+
+def test_llm_metrics_pickle_and_score_the_same(tiny_model_dir):
+    """A LogProb or autorater metric pickles (a worker process, a cache), as before issue 60's one declaration per
+    scorer (whose functions pickle cannot carry): unpickled, it scores the same rows to the same numbers."""
+    import pickle
+
+    sources, rewrites, styles = ["the food was cold"], ["the food was wonderful"], ["positive"]
+    for spec in (f"logprob_content:model={tiny_model_dir}:device=cpu",
+                 f"autorater_style:model={tiny_model_dir}:device=cpu:mode=paper:fill=none"):
+        metric = get_metric(spec)
+        copy = pickle.loads(pickle.dumps(metric))
+        assert (copy.name, copy.dimension, copy.fill, copy.options) == (metric.name, metric.dimension, metric.fill,
+                                                                        metric.options)
+        assert copy.scorer is metric.scorer
+        assert copy(sources, rewrites, styles=styles) == pytest.approx(metric(sources, rewrites, styles=styles),
+                                                                       nan_ok=True)
+        assert str(copy.signature) == str(metric.signature)
+
+
+def test_llm_metric_spec_cannot_replace_its_scorer():
+    """``scorer`` is no option of a spec (the metric's name chooses it): a UserError, not an AttributeError."""
+    from styleeval.errors import UserError
+
+    with pytest.raises(UserError, match=r"unknown options \['scorer'\]"):
+        get_metric("logprob_content:scorer=x")

@@ -36,6 +36,10 @@ from styleeval.signature import Signature
 
 _ROWS = RowMemo()  # one scoring pass serves every dimension of a scorer, whatever the chunking
 
+SCORERS: dict[str, LLMScorer] = {}
+"""Every scorer whose metrics are registered (:func:`register_llm_metrics`), by name: a pickled :class:`LLMMetric`
+names its scorer (a declaration holds functions, which pickle does not carry) and is unpickled with this one."""
+
 
 class LLMMetric(Metric):
     """One dimension of an LLM scorer (``scorer``: its :class:`~styleeval.llm_scorer.LLMScorer`)."""
@@ -55,6 +59,8 @@ class LLMMetric(Metric):
         return scorer.dimension(dimension).summary
 
     def __init__(self, scorer: LLMScorer, dimension: str, **options: object) -> None:
+        if not isinstance(scorer, LLMScorer):  # a spec's scorer=...: the metric's name chooses its scorer
+            raise UserError(f"unknown options ['scorer'] (a metric's scorer is its name's prefix: {', '.join(SCORERS)})")
         self.scorer = scorer
         self.dimension = scorer.dimension(dimension).name
         self.name = f"{scorer.name}_{dimension}"
@@ -64,6 +70,15 @@ class LLMMetric(Metric):
         self.options = {k: v for k, v in scorer.options.from_spec(options).items() if v is not None}
         if scorer.check is not None:
             scorer.check(self.dimension, self.options)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "scorer": self.scorer.name}  # pickled by name, as the metrics of one module were
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if state["scorer"] not in SCORERS:
+            raise UserError(f"cannot unpickle the metric {state.get('name')!r}: no LLM scorer {state['scorer']!r} is "
+                            "registered here; import the module that declares it first")
+        self.__dict__.update(state, scorer=SCORERS[state["scorer"]])
 
     @property
     def _key(self) -> tuple:
@@ -114,6 +129,7 @@ class LLMMetric(Metric):
 def register_llm_metrics(scorer: LLMScorer) -> LLMScorer:
     """Register one :class:`LLMMetric` per dimension of ``scorer`` (``<name>_<dimension>``): the built-in scorers'
     (:data:`styleeval.options.LLM_SCORERS`) here, a plugin's where it is declared; returns ``scorer``."""
+    SCORERS[scorer.name] = scorer
     for dimension in scorer.dimensions:
         register(f"{scorer.name}_{dimension.name}", scorer=scorer, dimension=dimension.name)(LLMMetric)
     return scorer
