@@ -342,4 +342,6 @@ def test_a_scorer_and_the_options_to_build_one_are_not_given_together(tmp_path, 
         score_file(table, tmp_path / "out.jsonl", "other-model", scorer=lp, end_of_turn=False, progress=False)
     with pytest.raises(ValueError, match=r"^mode: a judge is given"):
         autorate_file(table, tmp_path / "out2.jsonl", judge=object(), mode="paper", progress=False)
+    with pytest.raises(ValueError, match=r"^scorer: not an option of the local backend"):  # autorate_file's is judge
+        autorate_file(table, tmp_path / "out2.jsonl", tiny_model, tokenizer=tiny_tokenizer, scorer=lp, progress=False)
     assert not (tmp_path / "out.jsonl").exists()

@@ -688,8 +688,7 @@ def autorate_file(input: str | os.PathLike[str], output: str | os.PathLike[str],
     :class:`styleeval.Autorater`'s (``mode``, ``prompt``, ``parser``, ``base_url``, ``device``, ``dtype``,
     ``seed``...).
     """
-    return scorer_file(AUTORATER, input, output, model, scorer=judge, given_as="judge", chunk_size=chunk_size,
-                       **options)
+    return _declared_file(AUTORATER, "judge", judge, input, output, model, chunk_size=chunk_size, **options)
 
 
 def scorer_file(
@@ -708,7 +707,6 @@ def scorer_file(
     encoding: str = "utf-8",
     flush_seconds: float = 5.0,
     shard: Shard | str | None = None,
-    given_as: str = "scorer",
     **options: Any,
 ) -> ScoreFileResult:
     """Score every row of ``input`` with the LLM scorer ``declared`` (:class:`~styleeval.llm_scorer.LLMScorer`:
@@ -741,13 +739,25 @@ def scorer_file(
         flush_seconds: the work per chunk aimed at (seconds).
         shard: ``"K/N"`` (or a :class:`~styleeval.files.shards.Shard`): only the input rows whose number is K
             modulo N (for job arrays; :func:`~styleeval.files.shards.merge_shards` puts the files together).
-        given_as: what ``scorer`` is called in the error that refuses it with options (``judge``).
         **options: passed to ``declared.make`` (:class:`styleeval.LogProb`: ``base_url``, ``device``, ``dtype``,
             ``batch_tokens``, ``end_of_turn``, ``on_overflow``, ...).
     """
-    _given_or_options(given_as, scorer, model, options)
+    return _declared_file(declared, "scorer", scorer, input, output, model, style=style, chunk_size=chunk_size,
+                          max_rows=max_rows, overwrite=overwrite, progress=progress, on_chunk=on_chunk,
+                          encoding=encoding, flush_seconds=flush_seconds, shard=shard, **options)
+
+
+def _declared_file(declared: LLMScorer, given_as: str, given: Any, input: str | os.PathLike[str],
+                   output: str | os.PathLike[str], model: Any, /, *, style: str | None = None,
+                   chunk_size: int | None = None, max_rows: int | None = None, overwrite: bool = False,
+                   progress: bool = True, on_chunk: Callable[[list[dict[str, Any]]], None] | None = None,
+                   encoding: str = "utf-8", flush_seconds: float = 5.0, shard: Shard | str | None = None,
+                   **options: Any) -> ScoreFileResult:
+    """:func:`scorer_file` with the given scorer ``given`` named ``given_as`` (``judge`` for :func:`autorate_file`):
+    the caller's ``scorer=`` stays one of ``options``, refused as every option the scorer does not take."""
+    _given_or_options(given_as, given, model, options)
     job = FileJob(RecordKind.of(declared), lambda: declared.make(model, **{"progress": False, **options}),
-                  lambda built, chunk: [declared.record(row) for row in declared.rows(built, *_texts(chunk))], scorer)
+                  lambda built, chunk: [declared.record(row) for row in declared.rows(built, *_texts(chunk))], given)
     return run_file(job, input, output, style=style,
                     chunk_size=declared.command.chunk_size if chunk_size is None else chunk_size, max_rows=max_rows,
                     overwrite=overwrite, progress=progress, on_chunk=on_chunk, encoding=encoding,

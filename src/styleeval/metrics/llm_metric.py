@@ -129,9 +129,9 @@ class LLMMetric(Metric):
 def register_llm_metrics(scorer: LLMScorer) -> LLMScorer:
     """Register one :class:`LLMMetric` per dimension of ``scorer`` (``<name>_<dimension>``): the built-in scorers'
     (:data:`styleeval.options.LLM_SCORERS`) here, a plugin's where it is declared; returns ``scorer``."""
-    SCORERS[scorer.name] = scorer
     for dimension in scorer.dimensions:
         register(f"{scorer.name}_{dimension.name}", scorer=scorer, dimension=dimension.name)(LLMMetric)
+    SCORERS[scorer.name] = scorer
     return scorer
 
 
