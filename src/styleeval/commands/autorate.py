@@ -3,7 +3,8 @@
     styleeval autorate rewrites.csv --model 3b --out ratings.jsonl [--mode paper] [--base-url URL]
 
 The command is derived from the autorater's declaration (:data:`styleeval.autorater.declaration.AUTORATER`); the
-loop is the library function :func:`styleeval.files.runner.autorate_file` (the one behind ``styleeval score``).
+loop is :func:`styleeval.files.runner.scorer_file` of it (the library's :func:`~styleeval.files.runner.autorate_file`;
+the same loop as ``styleeval score``'s).
 """
 
 from __future__ import annotations

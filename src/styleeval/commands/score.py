@@ -4,7 +4,7 @@
     styleeval score rewrites.csv --base-url http://127.0.0.1:8000/v1 --out scores.jsonl   # on a vLLM server
 
 The command is derived from LogProb's declaration (:data:`styleeval.logprob.declaration.LOGPROB`); the loop is the
-library function :func:`styleeval.files.runner.score_file`.
+library's :func:`styleeval.files.runner.scorer_file` of it (what :func:`~styleeval.files.runner.score_file` is).
 """
 
 from __future__ import annotations
