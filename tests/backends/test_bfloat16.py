@@ -12,7 +12,7 @@ differs from the float32 loop on the same bfloat16 weights (the exact answer for
 rounding, ~3e-5 per token: 1000x below). Measured here (printed by the tests): tiny model (10 rows), per token mean
 0.019, max 0.092, content up to 0.008; SmolLM2-135M (the longest rewrite of every task of the test set and an empty
 rewrite) mean 0.033, max 0.31, style up to 0.003, content up to 0.28: the empty rewrite's, whose content is its one
-end-of-turn token (the six others' up to 0.023). The engine must be as close to exact as the naive loop is (mean
+end-of-turn token (the six others' up to 0.023); the test runs four of those rows (:func:`real16`). The engine must be as close to exact as the naive loop is (mean
 within 1.5x, largest token within 2x, content and style within 2x), which an engine bug breaks by far (reading a token's
 log-probability one position off moves it by 5.6 on average on the tiny model).
 
@@ -44,10 +44,8 @@ class Reference:
     """A bfloat16 model with, per row and context, the exact token log-probabilities (the naive loop in float32 on
     the bfloat16 weights) and the naive bfloat16 loop's (float32 head on its last hidden state, as the engine)."""
 
-    def __init__(self, model16, tokenizer, rows, end_of_turn, backend: LocalBackend | None = None,
-                 mates: list[int] | None = None):
+    def __init__(self, model16, tokenizer, rows, end_of_turn, backend: LocalBackend | None = None):
         self.model, self.tokenizer, self.rows, self.backend = model16, tokenizer, rows, backend
-        self.mates = list(range(len(rows))) if mates is None else mates
         self._shuffled: list | None = None
         wide = copy.deepcopy(model16).float()
         self.exact = [{c: naive_token_logprobs(wide, tokenizer, *r, c, end_of_turn) for c in CONTEXTS} for r in rows]
@@ -123,8 +121,10 @@ def tiny16(tiny_model, tiny_tokenizer, rows):
 @pytest.fixture(scope="module")
 def real16(real_backend, data_dir):
     """SmolLM2-135M in bfloat16, made once from the session's float32 weights (not loaded again), as a local backend
-    that signs as the preset; a row of every task of the test set (its longest rewrite: the most positions) and an
-    empty rewrite."""
+    that signs as the preset; four rows of the test set's longest rewrites per task (the longest and the shortest of
+    them, the one with the shortest source) and an empty rewrite: lengths that differ, so that padding differs. Each
+    row is three naive bfloat16 forward passes of the real model besides the engine's (the test's cost: the seven
+    tasks' rows and the empty one took about 390 s of CI, these four about half)."""
     from styleeval.corpora import load_corpus
 
     model16 = copy.deepcopy(real_backend.model).to(torch.bfloat16)
@@ -135,14 +135,12 @@ def real16(real_backend, data_dir):
     for task in sorted(set(data["task"])):
         r = max((r for r in data if r["task"] == task), key=lambda r: len(r["rewrite"]))
         picked.append((r["source"], r["rewrite"], r["target_style"]))
-    rows = [*picked, ("Thanks for nothing.", "", "polite")]
     lengths = [len(rewrite) for _, rewrite, _ in picked]
-    # Rule 1's batchings on four of them (each a bfloat16 scoring of SmolLM2-135M: the test's cost): the longest and
-    # the shortest rewrite, the shortest source, the empty rewrite -- lengths that differ, so padding differs
-    mates = sorted({lengths.index(max(lengths)), lengths.index(min(lengths)),
-                    min(range(len(picked)), key=lambda i: len(picked[i][0])), len(picked)})
+    kept = sorted({lengths.index(max(lengths)), lengths.index(min(lengths)),
+                   min(range(len(picked)), key=lambda i: len(picked[i][0]))})
+    rows = [*(picked[i] for i in kept), ("Thanks for nothing.", "", "polite")]
     return Reference(model16, real_backend.tokenizer, rows, real_backend.tokenizer.convert_tokens_to_ids("<|im_end|>"),
-                     backend, mates)
+                     backend)
 
 
 def _engine(ref: Reference, pipeline_rows: int | None = None, **options) -> LogProb:
@@ -181,12 +179,10 @@ def test_the_bfloat16_engine_equals_a_naive_bfloat16_loop(which, request):
 def test_a_bfloat16_score_is_the_same_bits_whatever_its_batch_mates(which, request):
     """Rule 1 in bfloat16: other batch-mates, batchings, chunkings and orders, and each row scored alone, give every
     token the same bits (``==``) as the call with every row (the shared shuffled scoring, :meth:`Reference.shuffled`).
-    The tiny model's every row goes through every variant; SmolLM2-135M's ``mates`` (four rows of different lengths,
-    the empty rewrite among them: each variant is one more bfloat16 scoring of the real model), so that in each
-    variant a row also has other batch-mates than in the base call."""
+    Every row goes through every variant (SmolLM2-135M's four rows of different lengths, the empty rewrite among
+    them: each variant is one more bfloat16 scoring of the real model)."""
     ref = request.getfixturevalue(f"{which}16")
-    base = [ref.shuffled()[i] for i in ref.mates]
-    rows = [ref.rows[i] for i in ref.mates]
+    base, rows = ref.shuffled(), ref.rows
     lp = _engine(ref)
     variants = {
         "rows reversed": token_logprobs(lp, rows, list(reversed(range(len(rows))))),
