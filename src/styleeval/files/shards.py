@@ -153,8 +153,9 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     other values (as the shard's format writes them). ``kind``: the records' kind (default: the kind
     whose scores the first file holds, :func:`~styleeval.files.records.kind_of`).
 
-    The merged records equal, field for field and in order, those one unsharded run writes, except that scores may
-    differ within float rounding (a model's float32 arithmetic depends on which rows share a batch). Records read
+    The merged records equal, field for field and in order, those one unsharded run writes (scored by styleeval's
+    engine, the same bits: a row's scores never depend on its batch-mates; through a server, as the server computed
+    each shard's rows). Records read
     from CSV files and written as JSONL get their JSONL types back: the known fields (``parsed``, the rating
     distributions, nulls) always; the carried columns with ``input``, whose rows give their values (``0`` stays a
     number, ``true`` a boolean, ``null`` null, a list a list). Without ``input`` a CSV cell does not say its type:
