@@ -69,6 +69,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=5e-4, help="default 5e-4")
     parser.add_argument("--lora-rank", type=int, default=16, help="default 16")
     parser.add_argument("--style-weight", type=float, default=None, help="the reward's (default: its own default)")
+    parser.add_argument("--guard", choices=("prompt",), default=None,
+                        help="the guarded reward (LogProbReward(guard='prompt'): a completion the prompt explains at "
+                             "least as well as the source gets the floor; docs/training.md, 'The prompt guard'); the "
+                             "held-out checks report plain LogProb beside it")
     parser.add_argument("--beta", type=float, default=0.0,
                         help="GRPO's KL penalty to the untrained model (TRL's default 0: none, no reference pass)")
     parser.add_argument("--mask-truncated", action="store_true",
@@ -156,9 +160,12 @@ def measure(rewrites: list[str], held_out: list[tuple[str, list[str]]], reward, 
     sources = [s for s, _ in held_out]
     references = [refs for _, refs in held_out]
     rows: dict[str, list[float]] = {}
-    scores = reward.logprob.score(sources, rewrites, "formal")
+    scores = plain_logprob(reward).score(sources, rewrites, "formal")  # the evaluation metric, unguarded
     rows["logprob_content"], rows["logprob_style"] = scores.content, scores.style_strength
     rows["reward"] = reward(prompts=sources, completions=rewrites, source=sources, style=["formal"] * len(sources))
+    if reward.logprob.guard:
+        guarded = reward.logprob.score(sources, rewrites, "formal")
+        rows["floored_by_the_guard"] = [float(c == -math.inf) for c in guarded.content]
     for name in CHECKS:
         rows[name] = get_metric(name).compute(sources, rewrites, references=references)
     rows["copies"] = [float(r.strip() == s.strip()) for s, r in zip(sources, rewrites, strict=True)]
@@ -172,6 +179,27 @@ def measure(rewrites: list[str], held_out: list[tuple[str, list[str]]], reward, 
         rows["autorater_meaning"], rows["autorater_style"] = ratings.meaning, ratings.style
     means = {k: statistics.fmean(v for v in vs if not math.isnan(v)) for k, vs in rows.items()}
     return {"means": means, "rows": rows, "rewrites": rewrites}
+
+
+def reward_options(args: argparse.Namespace) -> dict:
+    """The keywords of the run's :class:`~styleeval.rewards.LogProbReward` beside its model.
+
+    >>> reward_options(parse_args(["--out", "x", "--guard", "prompt", "--style-weight", "10"]))
+    {'style_weight': 10.0, 'guard': 'prompt'}
+    >>> reward_options(parse_args(["--out", "x"]))
+    {}
+    """
+    options: dict = {} if args.style_weight is None else {"style_weight": args.style_weight}
+    return options | ({"guard": args.guard} if args.guard else {})
+
+
+def plain_logprob(reward):
+    """Plain LogProb (the evaluation metric) on the reward's backend: the reward's own scorer unless it is guarded."""
+    if not reward.logprob.guard:
+        return reward.logprob
+    from styleeval import LogProb
+
+    return LogProb(backend=reward.logprob.backend, progress=False)
 
 
 class Progress:
@@ -334,8 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     train_sources = train_sources[:args.train_rows]
     held_out = held_out[:args.eval_rows]
     folder = policy_folder()
-    options = {} if args.style_weight is None else {"style_weight": args.style_weight}
-    reward = LogProbReward(model=REAL_WEIGHTS, **options)
+    reward = LogProbReward(model=REAL_WEIGHTS, **reward_options(args))
     progress = Progress(args, held_out, reward, len(train_sources))
     tokenizer = AutoTokenizer.from_pretrained(folder)
     base = AutoModelForCausalLM.from_pretrained(folder)

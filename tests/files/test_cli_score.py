@@ -83,8 +83,9 @@ def test_scores_equal_logprob_and_records_are_documented(tmp_path, tiny_model_di
     )
     assert [r["row"] for r in records] == list(range(N))
     assert [r["rewrite"] for r in records] == [r["rewrite"] for r in rows]
-    assert [r["content"] for r in records] == pytest.approx(expected.content, abs=1e-6)
-    assert [r["style_strength"] for r in records] == pytest.approx(expected.style_strength, abs=1e-6)
+    # chunks of 4 through the file loop, one call in Python: the same bits (rule 1)
+    assert [r["content"] for r in records] == [float(x) for x in expected.content]
+    assert [r["style_strength"] for r in records] == [float(x) for x in expected.style_strength]
     assert {r["signature"] for r in records} == {expected.signature}
     first = json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()[0])
     assert list(first) == ["row", "source", "rewrite", "style", "content", "style_strength", "signature"]
@@ -223,7 +224,7 @@ def test_authors_variant_from_the_command_line(tmp_path, tiny_model_dir):
     records = read_scores(out)
     want = LogProb(str(tiny_model_dir), variant="authors", device="cpu", progress=False).score(
         [r["source"] for r in rows], [r["rewrite"] for r in rows], [r["style"] for r in rows])
-    assert [r["content"] for r in records] == pytest.approx(want.content, abs=1e-6)
+    assert [r["content"] for r in records] == [float(x) for x in want.content]
     assert records[0]["signature"] == want.signature
 
 

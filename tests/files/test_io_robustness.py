@@ -121,7 +121,7 @@ def test_chunks_adapt_to_the_time_per_row(tmp_path, lp):
                on_chunk=lambda recs: sizes.append(len(recs)))
     assert sizes == [5] * 8  # fast rows: chunk_size is the ceiling (and wins over the floor)
     a, b = read_scores(tmp_path / "a.jsonl"), read_scores(tmp_path / "b.jsonl")
-    assert [r["content"] for r in a] == pytest.approx([r["content"] for r in b], abs=1e-5)
+    assert [r["content"] for r in a] == [r["content"] for r in b]  # other chunks: the same bits (rule 1)
 
 
 # -- 8. bad input a user can act on --------------------------------------------------------------------------------

@@ -281,9 +281,9 @@ def test_a_reader_started_at_a_position_reads_on_as_one_reader_would(tmp_path, n
 
 
 def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir, capsys):
-    """What merge guarantees with a model (issue 38, item 8): the records one unsharded run writes, every field but
-    the scores equal and in order, the scores within float rounding (float32 sums depend on which rows share a
-    batch: not byte for byte)."""
+    """What merge guarantees with a model (issue 38, item 8; rule 1 since issue 58): the records one unsharded run
+    writes, every field equal and in order, the scores the same bits (a row's scores never depend on its batch-mates
+    or chunk): the merged file is the unsharded file, byte for byte."""
     rows = [{"source": f"Send me report {i}{'!' * (i % 4)}.", "rewrite": f"Could you send report {i}, please?" +
              " Thanks." * (i % 3), "style": "polite", "source_id": f"q{i}"} for i in range(30)]
     inp = tmp_path / "in.jsonl"
@@ -303,6 +303,7 @@ def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir
         [{k: v for k, v in r.items() if k not in scores} for r in whole]
     for name in scores:  # other chunks, other batch-mates: the same bits
         assert [r[name] for r in merged] == [r[name] for r in whole]
+    assert (tmp_path / "merged.jsonl").read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
     assert main(["merge", str(tmp_path / "s0.jsonl"), str(tmp_path / "s2.jsonl"), "--input", str(inp),
                  "--out", str(tmp_path / "m.jsonl")]) == 2
     assert "shard 1/3 is missing" in capsys.readouterr().err

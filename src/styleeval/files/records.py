@@ -34,11 +34,10 @@ from io import StringIO
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from styleeval.autorater.declaration import AUTORATER
 from styleeval.errors import UserError
 from styleeval.escaping import csv_text, csv_untext
 from styleeval.llm_scorer import LLMScorer
-from styleeval.logprob.declaration import LOGPROB
+from styleeval.options import AUTORATER, LLM_SCORERS, LOGPROB
 from styleeval.validation import is_missing, lone_surrogate, missing_text_error, surrogate_error
 
 # a field of any length reads back (the csv module's default limit is 131,072 characters)
@@ -86,8 +85,29 @@ judge's ``reply`` (paper mode) or the rating distributions (expected mode)."""
 
 Format = Literal["csv", "jsonl"]
 
-RESERVED_FIELDS = frozenset({*OUTPUT_FIELDS, *LOGPROB_RECORDS.fields, *AUTORATER_RECORDS.fields})
+RECORD_KINDS: tuple[RecordKind, ...] = tuple(RecordKind.of(scorer) for scorer in LLM_SCORERS)
+"""The records of every built-in LLM scorer's command, in :data:`~styleeval.options.LLM_SCORERS`' order.
+
+>>> [kind.name for kind in RECORD_KINDS]
+['score', 'autorate']
+"""
+
+RESERVED_FIELDS = frozenset({*OUTPUT_FIELDS, *(name for kind in RECORD_KINDS for name in kind.fields)})
 """Output field names that an extra input column may not use."""
+
+
+def kind_of(keys: Iterable[str]) -> RecordKind:
+    """The kind of record whose scores a file's first record (or CSV header) ``keys`` holds: the first of
+    :data:`RECORD_KINDS` that has all its score fields there, else ``score`` records (whose reader then names what
+    is missing).
+
+    >>> kind_of(["row", "source", "rewrite", "style", "meaning", "style_rating", "parsed"]).name
+    'autorate'
+    >>> kind_of(["row", "source"]).name
+    'score'
+    """
+    present = set(keys)
+    return next((kind for kind in RECORD_KINDS if present.issuperset(kind.scores)), LOGPROB_RECORDS)
 
 
 class Position(NamedTuple):

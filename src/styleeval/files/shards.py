@@ -24,9 +24,7 @@ from styleeval.errors import UserError
 from styleeval.escaping import csv_untext
 from styleeval.files.outputs import check_output_path
 from styleeval.files.records import (
-    AUTORATER_RECORDS,
     INPUT_COLUMNS,
-    LOGPROB_RECORDS,
     InputRow,
     RecordKind,
     RecordReader,
@@ -35,6 +33,7 @@ from styleeval.files.records import (
     iter_records,
     iter_rows,
     iter_scores,
+    kind_of,
     output_format,
 )
 from styleeval.files.resume import same_input
@@ -151,11 +150,12 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     when given; else the input's style column; an input without one was scored with one ``--style``, which every
     shard must share): shards of another input of the same length, or of runs with another ``--style``, are refused
     naming the row; so are shards whose carried columns (the input's other columns) are not the input's, or hold
-    other values (as the shard's format writes them). ``kind``: the records' kind (default: ``score`` records, or
-    ``autorate`` ones when the first file has ratings).
+    other values (as the shard's format writes them). ``kind``: the records' kind (default: the kind
+    whose scores the first file holds, :func:`~styleeval.files.records.kind_of`).
 
-    The merged records equal, field for field and in order, those one unsharded run writes, except that scores may
-    differ within float rounding (a model's float32 arithmetic depends on which rows share a batch). Records read
+    The merged records equal, field for field and in order, those one unsharded run writes (scored by styleeval's
+    engine, the same bits: a row's scores never depend on its batch-mates; through a server, as the server computed
+    each shard's rows). Records read
     from CSV files and written as JSONL get their JSONL types back: the known fields (``parsed``, the rating
     distributions, nulls) always; the carried columns with ``input``, whose rows give their values (``0`` stays a
     number, ``true`` a boolean, ``null`` null, a list a list). Without ``input`` a CSV cell does not say its type:
@@ -176,7 +176,7 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
             raise UserError(f"total={total} but {input} has {rows} rows")
         total = rows
     if kind is None:
-        kind = AUTORATER_RECORDS if "meaning" in _keys(paths[0]) else LOGPROB_RECORDS
+        kind = kind_of(_keys(paths[0]))
     seen = RowSet()
     signature: str | None = None
     residues: dict[Path, set[int]] = {}

@@ -1,0 +1,33 @@
+"""``--guard prompt`` reaches the training script's reward (issue 63, item 3: the GRPO run with the guarded reward),
+and the held-out checks read plain LogProb beside it: the script's own functions, without a training run (the smoke
+run of tests/scripts/test_train_grpo_formality.py runs the pipeline; the run itself is in docs/training.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "train_grpo_formality.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("train_grpo_formality", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_guard_option_builds_the_guarded_reward_and_the_checks_read_plain_logprob(tiny_model_dir):
+    from styleeval.rewards import LogProbReward
+
+    script = _script()
+    assert script.reward_options(script.parse_args(["--out", "x"])) == {}
+    options = script.reward_options(script.parse_args(["--out", "x", "--guard", "prompt", "--style-weight", "10"]))
+    assert options == {"style_weight": 10.0, "guard": "prompt"}
+    guarded = LogProbReward(model=str(tiny_model_dir), **options)
+    assert "guard:prompt" in guarded.signature
+    plain = script.plain_logprob(guarded)
+    assert plain.guard is None and plain.backend is guarded.logprob.backend
+    assert "guard" not in plain.signature
+    unguarded = LogProbReward(model=str(tiny_model_dir))
+    assert script.plain_logprob(unguarded) is unguarded.logprob
