@@ -81,6 +81,16 @@ def shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
     return max(0, min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1))
 
 
+def prefix_order(keys: Sequence[Sequence]) -> list[int]:
+    """Rows (indices into ``keys``: token sequences, or tuples of them) sorted by key, ties in input order: rows
+    whose prompts share a prefix come side by side, so what they share is computed once while it is kept.
+
+    >>> prefix_order([[1, 2, 9], [5], [1, 2], [1, 2, 3]])
+    [2, 3, 0, 1]
+    """
+    return sorted(range(len(keys)), key=lambda i: tuple(keys[i]))
+
+
 def prefix_groups(prompts: Sequence[Sequence[int]], global_len: int, min_shared: int) -> list[tuple[int, list[int]]]:
     """``[(prefix length, rows)]``: the rows (indices into ``prompts``) sorted by prompt (ties in input order) and
     cut into runs whose common prefix goes at least ``min_shared`` tokens past the global prefix ``global_len`` (and
@@ -92,7 +102,7 @@ def prefix_groups(prompts: Sequence[Sequence[int]], global_len: int, min_shared:
     >>> prefix_groups([[1, 2, 3, 9], [5, 5], [1, 2, 3, 4, 7], [1, 2, 6]], 0, 3)
     [(3, [2, 0]), (0, [3]), (0, [1])]
     """
-    ordered = sorted(range(len(prompts)), key=lambda i: tuple(prompts[i]))
+    ordered = prefix_order(prompts)
     if not ordered:
         return []
     groups: list[tuple[int, list[int]]] = []
@@ -109,16 +119,17 @@ def prefix_groups(prompts: Sequence[Sequence[int]], global_len: int, min_shared:
     return [(max(global_len, n) if n - global_len >= min_shared else global_len, g) for n, g in groups]
 
 
-def rows_by_key(keys: Sequence[K]) -> dict[K, list[int]]:
-    """Each distinct key and the rows (indices into ``keys``) that have it, keys in the order first seen.
+def rows_by_key(keys: Sequence[K], rows: Sequence[int] | None = None) -> dict[K, list[int]]:
+    """Each distinct key and the rows (indices into ``keys``; only ``rows`` where given) that have it, keys in the
+    order first seen: what is computed once per key and given back to each of its rows.
 
-    >>> rows_by_key(["b", "a", "b", "c"])
-    {'b': [0, 2], 'a': [1], 'c': [3]}
+    >>> rows_by_key(["b", "a", "b", "c"]), rows_by_key(["b", "a", "b", "c"], rows=[2, 3])
+    ({'b': [0, 2], 'a': [1], 'c': [3]}, {'b': [2], 'c': [3]})
     """
-    rows: dict[K, list[int]] = {}
-    for i, key in enumerate(keys):
-        rows.setdefault(key, []).append(i)
-    return rows
+    out: dict[K, list[int]] = {}
+    for i in range(len(keys)) if rows is None else rows:
+        out.setdefault(keys[i], []).append(i)
+    return out
 
 
 def pack_continuations(prompts: Sequence[Sequence[int]],
@@ -134,8 +145,7 @@ def pack_continuations(prompts: Sequence[Sequence[int]],
     """
     scored = [i for i, cont in enumerate(continuations) if len(cont)]
     packed = []
-    for prompt, positions in rows_by_key([tuple(prompts[i]) for i in scored]).items():
-        members = [scored[k] for k in positions]
+    for prompt, members in rows_by_key([tuple(p) for p in prompts], scored).items():
         tokens: list[int] = []
         parents: list[int] = []
         reads: list[int] = []
