@@ -18,7 +18,7 @@ llama_cpp = need_module("llama_cpp", "pip install -e '.[llamacpp]'; .ci/run buil
 import torch  # noqa: E402
 
 from styleeval import LogProb  # noqa: E402
-from styleeval.backends import Decoding, open_backend, shared_backend  # noqa: E402
+from styleeval.backends import Decoding, open_backend, planner, shared_backend  # noqa: E402
 from styleeval.backends.llamacpp import BLOCK, CMAKE_ARGS, LlamaCppBackend, build_tag, split_point  # noqa: E402
 from styleeval.chat import ChatFormat  # noqa: E402
 from styleeval.errors import UserError  # noqa: E402
@@ -130,6 +130,31 @@ def test_candidate_logprobs_equal_token_logprobs_bit_for_bit(lcpp, pairs):
     slow = lcpp.token_logprobs([p for p in prompts for _ in candidates], [[c] for _ in prompts for c in candidates])
     assert fast.shape == (len(prompts), len(candidates)) and fast.dtype == torch.float32
     assert torch.equal(fast.view(-1), torch.stack([v[0] for v in slow]))
+
+
+def test_a_prompts_blocks_are_prefilled_once_for_all_its_continuations(lcpp, pairs):
+    """Pairs are evaluated by prompt (the planner's order), so a prompt's 16-token blocks are computed once for its
+    continuations even when its rows are interleaved with another prompt's: llama.cpp calls counted, each block once
+    (the blocks the two prompts share once for both), then one last call per pair."""
+    p, q = pairs[0][0], pairs[1][0]  # two instructions on one source: they share the system turn's blocks
+    conts = [pairs[0][1], pairs[0][1][:1], pairs[0][1][:3]]
+    mp, mq = split_point(len(p), 1), split_point(len(q), 1)
+    shared = planner.reusable_prefix(p[:mp], q[:mq], BLOCK)
+    blocks = -(-mp // BLOCK) + -(-(mq - shared) // BLOCK)
+    assert shared >= BLOCK and mp - shared > BLOCK  # the order matters: each prompt has blocks of its own
+    lcpp.token_logprobs([list(range(100, 140))], [[7, 8]])  # a cache that shares nothing with either prompt
+    fed = []
+    real = lcpp._decode
+    lcpp._decode = lambda tokens, start, outputs=(): (fed.append(len(tokens)), real(tokens, start, outputs))[1]
+    try:
+        got = lcpp.token_logprobs([p, q, p, q, p], [conts[0], conts[0], conts[1], conts[1], conts[2]])
+    finally:
+        del lcpp._decode
+    assert len(fed) == blocks + 5
+    assert sum(fed) == (mp + mq - shared + sum(len(p) - mp + len(c) for c in conts)
+                        + sum(len(q) - mq + len(c) for c in conts[:2]))
+    alone = lcpp.token_logprobs([p, p, p], conts)
+    assert all(torch.equal(got[k], alone[j]) for k, j in ((0, 0), (2, 1), (4, 2)))
 
 
 def test_threads_sharing_the_backend_get_what_they_would_alone(lcpp, pairs):

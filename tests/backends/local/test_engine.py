@@ -161,7 +161,7 @@ def _layout_by_hand(batch, prefix_len, width):
             mask[b, 0, q, prefix_len + q] = True
             if q < trunk:
                 mask[b, 0, q, prefix_len : prefix_len + q + 1] = True
-        parents = [] if row.parents is None else row.parents.tolist()
+        parents = [] if row.parents is None else row.parents
         depth = []
         for j, parent in enumerate(parents):
             q = trunk + j
@@ -189,14 +189,14 @@ def test_tree_layout_equals_a_token_by_token_construction():
         parents = [rng.randint(-1, j - 1) for j in range(n_nodes)]
         reads = [rng.randint(-1, n_nodes - 1) for _ in range(3)]
         batch.append(_Row(b, list(range(trunk + n_nodes)), trunk - 1, torch.zeros((3, 1), dtype=torch.long),
-                          torch.tensor(parents, dtype=torch.long), torch.tensor(reads, dtype=torch.long)))
+                          parents, reads))
     width = max(len(r.suffix) for r in batch) + 2  # some padding
-    positions, gather = ScoringEngine._tree_positions(batch, 4, width)
+    positions, gather = ScoringEngine._tree_positions(batch, 4, width), ScoringEngine._read_positions(batch)
     want_mask, want_positions = _layout_by_hand(batch, 4, width)
     assert torch.equal(positions, want_positions)
     for b, row in enumerate(batch):
         seen = {}  # query -> the keys it sees, from the layout's sequences
-        for seq in invariant.tree_sequences(4, row.start + 1, row.parents.tolist()):
+        for seq in invariant.tree_sequences(4, row.start + 1, row.parents):
             for q, rank in seq.queries:
                 assert q not in seen  # each query computed once
                 seen[q] = sorted(seq.keys[: rank + 1])
@@ -204,7 +204,7 @@ def test_tree_layout_equals_a_token_by_token_construction():
         assert sorted(seen) == list(range(real))
         assert [seen[q] for q in range(real)] == [want_mask[b, 0, q].nonzero().flatten().tolist()
                                                   for q in range(real)]
-    want_gather = [r.start if p < 0 else r.start + 1 + p for r in batch for p in r.reads.tolist()]
+    want_gather = [r.start if p < 0 else r.start + 1 + p for r in batch for p in r.reads]
     assert gather.tolist() == want_gather
 
 

@@ -1,6 +1,8 @@
 """The scoring engine: per-token log-probabilities of many (prompt, continuation) pairs under a causal LM.
 
-One batching path for every log-likelihood the project computes (lm-evaluation-harness style):
+One batching path for every log-likelihood the project computes (lm-evaluation-harness style). What is shared and
+how rows are batched is planned by :mod:`~styleeval.backends.planner` (torch-free: the prefixes, groups, token
+trees, batches and their order); this module executes the plan (tensors, KV caches, the decoder, the LM head):
 
 1. the longest token prefix shared by all prompts (the chat template's system turn) is run once and its KV
    cache is reused by every row (a fresh ``DynamicCache`` per batch, expanded to the batch size), and kept for the
@@ -57,8 +59,10 @@ from dataclasses import dataclass
 
 import torch
 
-from styleeval.backends.base import TokenTree, common_prefix_length
+from styleeval.backends import planner
+from styleeval.backends.base import TokenTree
 from styleeval.backends.local import invariant
+from styleeval.backends.planner import Budget
 from styleeval.errors import UserError
 from styleeval.progress import bar as progress_bar
 
@@ -69,8 +73,8 @@ class _Item:
     prompt: tuple[int, ...]  # the prompt's token ids
     tail: list[int]  # continuation[:-1], or a tree's node tokens: fed after the prompt
     targets: torch.Tensor  # (positions, K) token ids scored from the last prompt position on (tree: per read)
-    parents: torch.Tensor | None = None  # tree: each node's parent (-1: the prompt's last token); None: no tree
-    reads: torch.Tensor | None = None  # tree: the position each target row is read after (-1: prompt end; j: node j)
+    parents: list[int] | None = None  # tree: each node's parent (-1: the prompt's last token); None: no tree
+    reads: list[int] | None = None  # tree: the position each target row is read after (-1: prompt end; j: node j)
 
 
 @dataclass(frozen=True)
@@ -79,17 +83,8 @@ class _Row:
     suffix: list[int]  # prompt[P:] + continuation[:-1]: the tokens fed after the shared prefix
     start: int  # index in ``suffix`` of the hidden state that predicts the first scored position
     targets: torch.Tensor  # (positions, K) token ids scored at each position: the continuation (K=1) or candidates
-    parents: torch.Tensor | None = None
-    reads: torch.Tensor | None = None
-
-
-@dataclass
-class _Budget:
-    """One call's token budget per forward pass and rows per LM-head block: halved on out-of-memory for the rest of
-    the call, never for the engine's later calls (whose batches, hence roundings, must not depend on this one)."""
-
-    batch_tokens: int
-    head_rows: int
+    parents: list[int] | None = None
+    reads: list[int] | None = None
 
 
 _EMPTY = torch.empty(0, dtype=torch.float32)
@@ -251,33 +246,16 @@ class ScoringEngine:
     def _packed_token_logprobs(
         self, prompts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]
     ) -> list[torch.Tensor]:
-        """:meth:`token_logprobs` with one token tree per distinct prompt: its continuations are branches (chains of
-        nodes hanging off the prompt's last token), built with list and tensor operations, not per token."""
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for i, cont in enumerate(continuations):
-            if len(cont):
-                groups.setdefault(tuple(prompts[i]), []).append(i)
-        items = []
-        for k, (prompt, rows) in enumerate(groups.items()):
-            tokens: list[int] = []
-            parents: list[int] = []
-            reads: list[int] = []
-            targets: list[int] = []
-            for i in rows:
-                cont = [int(t) for t in continuations[i]]
-                base = len(tokens)  # index of this chain's first node
-                chain = len(cont) - 1  # the last token is only read, never attended to
-                reads += [-1, *range(base, base + chain)]
-                parents += [-1, *range(base, base + chain - 1)][:chain]
-                tokens += cont[:-1]
-                targets += cont
-            items.append(_Item(k, prompt, tokens, torch.tensor(targets, dtype=torch.long)[:, None],
-                               torch.tensor(parents, dtype=torch.long), torch.tensor(reads, dtype=torch.long)))
+        """:meth:`token_logprobs` with one token tree per distinct prompt (:func:`planner.pack_continuations`): its
+        continuations are branches, chains of nodes hanging off the prompt's last token."""
+        packed = planner.pack_continuations(prompts, continuations)
+        items = [_Item(k, tree.prompt, tree.tokens, torch.tensor(tree.targets, dtype=torch.long)[:, None],
+                       tree.parents, tree.reads) for k, tree in enumerate(packed)]
         results = [_EMPTY] * len(prompts)
-        members = list(groups.values())
         for k, logprobs in self._run(items):
-            pieces = logprobs[:, 0].split([len(continuations[i]) for i in members[k]])
-            for i, piece in zip(members[k], pieces, strict=True):
+            members = packed[k].members
+            pieces = logprobs[:, 0].split([len(continuations[i]) for i in members])
+            for i, piece in zip(members, pieces, strict=True):
                 results[i] = piece
         return results
 
@@ -320,11 +298,10 @@ class ScoringEngine:
         for i, tree in enumerate(trees):
             if len(tree.prompt) == 0:
                 raise ValueError(f"prompt {i} is empty; every prompt needs at least one token")
-            parents = torch.tensor([p for _, p in tree.nodes], dtype=torch.long)
-            bad = ((parents < -1) | (parents >= torch.arange(len(parents)))).nonzero()
-            if len(bad):
-                j = int(bad[0])
-                raise ValueError(f"tree {i}: node {j} has parent {int(parents[j])}; parents must come first")
+            parents = [int(p) for _, p in tree.nodes]
+            j = planner.first_bad_parent(parents)
+            if j is not None:
+                raise ValueError(f"tree {i}: node {j} has parent {parents[j]}; parents must come first")
             widths = {len(c) for _, c in tree.reads}
             if len(widths) == 1:  # every read has as many candidates: one tensor call
                 targets = torch.tensor([list(c) for _, c in tree.reads], dtype=torch.long)
@@ -333,7 +310,7 @@ class ScoringEngine:
                 for r, (_, cands) in enumerate(tree.reads):
                     targets[r, : len(cands)] = torch.tensor(list(cands), dtype=torch.long)
             items.append(_Item(i, tuple(tree.prompt), [t for t, _ in tree.nodes], targets, parents,
-                               torch.tensor([p for p, _ in tree.reads], dtype=torch.long)))
+                               [int(p) for p, _ in tree.reads]))
         out: list[list[torch.Tensor]] = [[] for _ in trees]
         for index, logprobs in self._run(items, share_prompts):
             reads = trees[index].reads
@@ -341,30 +318,12 @@ class ScoringEngine:
         return out
 
     # -- internals ----------------------------------------------------------------------------------------
-    def _prefix_length(self, prompts: Sequence[Sequence[int]]) -> int:
-        """Tokens shared by every prompt, keeping at least one prompt token per row outside the prefix."""
-        if not self.reuse_prefix or not prompts:
-            return 0
-        return max(0, min(common_prefix_length(prompts), min(len(p) for p in prompts) - 1))
-
     def _groups(self, items: list[_Item], global_len: int, share: bool) -> list[tuple[int, list[_Item]]]:
-        """``[(prefix length, items)]``: one group for all items, or (``share``) runs of items, sorted by
-        prompt, whose common prefix goes at least ``min_shared`` tokens past the global prefix."""
+        """``[(prefix length, items)]``: one group for all items, or (``share``) :func:`planner.prefix_groups`."""
         if not share:
             return [(global_len, items)]
-        ordered = sorted(items, key=lambda it: it.prompt)
-        groups: list[tuple[int, list[_Item]]] = []
-        members, shared = [ordered[0]], len(ordered[0].prompt) - 1
-        for item in ordered[1:]:
-            common = min(shared, common_prefix_length([members[-1].prompt, item.prompt]), len(item.prompt) - 1)
-            if common - global_len >= max(self.min_shared, (shared - global_len) // 2):
-                members.append(item)
-                shared = common
-            else:
-                groups.append((shared, members))
-                members, shared = [item], len(item.prompt) - 1
-        groups.append((shared, members))
-        return [(max(global_len, n) if n - global_len >= self.min_shared else global_len, g) for n, g in groups]
+        return [(n, [items[k] for k in group])
+                for n, group in planner.prefix_groups([it.prompt for it in items], global_len, self.min_shared)]
 
     def _run(self, items: list[_Item], share_prompts: bool | None = None):
         """Score ``items`` in budget-packed batches, longest first within each prompt group; yields
@@ -372,13 +331,14 @@ class ScoringEngine:
 
         The decoder runs batch by batch; the hidden states that predict a scored token are gathered across batches
         and go through the LM head in blocks of :attr:`head_rows` rows (the head's weight is the largest matrix of
-        the model: few large GEMMs instead of one small one per batch). Everything the call changes is its own
-        (:class:`_Budget`, the caches of its groups, its :class:`_HeadQueue`)."""
+        the model: few large GEMMs instead of one small one per batch). The plan (which prefixes run once, the groups,
+        the batches) is :mod:`~styleeval.backends.planner`'s; everything the call changes is its own
+        (:class:`~styleeval.backends.planner.Budget`, the caches of its groups, its :class:`_HeadQueue`)."""
         if not items:
             return
-        global_len = self._prefix_length([it.prompt for it in items])
+        global_len = planner.shared_prefix_length([it.prompt for it in items]) if self.reuse_prefix else 0
         width = max(it.targets.shape[1] for it in items)
-        budget = _Budget(self.batch_tokens, self.head_rows)
+        budget = Budget(self.batch_tokens, self.head_rows)
         bar = progress_bar(total=len(items), desc="scoring", unit="seq", progress=self.progress)
         order: list[tuple[int, int]] = []  # (item index, scored positions), in the order of the head's rows
         head = _HeadQueue(self, width, budget)  # results stay on the device: one copy to the host per call
@@ -392,14 +352,12 @@ class ScoringEngine:
                                                 global_len)
                 rows = [_Row(it.index, list(it.prompt[prefix_len:]) + it.tail, len(it.prompt) - prefix_len - 1,
                              it.targets, it.parents, it.reads) for it in group]
-                rows.sort(key=lambda r: len(r.suffix), reverse=True)
-                pos = 0
-                while pos < len(rows):
-                    batch = self._next_batch(rows, pos, budget)
+                rows = [rows[k] for k in planner.longest_first([len(r.suffix) for r in rows])]
+                for span in planner.batches([len(r.suffix) for r in rows], budget, self.max_batch_rows):
+                    batch = rows[span.start : span.stop]
                     for done, hidden, targets in self._score_batch_safely(batch, prefix_len, cache, budget):
                         order += [(row.index, len(row.targets)) for row in done]
                         head.add(hidden, targets)
-                    pos += len(batch)
                     bar.update(len(batch))
             logprobs = head.finish()
         finally:
@@ -428,13 +386,6 @@ class ScoringEngine:
                            cache_position=positions, use_cache=True, **kwargs)
         return [(layer.keys[:, :, :end], layer.values[:, :, :end]) for layer in out[self._cache_name].layers]
 
-    def _next_batch(self, rows: list[_Row], pos: int, budget: _Budget) -> list[_Row]:
-        longest = max(len(rows[pos].suffix), 1)  # rows are sorted longest first
-        size = max(1, budget.batch_tokens // longest)
-        if self.max_batch_rows is not None:
-            size = min(size, self.max_batch_rows)
-        return rows[pos : pos + size]
-
     def _run_prefix(self, prefix: list[int]) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The KV cache of ``prefix``, run in one pass, or the previous call's when it was the same prefix under the
         same weights. A different prefix is run afresh, never sliced from or extended onto the kept one: float
@@ -451,7 +402,7 @@ class ScoringEngine:
         """:func:`_storage_key` of every parameter and buffer: a kept prefix cache is used only while it is unchanged."""
         return tuple(_storage_key(t) for t in (*self.model.parameters(), *self.model.buffers()))
 
-    def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache, budget: _Budget):
+    def _score_batch_safely(self, batch: list[_Row], prefix_len: int, prefix_cache, budget: Budget):
         """``[(rows, hidden, targets)]``: :meth:`_score_batch` of ``batch``, or of its halves after an out-of-memory
         error (the call's token budget is then halved for the rest of the call)."""
         try:
@@ -487,14 +438,12 @@ class ScoringEngine:
         positions = torch.arange(prefix_len, prefix_len + width, device=device)
         position_ids = positions.unsqueeze(0).expand(n_rows, -1)
         kwargs = {}
-        trees = any(r.parents is not None for r in batch)
-        if trees:  # each node sees the prefix, the prompt and its own ancestors; positions follow the depth
-            position_ids, pos_idx = self._tree_positions(batch, prefix_len, width)
-            position_ids = position_ids.to(device)
+        if any(r.parents is not None for r in batch):  # a node sees the prefix, the prompt and its own ancestors
+            position_ids = self._tree_positions(batch, prefix_len, width).to(device)  # positions follow the depth
         position_ids = position_ids.clamp(max=prefix_len + longest - 1)  # padding: never past a real position
         kwargs[invariant.KEYWORD] = invariant.build_layout(
             [invariant.plain_sequences(prefix_len, len(r.suffix)) if r.parents is None
-             else invariant.tree_sequences(prefix_len, r.start + 1, r.parents.tolist()) for r in batch],
+             else invariant.tree_sequences(prefix_len, r.start + 1, r.parents) for r in batch],
             invariant.Pass(width, prefix_len + width, prefix_len, *self._heads, device, self._head_float()))
         if prefix_cache is not None:
             # a fresh cache per batch: a forward pass extends the cache it is given in place
@@ -510,42 +459,30 @@ class ScoringEngine:
 
         counts = torch.tensor([len(r.targets) for r in batch], dtype=torch.long)
         row_idx = torch.repeat_interleave(torch.arange(n_rows), counts)
-        if not trees:  # row b reads suffix positions start_b, start_b + 1, ...
-            starts = torch.tensor([r.start for r in batch], dtype=torch.long)
-            first = torch.cumsum(counts, 0) - counts
-            pos_idx = torch.repeat_interleave(starts - first, counts) + torch.arange(int(counts.sum()))
+        pos_idx = self._read_positions(batch)
         k = max(r.targets.shape[1] for r in batch)  # trees may read different numbers of candidates: pad with 0
         targets = torch.cat([torch.nn.functional.pad(r.targets, (0, k - r.targets.shape[1])) for r in batch])
         targets = targets.to(device)
         return batch, hidden[row_idx.to(device), pos_idx.to(device)], targets
 
     @staticmethod
-    def _tree_positions(batch: list[_Row], prefix_len: int, width: int):
-        """Position ids (B, L) (a node's: its prompt's end plus its depth) and the suffix index of every read (all
-        rows' reads in order), built with tensor operations: a loop over the tree depth, not over tokens. Which keys
-        each token sees is the invariant layout's (:func:`invariant.tree_sequences`): no attention mask is built."""
-        n_rows = len(batch)
-        q = torch.arange(width)
-        trunk = torch.tensor([r.start + 1 for r in batch], dtype=torch.long)[:, None]  # prompt tokens in the suffix
-        n_nodes = torch.tensor([0 if r.parents is None else len(r.parents) for r in batch], dtype=torch.long)[:, None]
-        is_node = (q[None, :] >= trunk) & (q[None, :] < trunk + n_nodes)
-        parent = torch.full((n_rows, width), -1, dtype=torch.long)  # each node's parent, in suffix coordinates
+    def _tree_positions(batch: list[_Row], prefix_len: int, width: int) -> torch.Tensor:
+        """Position ids (B, L): a node's is its prompt's end plus its depth (:func:`planner.tree_positions`), any
+        other token's (and the padding's) its index after the prefix. Which keys each token sees is the invariant
+        layout's (:func:`invariant.tree_sequences`): no attention mask is built."""
+        position_ids = torch.arange(prefix_len, prefix_len + width).repeat(len(batch), 1)
         for b, row in enumerate(batch):  # one slice per row
-            if row.parents is not None and len(row.parents):
-                t = int(trunk[b])
-                parent[b, t : t + len(row.parents)] = torch.where(row.parents < 0, t - 1, t + row.parents)
-        depth = is_node.long()
-        up = torch.where(is_node, parent, -1)  # walk every node up through its ancestor nodes at once
-        while True:
-            up_is_node = (up >= 0) & is_node.gather(1, up.clamp(min=0))
-            if not up_is_node.any():
-                break
-            depth += up_is_node
-            up = torch.where(up_is_node, parent.gather(1, up.clamp(min=0)), -1)
-        position_ids = torch.where(is_node, trunk - 1 + depth, q[None, :]) + prefix_len
-        gather = [torch.full((len(r.targets),), r.start, dtype=torch.long) if r.reads is None
-                  else torch.where(r.reads < 0, r.start, int(trunk[b]) + r.reads) for b, r in enumerate(batch)]
-        return position_ids, torch.cat(gather)
+            if row.parents:
+                trunk = row.start + 1  # prompt tokens in the suffix
+                nodes = planner.tree_positions(trunk, row.parents)
+                position_ids[b, trunk : trunk + len(nodes)] = torch.tensor(nodes, dtype=torch.long) + prefix_len
+        return position_ids
+
+    @staticmethod
+    def _read_positions(batch: list[_Row]) -> torch.Tensor:
+        """The suffix index of every hidden state read, all rows' in order (:func:`planner.read_positions`)."""
+        return torch.tensor([i for r in batch for i in planner.read_positions(r.start, len(r.targets), r.reads)],
+                            dtype=torch.long)
 
     def _head_float(self) -> torch.dtype:
         """The dtype of the head's logits and log-softmax when no ``head_dtype`` rounds them: float64 for float64
@@ -628,7 +565,7 @@ class _HeadQueue:
     ``budget.head_rows`` rows as they fill up and on the rest at :meth:`finish`; the log-probabilities stay on the
     device, in the order the rows arrived."""
 
-    def __init__(self, engine: ScoringEngine, width: int, budget: _Budget) -> None:
+    def __init__(self, engine: ScoringEngine, width: int, budget: Budget) -> None:
         self.engine, self.width, self.budget = engine, width, budget
         self.hidden: list[torch.Tensor] = []
         self.targets: list[torch.Tensor] = []
