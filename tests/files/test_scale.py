@@ -310,8 +310,10 @@ def test_sharded_cli_runs_merge_to_the_unsharded_scores(tmp_path, tiny_model_dir
 
 
 def test_the_docs_promise_what_merge_guarantees():
-    """Wherever the docs compare merged shards with one unsharded run, they say the scores agree within float
-    rounding (they said "byte for byte": 52 of 150 rows differed by up to 9.5e-7)."""
+    """Wherever the docs compare merged shards with one unsharded run, they say what is true since the engine is
+    batch-invariant (issue 58): byte for byte with styleeval's engine (test_sharded_cli_runs_merge_to_the_unsharded_
+    scores), and through a server only as the server computed each score (before issue 58 they said "within float
+    rounding": 52 of 150 rows differed by up to 9.5e-7)."""
     import re
 
     from styleeval.commands import merge
@@ -325,7 +327,8 @@ def test_the_docs_promise_what_merge_guarantees():
               if "unsharded" in paragraph}
     assert {"docs/scale-out.md", "merge's help", "files.shards"} <= set(claims)
     for name, paragraph in claims.items():
-        assert "float rounding" in paragraph, f"{name}: {paragraph}"
+        assert "byte for byte" in paragraph and "server" in paragraph, f"{name}: {paragraph}"
+        assert "float rounding" not in paragraph, f"{name}: {paragraph}"
 
 
 def test_standard_input_is_read_twice_for_a_resume(tmp_path, tiny_model_dir, monkeypatch):

@@ -20,8 +20,9 @@ row of --input): otherwise nothing is written and the error names the rows, the 
 --input, every record's source, rewrite, style and carried columns (the input's other columns) must be those of
 its input row (shards of another input, or of runs with another --style, are refused naming the row and the field).
 OUT may be neither a shard nor the input, under any name. The merged file has the records in input order, with the
-text one unsharded run would have written; scores may differ from that run's within float rounding (float32
-arithmetic depends on which rows share a batch). CSV shards merged into JSONL carry the input's types (numbers,
+records one unsharded run would have written: byte for byte when styleeval's engine scored them (a row's scores
+never depend on its batch-mates); through a server, each score as the server computed it (a server's sums may
+depend on which requests share its batch). CSV shards merged into JSONL carry the input's types (numbers,
 booleans, nulls, lists) in its other columns only with --input: without it those columns are written as the CSV's
 text ("0", "true", "" for null).
 """

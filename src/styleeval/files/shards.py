@@ -5,9 +5,9 @@ GPUs, N servers) each score a deterministic 1/N of the rows into their own file,
 rows need no row count up front and give every shard the same mix of short and long rows. :func:`merge_shards`
 checks that the shard files carry one signature, that no row is in two files and none is missing, and (given the
 input) that every record is its input row's, and writes the records in input order: the records one unsharded run
-writes, with the same text in the same order, and scores equal to that run's within float rounding (a model's
-float32 sums depend on which rows share a batch; tested). A scorer whose numbers do not depend on the batch (the
-tests' length job) gives the unsharded file byte for byte.
+writes, with the same text in the same order: byte for byte when styleeval's engine scored them (a row's scores
+never depend on its batch-mates or chunk; tested); through a server, each score as the server computed it (a
+server's sums may depend on which requests share its batch).
 """
 
 from __future__ import annotations
@@ -153,9 +153,9 @@ def merge_shards(files: Sequence[str | os.PathLike[str]], output: str | os.PathL
     other values (as the shard's format writes them). ``kind``: the records' kind (default: the kind
     whose scores the first file holds, :func:`~styleeval.files.records.kind_of`).
 
-    The merged records equal, field for field and in order, those one unsharded run writes (scored by styleeval's
-    engine, the same bits: a row's scores never depend on its batch-mates; through a server, as the server computed
-    each shard's rows). Records read
+    The merged records equal, field for field and in order, those one unsharded run writes: byte for byte when
+    styleeval's engine scored them (a row's scores never depend on its batch-mates); through a server, each score as
+    the server computed it. Records read
     from CSV files and written as JSONL get their JSONL types back: the known fields (``parsed``, the rating
     distributions, nulls) always; the carried columns with ``input``, whose rows give their values (``0`` stays a
     number, ``true`` a boolean, ``null`` null, a list a list). Without ``input`` a CSV cell does not say its type:
