@@ -1,15 +1,12 @@
-"""Chunks keep the backend's batches full, and no chunking changes a score (issue 45)."""
+"""score_dataset in chunks: no chunking changes a score (issue 45); the chunk rule itself: tests/test_run.py."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-import pytest
 
-from styleeval.files.runner import FULL_CHUNK_ROWS, timed_chunks
 from styleeval.metaeval.data import RatedData
 from styleeval.metrics import get_metric
+from styleeval.run import FULL_CHUNK_ROWS
 from styleeval.scoring import ScoresCache, score_dataset
 
 SOURCES = ["I need the report now.", "Send it.", "we r late again lol", "Stop calling me.", "This is fine."]
@@ -32,24 +29,6 @@ def _rows(n: int) -> list[dict]:
     return rows
 
 
-def test_a_slow_machine_keeps_chunks_full():
-    """The spiral of issue 45: a slow first chunk (a loaded machine) made the next chunks 2 rows, which were slower per
-    row. Whatever the time per row, a chunk holds at least ``floor`` rows (the last excepted) and at most ``cap``."""
-    sizes = []
-    for chunk in timed_chunks(range(100), seconds=1e-9, cap=40, first=8, floor=32):
-        time.sleep(0.001)  # far more than 1e-9 s of work per row: the time-based size is 0
-        sizes.append(len(chunk))
-    assert sizes == [32, 32, 32, 4]
-    assert [len(c) for c in timed_chunks(range(10), seconds=1e-9, cap=3, floor=32)] == [3, 3, 3, 1]  # cap wins
-
-
-def test_runs_of_a_source_are_counted_by_rows_and_never_split():
-    runs = [list(range(n)) for n in (3, 1, 2, 5, 1, 1, 4)]
-    chunks = list(timed_chunks(runs, seconds=1e-9, cap=100, first=4, floor=4, weight=len))
-    assert [sum(map(len, c)) for c in chunks] == [4, 7, 6]  # a run that would pass the size starts a new chunk...
-    assert [run for c in chunks for run in c] == runs  # ... unless the chunk is empty: no run is split or lost
-
-
 def test_no_chunking_changes_a_logprob_score(tiny_model_dir, tmp_path):
     """score_dataset in chunks of one source, of 32 rows (the default floor), and all rows at once: bit-identical
     content and style scores, and the cache written in chunks serves the same array."""
@@ -67,11 +46,6 @@ def test_no_chunking_changes_a_logprob_score(tiny_model_dir, tmp_path):
         got[metric_name] = whole
     assert not np.array_equal(got["logprob_content"], got["logprob_style"])
     assert FULL_CHUNK_ROWS == 32
-
-
-@pytest.mark.parametrize("floor", [1, 7])
-def test_the_floor_is_the_callers(floor):
-    assert {len(c) for c in timed_chunks(range(7 * 5), seconds=1e-9, cap=64, first=floor, floor=floor)} == {floor}
 
 
 def test_a_skipped_row_is_named_by_its_row_in_the_data(tiny_model_dir):

@@ -44,6 +44,7 @@ from styleeval.labels import (
     warning_field,
 )
 from styleeval.logprob import LogProb
+from styleeval.run import ChunkPlan, MemorySink, ScoringRun
 
 
 class Demo:
@@ -306,8 +307,17 @@ class Demo:
                 if len(value) > MAX_CHARS:
                     raise UserError(f"row {r.row}: the {name} is longer than {MAX_CHARS} characters")
         logprob = self.logprob(model)
+        signed: list[Any] = []
+
+        def score(chunk: list[Any]) -> Any:  # LogProb of a chunk of rows, its signature kept
+            scored = logprob.score([r.source for r in chunk], [r.rewrite for r in chunk], [r.style for r in chunk])
+            signed.append(scored.signature)
+            return scored
+
+        sink = MemorySink(key=lambda r: r.row)  # the upload's rows as one group, in one chunk: one call
         with advising("space"):
-            scores = logprob.score([r.source for r in rows], [r.rewrite for r in rows], [r.style for r in rows])
+            ScoringRun(score, sink, ChunkPlan(cap=len(rows), floor=len(rows), first=len(rows))).run([rows])
+        scores, signature = [sink.values[r.row] for r in rows], signed[0]
         warning = {"warning": RANDOM_WEIGHTS} if self.warning_for(model) else {}  # a column of the scored file
         carried = carried_columns(rows)
         out = []
@@ -315,12 +325,12 @@ class Demo:
             out.append({"row": r.row, **{k: r.extra.get(k) for k in carried},  # as `styleeval score`: every row
                         "system": given_text(r.extra.get("system")) or "(all)",
                         "source": r.source, "rewrite": r.rewrite, "style": r.style, "content": s["content"],
-                        "style_strength": s["style_strength"], "signature": scores.signature, **warning})
+                        "style_strength": s["style_strength"], "signature": signature, **warning})
         frame = pd.DataFrame({"row": [o["row"] for o in out], "system": [o["system"] for o in out],
                               "source_id": [given_text(r.extra.get("source_id")) or r.source for r in rows],
                               "logprob_content": [o["content"] for o in out],
                               "logprob_style": [o["style_strength"] for o in out]})
-        report = compare_systems(frame, {m: scores.signature.renamed(m) for m in ("logprob_content", "logprob_style")},
+        report = compare_systems(frame, {m: signature.renamed(m) for m in ("logprob_content", "logprob_style")},
                                  progress=False)
         # the CLI's defaults (1000 bootstrap resamples, 10,000 shufflings): the same file gives the same intervals
         return out, report

@@ -19,8 +19,8 @@ from styleeval.files.runner import (
     run_file,
     score_file,
     scorer_file,
-    timed_chunks,
 )
+from styleeval.run import timed_chunks
 
 __all__ = ["AUTORATER_RECORDS", "INPUT_COLUMNS", "LOGPROB_RECORDS", "OUTPUT_FIELDS", "FileJob", "InputRow",
            "RecordKind", "ScoreFileResult", "autorate_file", "iter_records", "read_rows", "read_scores", "run_file",

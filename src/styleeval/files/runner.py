@@ -20,7 +20,7 @@ import sys
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,7 @@ from styleeval.files.shards import RowSet, Shard
 from styleeval.llm_scorer import LLMScorer
 from styleeval.logprob.declaration import LOGPROB
 from styleeval.progress import bar as progress_bar
+from styleeval.run import FULL_CHUNK_ROWS, ChunkPlan, ScoringRun
 
 
 @dataclass(frozen=True)
@@ -104,46 +105,7 @@ class FileJob:
         return self.scorer
 
 
-FULL_CHUNK_ROWS = 32
-"""Fewest rows in a chunk of ``score``, ``autorate`` and the meta-evaluation's LLM metrics (unless the caller's cap
-is lower): an LLM backend batches a chunk's rows together, and smaller chunks leave its batches part-empty, which
-makes each row slower, which made the next chunk smaller still (measured on SmolLM2-135M, a loaded machine: chunks
-of 2 rows after the first; docs/benchmarks.md, "Chunks")."""
-
-
-def timed_chunks(items: Iterable[Any], seconds: float, cap: int, first: int = 8, floor: int = 1,
-                 weight: Callable[[Any], int] | None = None) -> Iterator[list[Any]]:
-    """Consecutive chunks of ``items`` (any iterable, read as the chunks are asked for): the first of ``first``
-    rows, then each sized to about ``seconds`` of the caller's work on the previous one (timed between yields), never
-    fewer than ``floor`` rows (but the last chunk) nor more than ``cap`` (``cap`` wins over ``floor``). An item counts
-    as ``weight(item)`` rows (default 1; a source's run of rows counts its rows, and a chunk ends with the item that
-    brings it to its size: it may pass the size by less than one item). Used wherever finished rows are
-    saved as they come (``score``, ``autorate``, the meta-evaluation's LLM metrics). Scores never depend on it.
-
-    >>> [len(c) for c in timed_chunks(range(10), seconds=3600, cap=4, first=2)]
-    [2, 4, 4]
-    >>> [[len(run) for run in c] for c in timed_chunks([[1, 2], [3, 4], [5]], seconds=3600, cap=3, weight=len)]
-    [[2, 2], [1]]
-    """
-    count = weight or (lambda _: 1)
-    it = iter(items)
-    size = max(1, min(cap, max(first, floor)))
-    while True:
-        chunk, rows = [], 0
-        for item in it:  # up to the first item that brings the chunk to ``size`` rows: a run is never split
-            chunk.append(item)
-            rows += count(item)
-            if rows >= size:
-                break
-        if not chunk:
-            return
-        start = time.perf_counter()
-        yield chunk
-        rate = rows / max(time.perf_counter() - start, 1e-6)
-        size = max(1, min(cap, max(floor, int(rate * seconds))))
-
-
-class _Sink:
+class _Writer:
     """Where finished records go: OUT appended in place, a temporary file that replaces OUT once the first chunk
     is safely written (``overwrite``), or standard output (``-``). No file is opened before the first write: a run
     whose first chunk fails leaves no OUT behind (nor an empty one)."""
@@ -177,7 +139,7 @@ class _Sink:
 
     @property
     def replacing(self) -> bool:
-        """Whether OUT is still the old file that an ``overwrite`` sink replaces once its first chunk is written."""
+        """Whether OUT is still the old file that an ``overwrite`` writer replaces once its first chunk is written."""
         return self.target != self.output
 
     def size(self) -> int | None:
@@ -323,9 +285,12 @@ class FileRun:
     once OUT's lock is held: built, it knows what OUT already holds (from OUT's resume index, else OUT's records
     checked against the input, a torn tail cut) and has checked the signature; :meth:`score` scores the rows left.
 
-    It holds the input's ``reader`` and read-ahead (``ahead``), the rows ``done`` before the run, the ``sink`` OUT is
+    It holds the input's ``reader`` and read-ahead (``ahead``), the rows ``done`` before the run, the ``writer`` OUT is
     written through (opened with the first chunk), OUT's running SHA-256 ``digest`` (``None`` where no resume index
-    is kept: standard input or output) and the ``checkpoint`` where the weights were last verified."""
+    is kept: standard input or output) and the ``checkpoint`` where the weights were last verified.
+
+    It is its :class:`~styleeval.run.ScoringRun`'s sink (:meth:`holds`, :meth:`write`): the run cuts the rows into
+    chunks and scores them, FileRun writes each chunk's records and keeps the resume index."""
 
     def __init__(self, job: FileJob, input: Path | str, output: Path | str, out: Path | None,
                  options: RunOptions) -> None:
@@ -345,7 +310,7 @@ class FileRun:
         self.scorer = job.get_scorer() if self.signature is not None else None
         if self.digest is None and out is not None and self.reader.digest is not None:
             self.digest = hash_file(out) if self.resumable else hashlib.sha256()  # OUT as the run starts
-        self.sink: _Sink | None = None
+        self.writer: _Writer | None = None
         self.bar: Any = None
         self.checkpoint = _Checkpoint(None, None, time.monotonic())
         self.total = 0 if self.reader.start is None else _shard_size(self.reader.start.record, options.shard)
@@ -417,17 +382,17 @@ class FileRun:
         read as the work goes; OUT is opened with the first chunk."""
         opts = self.options
         fill = min(opts.chunk_size, FULL_CHUNK_ROWS)
+        run = ScoringRun(self._score, self, ChunkPlan(opts.flush_seconds, opts.chunk_size, floor=fill, first=fill))
         try:
-            for chunk in timed_chunks(self._todo(), opts.flush_seconds, opts.chunk_size, first=fill, floor=fill):
-                self._run_chunk(chunk)
-            if self.sink is not None:
+            run.score_chunks([row] for row in self._todo())  # rows alone: a row is shard ``row mod N``'s
+            if self.writer is not None:
                 self._verify_weights()  # and once more at the end
             self._keep_final_index()
         finally:
             if self.bar is not None:
                 self.bar.close()
-            if self.sink is not None:
-                self.sink.close()
+            if self.writer is not None:
+                self.writer.close()
         return ScoreFileResult(Path(str(self.input)), Path(str(self.output)), self.total, len(self.done.rows),
                                self.scored, self.signature)
 
@@ -443,16 +408,26 @@ class FileRun:
             self.total += 1
             if not known.issuperset(row.extra):
                 raise _new_columns(row, self.columns, None if self.reader.start is None else self.out)
-            if row.row in self.done.rows or (max_rows is not None and self.taken >= max_rows):
+            if self.holds(row) or (max_rows is not None and self.taken >= max_rows):
                 continue
             self.taken += 1
             yield row
 
-    def _run_chunk(self, chunk: list[InputRow]) -> None:
-        """Score ``chunk``, append its records to OUT, keep the index, move the bar, probe the weights when due."""
-        if self.sink is None:
-            self._open_sink()
-        records = self._records(chunk, self._score_chunk(chunk))
+    def holds(self, row: InputRow) -> bool:
+        """Whether OUT holds ``row`` already (the run's :class:`~styleeval.run.Sink`; :meth:`_todo` skips it)."""
+        return row.row in self.done.rows
+
+    def _score(self, chunk: list[InputRow]) -> list[dict[str, Any]]:
+        """The run's scoring of ``chunk``: OUT's writer opened before the first chunk (a folder that cannot be made
+        fails before any row is scored), then :meth:`_score_chunk`."""
+        if self.writer is None:
+            self._open_writer()
+        return self._score_chunk(chunk)
+
+    def write(self, chunk: list[InputRow], values: Sequence[dict[str, Any]]) -> None:
+        """The run's :class:`~styleeval.run.Sink`: append ``chunk``'s records to OUT, keep the index, move the bar,
+        probe the weights when due."""
+        records = self._records(chunk, values)
         self._write(records)
         if self.first_row is None:
             self.first_row = chunk[0].row
@@ -466,14 +441,14 @@ class FileRun:
         if self.options.on_chunk is not None:
             self.options.on_chunk(records)
 
-    def _open_sink(self) -> None:
-        """OUT's sink (appended to, or replacing OUT with ``overwrite``; a CSV header where OUT starts afresh), the
+    def _open_writer(self) -> None:
+        """OUT's writer (appended to, or replacing OUT with ``overwrite``; a CSV header where OUT starts afresh), the
         weights' checkpoint at OUT's size now, and the progress bar."""
         out, opts = self.out, self.options
         fresh = out is None or opts.overwrite or not out.exists() or out.stat().st_size == 0
-        self.sink = _Sink(out, self.fmt, header=self.fmt == "csv" and fresh,
+        self.writer = _Writer(out, self.fmt, header=self.fmt == "csv" and fresh,
                           replace=opts.overwrite and out is not None and out.exists())
-        self.checkpoint = _Checkpoint(self.sink.size(), None, time.monotonic())
+        self.checkpoint = _Checkpoint(self.writer.size(), None, time.monotonic())
         self.bar = progress_bar(total=self._estimated_total(), initial=len(self.done.rows), unit="row",
                                 desc=f"styleeval {self.job.kind.name}", leave=True, progress=opts.progress)
 
@@ -492,7 +467,7 @@ class FileRun:
             warnings.warn_explicit(message, w.category, w.filename, w.lineno)
         return values
 
-    def _records(self, chunk: list[InputRow], values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _records(self, chunk: list[InputRow], values: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         """The output records of ``chunk``: each row's number, carried columns and texts, its fields, the signature."""
         return [{"row": r.row, **r.extra, "source": r.source, "rewrite": r.rewrite, "style": r.style,
                  **v, "signature": self.signature} for r, v in zip(chunk, values, strict=True)]
@@ -500,12 +475,12 @@ class FileRun:
     def _write(self, records: list[dict[str, Any]]) -> None:
         """Append ``records`` to OUT, flushed and synced, and to OUT's running hash; a failed write says what OUT
         holds."""
-        assert self.sink is not None
-        text = _format_records(records, self.fmt, self.sink.header, self.job.kind, self.columns)
+        assert self.writer is not None
+        text = _format_records(records, self.fmt, self.writer.header, self.job.kind, self.columns)
         try:
-            self.sink.write(text)
+            self.writer.write(text)
         except OSError as err:
-            raise _write_error(self.out, err, self._written(), self.sink.replacing) from None
+            raise _write_error(self.out, err, self._written(), self.writer.replacing) from None
         if self.digest is not None:
             self.digest.update(text.encode("utf-8"))
         self.scored += len(records)
@@ -552,12 +527,12 @@ class FileRun:
         backend.verify_identity()
         now = str(self.scorer.signature)
         if now == str(self.signature):
-            self.checkpoint = _Checkpoint(self.sink.size(), None, time.monotonic())
+            self.checkpoint = _Checkpoint(self.writer.size(), None, time.monotonic())
             return
         checked = self.checkpoint
         where = "" if checked.first_row is None else f" from input row {checked.first_row} on"
         if checked.size is not None and checked.first_row is not None:
-            self.sink.cut(checked.size)
+            self.writer.cut(checked.size)
             kept = (f"the rows written{where} were removed from {self.out} (they may come from either model), those "
                     "before kept")
         else:

@@ -152,6 +152,26 @@ class ScoresCache:
         return path
 
 
+class CacheSink:
+    """A :class:`~styleeval.run.ScoringRun`'s sink into a :class:`ScoresCache`: the rows (positions in the dataset)
+    of (``signature``, ``fingerprint``) saved by earlier runs (``values``, row -> score: the partial file's, or with ``shard`` the
+    shard file's; a caller may add the rows it knows from elsewhere), and each finished chunk appended to that file,
+    flushed and synced, before the next one is scored."""
+
+    def __init__(self, cache: ScoresCache, signature: str, fingerprint: str, n: int, shard: Any = None) -> None:
+        self.cache, self.signature, self.fingerprint, self.shard = cache, signature, fingerprint, shard
+        self.values = cache.load_partial(signature, fingerprint, n) if shard is None else \
+            cache.load_shard(signature, fingerprint, n, shard)
+
+    def holds(self, row: int) -> bool:
+        return int(row) in self.values
+
+    def write(self, rows: list[int], values: Sequence[float]) -> None:
+        rows = [int(r) for r in rows]
+        self.cache.append_partial(self.signature, self.fingerprint, rows, list(values), shard=self.shard)
+        self.values.update(zip(rows, values, strict=True))
+
+
 def _read_rows(path: Path, n: int) -> dict[int, float]:
     """Row -> score of a file of appended ``{"rows": [...], "scores": [...]}`` lines (a torn or corrupt line ends
     the read)."""

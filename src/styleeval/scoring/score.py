@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from styleeval.errors import RowError, UserError, rows_named_by
-from styleeval.files.runner import FULL_CHUNK_ROWS, timed_chunks
 from styleeval.files.shards import Shard
 from styleeval.metrics import Metric
 from styleeval.progress import bar as progress_bar
-from styleeval.scoring.cache import ScoresCache
+from styleeval.run import FULL_CHUNK_ROWS, ChunkPlan, MemorySink, ScoringRun
+from styleeval.scoring.cache import CacheSink, ScoresCache
 from styleeval.scoring.inputs import ScoringInputs
 from styleeval.validation import empty_rewrites_told
 
@@ -49,7 +49,7 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
     rows = np.flatnonzero(data.has_references) if metric.needs_references else np.arange(len(data))
     scores = np.full(len(data), np.nan)
 
-    def compute(idx: np.ndarray) -> list[float]:
+    def compute(idx: Sequence[int]) -> list[float]:
         try:
             with empty_rewrites_told(), rows_named_by(lambda i: int(idx[i])):  # a warning names data's rows
                 return metric.compute(
@@ -67,29 +67,20 @@ def score_dataset(metric: Metric, data: ScoringInputs, cache: ScoresCache | None
         scores[rows] = metric.score_ids([data.ids[i] for i in rows])
     elif len(rows) and getattr(metric, "incremental", False):
         runs = _source_runs(rows, data.source_ids)  # a source's rows stay in one chunk: one prompt, one tree
+        sink = MemorySink() if cache is None else CacheSink(cache, signature, fingerprint, len(data), shard)
+        run = ScoringRun(compute, sink, ChunkPlan(flush_seconds, cap=max(256, min_chunk_rows), floor=min_chunk_rows,
+                                                  first=min_chunk_rows), shard=shard)  # source run j: shard j mod N
+        picked = list(run.select(runs))
         if shard is not None:
-            runs = runs[shard.index :: shard.count]
-            rows = np.concatenate(runs) if runs else np.empty(0, dtype=int)
-            partial = cache.load_shard(signature, fingerprint, len(data), shard)  # type: ignore[union-attr]
-        else:
-            partial = cache.load_partial(signature, fingerprint, len(data)) if cache is not None else {}
-            if cache is not None:
-                partial.update(_shards_complete(metric.label, cache, signature, fingerprint, len(data), runs))
-        for i, v in partial.items():
-            scores[i] = v
-        finished = np.zeros(len(data), dtype=bool)
-        finished[list(partial)] = True
-        todo = [run[~finished[run]] for run in runs if not finished[run].all()]
+            rows = np.concatenate(picked) if picked else np.empty(0, dtype=int)
+        elif cache is not None:  # rows the shards of a sharded run have scored
+            sink.values.update(_shards_complete(metric.label, cache, signature, fingerprint, len(data), runs))
+        todo = list(run.pending(picked))
         with progress_bar(total=len(rows), initial=len(rows) - sum(map(len, todo)), unit="row", progress=progress,
                           desc=f"{metric.label} on {data.name}" + (f" (shard {shard})" if shard else "")) as bar:
-            for picked in timed_chunks(todo, flush_seconds, cap=max(256, min_chunk_rows), floor=min_chunk_rows,
-                                       first=min_chunk_rows, weight=len):
-                idx = np.concatenate(picked)
-                values = compute(idx)
-                scores[idx] = values
-                if cache is not None:
-                    cache.append_partial(signature, fingerprint, idx.tolist(), list(values), shard=shard)
-                bar.update(len(idx))
+            run.score_chunks(todo, bar.update)
+        for i, v in sink.values.items():
+            scores[i] = v
         if shard is not None:
             return scores  # the whole is put together by a run without shard
     elif len(rows):
