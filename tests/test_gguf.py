@@ -98,6 +98,36 @@ def test_two_threads_converting_one_file_convert_it_once(tiny_model, tiny_tokeni
     assert len(calls) == 1 and len(set(out)) == 1 and len(out) == 4
 
 
+def test_a_conversion_reads_the_file_once(tiny_model, tiny_tokenizer, tmp_path, monkeypatch):
+    """transformers' GGUF loader reads the whole file on each call (``gguf.GGUFReader``: every metadata field; ~6 s of
+    CPU each for the smollm2-135m preset's vocabulary): the config, the tensor processor's metadata, the tensors and
+    the tokenizer of a conversion came from four readings of the file; now one (gguf_convert.one_reader), and the
+    folder holds the same model and tokenizer."""
+    import gguf
+    from transformers import AutoTokenizer
+
+    from styleeval import gguf_convert
+
+    monkeypatch.setenv("STYLEEVAL_CACHE", str(tmp_path / "cache"))
+    info = read_info(write_gguf(tiny_model, tiny_tokenizer, tmp_path / "t.gguf"))
+    reads = []
+
+    class Counted(gguf.GGUFReader):
+        def __init__(self, path, *args, **kwargs):
+            reads.append(os.fspath(path))
+            super().__init__(path, *args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counted)  # what transformers' loader reads the file with
+    monkeypatch.setattr(gguf_convert, "GGUFReader", Counted)
+    folder = gguf_folder(info)
+    assert reads == [info.path]  # on main: four
+    assert gguf.GGUFReader is Counted and not gguf_convert._READERS  # put back: a later reading reads the file
+    model, *_ = load_model(str(folder))
+    assert torch.equal(model.lm_head.weight, tiny_model.lm_head.weight)
+    text = "give me the report now."
+    assert AutoTokenizer.from_pretrained(folder)(text)["input_ids"] == tiny_tokenizer(text)["input_ids"]
+
+
 def test_an_architecture_transformers_cannot_read_is_one_line(tiny_model, tiny_tokenizer, tmp_path):
     path = write_gguf(tiny_model, tiny_tokenizer, tmp_path / "odd.gguf", architecture="nonesucharch")
     with pytest.raises(UserError) as err:

@@ -3,11 +3,13 @@ docs since issue 60, item 5 moved most of the README's blocks there), and the pa
 
 Each ```bash block of README.md and docs/*.md is preceded by a marker (an HTML comment, not rendered):
 
-- ``<!-- readme-test: run -->``: run as written, the blocks in order (the README's, then each page's in name order)
-  in one scratch folder beside ``shared/data`` (a
+- ``<!-- readme-test: run -->``: run as written in one scratch folder beside ``shared/data`` (a
   link to the corpus mirror, ``$STYLEEVAL_DATA_DIR``, wherever the clone is) (the
   inputs a block names but does not make, e.g. ``rewrites.csv``, are made first); options in ``[brackets]`` are left
-  out. Model presets (``1b``, ``3b``...) are a one-layer random Llama (:data:`STAND_IN`), placed in a scratch Hugging
+  out. A block runs after every earlier block (the README's, then each page's in name order) that writes where it
+  writes or reads (:func:`run_order`: the docs' metaeval block after the README's, into the same ``results/`` and
+  from its scores cache); blocks that touch nothing of each other's run side by side, one per CPU (each a
+  single-threaded process, ``OMP_NUM_THREADS=1``: two torch processes of two threads each on two cores crawl). Model presets (``1b``, ``3b``...) are a one-layer random Llama (:data:`STAND_IN`), placed in a scratch Hugging
   Face cache under each preset's Hub id, offline: the commands run verbatim through the real loading and scoring
   code, without weights (the numbers are not the paper's). Afterwards every ``--out`` a block names exists.
 - ``<!-- readme-test: parse: <why> -->``: checked, not run (the reason says what it would need): bash syntax, every
@@ -26,6 +28,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -150,15 +153,60 @@ def scratch(stand_in_dir, real_backend, data_dir, tmp_path_factory):
     return work, env
 
 
+def _paths(text: str) -> tuple[set[str], set[str]]:
+    """(what the block writes: its ``--out`` folders and files and its ``>`` redirections; every other word of its
+    commands, which may name a file it reads), as relative paths without ``./`` or a trailing ``/``."""
+    written, words = set(), set()
+    for argv in _lines(text):
+        for k, arg in enumerate(argv):
+            (written if k > 0 and argv[k - 1] in ("--out", ">", ">>") else words).add(arg.removeprefix("./").rstrip("/"))
+    return written, words - written
+
+
+def _overlap(a: set[str], b: set[str]) -> bool:
+    """A path of ``a`` is a path of ``b`` or in it, or holds one of ``b``'s."""
+    return any(p == q or p.startswith(q + "/") or q.startswith(p + "/") for p in a for q in b if p and q)
+
+
+def run_order(texts: list[str]) -> list[set[int]]:
+    """For each block, the earlier blocks it must run after: those that write where it writes or reads, or read
+    where it writes (in the pages' order, as a reader runs them, these touch the same files)."""
+    paths = [_paths(text) for text in texts]
+    return [{j for j in range(i) if _overlap(paths[i][0], paths[j][0] | paths[j][1])
+             or _overlap(paths[i][1], paths[j][0])} for i in range(len(texts))]
+
+
+def test_run_order_keeps_blocks_that_share_a_file_in_page_order():
+    texts = ["styleeval metaeval --out results/", "styleeval score a.csv --out a.jsonl",
+             "styleeval stel --out results/stel/", "styleeval merge a.jsonl --out b.jsonl", "printf x > c.csv",
+             "styleeval score c.csv --out d.jsonl", "styleeval metaeval --out ./results"]
+    assert run_order(texts) == [set(), set(), {0}, {1}, set(), {4}, {0, 2}]
+
+
 def test_the_run_blocks_run_as_written(scratch):
     work, env = scratch
+    runs = [(OPTIONAL.sub("", text), where) for marker, text, where in BLOCKS if marker == "run"]
+    after = run_order([command for command, _ in runs])
+    workers = max(1, min(4, len(os.sched_getaffinity(0))))
+    if workers > 1:
+        env = {**env, "OMP_NUM_THREADS": "1"}
+    # the blocks that others wait for start first (the README's metaeval: the docs' metaeval and stel follow it)
+    waited_on = [sum(k in deps for deps in after) for k in range(len(runs))]
+    done: dict[int, subprocess.CompletedProcess] = {}
+    with ThreadPoolExecutor(workers) as pool:
+        running: dict = {}
+        while len(done) < len(runs):
+            ready = sorted((k for k in range(len(runs)) if k not in done and k not in running.values()
+                            and after[k] <= set(done)), key=lambda k: (-waited_on[k], k))
+            for k in ready[: workers - len(running)]:
+                running[pool.submit(subprocess.run, ["bash", "-euo", "pipefail", "-c", runs[k][0]], cwd=work,
+                                    env=env, capture_output=True, text=True, timeout=600)] = k
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done[running.pop(future)] = future.result()
     ran = 0
-    for marker, text, where in BLOCKS:
-        if marker != "run":
-            continue
-        command = OPTIONAL.sub("", text)
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=work, env=env, capture_output=True,
-                              text=True, timeout=600)
+    for k, (command, where) in enumerate(runs):
+        proc = done[k]
         assert proc.returncode == 0, f"{where} failed ({proc.returncode}):\n{command}\n{proc.stderr[-3000:]}"
         for argv in _lines(command):
             if "--out" in argv:

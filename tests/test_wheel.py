@@ -107,37 +107,43 @@ def test_the_readmes_wheel_examples_run_outside_the_repository(installed, real_b
              "assert len(r['content']) == 1 and math.isfinite(r['content'][0])\n"
              "assert 'model:gguf:smollm2-135M:Q4_1@sha256-b179c9523d0e6a0f' in r['signature']\n"
              "assert 'warning' not in r\n")
-    _run([python, "-c", PYTHON.group(1) + check], work, env)
-
+    env = {**env, "OMP_NUM_THREADS": "1"}  # the Space starts while the rest runs: a thread each on a small machine
+    lines = [shlex.split(re.sub(r"\[(--[^\]]*)\]", r"\1", line), comments=True)  # bracketed options: taken
+             for line in SHELL.group(1).splitlines()]
+    lines = [argv for argv in lines if argv and argv[0] == "styleeval"]
     started = []
-    for line in SHELL.group(1).splitlines():
-        argv = shlex.split(re.sub(r"\[(--[^\]]*)\]", r"\1", line), comments=True)  # bracketed options: taken
-        if not argv or argv[0] != "styleeval":
-            continue
+    for argv in lines:  # first: each Space starts (~15 s of imports and loading) while the other lines run
         if argv[1] == "space":  # on a free port; no corpora, so that it starts at once (the tab says why)
             port = _free_port()
             if "--port" in argv:
                 del argv[argv.index("--port"):argv.index("--port") + 2]
-            log = work / "space.log"
+            log = work / f"space{len(started)}.log"
             with open(log, "w") as out:
-                started.append(subprocess.Popen([*argv, "--port", str(port)], cwd=work, stdout=out,
-                                                stderr=subprocess.STDOUT,
-                                                env={**env, "STYLEEVAL_DATA_DIR": str(work / "no-corpora")}))
-            page = _page(f"http://127.0.0.1:{port}/config", started[-1], log)
+                started.append((subprocess.Popen([*argv, "--port", str(port)], cwd=work, stdout=out,
+                                                 stderr=subprocess.STDOUT,
+                                                 env={**env, "STYLEEVAL_DATA_DIR": str(work / "no-corpora")}),
+                                port, log))
+    try:
+        _run([python, "-c", PYTHON.group(1) + check], work, env)
+        for argv in lines:
+            if argv[1] == "space":
+                continue
+            if argv[1] in SLOW:
+                argv = argv[:2] + [SLOW[argv[1]]]
+            out = _run(argv, work, env).stdout
+            if argv[1] == "reproduce-paper":
+                assert "Reproduce Tables 3, 4 and 5" in out
+            if argv[1] == "build-datasets":
+                folder = work / argv[argv.index("--out") + 1] / argv[2]
+                assert (folder / "README.md").read_bytes() == (ROOT / "datasets" / argv[2] / "README.md").read_bytes()
+                assert (folder / "data" / "all.parquet").is_file()
+        for proc, port, log in started:
+            page = _page(f"http://127.0.0.1:{port}/config", proc, log)
             assert "a real 135M chat model" in page and "not for numbers" not in page  # the bundled app's banner
-            continue
-        if argv[1] in SLOW:
-            argv = argv[:2] + [SLOW[argv[1]]]
-        out = _run(argv, work, env).stdout
-        if argv[1] == "reproduce-paper":
-            assert "Reproduce Tables 3, 4 and 5" in out
-        if argv[1] == "build-datasets":
-            folder = work / argv[argv.index("--out") + 1] / argv[2]
-            assert (folder / "README.md").read_bytes() == (ROOT / "datasets" / argv[2] / "README.md").read_bytes()
-            assert (folder / "data" / "all.parquet").is_file()
-    for proc in started:
-        proc.terminate()
-        proc.wait(10)
+    finally:
+        for proc, _, _ in started:
+            proc.terminate()
+            proc.wait(10)
     assert started, "the README's wheel block starts no Space"
 
 

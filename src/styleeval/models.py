@@ -281,14 +281,14 @@ def _convert_gguf(info: GGUFInfo, folder: Path) -> None:
     (:mod:`styleeval.gguf_convert`: transformers' numbers to the bit, in a fraction of the memory its loader takes)."""
     from transformers import AutoTokenizer  # noqa: PLC0415 - heavy (transformers)
 
-    from styleeval.gguf_convert import MissingWeights, convert_tensors  # noqa: PLC0415 - heavy (transformers, via styleeval.gguf_convert)
+    from styleeval.gguf_convert import MissingWeights, convert_tensors, one_reader  # noqa: PLC0415 - heavy (transformers, via styleeval.gguf_convert)
 
     directory, filename = os.path.split(info.path)
     unreadable = (f"cannot load model {info.path!r}: transformers cannot read this GGUF file (architecture "
                   f"{info.architecture}, quantization {info.quantization})")
     try:
-        with _quiet_stderr():  # the weights first: their buffers are returned to the system before the tokenizer's
-            convert_tensors(info.path, folder)
+        with _quiet_stderr(), one_reader(info.path):  # the file read once for the weights and the tokenizer
+            convert_tensors(info.path, folder)  # the weights first: their buffers are freed before the tokenizer's
             tokenizer = AutoTokenizer.from_pretrained(directory, gguf_file=filename)
     except MissingWeights as err:  # transformers would fill them with random values: numbers that change each time
         missing = err.names

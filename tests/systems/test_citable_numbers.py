@@ -79,17 +79,20 @@ def test_evaluate_prints_sacrebleus_cli_p_values_out_of_the_box(tmp_path, data_d
     (tmp_path / "src.txt").write_text("".join(f"{x}\n" for x in sources), encoding="utf-8")
     for s in systems:
         (tmp_path / f"{s}.txt").write_text("".join(f"{x}\n" for x in lines[s]), encoding="utf-8")
-    cli = subprocess.run([sys.executable, "-m", "sacrebleu", str(tmp_path / "src.txt"), "-i",
-                          *(str(tmp_path / f"{s}.txt") for s in systems), "-m", "bleu", "chrf", "ter", "--paired-ar",
-                          "--format", "json"], capture_output=True, text=True, check=True, env={"PATH": ""})
+    with subprocess.Popen([sys.executable, "-m", "sacrebleu", str(tmp_path / "src.txt"), "-i",
+                           *(str(tmp_path / f"{s}.txt") for s in systems), "-m", "bleu", "chrf", "ter", "--paired-ar",
+                           "--format", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={"PATH": ""}) as cli:  # sacrebleu's 10,000 shuffles run while styleeval evaluates
+        frame = pd.DataFrame({"system": [r["system"] for r in rows], "source_id": [r["source_id"] for r in rows],
+                              "source": [r["source"] for r in rows], "rewrite": [r["rewrite"] for r in rows],
+                              "style": "formal"})
+        frame.to_csv(tmp_path / "lai.csv", index=False)
+        assert main(["evaluate", str(tmp_path / "lai.csv"), "--metrics", "s_bleu,s_chrf,s_ter", "--out",
+                     str(tmp_path / "out"), "--no-progress", "--no-plots"]) == 0
+        out, err = cli.communicate(timeout=600)
+    assert cli.returncode == 0, err
     theirs = {(name, Path(entry["system"]).stem): entry[name]["p_value"]
-              for entry in json.loads(cli.stdout)[1:] for name in ("BLEU", "chrF2", "TER")}
-    frame = pd.DataFrame({"system": [r["system"] for r in rows], "source_id": [r["source_id"] for r in rows],
-                          "source": [r["source"] for r in rows], "rewrite": [r["rewrite"] for r in rows],
-                          "style": "formal"})
-    frame.to_csv(tmp_path / "lai.csv", index=False)
-    assert main(["evaluate", str(tmp_path / "lai.csv"), "--metrics", "s_bleu,s_chrf,s_ter", "--out",
-                 str(tmp_path / "out"), "--no-progress", "--no-plots"]) == 0
+              for entry in json.loads(out)[1:] for name in ("BLEU", "chrF2", "TER")}
     pairs = pd.read_csv(tmp_path / "out" / "pairs.csv").set_index(["metric", "system_a", "system_b"])
     base = systems[0]  # the CLI's baseline, the first system
     for label, name, make in (("s_bleu", "BLEU", BLEU), ("s_chrf", "chrF2", CHRF), ("s_ter", "TER", TER)):
