@@ -194,12 +194,14 @@ def reward_options(args: argparse.Namespace) -> dict:
 
 
 def plain_logprob(reward):
-    """Plain LogProb (the evaluation metric) on the reward's backend: the reward's own scorer unless it is guarded."""
+    """Plain LogProb (the evaluation metric) on the reward's backend: the reward's own scorer unless it is guarded,
+    else one that reads as it does but for the guard (a row too long for the context skipped, NaN, as the reward's
+    own scorer skips it: the guarded run's checks are the unguarded run's)."""
     if not reward.logprob.guard:
         return reward.logprob
     from styleeval import LogProb
 
-    return LogProb(backend=reward.logprob.backend, progress=False)
+    return LogProb(backend=reward.logprob.backend, on_overflow=reward.logprob.on_overflow, progress=False)
 
 
 class Progress:

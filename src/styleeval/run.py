@@ -19,16 +19,16 @@ Sinks: :class:`MemorySink` (here), the scores cache's partial and shard files
 
 >>> sink = MemorySink()
 >>> run = ScoringRun(lambda rows: [10 * r for r in rows], sink, ChunkPlan(seconds=3600, cap=4, floor=1, first=2))
->>> run.run([[0, 1], [2], [3, 4, 5]])  # rows scored
-6
+>>> run.run([[0, 1], [2, 3], [4, 5, 6]])  # rows scored
+7
 >>> [sorted(c) for c in sink.chunks]  # a group is never split: the last chunk passes the cap by less than a group
-[[0, 1], [2, 3, 4, 5]]
+[[0, 1], [2, 3, 4, 5, 6]]
 >>> from types import SimpleNamespace
 >>> again = ScoringRun(lambda rows: [10 * r for r in rows], sink, shard=SimpleNamespace(index=1, count=2))
->>> again.run([[0, 1], [2], [3, 4, 5], [6]])  # groups 1 and 3 are shard 1/2's; row 2 is held already: row 6 alone
+>>> again.run([[0, 1], [2, 3], [4, 5, 6], [7]])  # groups 1 and 3 are shard 1/2's; rows 2, 3 are held: row 7 alone
 1
->>> sink.values[6]
-60
+>>> sink.values[7]
+70
 """
 
 from __future__ import annotations

@@ -31,3 +31,23 @@ def test_the_guard_option_builds_the_guarded_reward_and_the_checks_read_plain_lo
     assert "guard" not in plain.signature
     unguarded = LogProbReward(model=str(tiny_model_dir))
     assert script.plain_logprob(unguarded) is unguarded.logprob
+
+
+def test_the_plain_check_beside_the_guard_skips_a_row_too_long_as_the_unguarded_one_does(tiny_model_dir):
+    """Before: under ``--guard prompt`` the held-out check's plain LogProb was built with LogProb's default
+    ``on_overflow="error"``, while the unguarded run's check (the reward's own LogProb) skips such rows: a held-out
+    completion longer than the model's context (a runaway generation) stopped the guarded run's measurement with an
+    error where the unguarded run reported NaN."""
+    import math
+
+    from styleeval.rewards import LogProbReward
+
+    script = _script()
+    guarded = LogProbReward(model=str(tiny_model_dir), guard="prompt")
+    unguarded = LogProbReward(model=str(tiny_model_dir))
+    sources, rewrites = ["Send me the report.", "Give it back."], ["Could you send it?", " ".join(["word"] * 3000)]
+    want = script.plain_logprob(unguarded).score(sources, rewrites, "formal")
+    got = script.plain_logprob(guarded).score(sources, rewrites, "formal")
+    assert math.isnan(want.content[1]) and math.isnan(got.content[1])  # skipped, not an error
+    assert got.content[0] == want.content[0] and got.style_strength[0] == want.style_strength[0]
+    assert script.plain_logprob(guarded).signature == unguarded.logprob.signature

@@ -236,6 +236,21 @@ def test_a_model_error_names_the_input_row_not_its_place_in_the_scoring_order(tm
         capsys.readouterr().err
 
 
+def test_a_row_too_long_and_skipped_is_named_by_its_input_row_not_its_place_in_the_scoring_order(tiny_model_dir):
+    """The warning of a row skipped with ``on_overflow=skip`` names the input's row, as the error without it does
+    (the test above). Before: it named the row's place in the scoring order (rows sorted by source, the baselines' among
+    them; on the command line ``row 65`` for a file's line 71)."""
+    long = "the cat sat on the mat " * 120  # longer than the tiny model's 512 positions
+    rows = _rows({"A": [SOURCES[0], SOURCES[1].upper(), long], "B": SOURCES[:3]}, SOURCES[:3])
+    assert rows[2]["rewrite"] == long  # after B's rows 3 and 4 in the scoring order (by source, baselines too)
+    with pytest.warns(UserWarning) as caught:
+        report = evaluate_systems(rows, [f"logprob_content:model={tiny_model_dir}:device=cpu:on_overflow=skip"],
+                                  progress=False)
+    skipped = [str(w.message) for w in caught if "longer than the model's context" in str(w.message)]
+    assert len(skipped) == 1 and skipped[0].endswith("was skipped (NaN scores): row 2"), skipped
+    assert np.isnan(report.scores["logprob_content"][2]) and not report.scores["logprob_content"].drop(2).isna().any()
+
+
 def test_a_row_too_long_advises_the_metric_spec_option(tmp_path, tiny_model_dir, capsys):
     """Issue 47: `evaluate` advised "pass on_overflow='skip'" (Python) and takes no such flag: the advice is the
     metric spec's option, which works there, in Python (evaluate_systems takes specs) and on the command line (-q

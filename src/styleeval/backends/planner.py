@@ -96,14 +96,19 @@ def prefix_order(keys: Sequence[Sequence]) -> list[int]:
 
 def prefix_groups(prompts: Sequence[Sequence[int]], global_len: int, min_shared: int) -> list[tuple[int, list[int]]]:
     """``[(prefix length, rows)]``: the rows (indices into ``prompts``) sorted by prompt (ties in input order) and
-    cut into runs whose common prefix goes at least ``min_shared`` tokens past the global prefix ``global_len`` (and
-    at least half as far as the run's first two rows share); a group whose prefix does not is run on the global
-    prefix alone. Each prefix keeps one token of every prompt outside it.
+    cut into runs whose common prefix goes at least ``min_shared`` tokens past the global prefix ``global_len``: a
+    row joins the run when what it shares with the run goes that far and at least half as far past ``global_len``
+    as the run's rows so far share (the run's prefix then shrinks to it, so a chain of halvings stays one run); a
+    group whose prefix does not is run on the global prefix alone. Each prefix keeps one token of every prompt
+    outside it.
 
     >>> prefix_groups([[1, 2, 3, 9], [5, 5], [1, 2, 3, 4, 7], [1, 2, 6]], 0, 2)
     [(2, [2, 0, 3]), (0, [1])]
     >>> prefix_groups([[1, 2, 3, 9], [5, 5], [1, 2, 3, 4, 7], [1, 2, 6]], 0, 3)
     [(3, [2, 0]), (0, [3]), (0, [1])]
+    >>> chain = [[*range(n), 99] for n in (16, 8, 4, 2)]  # each shares half of what the run before it shares
+    >>> prefix_groups(chain, 0, 1)
+    [(2, [0, 1, 2, 3])]
     """
     ordered = prefix_order(prompts)
     if not ordered:

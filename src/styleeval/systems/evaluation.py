@@ -32,7 +32,7 @@ import pandas as pd
 
 from styleeval import progress as shown
 from styleeval.backends import BackendError, verify_shared
-from styleeval.errors import RowError, UserError, advising
+from styleeval.errors import RowError, UserError, advising, rows_named_by
 from styleeval.files.shards import Shard
 from styleeval.labels import counted
 from styleeval.metrics import Metric, get_metric
@@ -132,7 +132,7 @@ def evaluate_systems(
         metrics_bar.set_postfix_str(metric.label)  # shown while its model loads, before its rows' bar
         try:
             # "loading model ..." where a metric's model loads (torch, weights); advice as a metric spec takes it
-            with shown.watched(progress), advising("spec", metric.name):
+            with shown.watched(progress), advising("spec", metric.name), _input_rows_named(checked, order):
                 signatures[metric.label] = str(metric.signature)
                 system_signatures[metric.label] = str(metric.system_signature)
                 values = score_dataset(metric, data, cache, progress=progress)
@@ -222,6 +222,12 @@ def _prepare(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, metrics: Sequence
     return checked, objs, order, data, subset
 
 
+def _input_rows_named(checked: Sequence[SystemRow], order: Sequence[int]) -> Any:
+    """Inside, a :class:`~styleeval.errors.RowsWarning` about a row of the scoring inputs (rows sorted by source:
+    :func:`_prepare`; a row skipped as too long, ...) names its input row, as :func:`_input_row` does for errors."""
+    return rows_named_by(lambda i: checked[order[i]].row)
+
+
 def _input_row(err: Exception, checked: Sequence[SystemRow], order: Sequence[int]) -> Exception:
     """A :class:`~styleeval.errors.RowError` of the scoring inputs (rows sorted by source: :func:`_prepare`) as the
     error of its input row, named as the input names it (``outputs.jsonl, line 113``, or ``row 111`` in Python)."""
@@ -257,7 +263,7 @@ def score_shard(
     for metric in objs:
         if getattr(metric, "incremental", False):
             try:
-                with shown.watched(progress), advising("spec", metric.name):
+                with shown.watched(progress), advising("spec", metric.name), _input_rows_named(checked, order):
                     values = score_dataset(metric, data, cache, progress=progress, shard=part)
             except RowError as err:
                 raise _input_row(err, checked, order) from err
