@@ -64,8 +64,9 @@ def check_out_dir(out: Path) -> None:
             return
 
 
-def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -> None:
-    """IN, --out, --style, --chunk-size, --max-rows, --overwrite, --quiet."""
+def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int | str) -> None:
+    """IN, --out, --style, --chunk-size, --max-rows, --overwrite, --quiet; ``chunk_size``: the default rows per chunk,
+    or text saying what it is (then ``--chunk-size`` defaults to ``None``: the scorer's own)."""
     p.add_argument("input", metavar="IN",
                    help="input file: .csv or .jsonl with columns source, rewrite, style (other columns are carried "
                    "through to OUT); - reads standard input")
@@ -74,7 +75,7 @@ def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int) -
                    "standard output")
     p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8), e.g. latin-1")
     p.add_argument("--style", help="one target style for every row (overrides a style column)")
-    p.add_argument("--chunk-size", type=positive_int, default=chunk_size,
+    p.add_argument("--chunk-size", type=positive_int, default=chunk_size if isinstance(chunk_size, int) else None,
                    help=f"rows {verb} and appended to OUT at a time (default: {chunk_size})")
     p.add_argument("--max-rows", type=int, default=None,
                    help=f"{verb.removesuffix('d')} at most this many new rows in this run, then stop (rerun to continue)")
@@ -115,11 +116,11 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     return 0
 
 
-def run_model_file_command(args: argparse.Namespace, run_file: Callable[..., Any], model_options: Any, verb: str,
-                           summary: Callable[[Any], str | None]) -> int:
+def run_model_file_command(args: argparse.Namespace, run_file: Callable[..., Any], options: dict[str, Any],
+                           verb: str, summary: Callable[[Any], str | None]) -> int:
     """:func:`run_file_command` of ``run_file(IN, OUT, model, ...)`` (``score_file``, ``autorate_file``) with the
-    arguments of :func:`add_file_arguments` and the model options (``model_options``: their ``Options``)."""
-    options = model_options.from_args(args)
+    arguments of :func:`add_file_arguments` and the scorer's ``options`` (name -> value, ``model`` among them)."""
+    options = dict(options)
     model = options.pop("model", None)
     return run_file_command(
         args,

@@ -1,0 +1,78 @@
+"""`styleeval score --metric SPEC`: any declared LLM scorer by its metric spec (LogProb the default); the file is
+byte for byte the one its own command writes, and a spec or a flag that does not apply is refused with the fix."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from styleeval.cli import main
+
+ROWS = [("hey, wanna grab lunch?", "Would you care to join me for lunch?", "formal"),
+        ("thx for the help", "Thank you for the help.", "formal"),
+        ("That was a GREAT film!!", "The film was excellent.", "formal")]
+
+
+@pytest.fixture
+def rows_csv(tmp_path) -> Path:
+    path = tmp_path / "in.csv"
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["source", "rewrite", "style"])
+        writer.writerows(ROWS)
+    return path
+
+
+def _run(*argv: str) -> int:
+    return main([*argv, "-q"])
+
+
+@pytest.mark.parametrize(("command", "spec"), [
+    (["score"], "logprob_style:model={model}"),
+    (["score"], "logprob:model={model}:variant=authors"),
+    (["autorate"], "autorater:model={model}"),
+    (["autorate", "--mode", "paper"], "autorater_meaning:model={model}:mode=paper"),
+])
+def test_a_spec_writes_the_bytes_its_own_command_writes(tmp_path, rows_csv, tiny_model_dir, command, spec):
+    own = [*command, str(rows_csv), "--model", str(tiny_model_dir), "--out", str(tmp_path / "own.jsonl")]
+    if "variant=authors" in spec:
+        own += ["--variant", "authors"]
+    assert _run(*own) == 0
+    assert _run("score", str(rows_csv), "--metric", spec.format(model=tiny_model_dir),
+                "--out", str(tmp_path / "spec.jsonl")) == 0
+    written = (tmp_path / "own.jsonl").read_bytes()
+    assert written.count(b"\n") == len(ROWS)
+    assert (tmp_path / "spec.jsonl").read_bytes() == written
+
+
+def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_the_two_commands(
+        tmp_path, rows_csv, tiny_model_dir):
+    out = tmp_path / "ratings.jsonl"
+    assert _run("autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(out), "--max-rows", "1") == 0
+    assert _run("score", str(rows_csv), "--metric", "autorater", "--model", str(tiny_model_dir),
+                "--out", str(out)) == 0
+    assert _run("autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(tmp_path / "whole.jsonl")) == 0
+    assert out.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--metric", "s_chrf"], "--metric s_chrf: score writes an LLM scorer's records (logprob, autorater); per-row "
+                             "scores of any metric are in the rows.jsonl of `styleeval evaluate IN --metrics s_chrf"),
+    (["--metric", "autorter"], "--metric autorter: not an LLM scorer (did you mean 'autorater'?)"),
+    (["--metric", "autorater:variant=authors"], "--metric autorater:variant=authors: unknown options ['variant']"),
+    (["--metric", "autorater", "--variant", "authors"], "--variant is not an option of autorater: write its options"),
+    (["--metric", "autorater:model=tiny-random", "--model", "tiny-random"],
+     "model is given twice, as --model and in --metric autorater:model=tiny-random: give it once"),
+    (["--metric", "autorater", "--prompt", "paper"],
+     "--prompt: prompt must be one of paper-small, paper-70b, mukherjee, mukherjee-binary, got 'paper' "
+     "(autorater's option)"),
+    (["--metric", "logprob:prompt"], "option 'prompt' is not key=value"),
+])
+def test_a_spec_or_flag_that_does_not_apply_is_refused_before_anything_is_written(tmp_path, rows_csv, capsys, argv,
+                                                                                   message):
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(rows_csv), "--out", str(out), *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
