@@ -172,11 +172,15 @@ class ScoringRun(Generic[R, V]):
     plan: ChunkPlan = field(default_factory=ChunkPlan)
     executor: Executor = IN_PROCESS
     shard: Portion | None = None
+    number: Callable[[Sequence[R]], int] | None = None
+    """A group's number ``j`` for the shard rule (default: its place among the groups; a run that starts reading
+    its input part-way, from a resume point, numbers its groups by their rows)."""
 
     def select(self, groups: Iterable[Sequence[R]]) -> Iterator[Sequence[R]]:
         """The groups of :attr:`shard`: group ``j`` is shard ``j mod N``'s (every group without a shard)."""
         for j, group in enumerate(groups):
-            if self.shard is None or j % self.shard.count == self.shard.index:
+            if self.shard is None or (j if self.number is None else self.number(group)) % self.shard.count \
+                    == self.shard.index:
                 yield group
 
     def pending(self, groups: Iterable[Sequence[R]]) -> Iterator[list[R]]:

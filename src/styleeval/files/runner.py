@@ -20,7 +20,7 @@ import sys
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -382,9 +382,10 @@ class FileRun:
         read as the work goes; OUT is opened with the first chunk."""
         opts = self.options
         fill = min(opts.chunk_size, FULL_CHUNK_ROWS)
-        run = ScoringRun(self._score, self, ChunkPlan(opts.flush_seconds, opts.chunk_size, floor=fill, first=fill))
+        run = ScoringRun(self._score, self, ChunkPlan(opts.flush_seconds, opts.chunk_size, floor=fill, first=fill),
+                         shard=opts.shard, number=lambda group: group[0].row)  # rows alone: row j is shard j mod N's
         try:
-            run.score_chunks([row] for row in self._todo())  # rows alone: a row is shard ``row mod N``'s
+            run.score_chunks(self._at_most_max_rows(run.pending(self._counted(run.select([row] for row in self._read())))))
             if self.writer is not None:
                 self._verify_weights()  # and once more at the end
             self._keep_final_index()
@@ -396,25 +397,32 @@ class FileRun:
         return ScoreFileResult(Path(str(self.input)), Path(str(self.output)), self.total, len(self.done.rows),
                                self.scored, self.signature)
 
-    def _todo(self) -> Iterator[InputRow]:
-        """The rows to score: those of the shard not yet in OUT, at most ``max_rows``. The input is read on to its
-        end all the same: every row is validated (no column the output lacks), and :attr:`total` counted."""
-        shard, max_rows = self.options.shard, self.options.max_rows
-        known = set(self.columns)
+    def _read(self) -> Iterator[InputRow]:
+        """The input's rows from the run's start (the resume index's row, else the first), read as the work goes; the
+        input is read on to its end all the same: every row of the shard is validated and counted (:meth:`_counted`)."""
         for row in self.ahead:
             self.last_read = row
-            if shard is not None and row.row not in shard:
-                continue
-            self.total += 1
-            if not known.issuperset(row.extra):
-                raise _new_columns(row, self.columns, None if self.reader.start is None else self.out)
-            if self.holds(row) or (max_rows is not None and self.taken >= max_rows):
-                continue
-            self.taken += 1
             yield row
 
+    def _counted(self, groups: Iterable[list[InputRow]]) -> Iterator[list[InputRow]]:
+        """The shard's rows, each counted in :attr:`total` and checked: no column the output lacks."""
+        known = set(self.columns)
+        for group in groups:
+            self.total += 1
+            if not known.issuperset(group[0].extra):
+                raise _new_columns(group[0], self.columns, None if self.reader.start is None else self.out)
+            yield group
+
+    def _at_most_max_rows(self, groups: Iterable[list[InputRow]]) -> Iterator[list[InputRow]]:
+        """The rows left to score, at most ``max_rows`` of them (the rest read, counted and checked all the same)."""
+        max_rows = self.options.max_rows
+        for group in groups:
+            if max_rows is None or self.taken < max_rows:
+                self.taken += 1
+                yield group
+
     def holds(self, row: InputRow) -> bool:
-        """Whether OUT holds ``row`` already (the run's :class:`~styleeval.run.Sink`; :meth:`_todo` skips it)."""
+        """Whether OUT holds ``row`` already (the run's :class:`~styleeval.run.Sink`: the run skips it)."""
         return row.row in self.done.rows
 
     def _score(self, chunk: list[InputRow]) -> list[dict[str, Any]]:
