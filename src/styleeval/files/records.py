@@ -98,16 +98,18 @@ RESERVED_FIELDS = frozenset({*OUTPUT_FIELDS, *(name for kind in RECORD_KINDS for
 
 def kind_of(keys: Iterable[str]) -> RecordKind:
     """The kind of record whose scores a file's first record (or CSV header) ``keys`` holds: the first of
-    :data:`RECORD_KINDS` that has all its score fields there, else ``score`` records (whose reader then names what
-    is missing).
+    :data:`RECORD_KINDS` with the most of its score fields there (so that a record missing one field is read as its
+    kind, whose reader names what is missing), ``score`` records where none is there.
 
     >>> kind_of(["row", "source", "rewrite", "style", "meaning", "style_rating", "parsed"]).name
+    'autorate'
+    >>> kind_of(["row", "source", "rewrite", "style", "meaning", "parsed"]).name
     'autorate'
     >>> kind_of(["row", "source"]).name
     'score'
     """
     present = set(keys)
-    return next((kind for kind in RECORD_KINDS if present.issuperset(kind.scores)), LOGPROB_RECORDS)
+    return max(RECORD_KINDS, key=lambda kind: len(present.intersection(kind.scores)))
 
 
 class Position(NamedTuple):
