@@ -86,6 +86,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "load average, else torch's own: one per core). At a load of 10 on 2 cores a forward "
                              "and backward pass of the 135M model took 207 s with 2 threads and 35 s with 1 "
                              "(measured: threads that wait for each other spin)")
+    parser.add_argument("--train-dtype", choices=("auto", "float32", "bfloat16"), default="auto",
+                        help="the policy's training precision (TRL's bf16 autocast, its default, or float32). auto: "
+                             "bfloat16 where the CPU computes it natively (AMX or AVX512-BF16 in /proc/cpuinfo), else "
+                             "float32: on an AVX2-only CPU (an AMD EPYC here) the bf16 backward ran through torch's "
+                             "reference gemm, a GRPO step 200 s instead of about 20 (measured, py-spy)")
     parser.add_argument("--seed", type=int, default=0, help="default 0")
     parser.add_argument("--no-autorater", action="store_true", help="skip the autorater's ratings (faster; --smoke "
                         "skips them)")
@@ -96,6 +101,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             setattr(args, name, value)
     args.no_autorater = args.no_autorater or args.smoke
     return args
+
+
+def native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 matmuls natively (AMX or AVX512-BF16 among /proc/cpuinfo's flags; on a
+    machine without that file, False: float32, the safe choice)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def train_dtype(choice: str) -> str:
+    """The policy's training precision: ``choice``, or for ``auto`` bfloat16 where the CPU has it natively, else
+    float32.
+
+    >>> train_dtype("float32"), train_dtype("auto") in ("float32", "bfloat16")
+    ('float32', True)
+    """
+    return choice if choice != "auto" else ("bfloat16" if native_bf16() else "float32")
 
 
 def busy_machine_threads() -> int | None:
@@ -277,6 +302,7 @@ def train(args: argparse.Namespace, folder: Path, sources: list[str], reward, pr
         max_completion_length=args.max_completion_length, learning_rate=args.learning_rate, logging_steps=args.logging_steps,
         save_strategy="steps", save_steps=args.save_steps, report_to="none", use_cpu=True, seed=args.seed,
         temperature=1.0, gradient_checkpointing=False, beta=args.beta, mask_truncated_completions=args.mask_truncated,
+        bf16=args.train_dtype == "bfloat16",
         disable_tqdm=not sys.stderr.isatty())
     lora = peft.LoraConfig(r=args.lora_rank, lora_alpha=2 * args.lora_rank, lora_dropout=0.0, task_type="CAUSAL_LM",
                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
@@ -301,7 +327,8 @@ def report(args: argparse.Namespace, before: dict | None, after: dict | None, he
              f"Trained on {n_train} informal sentences ({args.prompts_per_step} prompts x {args.generations} "
              f"completions per step, LoRA rank {args.lora_rank}, lr {args.learning_rate:g}, max completion "
              f"{args.max_completion_length} tokens, KL beta {args.beta:g}, truncated completions "
-             f"{'masked' if args.mask_truncated else 'trained on'}); measured on {len(held_out)} held-out Lai "
+             f"{'masked' if args.mask_truncated else 'trained on'}, {args.train_dtype} training on "
+             f"{args.threads} thread{'s' if args.threads != 1 else ''}); measured on {len(held_out)} held-out Lai "
              "sentences, greedy."]
     if checkpoints:
         lines += ["", f"Checkpoints (LoRA adapters, in {args.out / 'trainer'}): {', '.join(checkpoints)}."]
@@ -359,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     args.threads = torch.get_num_threads()  # recorded in results.json
+    args.train_dtype = train_dtype(args.train_dtype)  # recorded in results.json and the report
     args.out.mkdir(parents=True, exist_ok=True)
     train_sources, held_out = formality_sources(args.data_dir)
     train_sources = train_sources[:args.train_rows]
