@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
 
 from styleeval.logprob import LogProb
-from styleeval.run import FULL_CHUNK_ROWS, ChunkPlan, MemorySink, ScoringRun, timed_chunks
+from styleeval.run import FULL_CHUNK_ROWS, ChunkPlan, MemorySink, ScoringRun, ThreadPool, timed_chunks
 from styleeval.scoring.cache import CacheSink, ScoresCache
 
 SOURCES = ["I need the report now.", "Send it.", "we r late again lol", "Stop calling me.", "This is fine."]
@@ -195,3 +196,68 @@ def test_another_executor_gives_the_same_values_into_the_same_sink(logprob):
     ScoringRun(_scorer(logprob, n), there, plan, executor=executor).run(groups)
     assert executor.threads and all(name.startswith("scoring") for name in executor.threads)
     assert there.values == here.values and there.chunks == here.chunks
+
+
+def test_a_thread_pool_scores_chunks_at_once_into_the_values_and_order_of_one_thread(logprob):
+    n = 24
+    _, _, _, groups = _texts(n)
+    plan = ChunkPlan(seconds=1e-9, cap=5, floor=5, first=5)  # chunks of the cap either way: the same cut
+    here, there = MemorySink(), MemorySink()
+    ScoringRun(_scorer(logprob, n), here, plan).run(groups)
+    score, threads, at_once, lock = _scorer(logprob, n), set(), [0, 0], threading.Lock()
+
+    def on_worker(rows):
+        with lock:
+            at_once[0] += 1
+            at_once[1] = max(at_once)
+        threads.add(threading.current_thread().name)
+        time.sleep(0.05)  # the chunks overlap
+        try:
+            return score(rows)
+        finally:
+            with lock:
+                at_once[0] -= 1
+
+    assert ScoringRun(on_worker, there, plan, executor=ThreadPool(3)).run(groups) == n
+    assert there.chunks == here.chunks and list(there.values) == [r for c in here.chunks for r in c]  # in order
+    assert there.values == here.values  # bit for bit
+    assert at_once[1] > 1 and all(name.startswith("styleeval-scoring") for name in threads)
+
+
+def test_a_chunk_that_fails_in_a_pool_stops_the_run_with_every_chunk_before_it_kept(logprob):
+    n = 24
+    _, _, _, groups = _texts(n)
+    plan = ChunkPlan(seconds=1e-9, cap=5, floor=5, first=5)
+    whole = MemorySink()
+    ScoringRun(_scorer(logprob, n), whole, plan).run(groups)
+    score, sink = _scorer(logprob, n), MemorySink()
+
+    def third_fails(rows):
+        if rows == whole.chunks[2]:
+            raise Killed("chunk 3")
+        return score(rows)
+
+    with pytest.raises(Killed, match="chunk 3"):
+        ScoringRun(third_fails, sink, plan, executor=ThreadPool(2)).run(groups)
+    assert sink.chunks == whole.chunks[:2]
+    assert sink.values == {r: whole.values[r] for c in whole.chunks[:2] for r in c}
+
+
+def test_a_pooled_chunk_names_its_rows_as_the_caller_does():
+    """A warning about a chunk's row made on a worker thread names the caller's row, through the caller's own
+    ``rows_named_by`` (a context variable, carried to the worker)."""
+    from styleeval.errors import RowsWarning, rows_named_by
+
+    def warns(rows):
+        warnings.warn(RowsWarning("row {rows} is odd", [0]), stacklevel=1)
+        return rows
+
+    with rows_named_by(lambda i: i + 100), pytest.warns(RowsWarning) as caught:
+        ScoringRun(warns, MemorySink(), ChunkPlan(cap=1, floor=1, first=1), executor=ThreadPool(2)).run([[0], [1]])
+    assert [str(w.message) for w in caught] == ["row 100 is odd", "row 100 is odd"]
+
+
+@pytest.mark.parametrize("workers", [0, -1, True, 1.5])
+def test_a_pool_needs_a_whole_number_of_workers(workers):
+    with pytest.raises(ValueError, match="at least 1 worker"):
+        ThreadPool(workers)

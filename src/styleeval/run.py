@@ -11,8 +11,9 @@ A :class:`ScoringRun` holds the rules every path from rows to scores follows (``
 - **resume**: the rows the :class:`Sink` already holds are skipped (a group keeps the rest);
 - **chunks** (:class:`ChunkPlan`, :func:`timed_chunks`): about ``seconds`` of work each, at least ``floor`` rows
   (full batches), at most ``cap``, sized as the work goes; no score depends on them;
-- each chunk is scored through the :class:`Executor` (:data:`IN_PROCESS`: here, one chunk after the other) and
-  handed to the sink as soon as it is done, so a killed run loses at most the chunk in flight.
+- each chunk is scored through the :class:`Executor` (:data:`IN_PROCESS`: here, one chunk after the other;
+  :class:`ThreadPool`: several at once, handed back in order) and handed to the sink as soon as it is done, so a
+  killed run loses at most the chunks in flight.
 
 Sinks: :class:`MemorySink` (here), the scores cache's partial and shard files
 (:class:`~styleeval.scoring.cache.CacheSink`), a record file (:class:`~styleeval.files.runner.FileRun`).
@@ -33,9 +34,13 @@ Sinks: :class:`MemorySink` (here), the scores cache's partial and shard files
 
 from __future__ import annotations
 
+import contextvars
 import time
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Generic, Protocol, TypeVar
 
 R = TypeVar("R")
@@ -132,6 +137,44 @@ class InProcess:
 
 IN_PROCESS = InProcess()
 """The default executor: :class:`InProcess`."""
+
+
+class ThreadPool:
+    """The executor that scores up to ``workers`` chunks at once in a pool of threads (for a backend that waits on
+    something else: a server, a GPU), handing them back in the chunks' order, each as soon as it and every chunk
+    before it are done; a chunk that fails stops the run once the chunks before it are handed back (those are kept),
+    and the chunks in flight after it are waited for and dropped. Each chunk runs in a copy of the calling thread's
+    context (its :mod:`contextvars`: how rows are named in warnings and errors). Scores never depend on it (rule 1:
+    nothing shared is mutated while scoring). Chunks are asked for ahead of the work, so the chunk rule sees no time pass between
+    them: after the first chunk, each holds the plan's ``cap`` rows.
+
+    >>> sink = MemorySink()
+    >>> ScoringRun(lambda rows: [r * r for r in rows], sink, ChunkPlan(cap=2, floor=1, first=1),
+    ...            executor=ThreadPool(3)).run([[0], [1], [2], [3], [4]])
+    5
+    >>> sink.chunks, sink.values[4]
+    ([[0], [1, 2], [3, 4]], 16)
+    """
+
+    def __init__(self, workers: int) -> None:
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise ValueError(f"ThreadPool needs at least 1 worker, got {workers!r}")
+        self.workers = workers
+
+    def map(self, score: Callable[[list[R]], Sequence[V]],
+            chunks: Iterable[list[R]]) -> Iterator[tuple[list[R], Sequence[V]]]:
+        it = iter(chunks)
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="styleeval-scoring") as pool:
+
+            def submit(rows: list[R]) -> tuple[list[R], Future]:  # in the caller's context (its rows' names...)
+                return rows, pool.submit(contextvars.copy_context().run, score, rows)
+
+            flying = deque(submit(rows) for rows in islice(it, self.workers))
+            while flying:
+                rows, done = flying.popleft()
+                values = done.result()  # a failed chunk raises here, after the chunks before it were handed back
+                flying.extend(submit(more) for more in islice(it, 1))
+                yield rows, values
 
 
 @dataclass
