@@ -34,13 +34,15 @@ def _run(*argv: str) -> int:
     (["score"], "logprob:model={model}:variant=authors"),
     (["autorate"], "autorater:model={model}"),
     (["autorate", "--mode", "paper"], "autorater_meaning:model={model}:mode=paper"),
+    (["autorate", "--mode", "paper", "--parser", "authors"], "autorater"),  # its own flags, beside --metric
 ])
 def test_a_spec_writes_the_bytes_its_own_command_writes(tmp_path, rows_csv, tiny_model_dir, command, spec):
     own = [*command, str(rows_csv), "--model", str(tiny_model_dir), "--out", str(tmp_path / "own.jsonl")]
     if "variant=authors" in spec:
         own += ["--variant", "authors"]
     assert _run(*own) == 0
-    assert _run("score", str(rows_csv), "--metric", spec.format(model=tiny_model_dir),
+    flags = [] if "{model}" in spec else ["--model", str(tiny_model_dir), *command[1:]]
+    assert _run("score", str(rows_csv), "--metric", spec.format(model=tiny_model_dir), *flags,
                 "--out", str(tmp_path / "spec.jsonl")) == 0
     written = (tmp_path / "own.jsonl").read_bytes()
     assert written.count(b"\n") == len(ROWS)
@@ -62,9 +64,16 @@ def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_th
                              "scores of any metric are in the rows.jsonl of `styleeval evaluate IN --metrics s_chrf"),
     (["--metric", "autorter"], "--metric autorter: not an LLM scorer (did you mean 'autorater'?)"),
     (["--metric", "autorater:variant=authors"], "--metric autorater:variant=authors: unknown options ['variant']"),
-    (["--metric", "autorater", "--variant", "authors"], "--variant is not an option of autorater: write its options"),
-    (["--metric", "autorater:model=tiny-random", "--model", "tiny-random"],
-     "model is given twice, as --model and in --metric autorater:model=tiny-random: give it once"),
+    (["--metric", "autorater", "--variant", "authors"],
+     "--variant is not an option of autorater (it is logprob's: --metric logprob); autorater takes: model, backend, "
+     "mode, prompt"),
+    (["--mode", "paper"], "--mode is not an option of logprob (it is autorater's: --metric autorater)"),
+    (["--mod", "paper"], "unrecognized arguments: --mod paper"),  # no abbreviation: --mode is not --model
+    (["--metric", "autorater:model=tiny-random", "--model", "other"],
+     "model is given twice, as --model other and in --metric autorater:model=tiny-random: give it once"),
+    (["--metric", "autorater_fluency"], "--metric autorater_fluency: autorater's records hold meaning, style_rating, "
+                                        "not fluency (a metric only: per-row fluency is in the rows.jsonl of"),
+    (["--metric", "autorater_meaning:as=judge"], "as= applies to a metric in `styleeval evaluate` / `metaeval`"),
     (["--metric", "autorater", "--prompt", "paper"],
      "--prompt: prompt must be one of paper-small, paper-70b, mukherjee, mukherjee-binary, got 'paper' "
      "(autorater's option)"),
@@ -73,6 +82,30 @@ def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_th
 def test_a_spec_or_flag_that_does_not_apply_is_refused_before_anything_is_written(tmp_path, rows_csv, capsys, argv,
                                                                                    message):
     out = tmp_path / "out.jsonl"
-    assert main(["score", str(rows_csv), "--out", str(out), *argv]) == 2
+    try:
+        status = main(["score", str(rows_csv), "--out", str(out), *argv])
+    except SystemExit as err:  # argparse's own refusals
+        status = err.code
+    assert status == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_file_of_the_other_scorer_is_named_as_such_with_the_way_on(tmp_path, rows_csv, tiny_model_dir, capsys):
+    out = tmp_path / "ratings.jsonl"
+    assert _run("score", str(rows_csv), "--metric", f"autorater:model={tiny_model_dir}", "--out", str(out)) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+    assert main(["score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{out} holds `styleeval autorate` records (signature autorater|model:" in err
+    assert "not score records: resume it with the command and options that wrote it, or write to another OUT" in err
+    assert out.read_bytes() == before
+
+
+def test_the_help_says_what_the_other_scorer_writes_and_takes(capsys):
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    text = capsys.readouterr().out
+    assert "autorater's own options (with --metric autorater):" in text and "--mode {expected,paper}" in text
+    assert "OUT gets autorater's records instead, as `styleeval autorate` writes them" in " ".join(text.split())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import textwrap
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
@@ -22,28 +23,37 @@ def llm_command(scorer: LLMScorer, choose: Sequence[LLMScorer] = ()) -> tuple[
         str, Callable[[argparse._SubParsersAction], None], Callable[[argparse.Namespace], int]]:
     """``SUMMARY``, ``register`` and ``run`` of ``scorer``'s command (what the CLI reads of a command module); with
     ``choose``, the command also takes ``--metric SPEC``: any of those scorers with its options
-    (:func:`chosen_scorer`), ``scorer`` the default."""
+    (:func:`chosen_scorer`), ``scorer`` the default, and every one of their options as a flag."""
     command = scorer.command
+    others = [s for s in choose if s is not scorer]
 
     def register(subparsers: argparse._SubParsersAction) -> None:
         p = subparsers.add_parser(command.name, help=command.summary, description=command.description,
-                                  epilog=command.epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                  epilog=command.epilog + "".join(_other_records(s) for s in others),
+                                  formatter_class=argparse.RawDescriptionHelpFormatter,
+                                  allow_abbrev=not choose)  # --mode (the autorater's) is no short --model
         chunks = ", ".join(f"{s.command.chunk_size} for {s.name}" for s in choose)
         add_file_arguments(p, command.done, chunk_size=f"the scorer's: {chunks}" if choose else command.chunk_size)
         if choose:
             names = [s.name for s in choose]
             p.add_argument("--metric", metavar="SPEC", default=None,
                            help=f"the scorer, as a metric spec with its options: {' or '.join(names)} (default: "
-                           f"{scorer.name}), e.g. {choose[-1].name}:model=3b; a metric of it ({scorer.metric_names[0]}) "
-                           "names its scorer. The options below are "
-                           f"{scorer.label}'s; another scorer's go in its spec")
+                           f"{scorer.name}), e.g. {choose[-1].name}:model=3b:mode=paper; a metric of it "
+                           f"({scorer.metric_names[0]}) names its scorer, whose records hold all its fields. An "
+                           "option goes in the spec or as a flag (once); the flags below are "
+                           f"{scorer.label}'s, then the other scorers' own (--prompt takes the chosen scorer's "
+                           "prompt names)")
         scorer.options.add_arguments(p)
+        taken = set(scorer.options.names)
+        for other in others:
+            group = p.add_argument_group(f"{other.label}'s own options (with --metric {other.name})")
+            other.options.add_arguments(group, exclude=taken)
+            taken |= set(other.options.names)
         p.set_defaults(func=run)
 
     def run(args: argparse.Namespace) -> int:
-        given = scorer.options.from_args(args)
-        chosen, options = (scorer, given) if getattr(args, "metric", None) is None else \
-            chosen_scorer(args.metric, choose, given)
+        flags = {k: v for s in (scorer, *others) for k, v in s.options.from_args(args).items()}
+        chosen, options = chosen_scorer(args.metric or scorer.name, choose, flags) if choose else (scorer, flags)
         return run_model_file_command(args, partial(scorer_file, chosen), options, chosen.command.done,
                                       partial(_summary, chosen))
 
@@ -52,34 +62,69 @@ def llm_command(scorer: LLMScorer, choose: Sequence[LLMScorer] = ()) -> tuple[
     return command.summary, register, run
 
 
+def _other_records(scorer: LLMScorer) -> str:
+    """The epilog's paragraph on another scorer's records (``--metric NAME``)."""
+    fields = ", ".join(RecordKind.of(scorer).fields)
+    return "\n" + textwrap.fill(
+        f"With --metric {scorer.name}[:OPTION=VALUE...] OUT gets {scorer.label}'s records instead, as `styleeval "
+        f"{scorer.command.name}` writes them (the same bytes; either command resumes the other's OUT): {fields}.",
+        width=112) + "\n"
+
+
 def chosen_scorer(spec: str, scorers: Sequence[LLMScorer], flags: dict[str, Any]) -> tuple[LLMScorer, dict[str, Any]]:
     """The scorer a ``--metric`` spec names (its name, or one of its metrics: ``logprob_content`` names LogProb)
     and its options: the spec's, then the flags given (``flags``: option -> value). A name that is no LLM scorer, a
-    flag the scorer does not take, or an option given both ways is a :class:`UserError` with the fix."""
+    metric whose dimension its records do not hold or its options do not rate, a flag the scorer does not take, or
+    an option given both ways with two values is a :class:`UserError` with the fix."""
     from styleeval.metrics.registry import parse_spec  # noqa: PLC0415 - heavy (urllib3, via styleeval.metrics)
 
     name, given = parse_spec(spec)
     chosen = next((s for s in scorers if name in (s.name, *s.metric_names)), None)
     if chosen is None:
         raise UserError(_not_a_scorer(name, scorers))
+    elsewhere = sorted(set(given) & {"as", "fill"})
+    if elsewhere:
+        raise UserError(f"--metric {spec}: {elsewhere[0]}= applies to a metric in `styleeval evaluate` / `metaeval`, "
+                        "not to score's records; leave it out")
     try:
         options = chosen.options.from_spec(given)
     except UserError as err:
         raise UserError(f"--metric {spec}: {err}") from None
     alien = sorted(set(flags) - set(chosen.options.names))
     if alien:
-        flag = "--" + alien[0].replace("_", "-")
-        raise UserError(f"{flag} is not an option of {chosen.name}: write its options in --metric "
-                        f"({chosen.name}:model=...:<option>=...; they are {', '.join(chosen.options.names)})")
-    twice = sorted(set(flags) & set(options))
-    if twice:
-        raise UserError(f"{twice[0]} is given twice, as --{twice[0].replace('_', '-')} and in --metric {spec}: "
-                        "give it once")
-    return chosen, {**options, **{k: _as_option_of(chosen, k, v) for k, v in flags.items()}}
+        raise UserError(_not_its_flag(alien[0], chosen, scorers))
+    for key in sorted(set(flags) & set(options)):
+        if _as_option_of(chosen, key, flags[key]) != options[key]:
+            raise UserError(f"{key} is given twice, as --{key.replace('_', '-')} {flags[key]} and in --metric {spec}: "
+                            "give it once")
+    options = {**options, **{k: _as_option_of(chosen, k, v) for k, v in flags.items()}}
+    if name != chosen.name:
+        _check_dimension(chosen, name.removeprefix(f"{chosen.name}_"), options)
+    return chosen, options
+
+
+def _check_dimension(scorer: LLMScorer, dimension: str, options: dict[str, Any]) -> None:
+    """A metric named in ``--metric`` is one whose dimension the records hold and the options rate."""
+    if scorer.dimension(dimension).field is None:
+        fields = ", ".join(str(d.field) for d in scorer.fields)
+        raise UserError(f"--metric {scorer.name}_{dimension}: {scorer.label}'s records hold {fields}, not "
+                        f"{dimension} (a metric only: per-row {dimension} is in the rows.jsonl of `styleeval evaluate "
+                        f"IN --metrics {scorer.name}_{dimension}:... --out DIR`)")
+    if scorer.check is not None:
+        scorer.check(dimension, options)
+
+
+def _not_its_flag(key: str, chosen: LLMScorer, scorers: Sequence[LLMScorer]) -> str:
+    """Why the flag of option ``key`` cannot go with ``chosen``, naming the scorer whose it is."""
+    flag = "--" + key.replace("_", "-")
+    owner = next((s for s in scorers if key in s.options.names), None)
+    whose = f" (it is {owner.name}'s: --metric {owner.name})" if owner is not None else ""
+    takes = ", ".join(k for k, o in chosen.options.options.items() if o.type is not dict)
+    return f"{flag} is not an option of {chosen.name}{whose}; {chosen.name} takes: {takes}"
 
 
 def _as_option_of(scorer: LLMScorer, name: str, value: Any) -> Any:
-    """A flag's value (parsed as the default scorer's option) checked as ``scorer``'s option ``name`` (its choices)."""
+    """A flag's value (parsed as the first scorer that declares it) checked as ``scorer``'s option ``name``."""
     try:
         return scorer.options[name].convert(value)
     except UserError as err:

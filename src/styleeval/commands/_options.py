@@ -17,6 +17,7 @@ from styleeval.escaping import terminal_text
 from styleeval.figures import FIGURE_FORMATS
 from styleeval.labels import RANDOM_WEIGHTS, counted, has_random_weights
 from styleeval.progress import enabled
+from styleeval.run import FULL_CHUNK_ROWS
 
 
 def positive_int(text: str) -> int:
@@ -76,7 +77,8 @@ def add_file_arguments(p: argparse.ArgumentParser, verb: str, chunk_size: int | 
     p.add_argument("--encoding", default="utf-8", help="encoding of IN (default: utf-8), e.g. latin-1")
     p.add_argument("--style", help="one target style for every row (overrides a style column)")
     p.add_argument("--chunk-size", type=positive_int, default=chunk_size if isinstance(chunk_size, int) else None,
-                   help=f"rows {verb} and appended to OUT at a time (default: {chunk_size})")
+                   help=f"the most rows {verb} and appended to OUT at a time (default: {chunk_size}); a chunk is "
+                   f"about 5 seconds of work, at least {FULL_CHUNK_ROWS} rows")
     p.add_argument("--max-rows", type=int, default=None,
                    help=f"{verb.removesuffix('d')} at most this many new rows in this run, then stop (rerun to continue)")
     p.add_argument("--overwrite", action="store_true", help="start OUT afresh instead of resuming it")

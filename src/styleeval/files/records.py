@@ -577,6 +577,18 @@ class TornTail:
     where: str | None = None
 
 
+def _other_kind(path: Path, kind: RecordKind, where: str, record: dict[str, Any], missing: list[str]) -> str:
+    """Why ``record`` (at ``where``) is no record of ``kind``: the fields it lacks, or, where it is a whole record
+    of another kind, which kind and how to go on."""
+    what = "file" if where == "header" else f"record ({where})"
+    other = kind_of(record)
+    if other != kind and all(f in record for f in other.fields):
+        signed = f" (signature {record['signature']})" if isinstance(record.get("signature"), str) else ""
+        return (f"{path} holds `styleeval {other.name}` records{signed}, not {kind.name} records: resume it with the "
+                f"command and options that wrote it, or write to another OUT (or --overwrite)")
+    return f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}"
+
+
 def iter_scores(path: Path, kind: RecordKind, torn: TornTail, seen: Any = None) -> Iterator[dict[str, Any]]:
     """The complete records of an output file, read lazily; an incomplete last record is not yielded, its location
     goes to ``torn``; an incomplete record before the last, a corrupt one, or (with ``seen``, a set of rows, empty or
@@ -590,8 +602,7 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail, seen: Any = None) 
             raise UserError(f"{path}, {pending}: incomplete record")
         missing = [f for f in kind.fields if f not in record]
         if missing:
-            what = "file" if where == "header" else f"record ({where})"
-            raise UserError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}")
+            raise UserError(_other_kind(path, kind, where, record, missing))
         if where == "header":
             names = {name: csv_untext(name) for name in record}
             continue
