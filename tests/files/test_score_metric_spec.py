@@ -69,6 +69,10 @@ def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_th
      "--prompt: prompt must be one of paper-small, paper-70b, mukherjee, mukherjee-binary, got 'paper' "
      "(autorater's option)"),
     (["--metric", "logprob:prompt"], "option 'prompt' is not key=value"),
+    (["--metric", "autorater", "--no-end-of-turn"], "--no-end-of-turn is not an option of autorater"),
+    (["--metric", "autorater", "--on-overflow", "skip"], "max_retries, api_key, n_threads, n_ctx)"),
+    (["--metric", "logprob:end_of_turn=no", "--no-end-of-turn"],
+     "end_of_turn is given twice, as --no-end-of-turn and in --metric logprob:end_of_turn=no: give it once"),
 ])
 def test_a_spec_or_flag_that_does_not_apply_is_refused_before_anything_is_written(tmp_path, rows_csv, capsys, argv,
                                                                                    message):

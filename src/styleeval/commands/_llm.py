@@ -68,14 +68,20 @@ def chosen_scorer(spec: str, scorers: Sequence[LLMScorer], flags: dict[str, Any]
         raise UserError(f"--metric {spec}: {err}") from None
     alien = sorted(set(flags) - set(chosen.options.names))
     if alien:
-        flag = "--" + alien[0].replace("_", "-")
-        raise UserError(f"{flag} is not an option of {chosen.name}: write its options in --metric "
-                        f"({chosen.name}:model=...:<option>=...; they are {', '.join(chosen.options.names)})")
+        in_spec = [name for name, o in chosen.options.options.items() if o.type is not dict]  # what from_spec takes
+        raise UserError(f"{_flag(scorers, alien[0])} is not an option of {chosen.name}: write its options in --metric "
+                        f"({chosen.name}:model=...:<option>=...; they are {', '.join(in_spec)})")
     twice = sorted(set(flags) & set(options))
     if twice:
-        raise UserError(f"{twice[0]} is given twice, as --{twice[0].replace('_', '-')} and in --metric {spec}: "
+        raise UserError(f"{twice[0]} is given twice, as {_flag(scorers, twice[0])} and in --metric {spec}: "
                         "give it once")
     return chosen, {**options, **{k: _as_option_of(chosen, k, v) for k, v in flags.items()}}
+
+
+def _flag(scorers: Sequence[LLMScorer], name: str) -> str:
+    """The command-line flag of option ``name`` (its own, ``--no-end-of-turn``, else ``--name``)."""
+    option = next((s.options[name] for s in scorers if name in s.options.names), None)
+    return (option.flag if option is not None else None) or "--" + name.replace("_", "-")
 
 
 def _as_option_of(scorer: LLMScorer, name: str, value: Any) -> Any:
@@ -83,7 +89,7 @@ def _as_option_of(scorer: LLMScorer, name: str, value: Any) -> Any:
     try:
         return scorer.options[name].convert(value)
     except UserError as err:
-        raise UserError(f"--{name.replace('_', '-')}: {err} ({scorer.name}'s option)") from None
+        raise UserError(f"{_flag([scorer], name)}: {err} ({scorer.name}'s option)") from None
 
 
 def _not_a_scorer(name: str, scorers: Sequence[LLMScorer]) -> str:
