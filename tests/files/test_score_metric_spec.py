@@ -80,3 +80,21 @@ def test_a_spec_or_flag_that_does_not_apply_is_refused_before_anything_is_writte
     assert main(["score", str(rows_csv), "--out", str(out), *argv]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_an_out_of_the_other_scorer_names_the_command_that_resumes_it(tmp_path, rows_csv, tiny_model_dir, capsys):
+    """`score --metric autorater` resumed with `score` alone (--metric forgotten): the error says whose records OUT
+    holds and which commands write them (it said only 'missing content, style_strength')."""
+    out = tmp_path / "ratings.jsonl"
+    assert _run("score", str(rows_csv), "--metric", f"autorater:model={tiny_model_dir}", "--out", str(out),
+                "--max-rows", "1") == 0
+    before = out.read_bytes()
+    assert main(["score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(out)]) == 2
+    assert ("not a styleeval score record (line 1): missing content, style_strength (its records are autorate "
+            "records: those of styleeval autorate, or styleeval score --metric autorater)") in capsys.readouterr().err
+    assert out.read_bytes() == before
+    scores = tmp_path / "scores.jsonl"
+    assert _run("score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(scores), "--max-rows", "1") == 0
+    assert main(["autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(scores)]) == 2
+    assert ("missing meaning, style_rating, parsed, reply, meaning_probs, style_probs (its records are score "
+            "records: those of styleeval score, or styleeval score --metric logprob)") in capsys.readouterr().err
