@@ -98,3 +98,9 @@ def test_an_out_of_the_other_scorer_names_the_command_that_resumes_it(tmp_path, 
     assert main(["autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(scores)]) == 2
     assert ("missing meaning, style_rating, parsed, reply, meaning_probs, style_probs (its records are score "
             "records: those of styleeval score, or styleeval score --metric logprob)") in capsys.readouterr().err
+    ratings_csv = tmp_path / "ratings.csv"  # a CSV OUT: its header tells
+    assert _run("autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(ratings_csv),
+                "--max-rows", "1") == 0
+    assert main(["score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(ratings_csv)]) == 2
+    assert ("(use another --out, or --overwrite; its records are autorate records: those of styleeval autorate, or "
+            "styleeval score --metric autorater)") in capsys.readouterr().err

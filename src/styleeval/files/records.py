@@ -572,19 +572,19 @@ def _first_time(path: Path, where: str, row: int, seen: Any) -> None:
 
 
 def _whose(keys: Iterable[str], kind: RecordKind) -> str:
-    """`` (its records are KIND records: ...)``, the commands that write them, where ``keys`` are wholly another
-    kind's (a file of ``styleeval score --metric autorater`` resumed with ``styleeval score`` alone), else ``""``.
+    """``its records are KIND records: ...``, the commands that write them, where ``keys`` (a record's, or a CSV
+    header's) are wholly another kind's (a file of ``styleeval score --metric autorater`` resumed with ``styleeval
+    score`` alone), else ``""``.
 
     >>> _whose(AUTORATER_RECORDS.fields, LOGPROB_RECORDS)
-    ' (its records are autorate records: those of styleeval autorate, or styleeval score --metric autorater)'
+    'its records are autorate records: those of styleeval autorate, or styleeval score --metric autorater'
     """
     other = kind_of(keys)
     present = set(keys)
     if other == kind or not present.issuperset(other.fields):
         return ""
     scorer = next(s for s in LLM_SCORERS if s.command.name == other.name)
-    return (f" (its records are {other.name} records: those of styleeval {other.name}, or styleeval score --metric "
-            f"{scorer.name})")
+    return f"its records are {other.name} records: those of styleeval {other.name}, or styleeval score --metric {scorer.name}"
 
 
 class TornTail:
@@ -608,7 +608,7 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail, seen: Any = None) 
         if missing:
             what = "file" if where == "header" else f"record ({where})"
             raise UserError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}"
-                            f"{_whose(record, kind)}")
+                            + (f" ({whose})" if (whose := _whose(record, kind)) else ""))
         if where == "header":
             names = {name: csv_untext(name) for name in record}
             continue
