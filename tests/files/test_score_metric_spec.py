@@ -104,3 +104,12 @@ def test_an_out_of_the_other_scorer_names_the_command_that_resumes_it(tmp_path, 
     assert main(["score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(ratings_csv)]) == 2
     assert ("(use another --out, or --overwrite; its records are autorate records: those of styleeval autorate, or "
             "styleeval score --metric autorater)") in capsys.readouterr().err
+
+
+def test_the_help_says_what_another_scorer_writes(capsys):
+    """`score --help` describes LogProb's records; with --metric another scorer's file is that scorer's command's."""
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert ("With --metric autorater:...: the records of styleeval autorate (its --help), as that command writes them."
+            in out)

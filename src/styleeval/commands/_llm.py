@@ -26,8 +26,10 @@ def llm_command(scorer: LLMScorer, choose: Sequence[LLMScorer] = ()) -> tuple[
     command = scorer.command
 
     def register(subparsers: argparse._SubParsersAction) -> None:
+        others = "".join(f"With --metric {s.name}:...: the records of styleeval {s.command.name} (its --help), as that "
+                         "command writes them.\n" for s in choose if s is not scorer)
         p = subparsers.add_parser(command.name, help=command.summary, description=command.description,
-                                  epilog=command.epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                  epilog=command.epilog + others, formatter_class=argparse.RawDescriptionHelpFormatter)
         chunks = ", ".join(f"{s.command.chunk_size} for {s.name}" for s in choose)
         add_file_arguments(p, command.done, chunk_size=f"the scorer's: {chunks}" if choose else command.chunk_size)
         if choose:
