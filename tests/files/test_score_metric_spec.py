@@ -69,6 +69,10 @@ def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_th
      "--prompt: prompt must be one of paper-small, paper-70b, mukherjee, mukherjee-binary, got 'paper' "
      "(autorater's option)"),
     (["--metric", "logprob:prompt"], "option 'prompt' is not key=value"),
+    (["--metric", "autorater_fluency:prompt=mukherjee"],
+     "--metric autorater_fluency:prompt=mukherjee: the autorater's files carry meaning and style (autorater_meaning, "
+     "autorater_style), not fluency; per-row scores of autorater_fluency are in the rows.jsonl of `styleeval evaluate "
+     "IN --metrics autorater_fluency:prompt=mukherjee --out DIR`"),
     (["--metric", "autorater", "--no-end-of-turn"], "--no-end-of-turn is not an option of autorater"),
     (["--metric", "autorater", "--on-overflow", "skip"], "max_retries, api_key, n_threads, n_ctx)"),
     (["--metric", "logprob:end_of_turn=no", "--no-end-of-turn"],

@@ -64,6 +64,12 @@ def chosen_scorer(spec: str, scorers: Sequence[LLMScorer], flags: dict[str, Any]
     chosen = next((s for s in scorers if name in (s.name, *s.metric_names)), None)
     if chosen is None:
         raise UserError(_not_a_scorer(name, scorers))
+    unfiled = [d for d in chosen.dimensions if name == f"{chosen.name}_{d.name}" and d.field is None]
+    if unfiled:  # a metric its record files do not carry (the autorater's fluency)
+        filed = [d.name for d in chosen.fields]
+        raise UserError(f"--metric {spec}: the {chosen.label}'s files carry {' and '.join(filed)} "
+                        f"({', '.join(f'{chosen.name}_{d}' for d in filed)}), not {unfiled[0].name}; per-row scores "
+                        f"of {name} are in the rows.jsonl of `styleeval evaluate IN --metrics {spec.strip()} --out DIR`")
     try:
         options = chosen.options.from_spec(given)
     except UserError as err:
