@@ -346,3 +346,24 @@ def test_a_scorer_and_the_options_to_build_one_are_not_given_together(tmp_path, 
     with pytest.raises(ValueError, match=r"^scorer: not an option of the local backend"):  # autorate_file's is judge
         autorate_file(table, tmp_path / "out2.jsonl", tiny_model, tokenizer=tiny_tokenizer, scorer=lp, progress=False)
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("quiet", [[], ["-q"]])
+def test_a_shard_without_rows_writes_nothing_and_succeeds_quiet_or_not(tmp_path, tiny_model_dir, capsys, quiet):
+    """A job array of more shards than IN has rows: shard 5/6 of 3 rows has none; it writes no OUT (merge puts the
+    others together) and exits 0 with or without -q (it exited 2 without -q: the summary read an OUT never written)."""
+    inp = _write_csv(tmp_path / "in.csv", _rows(3))
+    out = tmp_path / "s5.jsonl"
+    assert main(["score", str(inp), "--model", str(tiny_model_dir), "--shard", "5/6", "--out", str(out),
+                 *quiet]) == 0
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "error" not in err
+    if not quiet:
+        assert f"{out}: 0 rows scored now, 0 already there\n" in err
+    empty = tmp_path / "r5.jsonl"  # an empty OUT there already: the autorater's summary divided by its 0 rows
+    empty.touch()
+    assert main(["autorate", str(inp), "--model", str(tiny_model_dir), "--shard", "5/6", "--out", str(empty),
+                 *quiet]) == 0
+    assert empty.read_bytes() == b""
+    assert "error" not in capsys.readouterr().err

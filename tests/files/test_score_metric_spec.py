@@ -78,6 +78,13 @@ def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_th
      "--prompt: prompt must be one of paper-small, paper-70b, mukherjee, mukherjee-binary, got 'paper' "
      "(autorater's option)"),
     (["--metric", "logprob:prompt"], "option 'prompt' is not key=value"),
+    (["--metric", "autorater_fluency:prompt=mukherjee"],
+     "--metric autorater_fluency: autorater's records hold meaning, style_rating, not fluency (a metric only: per-row "
+     "fluency is in the rows.jsonl of `styleeval evaluate IN --metrics autorater_fluency:... --out DIR`)"),
+    (["--metric", "autorater", "--no-end-of-turn"], "--no-end-of-turn is not an option of autorater"),
+    (["--metric", "autorater", "--on-overflow", "skip"], "max_retries, api_key, n_threads, n_ctx\n"),  # no extra_body
+    (["--metric", "logprob:end_of_turn=yes", "--no-end-of-turn"],
+     "end_of_turn is given twice, as --no-end-of-turn and in --metric logprob:end_of_turn=yes: give it once"),
 ])
 def test_a_spec_or_flag_that_does_not_apply_is_refused_before_anything_is_written(tmp_path, rows_csv, capsys, argv,
                                                                                    message):
@@ -91,16 +98,28 @@ def test_a_spec_or_flag_that_does_not_apply_is_refused_before_anything_is_writte
     assert not out.exists()
 
 
-def test_a_file_of_the_other_scorer_is_named_as_such_with_the_way_on(tmp_path, rows_csv, tiny_model_dir, capsys):
+def test_an_out_of_the_other_scorer_names_the_command_that_resumes_it(tmp_path, rows_csv, tiny_model_dir, capsys):
+    """`score --metric autorater` resumed with `score` alone (--metric forgotten): the error says whose records OUT
+    holds and which commands write them (it said only 'missing content, style_strength')."""
     out = tmp_path / "ratings.jsonl"
-    assert _run("score", str(rows_csv), "--metric", f"autorater:model={tiny_model_dir}", "--out", str(out)) == 0
+    assert _run("score", str(rows_csv), "--metric", f"autorater:model={tiny_model_dir}", "--out", str(out),
+                "--max-rows", "1") == 0
     before = out.read_bytes()
-    capsys.readouterr()
     assert main(["score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert f"{out} holds `styleeval autorate` records (signature autorater|model:" in err
-    assert "not score records: resume it with the command and options that wrote it, or write to another OUT" in err
+    assert ("not a styleeval score record (line 1): missing content, style_strength (its records are autorate "
+            "records: those of styleeval autorate, or styleeval score --metric autorater)") in capsys.readouterr().err
     assert out.read_bytes() == before
+    scores = tmp_path / "scores.jsonl"
+    assert _run("score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(scores), "--max-rows", "1") == 0
+    assert main(["autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(scores)]) == 2
+    assert ("missing meaning, style_rating, parsed, reply, meaning_probs, style_probs (its records are score "
+            "records: those of styleeval score, or styleeval score --metric logprob)") in capsys.readouterr().err
+    ratings_csv = tmp_path / "ratings.csv"  # a CSV OUT: its header tells
+    assert _run("autorate", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(ratings_csv),
+                "--max-rows", "1") == 0
+    assert main(["score", str(rows_csv), "--model", str(tiny_model_dir), "--out", str(ratings_csv)]) == 2
+    assert ("(use another --out, or --overwrite; its records are autorate records: those of styleeval autorate, or "
+            "styleeval score --metric autorater)") in capsys.readouterr().err
 
 
 def test_the_help_says_what_the_other_scorer_writes_and_takes(capsys):

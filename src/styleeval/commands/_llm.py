@@ -95,8 +95,8 @@ def chosen_scorer(spec: str, scorers: Sequence[LLMScorer], flags: dict[str, Any]
         raise UserError(_not_its_flag(alien[0], chosen, scorers))
     for key in sorted(set(flags) & set(options)):
         if _as_option_of(chosen, key, flags[key]) != options[key]:
-            raise UserError(f"{key} is given twice, as --{key.replace('_', '-')} {flags[key]} and in --metric {spec}: "
-                            "give it once")
+            typed = _flag(scorers, key) + ("" if isinstance(flags[key], bool) else f" {flags[key]}")
+            raise UserError(f"{key} is given twice, as {typed} and in --metric {spec}: give it once")
     options = {**options, **{k: _as_option_of(chosen, k, v) for k, v in flags.items()}}
     if name != chosen.name:
         _check_dimension(chosen, name.removeprefix(f"{chosen.name}_"), options)
@@ -116,11 +116,16 @@ def _check_dimension(scorer: LLMScorer, dimension: str, options: dict[str, Any])
 
 def _not_its_flag(key: str, chosen: LLMScorer, scorers: Sequence[LLMScorer]) -> str:
     """Why the flag of option ``key`` cannot go with ``chosen``, naming the scorer whose it is."""
-    flag = "--" + key.replace("_", "-")
     owner = next((s for s in scorers if key in s.options.names), None)
     whose = f" (it is {owner.name}'s: --metric {owner.name})" if owner is not None else ""
-    takes = ", ".join(k for k, o in chosen.options.options.items() if o.type is not dict)
-    return f"{flag} is not an option of {chosen.name}{whose}; {chosen.name} takes: {takes}"
+    takes = ", ".join(k for k, o in chosen.options.options.items() if o.type is not dict)  # what a spec takes
+    return f"{_flag(scorers, key)} is not an option of {chosen.name}{whose}; {chosen.name} takes: {takes}"
+
+
+def _flag(scorers: Sequence[LLMScorer], name: str) -> str:
+    """The command-line flag of option ``name`` (its own, ``--no-end-of-turn``, else ``--name``)."""
+    option = next((s.options[name] for s in scorers if name in s.options.names), None)
+    return (option.flag if option is not None else None) or "--" + name.replace("_", "-")
 
 
 def _as_option_of(scorer: LLMScorer, name: str, value: Any) -> Any:

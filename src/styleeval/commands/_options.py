@@ -109,7 +109,7 @@ def run_file_command(args: argparse.Namespace, run: Callable[[], Any], verb: str
     print(log, file=sys.stderr)
 
     warning = f"{RANDOM_WEIGHTS}: " if has_random_weights(result.signature) else ""
-    if result.complete and str(args.out) != "-":
+    if result.complete and str(args.out) != "-" and result.scored + result.skipped:  # a shard without rows: no OUT
         line = summary(result)
         if line:
             print(warning + line, file=sys.stderr)

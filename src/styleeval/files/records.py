@@ -571,22 +571,26 @@ def _first_time(path: Path, where: str, row: int, seen: Any) -> None:
     seen.add(row)
 
 
+def _whose(keys: Iterable[str], kind: RecordKind) -> str:
+    """``its records are KIND records: ...``, the commands that write them, where ``keys`` (a record's, or a CSV
+    header's) are wholly another kind's (a file of ``styleeval score --metric autorater`` resumed with ``styleeval
+    score`` alone), else ``""``.
+
+    >>> _whose(AUTORATER_RECORDS.fields, LOGPROB_RECORDS)
+    'its records are autorate records: those of styleeval autorate, or styleeval score --metric autorater'
+    """
+    other = kind_of(keys)
+    present = set(keys)
+    if other == kind or not present.issuperset(other.fields):
+        return ""
+    scorer = next(s for s in LLM_SCORERS if s.command.name == other.name)
+    return f"its records are {other.name} records: those of styleeval {other.name}, or styleeval score --metric {scorer.name}"
+
+
 class TornTail:
     """Set by :func:`iter_scores` to the location of an incomplete last record (a CSV row cut short)."""
 
     where: str | None = None
-
-
-def _other_kind(path: Path, kind: RecordKind, where: str, record: dict[str, Any], missing: list[str]) -> str:
-    """Why ``record`` (at ``where``) is no record of ``kind``: the fields it lacks, or, where it is a whole record
-    of another kind, which kind and how to go on."""
-    what = "file" if where == "header" else f"record ({where})"
-    other = kind_of(record)
-    if other != kind and all(f in record for f in other.fields):
-        signed = f" (signature {record['signature']})" if isinstance(record.get("signature"), str) else ""
-        return (f"{path} holds `styleeval {other.name}` records{signed}, not {kind.name} records: resume it with the "
-                f"command and options that wrote it, or write to another OUT (or --overwrite)")
-    return f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}"
 
 
 def iter_scores(path: Path, kind: RecordKind, torn: TornTail, seen: Any = None) -> Iterator[dict[str, Any]]:
@@ -602,7 +606,9 @@ def iter_scores(path: Path, kind: RecordKind, torn: TornTail, seen: Any = None) 
             raise UserError(f"{path}, {pending}: incomplete record")
         missing = [f for f in kind.fields if f not in record]
         if missing:
-            raise UserError(_other_kind(path, kind, where, record, missing))
+            what = "file" if where == "header" else f"record ({where})"
+            raise UserError(f"{path}: not a styleeval {kind.name} {what}: missing {', '.join(missing)}"
+                            + (f" ({whose})" if (whose := _whose(record, kind)) else ""))
         if where == "header":
             names = {name: csv_untext(name) for name in record}
             continue

@@ -39,6 +39,7 @@ from styleeval.files.records import (
     TornTail,
     _fields,
     _format_records,
+    _whose,
     format_in_batches,
     iter_rows,
     iter_scores,
@@ -343,8 +344,10 @@ class FileRun:
         """A CSV OUT resumed has exactly the columns this run writes."""
         fields = _fields(self.job.kind, self.columns)
         if self.resumable and self.fmt == "csv" and _existing_header(self.out) != fields:
-            raise UserError(f"{self.out} has the columns {_existing_header(self.out)} but this run writes "
-                            f"{fields} (use another --out, or --overwrite)")
+            header = _existing_header(self.out)
+            whose = _whose([] if header is None else header, self.job.kind)
+            raise UserError(f"{self.out} has the columns {header} but this run writes {fields} (use another --out, "
+                            f"or --overwrite{'; ' + whose if whose else ''})")
 
     @staticmethod
     def _done_from_index(index: ResumeIndex) -> _Done:
