@@ -388,7 +388,8 @@ class FileRun:
         run = ScoringRun(self._score, self, ChunkPlan(opts.flush_seconds, opts.chunk_size, floor=fill, first=fill),
                          shard=opts.shard, number=lambda group: group[0].row)  # rows alone: row j is shard j mod N's
         try:
-            run.score_chunks(self._at_most_max_rows(run.pending(self._counted(run.select([row] for row in self._read())))))
+            left = run.pending(self._counted(run.select([row] for row in self._read())))  # each row its own group
+            run.score_chunks(self._at_most_max_rows(left))
             if self.writer is not None:
                 self._verify_weights()  # and once more at the end
             self._keep_final_index()
