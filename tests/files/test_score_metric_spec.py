@@ -63,6 +63,9 @@ def test_a_flag_of_the_chosen_scorer_joins_its_spec_and_a_file_resumes_across_th
     (["--metric", "s_chrf"], "--metric s_chrf: score writes an LLM scorer's records (logprob, autorater); per-row "
                              "scores of any metric are in the rows.jsonl of `styleeval evaluate IN --metrics s_chrf"),
     (["--metric", "autorter"], "--metric autorter: not an LLM scorer (did you mean 'autorater'?)"),
+    (["--metric", ":model=x"], "--metric needs a scorer's name before its options: logprob or autorater"),
+    (["--metric", "lai:comet"], "--metric lai:comet: score writes an LLM scorer's records (logprob, autorater); "
+                                "per-row scores of any metric are in the rows.jsonl of `styleeval evaluate"),
     (["--metric", "autorater:variant=authors"], "--metric autorater:variant=authors: unknown options ['variant']"),
     (["--metric", "autorater", "--variant", "authors"],
      "--variant is not an option of autorater (it is logprob's: --metric logprob); autorater takes: model, backend, "

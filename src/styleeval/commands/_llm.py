@@ -141,7 +141,10 @@ def _not_a_scorer(name: str, scorers: Sequence[LLMScorer]) -> str:
     from styleeval.metrics.registry import available_metrics  # noqa: PLC0415 - heavy (urllib3, via styleeval.metrics)
 
     names = [n for s in scorers for n in (s.name, *s.metric_names)]
-    if name in available_metrics():
+    if not name:
+        return f"--metric needs a scorer's name before its options: {' or '.join(s.name for s in scorers)} (e.g. " \
+               f"{scorers[-1].name}:model=3b)"
+    if name in available_metrics() or ":" in name:  # a registered metric, or one of a namespace (lai:comet)
         return (f"--metric {name}: score writes an LLM scorer's records ({', '.join(s.name for s in scorers)}); "
                 f"per-row scores of any metric are in the rows.jsonl of `styleeval evaluate IN --metrics {name} "
                 "--out DIR`")
