@@ -93,11 +93,12 @@ def chosen_scorer(spec: str, scorers: Sequence[LLMScorer], flags: dict[str, Any]
     alien = sorted(set(flags) - set(chosen.options.names))
     if alien:
         raise UserError(_not_its_flag(alien[0], chosen, scorers))
-    for key in sorted(set(flags) & set(options)):
-        if _as_option_of(chosen, key, flags[key]) != options[key]:
-            typed = _flag(scorers, key) + ("" if isinstance(flags[key], bool) else f" {flags[key]}")
-            raise UserError(f"{key} is given twice, as {typed} and in --metric {spec}: give it once")
-    options = {**options, **{k: _as_option_of(chosen, k, v) for k, v in flags.items()}}
+    typed = {k: _as_option_of(chosen, k, v) for k, v in flags.items()}  # checked as the chosen scorer's options
+    for key in sorted(set(typed) & set(options)):
+        if typed[key] != options[key]:
+            given = _flag(scorers, key) + ("" if isinstance(flags[key], bool) else f" {flags[key]}")
+            raise UserError(f"{key} is given twice, as {given} and in --metric {spec}: give it once")
+    options = {**options, **typed}
     if name != chosen.name:
         _check_dimension(chosen, name.removeprefix(f"{chosen.name}_"), options)
     return chosen, options
