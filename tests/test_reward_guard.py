@@ -1,10 +1,13 @@
-"""The prompt guard of LogProb as a reward (issue 63): the guarded reward is its stated equation on a naive loop (the
-tiny random-weight model, and the real 135M), plain LogProb is untouched by it, and on the real 135M the degenerate
-outputs that gamed issue 49's runs (the instruction echoed) rank below the rated rewrites of fixed test-set rows."""
+"""The guards of LogProb as a reward (issue 63): the guarded reward is its stated equation on a naive loop (the tiny
+random-weight model, and the real 135M), plain LogProb is untouched by it, and on the real 135M the degenerate outputs
+that gamed issue 49's runs (the instruction echoed) and run 3 (the source, then itself again) rank below the rated
+rewrites of fixed test-set rows. The repeat guard's rule is Python's ``str.count`` on token runs."""
 
 from __future__ import annotations
 
 import math
+import random
+import re
 import warnings
 
 import pytest
@@ -13,6 +16,7 @@ from _slow import CONTEXT_INSTRUCTIONS, GUARD_INSTRUCTIONS, naive_token_logprobs
 from styleeval import LogProb
 from styleeval.errors import UserError
 from styleeval.logprob import NotFiniteWarning
+from styleeval.logprob.metric import REPEAT_SPAN, self_repeat
 from styleeval.logprob.prompts import PROMPT_SETS
 from styleeval.rewards import STYLE_WEIGHT, LogProbReward
 
@@ -117,8 +121,77 @@ def test_plain_logprob_is_untouched_and_signs_apart(tiny):
 
 
 def test_an_unknown_guard_is_refused_naming_the_choices(tiny):
-    with pytest.raises(UserError, match="guard must be None or one of 'prompt', got 'echo'"):
-        LogProb(backend=tiny[0].logprob.backend, guard="echo")
+    for wrong in ("echo", "repeat+prompt", "prompt+"):
+        with pytest.raises(UserError, match=f"guard must be None or one of 'prompt', 'repeat', 'prompt\\+repeat', "
+                                            f"got '{re.escape(wrong)}'"):
+            LogProb(backend=tiny[0].logprob.backend, guard=wrong)
+
+
+# --- the repeat guard ----------------------------------------------------------------------------------------------
+def repeats_by_str_count(rewrite: list[int], source: list[int], span: int = REPEAT_SPAN) -> bool:
+    """The repeat guard's rule through Python's ``str.count`` (occurrences without overlap, left to right): each token
+    id one character, every run of ``span`` tokens of the rewrite counted in both texts."""
+    text, base = "".join(map(chr, rewrite)), "".join(map(chr, source))
+    runs = {text[i:i + span] for i in range(len(text) - span + 1)}
+    return any(text.count(run) >= 2 and text.count(run) > base.count(run) for run in runs)
+
+
+def test_self_repeat_is_str_count_on_token_runs():
+    rng = random.Random(0)
+    seen = {True: 0, False: 0}
+    for _ in range(3000):
+        alphabet, span = rng.randint(1, 3), rng.choice([1, 2, 3, REPEAT_SPAN])
+        rewrite = [rng.randint(65, 65 + alphabet) for _ in range(rng.randint(0, 20))]
+        source = [rng.randint(65, 65 + alphabet) for _ in range(rng.randint(0, 12))]
+        want = repeats_by_str_count(rewrite, source, span)
+        assert self_repeat(rewrite, source, span) is want, (rewrite, source, span)
+        seen[want] += 1
+    assert min(seen.values()) > 300, seen  # both verdicts, often
+
+
+def test_self_repeat_counts_without_overlap_and_against_the_source():
+    run = [1, 2, 3, 4, 5]
+    assert self_repeat(run + [0] + run, []) and self_repeat(run + run, run)
+    assert not self_repeat(run + run, run + [9] + run)  # the source holds the repetition: kept
+    assert not self_repeat([7] * 9, []) and self_repeat([7] * 10, [])  # 9 sevens hold one run of 5 without overlap
+    assert not self_repeat(run, []) and not self_repeat([], run)
+
+
+REPEAT_ROWS = [  # the tiny model's rows for the repeat guard: run 3's shape, a kept repetition of the source, rewrites
+    ("gimme the report now.", "gimme the report now.\n\nRewrite: gimme the report now.", "polite"),
+    ("no, no, no, no, no, no, no!", "no, no, no, no, no, no, no!", "formal"),
+    ("gimme the report now.", "Could you please send me the report?", "polite"),
+    ("the food was cold lol", "The food was served cold. The food was served cold.", "formal"),
+]
+
+
+def test_the_repeat_guard_is_its_equation_on_a_naive_loop(tiny_model_dir, tiny_model, tiny_tokenizer):
+    """``guard="prompt+repeat"``: the prompt guard's reward (the naive loop of :func:`by_the_equation`), floored
+    where the rewrite repeats itself by the str.count rule on the tokenizer's own ids; ``guard="repeat"``: plain
+    LogProb's bits where it does not floor, no prompt contexts read."""
+    eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
+    rows = ROWS + REPEAT_ROWS
+    want = by_the_equation(tiny_model, tiny_tokenizer, eot, rows)
+    ids = [(tiny_tokenizer(r, add_special_tokens=False)["input_ids"], tiny_tokenizer(s, add_special_tokens=False)
+            ["input_ids"]) for s, r, _ in rows]
+    repeats = [repeats_by_str_count(r, s) for r, s in ids]
+    assert repeats[len(ROWS):] == [True, False, False, True], "the rows must take both branches"
+    both = LogProbReward(model=str(tiny_model_dir), guard="prompt+repeat", floor=FLOOR)
+    metrics = {}
+    got = call(both, rows, log_metric=metrics.__setitem__)
+    floored = [value == FLOOR or repeated for (value, *_), repeated in zip(want, repeats, strict=True)]
+    assert metrics["logprob/guarded"] == sum(floored) / len(rows)
+    for i, (g, (value, *_), f) in enumerate(zip(got, want, floored, strict=True)):
+        assert (g == FLOOR) == f, f"row {i}: the guards' verdict differs from the equations'"
+        assert f or abs(g - value) < 1e-4, f"row {i}: {g} against {value}"
+    sources, completions, styles = (list(x) for x in zip(*rows, strict=True))
+    plain = LogProb(backend=both.logprob.backend, progress=False).score(sources, completions, styles)
+    alone = LogProb(backend=both.logprob.backend, guard="repeat", progress=False).score(sources, completions, styles)
+    assert "prompt_reading" not in alone[0] and [row["self_repeat"] for row in alone] == repeats
+    assert "|guard:repeat|" in str(alone.signature) and "|guard:prompt+repeat|" in both.signature
+    for i, (a, p, repeated) in enumerate(zip(alone, plain, repeats, strict=True)):
+        want_row = (-math.inf, -1.0) if repeated else (p["content"], p["style_strength"])
+        assert (a["content"], a["style_strength"]) == want_row, f"row {i}"  # to the bit
 
 
 # --- the real 135M -----------------------------------------------------------------------------------------------
@@ -153,6 +226,35 @@ def test_on_real_weights_degenerate_outputs_rank_below_the_rewrites(real_backend
         assert echo > rewrite and line > rewrite, f"{row_id}: the plain reward's hole is not there"
         beaten = [kind for kind in outputs if kind != "rewrite" and got[kind] >= got["rewrite"]]
         assert not beaten, f"{row_id}: {', '.join(beaten)} rank at or above the rewrite ({got})"
+
+
+REPEAT_TESTSET_ROWS = ("style_gap_testset/anno6/q16", "style_gap_testset/anno3/q35", "style_gap_testset/anno6/q7")
+"""Rated rewrites of the test set (formality, catchy, formality; people rated each >= 4 on content and style) on whose
+rows run 3's output shape outranks the rewrite under the prompt guard alone (by 0.3 or more, scripts/reward_hole.py)
+and every degenerate output ranks below it with both guards (by 0.2 or more). On the whole test set the repeat guard
+floors 490 of the 500 self-repeats and none of the rated rewrites; the copy and the suffixed copy still beat many
+rewrites (docs/training.md, "The repeat guard"): these rows are among those where they do not."""
+
+
+def test_on_real_weights_the_repeat_guard_closes_run_3s_hole(real_backend, data_dir):
+    """Run 3's outputs (the source, then itself again after "Rewrite:") outrank the rated rewrite under the prompt
+    guard alone on these rows, and rank below it with both guards, with every other degenerate output."""
+    from styleeval.corpora import load_corpus
+
+    data = {row["id"]: row for row in load_corpus("style_gap_testset", data_dir)}
+    prompt_only = LogProbReward(backend=real_backend, guard="prompt")
+    both = LogProbReward(backend=real_backend, guard="prompt+repeat")
+    for row_id in REPEAT_TESTSET_ROWS:
+        row = data[row_id]
+        outputs = {"rewrite": row["rewrite"], **degenerate_outputs(row["source"], row["target_style"]),
+                   "self repeat": f"{row['source']}\n\nRewrite: {row['source']}"}
+        rows = [(row["source"], text, row["target_style"]) for text in outputs.values()]
+        rewrite, repeated = call(prompt_only, [rows[0], rows[-1]])
+        assert repeated > rewrite, f"{row_id}: the prompt guard's hole is not there ({repeated} <= {rewrite})"
+        got = dict(zip(outputs, call(both, rows), strict=True))
+        beaten = [kind for kind in outputs if kind != "rewrite" and got[kind] >= got["rewrite"]]
+        assert not beaten, f"{row_id}: {', '.join(beaten)} rank at or above the rewrite ({got})"
+        assert got["rewrite"] == rewrite  # the rewrite itself is not touched by the repeat guard, to the bit
 
 
 def test_on_real_weights_the_guarded_reward_is_its_equation(real_backend):

@@ -21,7 +21,9 @@ source gets ``floor``:
     P = max(1/n sum_i log p_i^echo, 1/n sum_i log p_i^unsourced)
     reward = content_weight * content + style_weight * style   if P < content, else floor
 
-The signature says ``guard:prompt``; plain LogProb (the evaluation metric) is unchanged.
+The signature says ``guard:prompt``; plain LogProb (the evaluation metric) is unchanged. ``guard="repeat"`` floors a
+completion that repeats itself (:func:`styleeval.logprob.metric.self_repeat`: a run of 5 tokens written at least twice
+and more often than the source holds it; docs/training.md, "The repeat guard"), ``guard="prompt+repeat"`` does both.
 
 Rows LogProb cannot score get ``floor``, never an exception in the middle of training: an
 empty or blank completion, a completion holding a lone surrogate (half of a UTF-16 pair, U+D800 to U+DFFF: no text,
@@ -152,7 +154,7 @@ class LogProbReward:
             than the model's context, a non-finite score);
             default :func:`default_floor` (-34.0 with the default weights).
         **logprob_options: :class:`styleeval.LogProb`'s arguments (``model``, ``base_url``, ``backend``: a backend
-            object shared with other scorers, ``dtype``, ``guard="prompt"``: the guarded reward...). ``on_overflow``
+            object shared with other scorers, ``dtype``, ``guard="prompt"``, ``"repeat"`` or ``"prompt+repeat"``: the guarded reward...). ``on_overflow``
             and ``progress`` are the reward's own (rows too long get ``floor``; no bars in a training loop): giving
             them is an error.
     """

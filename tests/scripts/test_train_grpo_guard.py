@@ -51,3 +51,36 @@ def test_the_plain_check_beside_the_guard_skips_a_row_too_long_as_the_unguarded_
     assert math.isnan(want.content[1]) and math.isnan(got.content[1])  # skipped, not an error
     assert got.content[0] == want.content[0] and got.style_strength[0] == want.style_strength[0]
     assert script.plain_logprob(guarded).signature == unguarded.logprob.signature
+
+
+def test_resume_refuses_another_runs_options_and_a_folder_without_a_run(tmp_path):
+    """``--resume`` continues the run in OUT with its own options: another option (a guard, the steps) is refused
+    naming it and the run's value; a folder without results.json is refused; a finished run has nothing to do."""
+    import json
+
+    import pytest
+
+    script = _script()
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit, match="no run to resume in .*leave --resume out to start one"):
+        script.run_to_resume(script.parse_args(["--out", str(out), "--resume"]))
+    out.mkdir()
+    recorded = {k: str(v) for k, v in vars(script.parse_args(["--out", str(out), "--guard", "prompt+repeat"])).items()}
+    results = {"status": "training: step 12 of 150 done", "elapsed_seconds": 60.0, "args": recorded,
+               "before": {"means": {}}, "checkpoint_seconds": {"checkpoint-10": 50.0}}
+    (out / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    for ckpt, complete in (("checkpoint-10", True), ("checkpoint-11", False)):  # 11: killed while being written
+        (out / "trainer" / ckpt).mkdir(parents=True)
+        if complete:
+            (out / "trainer" / ckpt / "trainer_state.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"--guard 'prompt' \(the run's: 'prompt\+repeat'\)"):
+        script.run_to_resume(script.parse_args(["--out", str(out), "--resume", "--guard", "prompt"]))
+    with pytest.raises(SystemExit, match=r"--steps '10' \(the run's: '150'\)"):
+        script.run_to_resume(script.parse_args(["--out", str(out), "--resume", "--guard", "prompt+repeat",
+                                                "--steps", "10"]))
+    same = script.parse_args(["--out", str(out), "--resume", "--guard", "prompt+repeat", "--threads", "2"])
+    previous, checkpoint = script.run_to_resume(same)
+    assert checkpoint == "checkpoint-10" and previous["before"] == {"means": {}}
+    results["status"] = "done"
+    (out / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    assert script.run_to_resume(same) is None

@@ -25,6 +25,10 @@ best reading the lowest content and style (:func:`guarded_equations`):
 
     P = max(1/n sum_i log p_i^te, 1/n sum_i log p_i^tu)
     (C_g, S_g) = (C, S) if P < C, else (-inf, -1)
+
+``guard="repeat"`` gives the same lowest scores to a rewrite that repeats itself (:func:`self_repeat`: a run of
+:data:`REPEAT_SPAN` tokens written more often than the source holds it, and at least twice); ``guard="prompt+repeat"``
+is both.
 """
 
 from __future__ import annotations
@@ -54,15 +58,23 @@ from styleeval.validation import check_rows
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
 
-__all__ = ["GUARDS", "LogProb", "LogProbScores", "NotFiniteWarning", "guarded_equations", "logprob_equations",
+__all__ = ["GUARDS", "REPEAT_SPAN", "LogProb", "LogProbScores", "NotFiniteWarning", "guarded_equations",
+           "logprob_equations", "self_repeat",
            "shared_logprob", "VARIANTS", "VARIANT_PROMPTS"]
 
 PIPELINE_ROWS = 256
 VARIANT_PROMPTS = {"default": "paper", "authors": "authors"}
 """Each variant's prompt set (:data:`styleeval.logprob.prompts.PROMPT_SETS`) when ``prompt`` is not given."""
 VARIANTS = tuple(VARIANT_PROMPTS)
-GUARDS = ("prompt",)
-"""The guards :class:`LogProb` takes (``guard=``): ``"prompt"``, :func:`guarded_equations`."""
+GUARDS = ("prompt", "repeat", "prompt+repeat")
+"""The guards :class:`LogProb` takes (``guard=``): ``"prompt"`` (:func:`guarded_equations`), ``"repeat"``
+(:func:`self_repeat`) and both, ``"prompt+repeat"``."""
+
+REPEAT_SPAN = 5
+"""The repeat guard's span: a rewrite repeats itself when a run of this many tokens comes back in it
+(:func:`self_repeat`). Measured on the 500 rated rewrites of the style-gap test set with smollm2-135m's tokenizer
+(docs/training.md, "The repeat guard"): at 3 or 4 tokens a number's digits ("1.000.000.000") count as a repeat; at 5
+no rated rewrite does, and 490 of the 500 outputs of run 3's shape (``{source}\\n\\nRewrite: {source}``) do."""
 
 
 def logprob_equations(
@@ -107,6 +119,36 @@ def guarded_equations(
     if prompt >= content:
         return -math.inf, -1.0, prompt
     return content, strength, prompt
+
+
+def _runs(ids: Sequence[int], span: int) -> dict[tuple[int, ...], int]:
+    """How many times each run of ``span`` tokens occurs in ``ids``, counting occurrences that do not overlap (left to
+    right, as ``str.count`` counts)."""
+    counts: dict[tuple[int, ...], int] = {}
+    free_from: dict[tuple[int, ...], int] = {}  # run -> the first position where its next occurrence may start
+    for start in range(len(ids) - span + 1):
+        run = tuple(ids[start:start + span])
+        if start >= free_from.get(run, 0):
+            counts[run] = counts.get(run, 0) + 1
+            free_from[run] = start + span
+    return counts
+
+
+def self_repeat(rewrite: Sequence[int], source: Sequence[int], span: int = REPEAT_SPAN) -> bool:
+    """The repeat guard: whether a rewrite (token ids) repeats itself, a run of ``span`` tokens written at least twice
+    and more often than the source (token ids, tokenized alone) holds it. Occurrences are counted without overlap,
+    so a number's digits ("1.000.000") are no repeat, nor a rewrite that keeps a repetition of its source.
+
+        R = 1 if some run w of span tokens has count_rewrite(w) >= 2 and count_rewrite(w) > count_source(w), else 0
+        (C_g, S_g) = (-inf, -1) if R, else (C, S)
+
+    >>> self_repeat([1, 2, 3, 4, 5, 9, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
+    True
+    >>> self_repeat([1, 2, 3, 4, 5, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5]), self_repeat([7] * 9, [7])
+    (False, False)
+    """
+    source_counts = _runs(source, span)
+    return any(count >= 2 and count > source_counts.get(run, 0) for run, count in _runs(rewrite, span).items())
 
 
 class NotFiniteWarning(UserWarning):
@@ -184,10 +226,13 @@ class LogProb:
         progress: show progress bars; ``None`` (default): where stderr is a terminal.
         pipeline_rows: rows are scored in pieces of about this many (a source's rewrites never split), the next
             piece tokenized while the current one is scored; results do not depend on it.
-        guard: ``None`` (default: the paper's LogProb) or ``"prompt"``: the prompt guard of LogProb as a training
-            reward (:func:`guarded_equations`; two more contexts, 5/3 of the compute): a rewrite the prompt explains
-            at least as well as the source scores content ``-inf`` and style ``-1``, and each row also gets
-            ``prompt_reading`` (the prompt's reading P). The signature says ``guard:prompt``.
+        guard: ``None`` (default: the paper's LogProb), or a guard of LogProb as a training reward, which gives a
+            rewrite that games the reward content ``-inf`` and style ``-1``: ``"prompt"`` (:func:`guarded_equations`;
+            two more contexts, 5/3 of the compute), a rewrite the prompt explains at least as well as the source,
+            each row also getting ``prompt_reading`` (the prompt's reading P); ``"repeat"`` (:func:`self_repeat`; no
+            more compute), a rewrite that repeats itself, each row also getting ``self_repeat`` (True or False; None
+            for a row not scored);
+            ``"prompt+repeat"``, both. The signature says ``guard:`` and the guard.
         **backend_options: the backend's options. Local: ``device``, ``dtype`` (``"float32"`` default,
             ``"bfloat16"``, ``"float16"``), ``head_dtype`` (precision of the LM head and softmax: ``"float32"``
             default, or ``"bfloat16"``/``"float16"`` as in the authors' script), ``batch_tokens`` (default 512 on
@@ -223,7 +268,9 @@ class LogProb:
         if guard is not None and guard not in GUARDS:
             raise UserError(f"guard must be None or one of {', '.join(map(repr, GUARDS))}, got {guard!r}")
         self.guard = guard
-        self.contexts: tuple[str, ...] = CONTEXTS + (PROMPT_CONTEXTS if guard else ())
+        guards = set(guard.split("+")) if guard else set()
+        self._prompt_guard, self._repeat_guard = "prompt" in guards, "repeat" in guards
+        self.contexts: tuple[str, ...] = CONTEXTS + (PROMPT_CONTEXTS if self._prompt_guard else ())
         """The contexts every rewrite is read after: the paper's three, then the guard's."""
         if variant == "authors":
             given = [name for name, value in (("end_of_turn", not end_of_turn), ("chat_template", chat_template),
@@ -348,24 +395,34 @@ class LogProb:
         if empty:
             warnings.warn("some rewrites have no scored token (an empty rewrite: with end_of_turn=False, or in the "
                           "authors' variant, whose first token is context): NaN", stacklevel=2)
-        rows = []
+        repeats = self._self_repeats(sources, rewrites, [i for i in range(n) if per_row[i][1] is not None])
+        rows, floored = [], set()
         for i in range(n):
             target, lp = per_row[i]
             if lp is None:
                 row: dict[str, Any] = logprob_row(math.nan, math.nan)
-                if self.guard:
+                if self._prompt_guard:
                     row["prompt_reading"] = math.nan
+                if self._repeat_guard:
+                    row["self_repeat"] = None  # not scored: no verdict
                 if return_tokens:
                     row["tokens"] = []
                 rows.append(row)
                 continue
-            if self.guard:
+            if self._prompt_guard:
                 content, strength, prompt = guarded_equations(*lp)
-                row = logprob_row(content, strength)
-                row["prompt_reading"] = prompt
+                if content == -math.inf:
+                    floored.add(i)
             else:
                 content, strength = logprob_equations(*lp)
-                row = logprob_row(content, strength)
+            if i in repeats:
+                content, strength = -math.inf, -1.0
+                floored.add(i)
+            row = logprob_row(content, strength)
+            if self._prompt_guard:
+                row["prompt_reading"] = prompt
+            if self._repeat_guard:
+                row["self_repeat"] = i in repeats
             if return_tokens:
                 row["tokens"] = [
                     {"token": self.tokenizer.decode([tok]),
@@ -373,10 +430,18 @@ class LogProb:
                     for j, tok in enumerate(target)
                 ]
             rows.append(row)
-        floored = (lambda row: row["prompt_reading"] >= row["content"]) if self.guard else (lambda row: False)
         self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]
-                               and not floored(row)], n)  # a floored row's -inf is the guard's verdict
+                               and i not in floored], n)  # a floored row's -inf is the guard's verdict
         return LogProbScores(rows, self.signature)
+
+    def _self_repeats(self, sources: Sequence[str], rewrites: Sequence[str], rows: list[int]) -> set[int]:
+        """The rows among ``rows`` whose rewrite repeats itself (:func:`self_repeat`, on the tokens the rewrite and the
+        source have tokenized alone as a rewrite is), where the repeat guard is on; else none."""
+        if not self._repeat_guard or not rows:
+            return set()
+        rewrite_ids = self.chat.encoder.plain([rewrites[i] for i in rows])
+        source_ids = self.chat.encoder.plain([sources[i] for i in rows])
+        return {i for i, r, s in zip(rows, rewrite_ids, source_ids, strict=True) if self_repeat(r, s)}
 
     def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
         """Rows with scored tokens whose score is not finite (a log-probability NaN or inf) are said once per scorer,
