@@ -403,6 +403,8 @@ def run_to_resume(args: argparse.Namespace) -> tuple[dict, str | None] | None:
     given = {k: str(v) for k, v in vars(args).items()}
     differ = [f"--{k.replace('_', '-')} {given.get(k)!r} (the run's: {v!r})" for k, v in previous["args"].items()
               if k not in RESUMABLE_DIFFERENCES and given.get(k) != v]
+    differ += [f"--{k.replace('_', '-')} {v!r} (the run's: not recorded, it ran before the option existed)"
+               for k, v in given.items() if k not in RESUMABLE_DIFFERENCES and k not in previous["args"]]
     if differ:
         raise SystemExit("train_grpo_formality.py: error: --resume: this command's options differ from the run's own: "
                          f"{'; '.join(differ)}. Give the run's options (results.json, 'args'), or another --out")

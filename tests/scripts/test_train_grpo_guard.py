@@ -84,3 +84,37 @@ def test_resume_refuses_another_runs_options_and_a_folder_without_a_run(tmp_path
     results["status"] = "done"
     (out / "results.json").write_text(json.dumps(results), encoding="utf-8")
     assert script.run_to_resume(same) is None
+
+
+def _killed_run(tmp_path: Path, script, argv: list[str], drop: tuple[str, ...] = ()) -> Path:
+    """A results.json as a run killed at step 18 left it (no checkpoint saved), its args as main() records them."""
+    import json
+
+    out = tmp_path / "run"
+    out.mkdir()
+    args = script.parse_args(["--out", str(out), *argv])
+    args.threads, args.train_dtype = 1, script.train_dtype(args.train_dtype)
+    recorded = {k: str(v) for k, v in vars(args).items() if k not in drop}
+    (out / "results.json").write_text(json.dumps({"status": "training: step 18 of 150 done", "elapsed_seconds": 60.0,
+                                                  "args": recorded, "before": {"logprob": -1.0}}), encoding="utf-8")
+    return out
+
+
+def test_resume_refuses_an_option_the_killed_run_did_not_record(tmp_path):
+    """Before: only the options results.json records were compared, so a run from before an option existed (run 3,
+    killed at step 18, has no 'train_dtype': it trained in TRL's bf16 autocast) resumed under any value of it
+    (float32 on this CPU), silently. A resume must now refuse, naming the option it cannot check."""
+    import pytest
+
+    script = _script()
+    out = _killed_run(tmp_path, script, ["--guard", "prompt"], drop=("train_dtype",))
+    args = script.parse_args(["--out", str(out), "--guard", "prompt", "--resume"])
+    args.threads, args.train_dtype = 1, script.train_dtype(args.train_dtype)
+    with pytest.raises(SystemExit, match="--train-dtype"):
+        script.run_to_resume(args)
+    (tmp_path / "b").mkdir()
+    out_same = _killed_run(tmp_path / "b", script, ["--guard", "prompt"])
+    same = script.parse_args(["--out", str(out_same), "--guard", "prompt", "--resume"])
+    same.threads, same.train_dtype = 2, script.train_dtype(same.train_dtype)
+    previous, checkpoint = script.run_to_resume(same)  # all recorded and equal (threads may differ): resumed
+    assert checkpoint is None and previous["args"]["guard"] == "prompt"
