@@ -24,8 +24,9 @@ rated >= 4 on both content and style; then the Spearman of content and style wit
 rewrites, under each reading.
 
 Resumable and cheap to re-read: every source's outputs are written to ``--out`` (JSON lines) as they are scored; a
-second run skips what is there and ``--report`` only prints the tables of what is there (``--rows N``: the first N
-sources, taken in turns over the six tasks).
+second run skips what is there (and refuses a file whose lines another scorer wrote: another model or version) and
+``--report`` only prints the tables of what is there (``--rows N``: the first N sources, taken in turns over the six
+tasks).
 
     export STYLEEVAL_DATA_DIR=../shared/data
     python scripts/reward_hole.py --out runs/hole-135m.jsonl                                  # smollm2-135m, 500 rows
@@ -84,9 +85,12 @@ def score(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     data = load_corpus("style_gap_testset")
-    done = set()
+    done, signatures = set(), set()
     if args.out.exists():
-        done = {json.loads(line)["source_id"] for line in args.out.open(encoding="utf-8")}
+        for line in args.out.open(encoding="utf-8"):
+            record = json.loads(line)
+            done.add(record["source_id"])
+            signatures.add(record["signature"])
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (source, style) in enumerate(zip(data["source"], data["target_style"], strict=True)):
         groups[(source, style)].append(i)
@@ -97,6 +101,10 @@ def score(args: argparse.Namespace) -> None:
     if not todo:
         return
     scorer = LogProb(model=args.model, guard="prompt+repeat", progress=False)
+    other = sorted(signatures - {str(scorer.signature)})
+    if other:  # lines of another scorer (another model, an older guard: no self repeat) would mix in the tables
+        raise SystemExit(f"reward_hole.py: error: {args.out} holds lines scored by {other[0]}, not by this run's "
+                         f"{scorer.signature}: give another --out (or the same --model and version)")
     start = time.monotonic()
     with args.out.open("a", encoding="utf-8") as out:
         for n, (source, style) in enumerate(todo, 1):

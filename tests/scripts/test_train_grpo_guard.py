@@ -118,3 +118,4 @@ def test_resume_refuses_an_option_the_killed_run_did_not_record(tmp_path):
     same.threads, same.train_dtype = 2, script.train_dtype(same.train_dtype)
     previous, checkpoint = script.run_to_resume(same)  # all recorded and equal (threads may differ): resumed
     assert checkpoint is None and previous["args"]["guard"] == "prompt"
+
