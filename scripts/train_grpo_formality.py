@@ -394,7 +394,8 @@ float sums; ``--out``: the run's folder, copied or moved)."""
 
 def run_to_resume(args: argparse.Namespace) -> tuple[dict, str | None] | None:
     """The killed run in ``args.out`` (its results.json) and its last checkpoint (None: none saved yet); ``None`` where
-    it finished. Refused, naming the option, where this command's options differ from the run's own."""
+    it finished. Only the checkpoints the run saved count (results.json's ``checkpoint_seconds``), not those an
+    earlier run in the same folder left. Refused, naming the option, where this command's options differ from the run's own."""
     path = args.out / "results.json"
     if not path.is_file():
         raise SystemExit(f"train_grpo_formality.py: error: --resume: no run to resume in {args.out} (no results.json): "
@@ -413,8 +414,10 @@ def run_to_resume(args: argparse.Namespace) -> tuple[dict, str | None] | None:
     if previous["before"] is None:  # killed before its first measurement: nothing to keep
         raise SystemExit(f"train_grpo_formality.py: error: --resume: the run in {args.out} was killed before its "
                          "first measurement: nothing to resume; leave --resume out to start it again")
+    saved = previous.get("checkpoint_seconds")  # the checkpoints this run saved (None: a run from before it said)
     checkpoints = sorted((p.name for p in (args.out / "trainer").glob("checkpoint-*")
-                          if (p / "trainer_state.json").is_file()), key=lambda name: int(name.rsplit("-", 1)[1]))
+                          if (p / "trainer_state.json").is_file() and (saved is None or p.name in saved)),
+                         key=lambda name: int(name.rsplit("-", 1)[1]))  # complete ones: trainer_state.json is last
     return previous, checkpoints[-1] if checkpoints else None
 
 

@@ -119,3 +119,25 @@ def test_resume_refuses_an_option_the_killed_run_did_not_record(tmp_path):
     previous, checkpoint = script.run_to_resume(same)  # all recorded and equal (threads may differ): resumed
     assert checkpoint is None and previous["args"]["guard"] == "prompt"
 
+
+
+def test_resume_takes_only_this_runs_checkpoints(tmp_path):
+    """Before: --resume took the last complete checkpoint-* in OUT/trainer, whichever run saved it. A run started
+    again in the folder of an earlier one (without --resume: nothing refuses that) and killed before its first
+    checkpoint resumed from the earlier run's checkpoint-3, trained under other options. Now only the checkpoints
+    this run saved (results.json's checkpoint_seconds) are taken; an older results.json without them, any."""
+    import json
+
+    script = _script()
+    out = _killed_run(tmp_path, script, ["--learning-rate", "1e-4"])
+    for step in (1, 3):  # checkpoint-3: the earlier run's
+        (out / "trainer" / f"checkpoint-{step}").mkdir(parents=True)
+        (out / "trainer" / f"checkpoint-{step}" / "trainer_state.json").write_text("{}", encoding="utf-8")
+    args = script.parse_args(["--out", str(out), "--learning-rate", "1e-4", "--resume"])
+    args.threads, args.train_dtype = 1, script.train_dtype(args.train_dtype)
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    for saved, want in (({"checkpoint-1": 5.0}, "checkpoint-1"), ({}, None)):
+        (out / "results.json").write_text(json.dumps({**results, "checkpoint_seconds": saved}), encoding="utf-8")
+        assert script.run_to_resume(args)[1] == want, saved
+    (out / "results.json").write_text(json.dumps(results), encoding="utf-8")  # a run from before checkpoint_seconds
+    assert script.run_to_resume(args)[1] == "checkpoint-3"
