@@ -251,8 +251,8 @@ class LogProbReward:
 
 
 def _report(columns: Mapping[str, Any], content: list[float], style: list[float], guarded: bool = False) -> None:
-    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them; with the
-    prompt guard also the share of rows it floored (``logprob/guarded``: content ``-inf``, among the floored)."""
+    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them; with a
+    guard also the share of rows it floored (``logprob/guarded``: content ``-inf``, among the floored)."""
     log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
     finite = [i for i, c in enumerate(content) if math.isfinite(c)]
     if callable(log_metric):

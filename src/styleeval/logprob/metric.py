@@ -137,7 +137,9 @@ def _runs(ids: Sequence[int], span: int) -> dict[tuple[int, ...], int]:
 def self_repeat(rewrite: Sequence[int], source: Sequence[int], span: int = REPEAT_SPAN) -> bool:
     """The repeat guard: whether a rewrite (token ids) repeats itself, a run of ``span`` tokens written at least twice
     and more often than the source (token ids, tokenized alone) holds it. Occurrences are counted without overlap,
-    so a number's digits ("1.000.000") are no repeat, nor a rewrite that keeps a repetition of its source.
+    so a number's digits ("1.000.000") are no repeat, nor a rewrite that keeps a repetition of its source; with a
+    tokenizer that cuts digits one by one a longer number ("1,000,000,000,000") or a time written twice ("from 10:00
+    a.m. to 10:00 p.m.") is.
 
         R = 1 if some run w of span tokens has count_rewrite(w) >= 2 and count_rewrite(w) > count_source(w), else 0
         (C_g, S_g) = (-inf, -1) if R, else (C, S)
@@ -231,7 +233,7 @@ class LogProb:
             two more contexts, 5/3 of the compute), a rewrite the prompt explains at least as well as the source,
             each row also getting ``prompt_reading`` (the prompt's reading P); ``"repeat"`` (:func:`self_repeat`; no
             more compute), a rewrite that repeats itself, each row also getting ``self_repeat`` (True or False; None
-            for a row not scored);
+            for a row skipped for its length);
             ``"prompt+repeat"``, both. The signature says ``guard:`` and the guard.
         **backend_options: the backend's options. Local: ``device``, ``dtype`` (``"float32"`` default,
             ``"bfloat16"``, ``"float16"``), ``head_dtype`` (precision of the LM head and softmax: ``"float32"``
