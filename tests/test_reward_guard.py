@@ -128,11 +128,13 @@ def test_an_unknown_guard_is_refused_naming_the_choices(tiny):
 
 
 # --- the repeat guard ----------------------------------------------------------------------------------------------
-def repeats_by_str_count(rewrite: list[int], source: list[int], span: int = REPEAT_SPAN) -> bool:
+def repeats_by_str_count(rewrite: list[int], source: list[int], span: int = REPEAT_SPAN, wordless=frozenset()) -> bool:
     """The repeat guard's rule through Python's ``str.count`` (occurrences without overlap, left to right): each token
-    id one character, every run of ``span`` tokens of the rewrite counted in both texts."""
+    id one character, every run of ``span`` tokens of the rewrite, but those made only of ``wordless`` tokens, counted
+    in both texts."""
     text, base = "".join(map(chr, rewrite)), "".join(map(chr, source))
-    runs = {text[i:i + span] for i in range(len(text) - span + 1)}
+    runs = {text[i:i + span] for i in range(len(text) - span + 1)} - {
+        text[i:i + span] for i in range(len(text) - span + 1) if all(ord(c) in wordless for c in text[i:i + span])}
     return any(text.count(run) >= 2 and text.count(run) > base.count(run) for run in runs)
 
 
@@ -143,8 +145,9 @@ def test_self_repeat_is_str_count_on_token_runs():
         alphabet, span = rng.randint(1, 3), rng.choice([1, 2, 3, REPEAT_SPAN])
         rewrite = [rng.randint(65, 65 + alphabet) for _ in range(rng.randint(0, 20))]
         source = [rng.randint(65, 65 + alphabet) for _ in range(rng.randint(0, 12))]
-        want = repeats_by_str_count(rewrite, source, span)
-        assert self_repeat(rewrite, source, span) is want, (rewrite, source, span)
+        wordless = {t for t in range(65, 66 + alphabet) if rng.random() < 0.3}
+        want = repeats_by_str_count(rewrite, source, span, wordless)
+        assert self_repeat(rewrite, source, span, wordless) is want, (rewrite, source, span, wordless)
         seen[want] += 1
     assert min(seen.values()) > 300, seen  # both verdicts, often
 
@@ -155,6 +158,9 @@ def test_self_repeat_counts_without_overlap_and_against_the_source():
     assert not self_repeat(run + run, run + [9] + run)  # the source holds the repetition: kept
     assert not self_repeat([7] * 9, []) and self_repeat([7] * 10, [])  # 9 sevens hold one run of 5 without overlap
     assert not self_repeat(run, []) and not self_repeat([], run)
+    assert not self_repeat(run + run, [], wordless=set(run)) and self_repeat(run + run, [], wordless=set(run[1:]))
+    with pytest.raises(ValueError, match="span must be at least 1"):
+        self_repeat(run, run, span=0)
 
 
 REPEAT_ROWS = [  # the tiny model's rows for the repeat guard: run 3's shape, a kept repetition of the source, rewrites
@@ -162,6 +168,7 @@ REPEAT_ROWS = [  # the tiny model's rows for the repeat guard: run 3's shape, a 
     ("no, no, no, no, no, no, no!", "no, no, no, no, no, no, no!", "formal"),
     ("gimme the report now.", "Could you please send me the report?", "polite"),
     ("the food was cold lol", "The food was served cold. The food was served cold.", "formal"),
+    ("it costs a lot", "It costs 1,000,000,000,000,000,000,000,000,000,000,000,000 dollars.", "formal"),  # no word twice
 ]
 
 
@@ -175,7 +182,10 @@ def test_the_repeat_guard_is_its_equation_on_a_naive_loop(tiny_model_dir, tiny_m
     ids = [(tiny_tokenizer(r, add_special_tokens=False)["input_ids"], tiny_tokenizer(s, add_special_tokens=False)
             ["input_ids"]) for s, r, _ in rows]
     repeats = [repeats_by_str_count(r, s) for r, s in ids]
-    assert repeats[len(ROWS):] == [True, False, False, True], "the rows must take both branches"
+    wordless = {t for r, _ in ids for t in r if not any(c.isalpha() for c in tiny_tokenizer.decode([t]))}
+    assert repeats[len(ROWS):] == [True, False, False, True, True], "the rows must take both branches"
+    repeats = [repeats_by_str_count(r, s, wordless=wordless) for r, s in ids]  # a run must hold a word
+    assert repeats[len(ROWS):] == [True, False, False, True, False]
     both = LogProbReward(model=str(tiny_model_dir), guard="prompt+repeat", floor=FLOOR)
     metrics = {}
     got = call(both, rows, log_metric=metrics.__setitem__)
