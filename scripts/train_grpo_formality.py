@@ -74,7 +74,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--guard", choices=GUARDS, default=None,
                         help="the guarded reward (LogProbReward(guard=...): 'prompt', a completion the prompt explains "
                              "at least as well as the source gets the floor; 'repeat', a completion that repeats "
-                             "itself does; 'prompt+repeat', both; docs/training.md, 'The prompt guard' and 'The repeat "
+                             "itself does; 'prompt+repeat', both; docs/training.md, 'The hole, measured, and the prompt guard' and 'The repeat "
                              "guard'); the held-out checks report plain LogProb beside it")
     parser.add_argument("--beta", type=float, default=0.0,
                         help="GRPO's KL penalty to the untrained model (TRL's default 0: none, no reference pass)")
@@ -454,6 +454,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     args.threads = torch.get_num_threads()  # recorded in results.json
     args.train_dtype = train_dtype(args.train_dtype)  # recorded in results.json and the report
+    if not args.resume and (args.out / "results.json").is_file():  # never write over a run's finished work
+        print(f"train_grpo_formality.py: error: {args.out} holds a run (results.json): --resume to continue it, or "
+              "another --out", file=sys.stderr)
+        return 2
     resumed = run_to_resume(args) if args.resume else None
     if args.resume and resumed is None:
         print(f"the run in {args.out} is done: {args.out / 'report.md'}", file=sys.stderr)

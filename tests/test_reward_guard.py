@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import string
 import warnings
 
 import pytest
@@ -128,64 +129,77 @@ def test_an_unknown_guard_is_refused_naming_the_choices(tiny):
 
 
 # --- the repeat guard ----------------------------------------------------------------------------------------------
-def repeats_by_str_count(rewrite: list[int], source: list[int], span: int = REPEAT_SPAN, wordless=frozenset()) -> bool:
-    """The repeat guard's rule through Python's ``str.count`` (occurrences without overlap, left to right): each token
-    id one character, every run of ``span`` tokens of the rewrite, but those made only of ``wordless`` tokens, counted
-    in both texts."""
-    text, base = "".join(map(chr, rewrite)), "".join(map(chr, source))
-    runs = {text[i:i + span] for i in range(len(text) - span + 1)} - {
-        text[i:i + span] for i in range(len(text) - span + 1) if all(ord(c) in wordless for c in text[i:i + span])}
+def words_of(text: str) -> list[str]:
+    """A text's words as the guard compares them, written out: split at white space, punctuation cut from both ends,
+    casefolded, the empty ones dropped."""
+    out = []
+    for word in text.split():
+        while word and word[0] in string.punctuation:
+            word = word[1:]
+        while word and word[-1] in string.punctuation:
+            word = word[:-1]
+        if word:
+            out.append(word.casefold())
+    return out
+
+
+def repeats_by_str_count(rewrite: str, source: str, span: int = REPEAT_SPAN) -> bool:
+    """The repeat guard's rule through Python's ``str.count`` (occurrences without overlap, left to right): each word
+    one character, every run of ``span`` words of the rewrite that holds a letter counted in both texts."""
+    vocabulary: dict[str, str] = {}
+    code = lambda words: "".join(vocabulary.setdefault(w, chr(0x4E00 + len(vocabulary))) for w in words)  # noqa: E731
+    words = words_of(rewrite)
+    text, base = code(words), code(words_of(source))
+    runs = {text[i:i + span] for i in range(len(text) - span + 1)
+            if any(c.isalpha() for word in words[i:i + span] for c in word)}
     return any(text.count(run) >= 2 and text.count(run) > base.count(run) for run in runs)
 
 
-def test_self_repeat_is_str_count_on_token_runs():
+def test_self_repeat_is_str_count_on_word_runs():
     rng = random.Random(0)
+    vocabulary = ["it", "It", "is", "late.", "late", "--", "1,000", "9:00", "Rewrite:", "no,", "No!"]
     seen = {True: 0, False: 0}
     for _ in range(3000):
-        alphabet, span = rng.randint(1, 3), rng.choice([1, 2, 3, REPEAT_SPAN])
-        rewrite = [rng.randint(65, 65 + alphabet) for _ in range(rng.randint(0, 20))]
-        source = [rng.randint(65, 65 + alphabet) for _ in range(rng.randint(0, 12))]
-        wordless = {t for t in range(65, 66 + alphabet) if rng.random() < 0.3}
-        want = repeats_by_str_count(rewrite, source, span, wordless)
-        assert self_repeat(rewrite, source, span, wordless) is want, (rewrite, source, span, wordless)
+        words, span = rng.sample(vocabulary, rng.randint(1, 4)), rng.choice([1, 2, 3, REPEAT_SPAN])
+        rewrite = rng.choice([" ", "\n", "  "]).join(rng.choice(words) for _ in range(rng.randint(0, 20)))
+        source = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        want = repeats_by_str_count(rewrite, source, span)
+        assert self_repeat(rewrite, source, span) is want, (rewrite, source, span)
         seen[want] += 1
     assert min(seen.values()) > 300, seen  # both verdicts, often
 
 
-def test_self_repeat_counts_without_overlap_and_against_the_source():
-    run = [1, 2, 3, 4, 5]
-    assert self_repeat(run + [0] + run, []) and self_repeat(run + run, run)
-    assert not self_repeat(run + run, run + [9] + run)  # the source holds the repetition: kept
-    assert not self_repeat([7] * 9, []) and self_repeat([7] * 10, [])  # 9 sevens hold one run of 5 without overlap
-    assert not self_repeat(run, []) and not self_repeat([], run)
-    assert not self_repeat(run + run, [], wordless=set(run)) and self_repeat(run + run, [], wordless=set(run[1:]))
+def test_self_repeat_counts_words_without_overlap_against_the_source():
+    run = "one two three four"
+    assert self_repeat(f"{run}. {run}", "") and self_repeat(f"{run}\n\nRewrite: {run.upper()}!", run)
+    assert not self_repeat(f"{run} {run}", f"{run}, {run}")  # the source holds the repetition: kept
+    assert not self_repeat(" ".join(["no"] * 7), "") and self_repeat(" ".join(["no"] * 8), "")  # 7: one run of 4
+    assert not self_repeat("1,000 2,000 3,000 4,000 1,000 2,000 3,000 4,000", "")  # no word with a letter
+    assert not self_repeat("The fee is 1,000 dollars and the deposit is 1,000 dollars.", "fee 1k, deposit 1k")
+    assert not self_repeat("The meeting is from 9:00 a.m. to 11:00 a.m.", "meeting 9 to 11")
+    assert not self_repeat(run, "") and not self_repeat("", run)
     with pytest.raises(ValueError, match="span must be at least 1"):
         self_repeat(run, run, span=0)
 
 
 REPEAT_ROWS = [  # the tiny model's rows for the repeat guard: run 3's shape, a kept repetition of the source, rewrites
-    ("gimme the report now.", "gimme the report now.\n\nRewrite: gimme the report now.", "polite"),
-    ("no, no, no, no, no, no, no!", "no, no, no, no, no, no, no!", "formal"),
+    ("gimme the report now, ok", "gimme the report now, ok\n\nRewrite: gimme the report now, ok", "polite"),
+    ("no, no, no, no, no, no, no, no!", "No, no, no, no, no, no, no, no.", "formal"),
     ("gimme the report now.", "Could you please send me the report?", "polite"),
     ("the food was cold lol", "The food was served cold. The food was served cold.", "formal"),
-    ("it costs a lot", "It costs 1,000,000,000,000,000,000,000,000,000,000,000,000 dollars.", "formal"),  # no word twice
+    ("fee 1k, deposit 1k", "The fee is 1,000 dollars and the deposit is 1,000 dollars.", "formal"),
 ]
 
 
 def test_the_repeat_guard_is_its_equation_on_a_naive_loop(tiny_model_dir, tiny_model, tiny_tokenizer):
     """``guard="prompt+repeat"``: the prompt guard's reward (the naive loop of :func:`by_the_equation`), floored
-    where the rewrite repeats itself by the str.count rule on the tokenizer's own ids; ``guard="repeat"``: plain
-    LogProb's bits where it does not floor, no prompt contexts read."""
+    where the rewrite repeats itself by the str.count rule on its words; ``guard="repeat"``: plain LogProb's bits
+    where it does not floor, no prompt contexts read."""
     eot = tiny_tokenizer.convert_tokens_to_ids("<|eot_id|>")
     rows = ROWS + REPEAT_ROWS
     want = by_the_equation(tiny_model, tiny_tokenizer, eot, rows)
-    ids = [(tiny_tokenizer(r, add_special_tokens=False)["input_ids"], tiny_tokenizer(s, add_special_tokens=False)
-            ["input_ids"]) for s, r, _ in rows]
-    repeats = [repeats_by_str_count(r, s) for r, s in ids]
-    wordless = {t for r, _ in ids for t in r if not any(c.isalpha() for c in tiny_tokenizer.decode([t]))}
-    assert repeats[len(ROWS):] == [True, False, False, True, True], "the rows must take both branches"
-    repeats = [repeats_by_str_count(r, s, wordless=wordless) for r, s in ids]  # a run must hold a word
-    assert repeats[len(ROWS):] == [True, False, False, True, False]
+    repeats = [repeats_by_str_count(rewrite, source) for source, rewrite, _ in rows]
+    assert repeats[len(ROWS):] == [True, False, False, True, False], "the rows must take both branches"
     both = LogProbReward(model=str(tiny_model_dir), guard="prompt+repeat", floor=FLOOR)
     metrics = {}
     got = call(both, rows, log_metric=metrics.__setitem__)
@@ -242,7 +256,7 @@ REPEAT_TESTSET_ROWS = ("style_gap_testset/anno6/q16", "style_gap_testset/anno3/q
 """Rated rewrites of the test set (formality, catchy, formality; people rated each >= 4 on content and style) on whose
 rows run 3's output shape outranks the rewrite under the prompt guard alone (by 0.3 or more, scripts/reward_hole.py)
 and every degenerate output ranks below it with both guards (by 0.2 or more). On the whole test set the repeat guard
-floors 490 of the 500 self-repeats and none of the rated rewrites; the copy and the suffixed copy still beat many
+floors 496 of the 500 self-repeats and none of the rated rewrites; the copy and the suffixed copy still beat many
 rewrites (docs/training.md, "The repeat guard"): these rows are among those where they do not."""
 
 

@@ -13,7 +13,7 @@ with LogProb's content (the paper's equation 1: mean log of the best of the thre
 weight 0, then equal to ``LogProb.score``'s number. The default weights are explained in docs/training.md ("The
 weights").
 
-``guard="prompt"`` is the guarded reward (docs/training.md, "The prompt guard"): LogProb with the prompt guard
+``guard="prompt"`` is the guarded reward (docs/training.md, "The hole, measured, and the prompt guard"): LogProb with the prompt guard
 (:func:`styleeval.logprob.guarded_equations`), so that a completion the scorer reads better as the prompt's text (the
 style instruction echoed, or what the instruction alone calls for) than as a rewrite, paraphrase or repetition of the
 source gets ``floor``:
@@ -22,7 +22,7 @@ source gets ``floor``:
     reward = content_weight * content + style_weight * style   if P < content, else floor
 
 The signature says ``guard:prompt``; plain LogProb (the evaluation metric) is unchanged. ``guard="repeat"`` floors a
-completion that repeats itself (:func:`styleeval.logprob.metric.self_repeat`: a run of 5 tokens written at least twice
+completion that repeats itself (:func:`styleeval.logprob.metric.self_repeat`: a run of 4 words written at least twice
 and more often than the source holds it; docs/training.md, "The repeat guard"), ``guard="prompt+repeat"`` does both.
 
 Rows LogProb cannot score get ``floor``, never an exception in the middle of training: an

@@ -141,3 +141,17 @@ def test_resume_takes_only_this_runs_checkpoints(tmp_path):
         assert script.run_to_resume(args)[1] == want, saved
     (out / "results.json").write_text(json.dumps(results), encoding="utf-8")  # a run from before checkpoint_seconds
     assert script.run_to_resume(args)[1] == "checkpoint-3"
+
+
+def test_a_new_run_never_writes_over_a_run_in_its_folder(tmp_path):
+    """Without --resume, an OUT that holds a run (results.json) is refused before any work: a run started there would
+    replace its report and mix its checkpoints with the old run's."""
+    import subprocess
+    import sys
+
+    (tmp_path / "results.json").write_text('{"status": "training: step 3 of 150 done"}', encoding="utf-8")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path), "--smoke"], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert f"{tmp_path} holds a run (results.json): --resume to continue it, or another --out" in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]

@@ -18,7 +18,7 @@ the local scoring engine or an OpenAI-compatible server, chosen once by :func:`s
 Tokenization is local in both. The signature is built in one place, :attr:`LogProb.signature`; its ``prompt`` field
 is the prompt set's name and the digest of its text (:attr:`~styleeval.logprob.prompts.PromptSet.signed`).
 
-``guard="prompt"`` (for LogProb as a training reward, docs/training.md "The prompt guard") also reads the rewrite after
+``guard="prompt"`` (for LogProb as a training reward, docs/training.md "The hole, measured, and the prompt guard") also reads the rewrite after
 two prompt contexts (:data:`styleeval.logprob.prompts.PROMPT_CONTEXTS`: the style instruction repeated, t_e, and the style
 instruction without its source, t_u) and gives a rewrite that either reading explains at least as well as the source's
 best reading the lowest content and style (:func:`guarded_equations`):
@@ -27,15 +27,16 @@ best reading the lowest content and style (:func:`guarded_equations`):
     (C_g, S_g) = (C, S) if P < C, else (-inf, -1)
 
 ``guard="repeat"`` gives the same lowest scores to a rewrite that repeats itself (:func:`self_repeat`: a run of
-:data:`REPEAT_SPAN` tokens written more often than the source holds it, and at least twice); ``guard="prompt+repeat"``
+:data:`REPEAT_SPAN` words written more often than the source holds it, and at least twice); ``guard="prompt+repeat"``
 is both.
 """
 
 from __future__ import annotations
 
 import math
+import string
 import warnings
-from collections.abc import Container, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -59,7 +60,7 @@ if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser 
     import torch
 
 __all__ = ["GUARDS", "REPEAT_SPAN", "LogProb", "LogProbScores", "NotFiniteWarning", "guarded_equations",
-           "logprob_equations", "self_repeat",
+           "logprob_equations", "repeat_words", "self_repeat",
            "shared_logprob", "VARIANTS", "VARIANT_PROMPTS"]
 
 PIPELINE_ROWS = 256
@@ -70,12 +71,12 @@ GUARDS = ("prompt", "repeat", "prompt+repeat")
 """The guards :class:`LogProb` takes (``guard=``): ``"prompt"`` (:func:`guarded_equations`), ``"repeat"``
 (:func:`self_repeat`) and both, ``"prompt+repeat"``."""
 
-REPEAT_SPAN = 5
-"""The repeat guard's span: a rewrite repeats itself when a run of this many tokens, one with a letter, comes back in
-it (:func:`self_repeat`). Measured on the 500 rated rewrites of the style-gap test set with smollm2-135m's tokenizer
-(docs/training.md, "The repeat guard"): no rated rewrite repeats itself at 3 to 6 tokens, and 490 of the 500 outputs of
-run 3's shape (``{source}\\n\\nRewrite: {source}``) do at 5 (494 at 4, all at 3); 5 leaves natural text its
-three- and four-token phrases ("in order to") twice, and is the span run 4 trained with."""
+REPEAT_SPAN = 4
+"""The repeat guard's span: a rewrite repeats itself when a run of this many words, one with a letter, comes back in it
+(:func:`self_repeat`). Measured (docs/training.md, "The repeat guard"): at 4 words none of the 500 rated rewrites of
+the style-gap test set, nor any of Lai et al.'s 720 formality rewrites and 640 references, repeats itself, and 496
+of the 500 outputs of run 3's shape (``{source}\\n\\nRewrite: {source}``) do; at 3 words a formal rewrite that names an
+amount twice ("is 1,000 dollars") would."""
 
 
 def logprob_equations(
@@ -122,44 +123,52 @@ def guarded_equations(
     return content, strength, prompt
 
 
-def _runs(ids: Sequence[int], span: int) -> dict[tuple[int, ...], int]:
-    """How many times each run of ``span`` tokens occurs in ``ids``, counting occurrences that do not overlap (left to
-    right, as ``str.count`` counts)."""
-    counts: dict[tuple[int, ...], int] = {}
-    free_from: dict[tuple[int, ...], int] = {}  # run -> the first position where its next occurrence may start
-    for start in range(len(ids) - span + 1):
-        run = tuple(ids[start:start + span])
-        if start >= free_from.get(run, 0):
+def repeat_words(text: str) -> list[str]:
+    """The words the repeat guard compares: ``text`` split at white space, each casefolded with the punctuation at its
+    ends stripped, the empty ones left out.
+
+    >>> repeat_words("Rewrite: It is late -- sorry!")
+    ['rewrite', 'it', 'is', 'late', 'sorry']
+    """
+    words = (word.strip(string.punctuation).casefold() for word in text.split())
+    return [word for word in words if word]
+
+
+def _runs(words: Sequence[str], span: int) -> dict[tuple[str, ...], int]:
+    """How many times each run of ``span`` words that holds a letter occurs in ``words``, counting occurrences that do
+    not overlap (left to right, as ``str.count`` counts)."""
+    counts: dict[tuple[str, ...], int] = {}
+    free_from: dict[tuple[str, ...], int] = {}  # run -> the first position where its next occurrence may start
+    for start in range(len(words) - span + 1):
+        run = tuple(words[start:start + span])
+        if start >= free_from.get(run, 0) and any(c.isalpha() for word in run for c in word):
             counts[run] = counts.get(run, 0) + 1
             free_from[run] = start + span
     return counts
 
 
-def self_repeat(rewrite: Sequence[int], source: Sequence[int], span: int = REPEAT_SPAN,
-                wordless: Container[int] = frozenset()) -> bool:
-    """The repeat guard: whether a rewrite (token ids) repeats itself, a run of ``span`` tokens that holds a word
-    written at least twice and more often than the source (token ids, tokenized alone) holds it. ``wordless``: the
-    ids of tokens without a letter (digits, punctuation, spaces, pieces of a character); a run made only of them is
-    not counted, so that a time or an amount written twice ("from 10:00 a.m. to 10:00 p.m.", "1,000,000,000,000":
-    digits are a token each in many tokenizers) is no repeat. Occurrences are counted without overlap (as
-    ``str.count`` counts), and a rewrite that keeps a repetition of its source is no repeat either.
+def self_repeat(rewrite: str, source: str, span: int = REPEAT_SPAN) -> bool:
+    """The repeat guard: whether a rewrite repeats itself, a run of ``span`` words (:func:`repeat_words`) that holds a
+    letter written at least twice, and more often than the source holds it. Occurrences are counted without overlap (as
+    ``str.count`` counts); a rewrite that keeps a repetition of its source is no repeat, nor numbers written twice. A
+    function of the two texts alone: the same verdict whatever model scores.
 
-        R = 1 if some run w of span tokens, one of them with a letter, has
+        R = 1 if some run w of span words, one with a letter, has
                 count_rewrite(w) >= 2 and count_rewrite(w) > count_source(w);  else 0
         (C_g, S_g) = (-inf, -1) if R, else (C, S)
 
-    >>> self_repeat([1, 2, 3, 4, 5, 9, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5])
-    True
-    >>> self_repeat([1, 2, 3, 4, 5, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5]), self_repeat([7] * 9, [7])
+    >>> self_repeat("It is late. Rewrite: It is late.", "its late"), self_repeat("Sorry. Sorry. Sorry.", "sry")
     (False, False)
-    >>> self_repeat([1, 2, 3, 4, 5, 1, 2, 3, 4, 5], [], wordless={1, 2, 3, 4, 5})
+    >>> self_repeat("It is getting late. Rewrite: It is getting late.", "its getting late")
+    True
+    >>> self_repeat("No, no, no, no, no, no, no, no!", "no no no no no no no no")
     False
     """
     if span < 1:
         raise ValueError(f"span must be at least 1, got {span}")
-    source_counts = _runs(source, span)
-    return any(count >= 2 and count > source_counts.get(run, 0) and not all(t in wordless for t in run)
-               for run, count in _runs(rewrite, span).items())
+    source_counts = _runs(repeat_words(source), span)
+    return any(count >= 2 and count > source_counts.get(run, 0)
+               for run, count in _runs(repeat_words(rewrite), span).items())
 
 
 class NotFiniteWarning(UserWarning):
@@ -446,16 +455,11 @@ class LogProb:
         return LogProbScores(rows, self.signature)
 
     def _self_repeats(self, sources: Sequence[str], rewrites: Sequence[str], rows: list[int]) -> set[int]:
-        """The rows among ``rows`` whose rewrite repeats itself (:func:`self_repeat`, on the tokens the rewrite and the
-        source have tokenized alone as a rewrite is), where the repeat guard is on; else none."""
-        if not self._repeat_guard or not rows:
+        """The rows among ``rows`` whose rewrite repeats itself (:func:`self_repeat`), where the repeat guard is on;
+        else none."""
+        if not self._repeat_guard:
             return set()
-        rewrite_ids = self.chat.encoder.plain([rewrites[i] for i in rows])
-        source_ids = self.chat.encoder.plain([sources[i] for i in rows])
-        wordless = {t for t in {t for ids in rewrite_ids for t in ids}
-                    if not any(c.isalpha() for c in self.tokenizer.decode([t]))}
-        return {i for i, r, s in zip(rows, rewrite_ids, source_ids, strict=True)
-                if self_repeat(r, s, wordless=wordless)}
+        return {i for i in rows if self_repeat(rewrites[i], sources[i])}
 
     def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
         """Rows with scored tokens whose score is not finite (a log-probability NaN or inf) are said once per scorer,
