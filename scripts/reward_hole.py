@@ -8,21 +8,25 @@ For every row of ``style_gap_testset`` (500 rated rewrites of 249 sources) the r
 - ``echo``: the style instruction echoed with its source, ``Rewrite the following sentence to be {style}: {source}``;
 - ``echo line``: the instruction alone, ``Rewrite the following sentence to be {style}:`` (issue 49's run 1);
 - ``suffix``: the source and a fixed tail, ``{source} Rewritten sentence in a {style} style.`` (issue 49's run 2);
+- ``self repeat``: the source, then itself again after a label, ``{source}\n\nRewrite: {source}`` (issue 63's run 3);
 - ``style word``: the target style five times (``formal formal formal formal formal``);
 - ``empty``: the empty string (LogProb scores its end-of-turn token; the reward gives it the floor).
 
-One pass of ``LogProb(guard="prompt", return_tokens=True)`` per model gives both readings of every output: plain
-LogProb (equations 1 and 2 on the three contexts' token log-probabilities, :func:`styleeval.logprob.logprob_equations`;
-the same bits as ``LogProb.score``: a row's scores never depend on its batch) and the prompt guard
-(:func:`styleeval.logprob.guarded_equations`). Reported per output kind: mean content and style (plain), the share of
-rows the guard floors, the mean of the guard's margin ``P - C``, the mean reward (``content + 24 * style``, the reward's defaults; the floor -34 for the empty
-output and for guarded rows), and the share of rows where the output's reward beats the rated rewrite's, plain and
-guarded, over all 500 rows and over the 257 rewrites people rated >= 4 on both content and style; then the Spearman
-of content and style with people's ratings on the 500 rewrites, plain and guarded.
+One pass of ``LogProb(guard="prompt+repeat", return_tokens=True)`` per model gives the three readings of every
+output: plain LogProb (equations 1 and 2 on the three contexts' token log-probabilities,
+:func:`styleeval.logprob.logprob_equations`; the same bits as ``LogProb.score``: a row's scores never depend on its
+batch), the prompt guard alone (:func:`styleeval.logprob.guarded_equations`: floored where ``P >= C``) and with the
+repeat guard (:func:`styleeval.logprob.metric.self_repeat`). Reported per output kind: mean content and style (plain),
+the mean of the prompt guard's margin ``P - C``, the rows each guard floors, the mean reward (``content + 24 * style``,
+the reward's defaults; the floor -34 for the empty output), and the share of rows where the output's reward beats the
+rated rewrite's, plain, with the prompt guard and with both guards, over all 500 rows and over the 257 rewrites people
+rated >= 4 on both content and style; then the Spearman of content and style with people's ratings on the 500
+rewrites, under each reading.
 
 Resumable and cheap to re-read: every source's outputs are written to ``--out`` (JSON lines) as they are scored; a
-second run skips what is there and ``--report`` only prints the tables of what is there (``--rows N``: the first N
-sources, taken in turns over the six tasks).
+second run skips what is there (and refuses a file whose lines another scorer wrote: another model or version) and
+``--report`` only prints the tables of what is there (``--rows N``: the first N sources, taken in turns over the six
+tasks).
 
     export STYLEEVAL_DATA_DIR=../shared/data
     python scripts/reward_hole.py --out runs/hole-135m.jsonl                                  # smollm2-135m, 500 rows
@@ -48,6 +52,7 @@ KINDS = {
     "echo": "Rewrite the following sentence to be {style}: {source}",
     "echo line": "Rewrite the following sentence to be {style}:",
     "suffix": "{source} Rewritten sentence in a {style} style.",
+    "self repeat": "{source}\n\nRewrite: {source}",
     "style word": "{style} {style} {style} {style} {style}",
     "empty": "",
 }
@@ -80,9 +85,12 @@ def score(args: argparse.Namespace) -> None:
 
     torch.set_num_threads(args.threads)
     data = load_corpus("style_gap_testset")
-    done = set()
+    done, signatures = set(), set()
     if args.out.exists():
-        done = {json.loads(line)["source_id"] for line in args.out.open(encoding="utf-8")}
+        for line in args.out.open(encoding="utf-8"):
+            record = json.loads(line)
+            done.add(record["source_id"])
+            signatures.add(record["signature"])
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (source, style) in enumerate(zip(data["source"], data["target_style"], strict=True)):
         groups[(source, style)].append(i)
@@ -92,7 +100,11 @@ def score(args: argparse.Namespace) -> None:
     print(f"{len(keys) - len(todo)} sources done, {len(todo)} to score with {args.model}", file=sys.stderr)
     if not todo:
         return
-    scorer = LogProb(model=args.model, guard="prompt", progress=False)
+    scorer = LogProb(model=args.model, guard="prompt+repeat", progress=False)
+    other = sorted(signatures - {str(scorer.signature)})
+    if other:  # lines of another scorer (another model, an older guard: no self repeat) would mix in the tables
+        raise SystemExit(f"reward_hole.py: error: {args.out} holds lines scored by {other[0]}, not by this run's "
+                         f"{scorer.signature}: give another --out (or the same --model and version)")
     start = time.monotonic()
     with args.out.open("a", encoding="utf-8") as out:
         for n, (source, style) in enumerate(todo, 1):
@@ -106,7 +118,8 @@ def score(args: argparse.Namespace) -> None:
                 content, strength = logprob_equations(*logps)
                 records.append({"kind": kind, "id": row_id, "text": text, "content": content, "style": strength,
                                 "guarded_content": row["content"], "guarded_style": row["style_strength"],
-                                "prompt": row["prompt_reading"]})
+                                "prompt": row["prompt_reading"], "self_repeat": row["self_repeat"],
+                                **({"tokens": row["tokens"]} if args.tokens else {})})
             line = {"source_id": f"{data[rows[0]]['source_id']}|{style}", "model": args.model,
                     "signature": str(scored.signature), "outputs": records}
             out.write(json.dumps(line) + "\n")
@@ -119,6 +132,21 @@ def score(args: argparse.Namespace) -> None:
 def reward(content: float, style: float, kind: str) -> float:
     value = content + STYLE_WEIGHT * style
     return FLOOR if kind == "empty" or not math.isfinite(value) else value
+
+
+READINGS = ("plain", "prompt guard", "prompt+repeat guards")
+"""The three readings of a record, by :func:`reading`."""
+
+
+def reading(record: dict, name: str) -> tuple[float, float]:
+    """(content, style) of a record under a reading: plain LogProb, the prompt guard alone (floored where the prompt's
+    reading P is at least the content, as :func:`styleeval.logprob.guarded_equations` floors), or both guards (what
+    the scorer returned)."""
+    if name == "plain":
+        return record["content"], record["style"]
+    if name == "prompt guard":
+        return (record["content"], record["style"]) if record["prompt"] < record["content"] else (-math.inf, -1.0)
+    return record["guarded_content"], record["guarded_style"]
 
 
 def report(args: argparse.Namespace) -> None:
@@ -138,33 +166,34 @@ def report(args: argparse.Namespace) -> None:
     good = [(r, k) for r, k in pairs if human[r["id"]]["content_mean"] >= 4 and human[r["id"]]["style_mean"] >= 4]
     print(f"{lines[0]['model']}: {len(lines)} sources, {len(pairs)} rated rewrites ({len(good)} rated >= 4 on both)")
     print(f"signature: {lines[0]['signature']}\n")
-    print("| output | content | style | reward | P - C | floored by the guard | beats the rewrite: plain | guarded "
-          "| beats a rewrite rated >= 4: plain | guarded |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| output | content | style | reward | P - C | floored: prompt guard | repeat guard "
+          "| beats the rewrite: plain | prompt guard | both guards "
+          "| beats a rewrite rated >= 4: plain | prompt guard | both guards |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for kind in ["rewrite", *KINDS]:
         records = [r for r, _ in pairs] if kind == "rewrite" else [k[kind] for _, k in pairs]
         content = sum(r["content"] for r in records) / len(records)
         style = sum(r["style"] for r in records) / len(records)
         mean_reward = sum(reward(r["content"], r["style"], kind) for r in records) / len(records)
-        floored = sum(r["guarded_content"] == -math.inf for r in records)
         margin = sum(r["prompt"] - r["content"] for r in records) / len(records)
+        by_prompt = sum(reading(r, "prompt guard")[0] == -math.inf for r in records)
+        by_repeat = sum(r["self_repeat"] for r in records)
         cells = [f"{kind}", f"{content:.2f}", f"{style:+.3f}", f"{mean_reward:.2f}", f"{margin:+.2f}",
-                 f"{floored} of {len(records)}"]
+                 f"{by_prompt} of {len(records)}", f"{by_repeat} of {len(records)}"]
         for rows in (pairs, good):
             if kind == "rewrite":
-                cells += ["", ""]
+                cells += [""] * len(READINGS)
                 continue
-            for prefix in ("", "guarded_"):
-                wins = sum(reward(k[kind][prefix + "content"], k[kind][prefix + "style"], kind)
-                           > reward(r[prefix + "content"], r[prefix + "style"], "rewrite") for r, k in rows)
+            for name in READINGS:
+                wins = sum(reward(*reading(k[kind], name), kind) > reward(*reading(r, name), "rewrite")
+                           for r, k in rows)
                 cells.append(f"{wins / len(rows):.0%}")
         print("| " + " | ".join(cells) + " |")
-    print("\n| Spearman with people, the rated rewrites | plain | guarded |\n|---|---|---|")
-    for name, key, rating in (("content", "content", "content_mean"), ("style", "style", "style_mean")):
+    print("\n| Spearman with people, the rated rewrites | " + " | ".join(READINGS) + " |\n|---|---|---|---|")
+    for name, index, rating in (("content", 0, "content_mean"), ("style", 1, "style_mean")):
         ratings = [human[r["id"]][rating] for r, _ in pairs]
-        plain = spearmanr([r[key] for r, _ in pairs], ratings)[0]
-        guarded = spearmanr([r["guarded_" + key] for r, _ in pairs], ratings)[0]
-        print(f"| {name} | {plain:.4f} | {guarded:.4f} |")
+        cells = [f"{spearmanr([reading(r, how)[index] for r, _ in pairs], ratings)[0]:.4f}" for how in READINGS]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -173,6 +202,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="JSON lines, one per source (appended, resumable)")
     parser.add_argument("--rows", type=int, default=0, help="the first N sources (default: all 249)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1: a shared machine)")
+    parser.add_argument("--tokens", action="store_true", help="also keep every output's per-token log-probabilities "
+                        "under the five contexts (to try a guard's equations on them without scoring again)")
     parser.add_argument("--report", action="store_true", help="only print the tables of what --out holds")
     args = parser.parse_args()
     if not args.report:

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from styleeval.logprob.metric import GUARDS
+
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUCTION = "Rewrite the following sentence in a formal style. Reply with the rewritten sentence only.\n\n{source}"
 CHECKS = ("r_bleu", "s_chrf", "s_bleu")
@@ -69,10 +71,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, default=5e-4, help="default 5e-4")
     parser.add_argument("--lora-rank", type=int, default=16, help="default 16")
     parser.add_argument("--style-weight", type=float, default=None, help="the reward's (default: its own default)")
-    parser.add_argument("--guard", choices=("prompt",), default=None,
-                        help="the guarded reward (LogProbReward(guard='prompt'): a completion the prompt explains at "
-                             "least as well as the source gets the floor; docs/training.md, 'The prompt guard'); the "
-                             "held-out checks report plain LogProb beside it")
+    parser.add_argument("--guard", choices=GUARDS, default=None,
+                        help="the guarded reward (LogProbReward(guard=...): 'prompt', a completion the prompt explains "
+                             "at least as well as the source gets the floor; 'repeat', a completion that repeats "
+                             "itself does; 'prompt+repeat', both; docs/training.md, 'The hole, measured, and the prompt guard' and 'The repeat "
+                             "guard'); the held-out checks report plain LogProb beside it")
     parser.add_argument("--beta", type=float, default=0.0,
                         help="GRPO's KL penalty to the untrained model (TRL's default 0: none, no reference pass)")
     parser.add_argument("--mask-truncated", action="store_true",
@@ -91,6 +94,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "bfloat16 where the CPU computes it natively (AMX or AVX512-BF16 in /proc/cpuinfo), else "
                              "float32: on an AVX2-only CPU (an AMD EPYC here) the bf16 backward ran through torch's "
                              "reference gemm, a GRPO step 200 s instead of about 20 (measured, py-spy)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in OUT (killed, or its machine gone) from its last checkpoint: the "
+                             "same options as the run's own (results.json says them; --threads may differ), the "
+                             "measurement before training read back, the steps after the last checkpoint trained "
+                             "again (TRL's resume_from_checkpoint: optimizer, scheduler and random states restored)")
     parser.add_argument("--seed", type=int, default=0, help="default 0")
     parser.add_argument("--no-autorater", action="store_true", help="skip the autorater's ratings (faster; --smoke "
                         "skips them)")
@@ -241,6 +249,12 @@ class Progress:
         self.after: dict | None = None
         self.log: list[dict] = []
         self.train_seconds: float | None = None
+        self.checkpoint_seconds: dict[str, float] = {}
+        """Training seconds when each checkpoint was saved (a resumed run counts its training time from there)."""
+        self.trained_before = 0.0
+        """Training seconds of the steps kept from before a resume (its checkpoint's)."""
+        self.train_started: float | None = None
+        self.resumed: list[dict] = []
 
     def write(self, status: str) -> str:
         """Both files, now; returns the report's text."""
@@ -249,13 +263,31 @@ class Progress:
                              key=lambda name: int(name.rsplit("-", 1)[1]))
         text = report(self.args, self.before, self.after, self.held_out, self.log, self.train_seconds, self.reward,
                       self.n_train, status, elapsed, checkpoints)
+        for resumed in self.resumed:
+            text += (f"\nResumed from {resumed['from'] or 'the start of training'} after "
+                     f"{resumed['at_elapsed_seconds'] / 60:.1f} min (--resume: the steps after it trained again).\n")
         results = {"status": status, "elapsed_seconds": elapsed, "checkpoints": checkpoints,
                    "args": {k: str(v) for k, v in vars(self.args).items()}, "signature": self.reward.signature,
-                   "seconds": self.train_seconds, "before": self.before, "after": self.after, "log": self.log,
+                   "seconds": self.train_seconds, "checkpoint_seconds": self.checkpoint_seconds,
+                   "resumed": self.resumed, "before": self.before, "after": self.after, "log": self.log,
                    "held_out": self.held_out}
         _replace(self.args.out / "results.json", json.dumps(results, indent=1))
         _replace(self.args.out / "report.md", text)
         return text
+
+    def training_seconds(self) -> float:
+        """Training seconds of the steps kept so far (from before a resume, then this process's)."""
+        return self.trained_before + (time.perf_counter() - self.train_started if self.train_started else 0.0)
+
+    def resume(self, previous: dict, checkpoint: str | None) -> None:
+        """Carry on a run killed at ``previous`` (its results.json) from ``checkpoint`` (None: from the start of
+        training): its measurement before training, its wall time so far, its checkpoints' training times."""
+        self.before = previous["before"]
+        self.started -= previous["elapsed_seconds"]
+        self.checkpoint_seconds = dict(previous.get("checkpoint_seconds") or {})
+        self.trained_before = self.checkpoint_seconds.get(checkpoint, 0.0) if checkpoint else 0.0
+        self.resumed = [*previous.get("resumed", []), {"from": checkpoint, "at_elapsed_seconds":
+                                                       previous["elapsed_seconds"]}]
 
     def callback(self):
         """A TRL/transformers callback that writes both files after every step, log and checkpoint."""
@@ -275,6 +307,7 @@ class Progress:
                 self._write(state, "step")
 
             def on_save(self, args, state, control, **kwargs):
+                progress.checkpoint_seconds[f"checkpoint-{state.global_step}"] = progress.training_seconds()
                 self._write(state, "step")
 
         return WriteAsItGoes()
@@ -287,8 +320,8 @@ def _replace(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def train(args: argparse.Namespace, folder: Path, sources: list[str], reward, progress: Progress
-          ) -> tuple[object, list[dict], float]:
+def train(args: argparse.Namespace, folder: Path, sources: list[str], reward, progress: Progress,
+          checkpoint: str | None = None) -> tuple[object, list[dict], float]:
     import datasets
     import peft
     import trl
@@ -310,9 +343,9 @@ def train(args: argparse.Namespace, folder: Path, sources: list[str], reward, pr
     trainer = trl.GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(folder), reward_funcs=[reward], args=config,
                               train_dataset=data, processing_class=AutoTokenizer.from_pretrained(folder),
                               peft_config=lora, callbacks=[progress.callback()])
-    start = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - start
+    progress.train_started = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(args.out / "trainer" / checkpoint) if checkpoint else None)
+    seconds = progress.training_seconds()
     trainer.save_model(str(args.out / "adapter"))
     return trainer.model, trainer.state.log_history, seconds
 
@@ -354,6 +387,40 @@ def report(args: argparse.Namespace, before: dict | None, after: dict | None, he
     return "\n".join(lines) + "\n"
 
 
+RESUMABLE_DIFFERENCES = ("resume", "threads", "out")
+"""Options a resumed run may give differently from the run's own (``--threads``: the speed, and the last bits of the
+float sums; ``--out``: the run's folder, copied or moved)."""
+
+
+def run_to_resume(args: argparse.Namespace) -> tuple[dict, str | None] | None:
+    """The killed run in ``args.out`` (its results.json) and its last checkpoint (None: none saved yet); ``None`` where
+    it finished. Only the checkpoints the run saved count (results.json's ``checkpoint_seconds``), not those an
+    earlier run in the same folder left. Refused, naming the option, where this command's options differ from the run's own."""
+    path = args.out / "results.json"
+    if not path.is_file():
+        raise SystemExit(f"train_grpo_formality.py: error: --resume: no run to resume in {args.out} (no results.json): "
+                         "leave --resume out to start one")
+    previous = json.loads(path.read_text(encoding="utf-8"))
+    given = {k: str(v) for k, v in vars(args).items()}
+    differ = [f"--{k.replace('_', '-')} {given.get(k)!r} (the run's: {v!r})" for k, v in previous["args"].items()
+              if k not in RESUMABLE_DIFFERENCES and given.get(k) != v]
+    differ += [f"--{k.replace('_', '-')} {v!r} (the run's: not recorded, it ran before the option existed)"
+               for k, v in given.items() if k not in RESUMABLE_DIFFERENCES and k not in previous["args"]]
+    if differ:
+        raise SystemExit("train_grpo_formality.py: error: --resume: this command's options differ from the run's own: "
+                         f"{'; '.join(differ)}. Give the run's options (results.json, 'args'), or another --out")
+    if previous["status"] == "done":
+        return None
+    if previous["before"] is None:  # killed before its first measurement: nothing to keep
+        raise SystemExit(f"train_grpo_formality.py: error: --resume: the run in {args.out} was killed before its "
+                         "first measurement: nothing to resume; leave --resume out to start it again")
+    saved = previous.get("checkpoint_seconds")  # the checkpoints this run saved (None: a run from before it said)
+    checkpoints = sorted((p.name for p in (args.out / "trainer").glob("checkpoint-*")
+                          if (p / "trainer_state.json").is_file() and (saved is None or p.name in saved)),
+                         key=lambda name: int(name.rsplit("-", 1)[1]))  # complete ones: trainer_state.json is last
+    return previous, checkpoints[-1] if checkpoints else None
+
+
 def missing_training_packages() -> list[str]:
     """The packages of the ``trl`` extra (TRL, peft) that cannot be imported (imported here: the training needs them)."""
     import importlib
@@ -387,6 +454,14 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     args.threads = torch.get_num_threads()  # recorded in results.json
     args.train_dtype = train_dtype(args.train_dtype)  # recorded in results.json and the report
+    if not args.resume and (args.out / "results.json").is_file():  # never write over a run's finished work
+        print(f"train_grpo_formality.py: error: {args.out} holds a run (results.json): --resume to continue it, or "
+              "another --out", file=sys.stderr)
+        return 2
+    resumed = run_to_resume(args) if args.resume else None
+    if args.resume and resumed is None:
+        print(f"the run in {args.out} is done: {args.out / 'report.md'}", file=sys.stderr)
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     train_sources, held_out = formality_sources(args.data_dir)
     train_sources = train_sources[:args.train_rows]
@@ -395,14 +470,21 @@ def main(argv: list[str] | None = None) -> int:
     reward = LogProbReward(model=REAL_WEIGHTS, **reward_options(args))
     progress = Progress(args, held_out, reward, len(train_sources))
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    base = AutoModelForCausalLM.from_pretrained(folder)
-    print(f"before: generating {len(held_out)} held-out rewrites", file=sys.stderr)
-    progress.before = measure(generate(base, tokenizer, [s for s, _ in held_out], args.max_completion_length), held_out,
-                              reward, not args.no_autorater)
-    progress.write("measured before training; training not started")
+    checkpoint = None
+    if resumed:
+        previous, checkpoint = resumed
+        progress.resume(previous, checkpoint)
+        print(f"resuming the run in {args.out} from {checkpoint or 'the start of training'} (its measurement before "
+              "training read back)", file=sys.stderr)
+    else:
+        base = AutoModelForCausalLM.from_pretrained(folder)
+        print(f"before: generating {len(held_out)} held-out rewrites", file=sys.stderr)
+        progress.before = measure(generate(base, tokenizer, [s for s, _ in held_out], args.max_completion_length),
+                                  held_out, reward, not args.no_autorater)
+        progress.write("measured before training; training not started")
     print(f"training: {len(train_sources)} sources, {args.steps} steps (report.md rewritten after each step)",
           file=sys.stderr)
-    model, progress.log, progress.train_seconds = train(args, folder, train_sources, reward, progress)
+    model, progress.log, progress.train_seconds = train(args, folder, train_sources, reward, progress, checkpoint)
     progress.write(f"trained {args.steps} steps; measuring after training")
     model.eval()
     progress.after = measure(generate(model, tokenizer, [s for s, _ in held_out], args.max_completion_length),

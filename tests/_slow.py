@@ -23,7 +23,7 @@ GUARD_INSTRUCTIONS = {
     "echo": "Repeat the following sentence: Rewrite the following sentence to be {style}: {source}",
     "unsourced": "Rewrite the following sentence to be {style}:",
 }
-"""The prompt guard's two instructions (docs/training.md, "The prompt guard"), written out."""
+"""The prompt guard's two instructions (docs/training.md, "The hole, measured, and the prompt guard"), written out."""
 
 
 FLOAT32_ISLANDS = {"LlamaRMSNorm": "norm", "Qwen2RMSNorm": "norm", "LlamaRotaryEmbedding": "rotary",

@@ -13,7 +13,7 @@ with LogProb's content (the paper's equation 1: mean log of the best of the thre
 weight 0, then equal to ``LogProb.score``'s number. The default weights are explained in docs/training.md ("The
 weights").
 
-``guard="prompt"`` is the guarded reward (docs/training.md, "The prompt guard"): LogProb with the prompt guard
+``guard="prompt"`` is the guarded reward (docs/training.md, "The hole, measured, and the prompt guard"): LogProb with the prompt guard
 (:func:`styleeval.logprob.guarded_equations`), so that a completion the scorer reads better as the prompt's text (the
 style instruction echoed, or what the instruction alone calls for) than as a rewrite, paraphrase or repetition of the
 source gets ``floor``:
@@ -21,7 +21,9 @@ source gets ``floor``:
     P = max(1/n sum_i log p_i^echo, 1/n sum_i log p_i^unsourced)
     reward = content_weight * content + style_weight * style   if P < content, else floor
 
-The signature says ``guard:prompt``; plain LogProb (the evaluation metric) is unchanged.
+The signature says ``guard:prompt``; plain LogProb (the evaluation metric) is unchanged. ``guard="repeat"`` floors a
+completion that repeats itself (:func:`styleeval.logprob.metric.self_repeat`: a run of 4 words written at least twice
+and more often than the source holds it; docs/training.md, "The repeat guard"), ``guard="prompt+repeat"`` does both.
 
 Rows LogProb cannot score get ``floor``, never an exception in the middle of training: an
 empty or blank completion, a completion holding a lone surrogate (half of a UTF-16 pair, U+D800 to U+DFFF: no text,
@@ -152,7 +154,7 @@ class LogProbReward:
             than the model's context, a non-finite score);
             default :func:`default_floor` (-34.0 with the default weights).
         **logprob_options: :class:`styleeval.LogProb`'s arguments (``model``, ``base_url``, ``backend``: a backend
-            object shared with other scorers, ``dtype``, ``guard="prompt"``: the guarded reward...). ``on_overflow``
+            object shared with other scorers, ``dtype``, ``guard="prompt"``, ``"repeat"`` or ``"prompt+repeat"``: the guarded reward...). ``on_overflow``
             and ``progress`` are the reward's own (rows too long get ``floor``; no bars in a training loop): giving
             them is an error.
     """
@@ -249,8 +251,8 @@ class LogProbReward:
 
 
 def _report(columns: Mapping[str, Any], content: list[float], style: list[float], guarded: bool = False) -> None:
-    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them; with the
-    prompt guard also the share of rows it floored (``logprob/guarded``: content ``-inf``, among the floored)."""
+    """The batch's numbers through TRL's ``log_metric`` / ``log_extra`` hooks, where the trainer passes them; with a
+    guard also the share of rows it floored (``logprob/guarded``: content ``-inf``, among the floored)."""
     log_metric, log_extra = columns.get("log_metric"), columns.get("log_extra")
     finite = [i for i, c in enumerate(content) if math.isfinite(c)]
     if callable(log_metric):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,12 +28,13 @@ def test_the_smoke_run_reports_before_and_after_and_checkpoints_every_step(real_
     an empty trainer/, no report). A frozen process runs no code, like a killed one, so the files on disk while it is
     stopped are exactly those a SIGKILL at that moment leaves (and both files are replaced whole, never half-written).
     Then continued (SIGCONT) to its end: the finished run's report and checkpoints."""
-    out = tmp_path / "out"
+    out, killed = tmp_path / "out", tmp_path / "killed"
     with open(tmp_path / "stderr.log", "w+", encoding="utf-8") as stderr:
         proc = subprocess.Popen(_run(data_dir, out), stdout=subprocess.DEVNULL, stderr=stderr,
                                 start_new_session=True)
         try:
             _a_run_stopped_after_its_first_checkpoint_has_left_its_report(proc, out)
+            shutil.copytree(out, killed)  # what a SIGKILL here leaves: resumed below
             os.killpg(proc.pid, signal.SIGCONT)
             proc.wait(timeout=1800)
         finally:
@@ -56,6 +58,30 @@ def test_the_smoke_run_reports_before_and_after_and_checkpoints_every_step(real_
     assert [entry["step"] for entry in results["log"] if "reward" in entry] == [1, 2]
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "Status: **done**" in report and "| reward |" in report and "| source | before | after |" in report
+    _the_killed_run_resumed_ends_as_the_run_that_went_on(data_dir, killed, out)
+
+
+def _the_killed_run_resumed_ends_as_the_run_that_went_on(data_dir: Path, killed: Path, out: Path) -> None:
+    """``--resume`` on the files a run killed after its first checkpoint left: it trains step 2 from checkpoint-1
+    (TRL restores the optimizer and the random states) and measures after, to the numbers of the run that was not
+    killed, with its measurement before training read back."""
+    done = subprocess.run([*_run(data_dir, killed), "--resume"], capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resuming the run" in done.stderr and "from checkpoint-1" in done.stderr
+    got, want = (json.loads((d / "results.json").read_text(encoding="utf-8")) for d in (killed, out))
+    assert got["status"] == "done" and [r["from"] for r in got["resumed"]] == ["checkpoint-1"]
+    assert got["before"] == want["before"] and got["checkpoints"] == want["checkpoints"]
+    rewards = [[(e["step"], e["reward"]) for e in r["log"] if "reward" in e] for r in (got, want)]
+    assert rewards[0] == rewards[1]
+    assert got["after"] == want["after"]
+    from safetensors.torch import load_file
+
+    adapters = [load_file(str(d / "adapter" / "adapter_model.safetensors")) for d in (killed, out)]
+    assert adapters[0].keys() == adapters[1].keys()
+    assert all(adapters[0][k].equal(adapters[1][k]) for k in adapters[0])
+    assert "Resumed from checkpoint-1" in (killed / "report.md").read_text(encoding="utf-8")
+    again = subprocess.run([*_run(data_dir, killed), "--resume"], capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "is done" in again.stderr  # nothing left to do
 
 
 def _a_run_stopped_after_its_first_checkpoint_has_left_its_report(proc: subprocess.Popen, out: Path) -> None:

@@ -18,18 +18,23 @@ the local scoring engine or an OpenAI-compatible server, chosen once by :func:`s
 Tokenization is local in both. The signature is built in one place, :attr:`LogProb.signature`; its ``prompt`` field
 is the prompt set's name and the digest of its text (:attr:`~styleeval.logprob.prompts.PromptSet.signed`).
 
-``guard="prompt"`` (for LogProb as a training reward, docs/training.md "The prompt guard") also reads the rewrite after
+``guard="prompt"`` (for LogProb as a training reward, docs/training.md "The hole, measured, and the prompt guard") also reads the rewrite after
 two prompt contexts (:data:`styleeval.logprob.prompts.PROMPT_CONTEXTS`: the style instruction repeated, t_e, and the style
 instruction without its source, t_u) and gives a rewrite that either reading explains at least as well as the source's
 best reading the lowest content and style (:func:`guarded_equations`):
 
     P = max(1/n sum_i log p_i^te, 1/n sum_i log p_i^tu)
     (C_g, S_g) = (C, S) if P < C, else (-inf, -1)
+
+``guard="repeat"`` gives the same lowest scores to a rewrite that repeats itself (:func:`self_repeat`: a run of
+:data:`REPEAT_SPAN` words written more often than the source holds it, and at least twice); ``guard="prompt+repeat"``
+is both.
 """
 
 from __future__ import annotations
 
 import math
+import string
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -54,15 +59,24 @@ from styleeval.validation import check_rows
 if TYPE_CHECKING:  # imported where a tensor is made: the CLI builds its parser without torch
     import torch
 
-__all__ = ["GUARDS", "LogProb", "LogProbScores", "NotFiniteWarning", "guarded_equations", "logprob_equations",
+__all__ = ["GUARDS", "REPEAT_SPAN", "LogProb", "LogProbScores", "NotFiniteWarning", "guarded_equations",
+           "logprob_equations", "repeat_words", "self_repeat",
            "shared_logprob", "VARIANTS", "VARIANT_PROMPTS"]
 
 PIPELINE_ROWS = 256
 VARIANT_PROMPTS = {"default": "paper", "authors": "authors"}
 """Each variant's prompt set (:data:`styleeval.logprob.prompts.PROMPT_SETS`) when ``prompt`` is not given."""
 VARIANTS = tuple(VARIANT_PROMPTS)
-GUARDS = ("prompt",)
-"""The guards :class:`LogProb` takes (``guard=``): ``"prompt"``, :func:`guarded_equations`."""
+GUARDS = ("prompt", "repeat", "prompt+repeat")
+"""The guards :class:`LogProb` takes (``guard=``): ``"prompt"`` (:func:`guarded_equations`), ``"repeat"``
+(:func:`self_repeat`) and both, ``"prompt+repeat"``."""
+
+REPEAT_SPAN = 4
+"""The repeat guard's span: a rewrite repeats itself when a run of this many words, one with a letter, comes back in it
+(:func:`self_repeat`). Measured (docs/training.md, "The repeat guard"): at 4 words none of the 500 rated rewrites of
+the style-gap test set, nor any of Lai et al.'s 720 formality rewrites and 640 references, repeats itself, and 496
+of the 500 outputs of run 3's shape (``{source}\\n\\nRewrite: {source}``) do; at 3 words a formal rewrite that names an
+amount twice ("is 1,000 dollars") would."""
 
 
 def logprob_equations(
@@ -107,6 +121,54 @@ def guarded_equations(
     if prompt >= content:
         return -math.inf, -1.0, prompt
     return content, strength, prompt
+
+
+def repeat_words(text: str) -> list[str]:
+    """The words the repeat guard compares: ``text`` split at white space, each casefolded with the punctuation at its
+    ends stripped, the empty ones left out.
+
+    >>> repeat_words("Rewrite: It is late -- sorry!")
+    ['rewrite', 'it', 'is', 'late', 'sorry']
+    """
+    words = (word.strip(string.punctuation).casefold() for word in text.split())
+    return [word for word in words if word]
+
+
+def _runs(words: Sequence[str], span: int) -> dict[tuple[str, ...], int]:
+    """How many times each run of ``span`` words that holds a letter occurs in ``words``, counting occurrences that do
+    not overlap (left to right, as ``str.count`` counts)."""
+    counts: dict[tuple[str, ...], int] = {}
+    free_from: dict[tuple[str, ...], int] = {}  # run -> the first position where its next occurrence may start
+    for start in range(len(words) - span + 1):
+        run = tuple(words[start:start + span])
+        if start >= free_from.get(run, 0) and any(c.isalpha() for word in run for c in word):
+            counts[run] = counts.get(run, 0) + 1
+            free_from[run] = start + span
+    return counts
+
+
+def self_repeat(rewrite: str, source: str, span: int = REPEAT_SPAN) -> bool:
+    """The repeat guard: whether a rewrite repeats itself, a run of ``span`` words (:func:`repeat_words`) that holds a
+    letter written at least twice, and more often than the source holds it. Occurrences are counted without overlap (as
+    ``str.count`` counts); a rewrite that keeps a repetition of its source is no repeat, nor numbers written twice. A
+    function of the two texts alone: the same verdict whatever model scores.
+
+        R = 1 if some run w of span words, one with a letter, has
+                count_rewrite(w) >= 2 and count_rewrite(w) > count_source(w);  else 0
+        (C_g, S_g) = (-inf, -1) if R, else (C, S)
+
+    >>> self_repeat("It is late. Rewrite: It is late.", "its late"), self_repeat("Sorry. Sorry. Sorry.", "sry")
+    (False, False)
+    >>> self_repeat("It is getting late. Rewrite: It is getting late.", "its getting late")
+    True
+    >>> self_repeat("No, no, no, no, no, no, no, no!", "no no no no no no no no")
+    False
+    """
+    if span < 1:
+        raise ValueError(f"span must be at least 1, got {span}")
+    source_counts = _runs(repeat_words(source), span)
+    return any(count >= 2 and count > source_counts.get(run, 0)
+               for run, count in _runs(repeat_words(rewrite), span).items())
 
 
 class NotFiniteWarning(UserWarning):
@@ -184,10 +246,13 @@ class LogProb:
         progress: show progress bars; ``None`` (default): where stderr is a terminal.
         pipeline_rows: rows are scored in pieces of about this many (a source's rewrites never split), the next
             piece tokenized while the current one is scored; results do not depend on it.
-        guard: ``None`` (default: the paper's LogProb) or ``"prompt"``: the prompt guard of LogProb as a training
-            reward (:func:`guarded_equations`; two more contexts, 5/3 of the compute): a rewrite the prompt explains
-            at least as well as the source scores content ``-inf`` and style ``-1``, and each row also gets
-            ``prompt_reading`` (the prompt's reading P). The signature says ``guard:prompt``.
+        guard: ``None`` (default: the paper's LogProb), or a guard of LogProb as a training reward, which gives a
+            rewrite that games the reward content ``-inf`` and style ``-1``: ``"prompt"`` (:func:`guarded_equations`;
+            two more contexts, 5/3 of the compute), a rewrite the prompt explains at least as well as the source,
+            each row also getting ``prompt_reading`` (the prompt's reading P); ``"repeat"`` (:func:`self_repeat`; no
+            more compute), a rewrite that repeats itself, each row also getting ``self_repeat`` (True or False; None
+            for a row skipped for its length);
+            ``"prompt+repeat"``, both. The signature says ``guard:`` and the guard.
         **backend_options: the backend's options. Local: ``device``, ``dtype`` (``"float32"`` default,
             ``"bfloat16"``, ``"float16"``), ``head_dtype`` (precision of the LM head and softmax: ``"float32"``
             default, or ``"bfloat16"``/``"float16"`` as in the authors' script), ``batch_tokens`` (default 512 on
@@ -223,7 +288,9 @@ class LogProb:
         if guard is not None and guard not in GUARDS:
             raise UserError(f"guard must be None or one of {', '.join(map(repr, GUARDS))}, got {guard!r}")
         self.guard = guard
-        self.contexts: tuple[str, ...] = CONTEXTS + (PROMPT_CONTEXTS if guard else ())
+        guards = set(guard.split("+")) if guard else set()
+        self._prompt_guard, self._repeat_guard = "prompt" in guards, "repeat" in guards
+        self.contexts: tuple[str, ...] = CONTEXTS + (PROMPT_CONTEXTS if self._prompt_guard else ())
         """The contexts every rewrite is read after: the paper's three, then the guard's."""
         if variant == "authors":
             given = [name for name, value in (("end_of_turn", not end_of_turn), ("chat_template", chat_template),
@@ -348,24 +415,34 @@ class LogProb:
         if empty:
             warnings.warn("some rewrites have no scored token (an empty rewrite: with end_of_turn=False, or in the "
                           "authors' variant, whose first token is context): NaN", stacklevel=2)
-        rows = []
+        repeats = self._self_repeats(sources, rewrites, [i for i in range(n) if per_row[i][1] is not None])
+        rows, floored = [], set()
         for i in range(n):
             target, lp = per_row[i]
             if lp is None:
                 row: dict[str, Any] = logprob_row(math.nan, math.nan)
-                if self.guard:
+                if self._prompt_guard:
                     row["prompt_reading"] = math.nan
+                if self._repeat_guard:
+                    row["self_repeat"] = None  # not scored: no verdict
                 if return_tokens:
                     row["tokens"] = []
                 rows.append(row)
                 continue
-            if self.guard:
+            if self._prompt_guard:
                 content, strength, prompt = guarded_equations(*lp)
-                row = logprob_row(content, strength)
-                row["prompt_reading"] = prompt
+                if content == -math.inf:
+                    floored.add(i)
             else:
                 content, strength = logprob_equations(*lp)
-                row = logprob_row(content, strength)
+            if i in repeats:
+                content, strength = -math.inf, -1.0
+                floored.add(i)
+            row = logprob_row(content, strength)
+            if self._prompt_guard:
+                row["prompt_reading"] = prompt
+            if self._repeat_guard:
+                row["self_repeat"] = i in repeats
             if return_tokens:
                 row["tokens"] = [
                     {"token": self.tokenizer.decode([tok]),
@@ -373,10 +450,16 @@ class LogProb:
                     for j, tok in enumerate(target)
                 ]
             rows.append(row)
-        floored = (lambda row: row["prompt_reading"] >= row["content"]) if self.guard else (lambda row: False)
         self._tell_not_finite([row for i, row in enumerate(rows) if per_row[i][1] is not None and per_row[i][0]
-                               and not floored(row)], n)  # a floored row's -inf is the guard's verdict
+                               and i not in floored], n)  # a floored row's -inf is the guard's verdict
         return LogProbScores(rows, self.signature)
+
+    def _self_repeats(self, sources: Sequence[str], rewrites: Sequence[str], rows: list[int]) -> set[int]:
+        """The rows among ``rows`` whose rewrite repeats itself (:func:`self_repeat`), where the repeat guard is on;
+        else none."""
+        if not self._repeat_guard:
+            return set()
+        return {i for i in rows if self_repeat(rewrites[i], sources[i])}
 
     def _tell_not_finite(self, scored: list[dict[str, Any]], n: int) -> None:
         """Rows with scored tokens whose score is not finite (a log-probability NaN or inf) are said once per scorer,

@@ -56,7 +56,7 @@ CONTEXTS: tuple[str, ...] = ("style", "paraphrase", "repeat")
 """The three contexts, in the order of the equations (and of a row's per-token ``tokens``)."""
 
 PROMPT_CONTEXTS: tuple[str, ...] = ("echo", "unsourced")
-"""The two contexts of the prompt guard (``LogProb(guard="prompt")``, docs/training.md "The prompt guard"): readings of
+"""The two contexts of the prompt guard (``LogProb(guard="prompt")``, docs/training.md "The hole, measured, and the prompt guard"): readings of
 a rewrite as the *prompt's* text rather than the source's. ``echo``: the repeat instruction applied to the style
 instruction (the rewrite read as a copy of the prompt); ``unsourced``: the style instruction with no source (the
 rewrite read as what the instruction alone calls for). Built from a set's own instructions
