@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "reward_hole.py"
 
@@ -20,8 +21,9 @@ def test_reward_hole_refuses_to_append_to_lines_of_another_scorer(tiny_model_dir
     hole = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hole)
     out = tmp_path / "hole.jsonl"
-    args = argparse.Namespace(model=str(tiny_model_dir), out=out, rows=1, threads=1, tokens=False, report=False)
-    hole.score(args)
+    args = argparse.Namespace(model=str(tiny_model_dir), out=out, rows=1, threads=torch.get_num_threads(), tokens=False,
+                              report=False)  # the script sets torch's threads for the process: keep this one's (the
+    hole.score(args)                         # engine's signature names them; a later test compares signatures)
     line = json.loads(out.read_text(encoding="utf-8"))
     assert "|guard:prompt+repeat|" in line["signature"]
     line["signature"] = line["signature"].replace("|guard:prompt+repeat|", "|guard:prompt|")  # the older version's
